@@ -1,0 +1,2 @@
+//! peakhour: the command-line glue.
+fn main() {}

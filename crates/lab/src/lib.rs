@@ -1,0 +1,1 @@
+//! # peakhour-lab (being written)

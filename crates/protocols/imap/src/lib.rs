@@ -1,0 +1,1 @@
+//! peakhour-imap (being written)

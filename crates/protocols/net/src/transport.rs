@@ -1,0 +1,227 @@
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use rustls::ClientConfig;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+use super::tls::{TlsError, server_name};
+
+/// How a connection is secured when it is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Security {
+    /// Plain TCP; the protocol may still upgrade with STARTTLS/STLS.
+    #[default]
+    Plain,
+    /// TLS from the first byte (`imaps://`, `pop3s://`, `submissions://`).
+    ImplicitTls,
+}
+
+/// A connection to a server: plain TCP, or TCP wrapped in TLS.
+///
+/// Drivers start plain and call [`Transport::upgrade`] after a successful
+/// STARTTLS/STLS, or connect with TLS from the start for implicit-TLS ports.
+#[derive(Debug)]
+pub enum Transport {
+    /// Plain TCP.
+    Plain(TcpStream),
+    /// TLS over TCP. Boxed: the TLS state is large and most connections are plain.
+    Tls(Box<TlsStream<TcpStream>>),
+    /// Left behind for a moment while a plain stream is being upgraded.
+    Upgrading,
+}
+
+/// Why a connection could not be made or used.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// TCP connect failed (refused, unreachable, ...).
+    #[error("cannot connect to {addr}: {source}")]
+    Connect {
+        /// The address tried.
+        addr: String,
+        /// The operating system's reason.
+        source: io::Error,
+    },
+    /// Connect did not finish within the time allowed.
+    #[error("connecting to {addr} timed out after {after:?}")]
+    ConnectTimeout {
+        /// The address tried.
+        addr: String,
+        /// The time allowed.
+        after: Duration,
+    },
+    /// The TLS configuration was unusable.
+    #[error(transparent)]
+    TlsConfig(#[from] TlsError),
+    /// The TLS handshake failed (for example: certificate not trusted).
+    #[error("TLS handshake with {host} failed: {source}")]
+    Handshake {
+        /// The server name used for verification.
+        host: String,
+        /// The reason rustls gave.
+        source: io::Error,
+    },
+    /// Implicit TLS was asked for without a TLS configuration.
+    #[error("TLS was requested but no TLS configuration was given")]
+    NoTlsConfig,
+    /// STARTTLS on a stream that is already TLS.
+    #[error("the connection already uses TLS")]
+    AlreadyTls,
+    /// Reading or writing failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] io::Error),
+}
+
+impl Transport {
+    /// Opens a plain TCP connection to `host:port` within `timeout`.
+    pub async fn connect_plain(
+        host: &str,
+        port: u16,
+        timeout: Duration,
+    ) -> Result<Self, TransportError> {
+        let addr = format!("{host}:{port}");
+        let stream = match tokio::time::timeout(timeout, TcpStream::connect(&addr)).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(source)) => return Err(TransportError::Connect { addr, source }),
+            Err(_) => {
+                return Err(TransportError::ConnectTimeout {
+                    addr,
+                    after: timeout,
+                });
+            }
+        };
+        // Commands are small and latency is what we measure: never wait for Nagle.
+        stream.set_nodelay(true)?;
+        Ok(Self::Plain(stream))
+    }
+
+    /// Opens a TCP connection and performs the TLS handshake at once (implicit TLS).
+    pub async fn connect_tls(
+        host: &str,
+        port: u16,
+        timeout: Duration,
+        config: Arc<ClientConfig>,
+    ) -> Result<Self, TransportError> {
+        let plain = Self::connect_plain(host, port, timeout).await?;
+        plain.into_tls(host, config).await
+    }
+
+    /// Opens a connection secured as `security` says. `tls` is needed only for
+    /// [`Security::ImplicitTls`]; a missing config there is a configuration bug
+    /// reported as an error, not a panic.
+    pub async fn connect(
+        host: &str,
+        port: u16,
+        security: Security,
+        tls: Option<Arc<ClientConfig>>,
+        timeout: Duration,
+    ) -> Result<Self, TransportError> {
+        match (security, tls) {
+            (Security::Plain, _) => Self::connect_plain(host, port, timeout).await,
+            (Security::ImplicitTls, Some(config)) => {
+                Self::connect_tls(host, port, timeout, config).await
+            }
+            (Security::ImplicitTls, None) => Err(TransportError::NoTlsConfig),
+        }
+    }
+
+    /// Wraps this plain connection in TLS (after STARTTLS was accepted).
+    pub async fn upgrade(
+        &mut self,
+        host: &str,
+        config: Arc<ClientConfig>,
+    ) -> Result<(), TransportError> {
+        let plain = std::mem::replace(self, Transport::Upgrading);
+        *self = plain.into_tls(host, config).await?;
+        Ok(())
+    }
+
+    async fn into_tls(self, host: &str, config: Arc<ClientConfig>) -> Result<Self, TransportError> {
+        let Transport::Plain(tcp) = self else {
+            return Err(TransportError::AlreadyTls);
+        };
+        let name = server_name(host)?;
+        let tls = TlsConnector::from(config)
+            .connect(name, tcp)
+            .await
+            .map_err(|source| TransportError::Handshake {
+                host: host.to_owned(),
+                source,
+            })?;
+        Ok(Transport::Tls(Box::new(tls)))
+    }
+
+    /// True once the connection is encrypted.
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Transport::Tls(_))
+    }
+
+    /// Reads whatever is available into `buf`, appending. Returns the number of
+    /// bytes read; 0 means the server closed the connection.
+    pub async fn read_some(&mut self, buf: &mut Vec<u8>) -> Result<usize, TransportError> {
+        let mut chunk = [0u8; 16 * 1024];
+        let n = self.read(&mut chunk).await?;
+        buf.extend_from_slice(&chunk[..n]);
+        Ok(n)
+    }
+
+    /// Writes all of `bytes` and flushes.
+    pub async fn send(&mut self, bytes: &[u8]) -> Result<(), TransportError> {
+        self.write_all(bytes).await?;
+        self.flush().await?;
+        Ok(())
+    }
+}
+
+fn upgrading_error() -> io::Error {
+    io::Error::other("transport used while a TLS upgrade was in progress")
+}
+
+impl AsyncRead for Transport {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Transport::Upgrading => Poll::Ready(Err(upgrading_error())),
+        }
+    }
+}
+
+impl AsyncWrite for Transport {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Transport::Upgrading => Poll::Ready(Err(upgrading_error())),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_flush(cx),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Transport::Upgrading => Poll::Ready(Err(upgrading_error())),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Transport::Upgrading => Poll::Ready(Ok(())),
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! peakhour-pop3 (being written)

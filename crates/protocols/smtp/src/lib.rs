@@ -1,0 +1,1 @@
+//! peakhour-smtp (being written)
