@@ -1,1 +1,41 @@
-//! peakhour-imap (being written)
+//! # peakhour-imap
+//!
+//! The IMAP client peakhour's simulated users speak: a sans-I/O core and a
+//! thin tokio driver over it.
+//!
+//! * [`ClientCore`] is the protocol: feed it server bytes
+//!   ([`ClientCore::enqueue_input`]), start commands ([`ClientCore::send`]) and
+//!   call [`ClientCore::next`], which returns bytes to write, an [`Event`], or
+//!   "need more input". It has no socket and no clock, so transcripts and the
+//!   fuzzer drive it directly. It frames responses itself (enforcing
+//!   [`Limits`] while bytes arrive) and decodes them with imap-codec.
+//! * [`ImapConnection`] runs the core over a [`peakhour_net::Transport`]; every
+//!   command returns a [`peakhour_net::Timed`] value or one [`ImapError`].
+//!
+//! The client speaks IMAP4rev1. A server that also offers IMAP4rev2 keeps
+//! rev1 semantics unless the client ENABLEs rev2, which this client does not:
+//! rev2 replaces SEARCH responses with ESEARCH, which the parser lacks.
+//!
+//! Untagged EXISTS, RECENT, EXPUNGE and FETCH (flag changes) update the
+//! selected [`MailboxState`] whenever they arrive, including during IDLE and
+//! NOOP, so the engine can see new mail without asking.
+#![deny(missing_docs)]
+
+mod connection;
+mod convert;
+mod core;
+mod error;
+mod framer;
+mod request;
+mod types;
+
+pub use crate::connection::{Idle, ImapConnection};
+pub use crate::core::{ClientCore, Event, Output, Reply};
+pub use crate::error::{ImapError, Refusal};
+pub use crate::framer::Limits;
+pub use crate::request::Request;
+pub use crate::types::{
+    AppendUid, BodyPart, BodySection, Capabilities, CopyUid, EnvelopeSummary, FetchItem,
+    FetchedMessage, ListEntry, MailboxInfo, MailboxState, MailboxUpdate, Rejection, SearchKey,
+    SortCriterion, SortKey, StatusInfo, StatusItem, StoreMode, ThreadAlgorithm, ThreadNode,
+};

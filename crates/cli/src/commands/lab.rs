@@ -1,0 +1,161 @@
+//! `peakhour lab up | down | status | check`.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use peakhour_lab::{Lab, LabConfig, LabStatus, Ports};
+
+use crate::args::{LabCommand, LabUpArgs};
+
+pub(crate) fn run(command: LabCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        LabCommand::Up(args) => up(args),
+        LabCommand::Down(args) => {
+            let lab = Lab::new(&args.dir.dir);
+            let report = lab.down(args.purge)?;
+            if report.stopped.is_empty() {
+                println!("lab in {} was not running", args.dir.dir.display());
+            } else {
+                println!(
+                    "stopped {} ({} leftover processes killed)",
+                    report.stopped.join(" and "),
+                    report.killed
+                );
+            }
+            if !report.remaining.is_empty() {
+                anyhow::bail!("lab processes still running: {:?}", report.remaining);
+            }
+            if args.purge {
+                println!("removed {}", args.dir.dir.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Status(args) => {
+            let status = Lab::new(&args.dir.dir).status()?;
+            if args.json {
+                print_json(&status)?;
+            } else {
+                print_status(&status)?;
+            }
+            Ok(if status.healthy {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        LabCommand::Check(args) => super::lab_check::run(args),
+    }
+}
+
+fn up(args: LabUpArgs) -> anyhow::Result<ExitCode> {
+    let mut ports = Ports::from_base(args.port_base).map_err(anyhow::Error::msg)?;
+    let overrides = [
+        (&mut ports.smtp, args.smtp_port),
+        (&mut ports.submissions, args.submissions_port),
+        (&mut ports.imap, args.imap_port),
+        (&mut ports.imaps, args.imaps_port),
+        (&mut ports.pop3, args.pop3_port),
+        (&mut ports.lmtp, args.lmtp_port),
+    ];
+    for (port, given) in overrides {
+        if let Some(given) = given {
+            *port = given;
+        }
+    }
+    let config = LabConfig {
+        users: args.users,
+        storage: args.storage.parse().map_err(anyhow::Error::msg)?,
+        ports,
+        ..LabConfig::new(&args.dir.dir)
+    };
+    let report = Lab::up(&config).context("cannot start the lab")?;
+    if args.json {
+        print_json(&report.status)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if report.cleaned_up > 0 {
+        println!(
+            "cleaned up {} processes left by an earlier lab",
+            report.cleaned_up
+        );
+    }
+    if report.already_running {
+        println!("lab already up in {}", report.status.dir);
+    } else {
+        println!(
+            "lab up in {} ({:.2} s)",
+            report.status.dir,
+            report.elapsed.as_secs_f64()
+        );
+    }
+    print_endpoints(&report.status)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_json(status: &LabStatus) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, status)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn print_endpoints(status: &LabStatus) -> anyhow::Result<()> {
+    let e = &status.endpoints;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "  smtp         {}   (Postfix: STARTTLS, AUTH PLAIN/LOGIN)",
+        e.smtp
+    )?;
+    writeln!(
+        out,
+        "  submissions  {}   (Postfix: implicit TLS)",
+        e.submissions
+    )?;
+    writeln!(out, "  imap         {}   (Dovecot: STARTTLS)", e.imap)?;
+    writeln!(out, "  imaps        {}   (Dovecot: implicit TLS)", e.imaps)?;
+    writeln!(out, "  pop3         {}   (Dovecot: STLS)", e.pop3)?;
+    writeln!(out, "  lmtp         {}   (Dovecot)", e.lmtp)?;
+    writeln!(
+        out,
+        "  users        user1 ... user{} @{} ({} storage); password: peakhour lab status --json",
+        status.users, status.domain, status.storage
+    )?;
+    writeln!(out, "  TLS CA       {}", status.ca_file)?;
+    Ok(())
+}
+
+fn print_status(status: &LabStatus) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "lab {}: {}",
+        status.dir,
+        if status.healthy {
+            "healthy"
+        } else {
+            "NOT healthy"
+        }
+    )?;
+    for server in &status.servers {
+        let state = match (server.running, server.master_pid) {
+            (true, Some(pid)) => format!("running (master pid {pid})"),
+            (false, Some(pid)) => format!("not running (master pid {pid} is gone)"),
+            (_, None) => "not started".to_owned(),
+        };
+        writeln!(out, "  {:<8} {state}", server.name)?;
+        for process in &server.processes {
+            writeln!(out, "             pid {:<8} {}", process.pid, process.name)?;
+        }
+    }
+    for port in &status.ports {
+        let mark = if port.answers { "ok  " } else { "DOWN" };
+        writeln!(
+            out,
+            "  {mark} {:<12} {:<16} {}",
+            port.service, port.address, port.detail
+        )?;
+    }
+    Ok(())
+}

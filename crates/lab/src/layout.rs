@@ -1,0 +1,121 @@
+//! Where every file of a lab lives inside its directory.
+
+use std::path::{Path, PathBuf};
+
+/// The paths of one lab, all under its directory.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    root: PathBuf,
+}
+
+impl Layout {
+    /// The layout of the lab in `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Layout { root: root.into() }
+    }
+
+    /// The lab directory itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The lab's state: configuration, password and the PIDs it started.
+    pub fn state_file(&self) -> PathBuf {
+        self.root.join("state.json")
+    }
+
+    /// Directory of the lab's own CA and server certificate.
+    pub fn tls_dir(&self) -> PathBuf {
+        self.root.join("tls")
+    }
+
+    /// The CA certificate clients trust to verify the lab's TLS.
+    pub fn ca_cert(&self) -> PathBuf {
+        self.tls_dir().join("ca.pem")
+    }
+
+    /// The servers' certificate (signed by the lab CA, for 127.0.0.1 and localhost).
+    pub fn server_cert(&self) -> PathBuf {
+        self.tls_dir().join("server.pem")
+    }
+
+    /// The servers' private key.
+    pub fn server_key(&self) -> PathBuf {
+        self.tls_dir().join("server.key")
+    }
+
+    /// Dovecot's directory: configuration, users, logs.
+    pub fn dovecot_dir(&self) -> PathBuf {
+        self.root.join("dovecot")
+    }
+
+    /// Dovecot's configuration file.
+    pub fn dovecot_conf(&self) -> PathBuf {
+        self.dovecot_dir().join("dovecot.conf")
+    }
+
+    /// Dovecot's passwd-file of users.
+    pub fn dovecot_users(&self) -> PathBuf {
+        self.dovecot_dir().join("users")
+    }
+
+    /// Dovecot's `base_dir`: runtime sockets and its pid file.
+    pub fn dovecot_base_dir(&self) -> PathBuf {
+        self.dovecot_dir().join("run")
+    }
+
+    /// Dovecot's `state_dir`.
+    pub fn dovecot_state_dir(&self) -> PathBuf {
+        self.dovecot_dir().join("state")
+    }
+
+    /// Dovecot's log.
+    pub fn dovecot_log(&self) -> PathBuf {
+        self.dovecot_dir().join("dovecot.log")
+    }
+
+    /// Where the Dovecot master's stdout and stderr go (startup errors land here).
+    pub fn dovecot_console(&self) -> PathBuf {
+        self.dovecot_dir().join("console.log")
+    }
+
+    /// The SASL socket Postfix authenticates SMTP clients through.
+    pub fn dovecot_auth_socket(&self) -> PathBuf {
+        self.dovecot_base_dir().join("auth-postfix")
+    }
+
+    /// The mail store: one home directory per user under `mail/<domain>/`.
+    pub fn mail_dir(&self) -> PathBuf {
+        self.root.join("mail")
+    }
+
+    /// Postfix's configuration directory (`postfix -c`).
+    pub fn postfix_dir(&self) -> PathBuf {
+        self.root.join("postfix")
+    }
+
+    /// Postfix's queue directory.
+    pub fn postfix_queue(&self) -> PathBuf {
+        self.postfix_dir().join("queue")
+    }
+
+    /// Postfix's data directory (TLS session caches and the like).
+    pub fn postfix_data(&self) -> PathBuf {
+        self.postfix_dir().join("data")
+    }
+
+    /// Postfix's log (`maillog_file`).
+    pub fn postfix_log(&self) -> PathBuf {
+        self.postfix_dir().join("postfix.log")
+    }
+
+    /// Where the Postfix master's stdout and stderr go.
+    pub fn postfix_console(&self) -> PathBuf {
+        self.postfix_dir().join("console.log")
+    }
+
+    /// The table of valid recipients (`virtual_mailbox_maps`).
+    pub fn postfix_recipients(&self) -> PathBuf {
+        self.postfix_dir().join("recipients")
+    }
+}

@@ -1,0 +1,228 @@
+//! The processes a lab starts: spawning them in their own session, knowing
+//! them again by PID and start time, and stopping them and every child.
+//!
+//! Each server master is started under `setsid`, so the master and every
+//! process it forks share a session id equal to the master's PID. That makes
+//! "every process this lab started" a question `/proc` can answer exactly,
+//! even after a crash left children behind, without matching names.
+
+use std::fs::File;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+
+use crate::LabError;
+
+/// A process the lab started, known by PID and by the kernel's start time so
+/// that a recycled PID is never mistaken for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessId {
+    /// The PID (also the session id of everything it forks).
+    pub pid: i32,
+    /// Start time in clock ticks since boot (`/proc/PID/stat` field 22).
+    pub start_ticks: u64,
+}
+
+/// A process seen in `/proc`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProcessInfo {
+    /// PID.
+    pub pid: i32,
+    /// Command name (`/proc/PID/comm`).
+    pub name: String,
+}
+
+/// The fields of `/proc/PID/stat` the lab needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stat {
+    session: i32,
+    start_ticks: u64,
+    zombie: bool,
+}
+
+fn read_stat(pid: i32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+/// Parses `/proc/PID/stat`. The command name (field 2) may contain spaces and
+/// parentheses, so fields are counted from the last `)`.
+fn parse_stat(text: &str) -> Option<Stat> {
+    let after_name = &text[text.rfind(')')? + 2..];
+    let fields: Vec<&str> = after_name.split(' ').collect();
+    // after_name starts at field 3 (state); field N is at index N - 3.
+    Some(Stat {
+        zombie: fields.first()? == &"Z",
+        session: fields.get(6 - 3)?.parse().ok()?,
+        start_ticks: fields.get(22 - 3)?.parse().ok()?,
+    })
+}
+
+impl ProcessId {
+    /// Identifies a running process now.
+    pub fn of(pid: u32) -> Option<ProcessId> {
+        let pid = i32::try_from(pid).ok()?;
+        read_stat(pid).map(|stat| ProcessId {
+            pid,
+            start_ticks: stat.start_ticks,
+        })
+    }
+
+    /// True while this very process (not a later one with the same PID) runs.
+    pub fn is_alive(&self) -> bool {
+        read_stat(self.pid).is_some_and(|stat| stat.start_ticks == self.start_ticks && !stat.zombie)
+    }
+
+    /// Every live process in this process's session: the master and its children.
+    ///
+    /// If the master is gone (a crash), its children keep the session id; they
+    /// are still found, unless a different process now owns the PID as a
+    /// session leader, in which case the session is not ours and nothing is returned.
+    pub fn session_members(&self) -> Vec<ProcessInfo> {
+        if let Some(leader) = read_stat(self.pid)
+            && leader.start_ticks != self.start_ticks
+            && leader.session == self.pid
+        {
+            return Vec::new();
+        }
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let mut members = Vec::new();
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            let Some(stat) = read_stat(pid) else { continue };
+            // Children start after the master; anything older is unrelated.
+            if stat.session == self.pid && !stat.zombie && stat.start_ticks >= self.start_ticks {
+                let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .map(|s| s.trim_end().to_owned())
+                    .unwrap_or_default();
+                members.push(ProcessInfo { pid, name });
+            }
+        }
+        members.sort_by_key(|p| p.pid);
+        members
+    }
+
+    /// Stops the master with SIGTERM, waits up to `grace` for it and its
+    /// children to exit, then SIGKILLs whatever of its session remains.
+    /// Returns how many processes had to be killed.
+    pub fn stop_session(&self, grace: Duration) -> usize {
+        if self.is_alive() {
+            let _ = kill(Pid::from_raw(self.pid), Signal::SIGTERM);
+        }
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if !self.is_alive() && self.session_members().is_empty() {
+                return 0;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let leftovers = self.session_members();
+        for process in &leftovers {
+            let _ = kill(Pid::from_raw(process.pid), Signal::SIGKILL);
+        }
+        // Give the kernel a moment to reap them so that ports are free on return.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline && !self.session_members().is_empty() {
+            thread::sleep(Duration::from_millis(10));
+        }
+        leftovers.len()
+    }
+}
+
+/// Starts `program args` in a new session (`setsid`), with stdout and stderr
+/// appended to `console`. The process is not waited for: it outlives peakhour
+/// and is stopped by `lab down`.
+pub(crate) fn spawn_in_new_session(
+    program: &str,
+    args: &[&str],
+    console: &Path,
+) -> Result<ProcessId, LabError> {
+    let log = File::options()
+        .create(true)
+        .append(true)
+        .open(console)
+        .map_err(|e| LabError::io(console, e))?;
+    let log_err = log.try_clone().map_err(|e| LabError::io(console, e))?;
+    // `setsid` execs the program directly (the child is not a group leader),
+    // so the PID we get is the server's own PID and its session id.
+    let child = Command::new("setsid")
+        .arg(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .spawn()
+        .map_err(|e| LabError::Spawn {
+            program: program.to_owned(),
+            reason: e.to_string(),
+        })?;
+    let pid = child.id();
+    // Detach: dropping `Child` neither waits nor kills. The reaper is `init`
+    // once peakhour exits; until then a dead child would stay a zombie, which
+    // `is_alive` treats as dead.
+    drop(child);
+    // The start time can be read only once the process exists in /proc,
+    // which it does as soon as fork returned.
+    ProcessId::of(pid).ok_or_else(|| LabError::Spawn {
+        program: program.to_owned(),
+        reason: "exited immediately".into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_spaces_and_parens_in_the_name() {
+        let line = "4242 (imap (pre) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0";
+        let stat = parse_stat(line).unwrap();
+        assert_eq!(stat.session, 4242);
+        assert_eq!(stat.start_ticks, 987654);
+        assert!(!stat.zombie);
+    }
+
+    #[test]
+    fn this_process_is_alive_and_a_recycled_pid_is_not() {
+        let me = ProcessId::of(std::process::id()).unwrap();
+        assert!(me.is_alive());
+        let impostor = ProcessId {
+            start_ticks: me.start_ticks + 1,
+            ..me
+        };
+        assert!(!impostor.is_alive());
+    }
+
+    #[test]
+    fn stop_session_ends_a_process_and_its_children() {
+        let dir = tempfile::tempdir().unwrap();
+        let console = dir.path().join("console.log");
+        // A shell that forks a child sleeping in the same session, then waits.
+        let master = spawn_in_new_session("sh", &["-c", "sleep 30 & wait"], &console).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while master.session_members().len() < 2 && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(
+            master.session_members().len(),
+            2,
+            "shell and its sleep child"
+        );
+        master.stop_session(Duration::from_millis(500));
+        assert!(!master.is_alive());
+        assert!(master.session_members().is_empty());
+    }
+}

@@ -1,0 +1,142 @@
+//! What the lab remembers between commands (`state.json`), and what
+//! `lab status` reports.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::probe::PortProbe;
+use crate::process::{ProcessId, ProcessInfo};
+use crate::{LabConfig, LabError, Storage};
+
+/// The lab's memory, kept in `state.json` (mode 0600: it holds the password).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct LabState {
+    pub(crate) config: LabConfig,
+    /// Generated once per lab directory and kept across restarts, so that
+    /// initialized mailboxes stay usable.
+    pub(crate) password: String,
+    pub(crate) dovecot: Option<ProcessId>,
+    pub(crate) postfix: Option<ProcessId>,
+}
+
+impl LabState {
+    pub(crate) fn load(path: &Path) -> Result<Option<LabState>, LabError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(LabError::io(path, e)),
+        };
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| LabError::BadState {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            })
+    }
+
+    pub(crate) fn save(&self, path: &Path) -> Result<(), LabError> {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let json = serde_json::to_string_pretty(self).map_err(|e| LabError::BadState {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
+        // Write a sibling and rename, so a crash never leaves half a state file.
+        let tmp = path.with_extension("json.tmp");
+        let mut file = std::fs::File::options()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| LabError::io(&tmp, e))?;
+        file.write_all(json.as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(|e| LabError::io(&tmp, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| LabError::io(path, e))
+    }
+
+    pub(crate) fn masters(&self) -> impl Iterator<Item = (&'static str, ProcessId)> + '_ {
+        [("postfix", self.postfix), ("dovecot", self.dovecot)]
+            .into_iter()
+            .filter_map(|(name, id)| id.map(|id| (name, id)))
+    }
+}
+
+/// The lab's endpoints, as `127.0.0.1:PORT`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoints {
+    /// SMTP (STARTTLS, AUTH) into Postfix.
+    pub smtp: String,
+    /// SMTP with implicit TLS into Postfix.
+    pub submissions: String,
+    /// IMAP (STARTTLS) on Dovecot.
+    pub imap: String,
+    /// IMAP with implicit TLS on Dovecot.
+    pub imaps: String,
+    /// POP3 (STLS) on Dovecot.
+    pub pop3: String,
+    /// LMTP on Dovecot.
+    pub lmtp: String,
+}
+
+impl Endpoints {
+    pub(crate) fn of(config: &LabConfig) -> Self {
+        let at = |port: u16| format!("127.0.0.1:{port}");
+        let p = config.ports;
+        Endpoints {
+            smtp: at(p.smtp),
+            submissions: at(p.submissions),
+            imap: at(p.imap),
+            imaps: at(p.imaps),
+            pop3: at(p.pop3),
+            lmtp: at(p.lmtp),
+        }
+    }
+}
+
+/// One server of the lab: its master process and everything in its session.
+#[derive(Debug, Clone, Serialize)]
+pub struct ComponentStatus {
+    /// `dovecot` or `postfix`.
+    pub name: String,
+    /// The master's PID, if the lab started one.
+    pub master_pid: Option<i32>,
+    /// True while the master runs.
+    pub running: bool,
+    /// Every live process of the server (master and children).
+    pub processes: Vec<ProcessInfo>,
+}
+
+/// What `lab status` reports; `--json` prints exactly this.
+#[derive(Debug, Clone, Serialize)]
+pub struct LabStatus {
+    /// Every server runs and every endpoint answers.
+    pub healthy: bool,
+    /// The lab directory.
+    pub dir: String,
+    /// The mail domain.
+    pub domain: String,
+    /// Number of users (`user1` ... `userN`).
+    pub users: u32,
+    /// The users' shared password.
+    pub password: String,
+    /// Dovecot's storage format.
+    pub storage: Storage,
+    /// Where to connect.
+    pub endpoints: Endpoints,
+    /// The CA certificate to trust for the lab's TLS.
+    pub ca_file: String,
+    /// Each server and its processes.
+    pub servers: Vec<ComponentStatus>,
+    /// Each endpoint and whether it answered.
+    pub ports: Vec<PortProbe>,
+}
+
+impl LabStatus {
+    /// A username of the lab (`user{n}@domain`).
+    pub fn user(&self, n: u32) -> String {
+        format!("user{n}@{}", self.domain)
+    }
+}

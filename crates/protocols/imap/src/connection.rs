@@ -1,0 +1,577 @@
+//! The thin tokio driver: writes what the core asks, reads until the core has
+//! an answer, and times each command. All protocol decisions stay in the core.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use peakhour_net::{Secret, Security, Stopwatch, Timed, Transport};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::core::{ClientCore, Event, Output, Reply};
+use crate::error::ImapError;
+use crate::framer::Limits;
+use crate::request::Request;
+use crate::types::{
+    AppendUid, Capabilities, CopyUid, FetchItem, FetchedMessage, ListEntry, MailboxInfo,
+    MailboxState, MailboxUpdate, SearchKey, SortCriterion, StatusInfo, StatusItem, StoreMode,
+    ThreadAlgorithm, ThreadNode,
+};
+
+/// Read size while a command is answered: big enough for FETCH bodies.
+const COMMAND_READ_CHUNK: usize = 16 * 1024;
+/// Read size while idling: updates are a few dozen bytes, and an idle user
+/// must stay small.
+const IDLE_READ_CHUNK: usize = 1024;
+/// Updates kept for the next `noop`/`idle_wait` when nobody collects them;
+/// the mailbox state stays exact regardless.
+const MAX_PENDING_UPDATES: usize = 256;
+
+/// What `idle_wait` returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Idle {
+    /// The server reported changes (new mail, expunges, flag changes).
+    Updates(Vec<MailboxUpdate>),
+    /// The time given ran out with nothing to report.
+    TimedOut,
+}
+
+/// An IMAP connection: [`ClientCore`] over a byte stream (a
+/// [`Transport`] in production, anything `AsyncRead + AsyncWrite` in tests).
+///
+/// Commands run one at a time and return [`Timed`] values measured from the
+/// start of the write to the tagged completion parsed. Dropping a command
+/// future before it finishes leaves the protocol mid-command: drop the
+/// connection too. The one exception is [`ImapConnection::idle_wait`], which
+/// is cancel-safe.
+#[derive(Debug)]
+pub struct ImapConnection<S = Transport> {
+    stream: S,
+    core: ClientCore,
+    read_buf: Vec<u8>,
+    pending_updates: Vec<MailboxUpdate>,
+}
+
+impl ImapConnection<Transport> {
+    /// Connects, reads the greeting and keeps the capabilities it lists.
+    /// The time runs from the start of the connect to the greeting parsed.
+    pub async fn connect(
+        host: &str,
+        port: u16,
+        security: Security,
+        tls: Option<Arc<rustls::ClientConfig>>,
+        timeout: Duration,
+    ) -> Result<Timed<ImapConnection>, ImapError> {
+        let stopwatch = Stopwatch::start();
+        let transport = Transport::connect(host, port, security, tls, timeout).await?;
+        let connection = Self::from_stream(transport, Limits::default()).await?;
+        Ok(stopwatch.finish(connection.value))
+    }
+
+    /// STARTTLS, then the TLS handshake. Capabilities must be asked again
+    /// afterwards; commands that need them do so by themselves.
+    pub async fn starttls(
+        &mut self,
+        host: &str,
+        config: Arc<rustls::ClientConfig>,
+    ) -> Result<Timed<()>, ImapError> {
+        let stopwatch = Stopwatch::start();
+        self.ensure_capabilities().await?;
+        self.run(&Request::StartTls).await?;
+        self.core.starttls_completed()?;
+        self.stream.upgrade(host, config).await?;
+        Ok(stopwatch.finish(()))
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
+    /// Runs the client over an already connected stream and reads the greeting.
+    pub async fn from_stream(stream: S, limits: Limits) -> Result<Timed<Self>, ImapError> {
+        let stopwatch = Stopwatch::start();
+        let mut connection = Self {
+            stream,
+            core: ClientCore::new(limits),
+            read_buf: Vec::new(),
+            pending_updates: Vec::new(),
+        };
+        loop {
+            match connection.core.next()? {
+                Output::Event(Event::Greeting { .. }) => break,
+                Output::NeedMoreInput => connection.read_more(COMMAND_READ_CHUNK).await?,
+                Output::Write(_) | Output::Event(_) => {}
+            }
+        }
+        connection.shrink();
+        Ok(stopwatch.finish(connection))
+    }
+
+    /// What the server advertised most recently (see [`Capabilities::is_known`]).
+    pub fn capabilities(&self) -> &Capabilities {
+        self.core.capabilities()
+    }
+
+    /// The selected mailbox as tracked from the server's updates.
+    pub fn mailbox(&self) -> Option<&MailboxState> {
+        self.core.mailbox()
+    }
+
+    /// Runs any request and returns its reply; the typed methods below are
+    /// built on it.
+    pub async fn run(&mut self, request: &Request) -> Result<Timed<Reply>, ImapError> {
+        let stopwatch = Stopwatch::start();
+        self.core.send(request)?;
+        let reply = self.drive(false).await;
+        self.shrink();
+        match reply? {
+            Some(reply) => Ok(stopwatch.finish(reply)),
+            None => Err(ImapError::malformed(
+                "IDLE accepted outside idle_start",
+                &[],
+            )),
+        }
+    }
+
+    /// CAPABILITY.
+    pub async fn capability(&mut self) -> Result<Timed<Capabilities>, ImapError> {
+        let timed = self.run(&Request::Capability).await?;
+        Ok(timed.map(|_| self.core.capabilities().clone()))
+    }
+
+    /// ID with the client's fields; returns the server's.
+    pub async fn id(
+        &mut self,
+        fields: &[(&str, &str)],
+    ) -> Result<Timed<Vec<(String, Option<String>)>>, ImapError> {
+        self.ensure_capabilities().await?;
+        let fields = fields
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let timed = self.run(&Request::Id(fields)).await?;
+        Ok(timed.map(|reply| match reply {
+            Reply::Id(fields) => fields,
+            _ => Vec::new(),
+        }))
+    }
+
+    /// LOGIN.
+    pub async fn login(
+        &mut self,
+        username: &str,
+        password: &Secret<String>,
+    ) -> Result<Timed<()>, ImapError> {
+        let request = Request::Login {
+            username: username.to_owned(),
+            password: password.clone(),
+        };
+        Ok(self.run(&request).await?.map(drop))
+    }
+
+    /// AUTHENTICATE PLAIN (with SASL-IR when offered).
+    pub async fn authenticate_plain(
+        &mut self,
+        username: &str,
+        password: &Secret<String>,
+    ) -> Result<Timed<()>, ImapError> {
+        self.ensure_capabilities().await?;
+        let request = Request::AuthenticatePlain {
+            username: username.to_owned(),
+            password: password.clone(),
+        };
+        Ok(self.run(&request).await?.map(drop))
+    }
+
+    /// LIST.
+    pub async fn list(
+        &mut self,
+        reference: &str,
+        pattern: &str,
+    ) -> Result<Timed<Vec<ListEntry>>, ImapError> {
+        let request = Request::List {
+            reference: reference.to_owned(),
+            pattern: pattern.to_owned(),
+        };
+        Ok(self.run(&request).await?.map(|reply| match reply {
+            Reply::List(entries) => entries,
+            _ => Vec::new(),
+        }))
+    }
+
+    /// CREATE.
+    pub async fn create(&mut self, mailbox: &str) -> Result<Timed<()>, ImapError> {
+        Ok(self
+            .run(&Request::Create(mailbox.to_owned()))
+            .await?
+            .map(drop))
+    }
+
+    /// SELECT.
+    pub async fn select(&mut self, mailbox: &str) -> Result<Timed<MailboxInfo>, ImapError> {
+        Ok(self
+            .run(&Request::Select(mailbox.to_owned()))
+            .await?
+            .map(mailbox_reply))
+    }
+
+    /// EXAMINE.
+    pub async fn examine(&mut self, mailbox: &str) -> Result<Timed<MailboxInfo>, ImapError> {
+        Ok(self
+            .run(&Request::Examine(mailbox.to_owned()))
+            .await?
+            .map(mailbox_reply))
+    }
+
+    /// STATUS.
+    pub async fn status(
+        &mut self,
+        mailbox: &str,
+        items: &[StatusItem],
+    ) -> Result<Timed<StatusInfo>, ImapError> {
+        let request = Request::Status {
+            mailbox: mailbox.to_owned(),
+            items: items.to_vec(),
+        };
+        Ok(self.run(&request).await?.map(|reply| match reply {
+            Reply::Status(info) => info,
+            _ => StatusInfo::default(),
+        }))
+    }
+
+    /// FETCH or UID FETCH.
+    pub async fn fetch(
+        &mut self,
+        set: &str,
+        items: &[FetchItem],
+        uid: bool,
+    ) -> Result<Timed<Vec<FetchedMessage>>, ImapError> {
+        let request = Request::Fetch {
+            set: set.to_owned(),
+            items: items.to_vec(),
+            uid,
+        };
+        Ok(self.run(&request).await?.map(fetch_reply))
+    }
+
+    /// STORE or UID STORE; returns the new flags unless `silent`.
+    pub async fn store(
+        &mut self,
+        set: &str,
+        mode: StoreMode,
+        flags: &[&str],
+        silent: bool,
+        uid: bool,
+    ) -> Result<Timed<Vec<FetchedMessage>>, ImapError> {
+        let request = Request::Store {
+            set: set.to_owned(),
+            mode,
+            flags: flags.iter().map(|f| (*f).to_owned()).collect(),
+            silent,
+            uid,
+        };
+        Ok(self.run(&request).await?.map(fetch_reply))
+    }
+
+    /// COPY or UID COPY.
+    pub async fn copy(
+        &mut self,
+        set: &str,
+        mailbox: &str,
+        uid: bool,
+    ) -> Result<Timed<Option<CopyUid>>, ImapError> {
+        let request = Request::Copy {
+            set: set.to_owned(),
+            mailbox: mailbox.to_owned(),
+            uid,
+        };
+        Ok(self.run(&request).await?.map(copy_reply))
+    }
+
+    /// MOVE (RFC 6851) when offered, else COPY + STORE +FLAGS \Deleted +
+    /// (UID) EXPUNGE, timed as one action. See [`Request::move_messages`].
+    pub async fn move_messages(
+        &mut self,
+        set: &str,
+        mailbox: &str,
+        uid: bool,
+    ) -> Result<Timed<Option<CopyUid>>, ImapError> {
+        let stopwatch = Stopwatch::start();
+        self.ensure_capabilities().await?;
+        let mut copied = None;
+        for request in Request::move_messages(self.core.capabilities(), set, mailbox, uid) {
+            if let Reply::Copied(uids) = self.run(&request).await?.value {
+                copied = uids;
+            }
+        }
+        Ok(stopwatch.finish(copied))
+    }
+
+    /// EXPUNGE; returns the expunged sequence numbers.
+    pub async fn expunge(&mut self) -> Result<Timed<Vec<u32>>, ImapError> {
+        Ok(self.run(&Request::Expunge).await?.map(expunge_reply))
+    }
+
+    /// UID EXPUNGE (UIDPLUS).
+    pub async fn uid_expunge(&mut self, uid_set: &str) -> Result<Timed<Vec<u32>>, ImapError> {
+        self.ensure_capabilities().await?;
+        Ok(self
+            .run(&Request::UidExpunge(uid_set.to_owned()))
+            .await?
+            .map(expunge_reply))
+    }
+
+    /// APPEND, with LITERAL+ when offered; returns `[APPENDUID]` with UIDPLUS.
+    pub async fn append(
+        &mut self,
+        mailbox: &str,
+        flags: &[&str],
+        internal_date: Option<SystemTime>,
+        message: &[u8],
+    ) -> Result<Timed<Option<AppendUid>>, ImapError> {
+        self.ensure_capabilities().await?;
+        let request = Request::Append {
+            mailbox: mailbox.to_owned(),
+            flags: flags.iter().map(|f| (*f).to_owned()).collect(),
+            internal_date,
+            message: message.to_vec(),
+        };
+        Ok(self.run(&request).await?.map(|reply| match reply {
+            Reply::Appended(uid) => uid,
+            _ => None,
+        }))
+    }
+
+    /// SEARCH or UID SEARCH.
+    pub async fn search(
+        &mut self,
+        criteria: &SearchKey,
+        uid: bool,
+    ) -> Result<Timed<Vec<u32>>, ImapError> {
+        let request = Request::Search {
+            criteria: criteria.clone(),
+            uid,
+        };
+        Ok(self.run(&request).await?.map(numbers_reply))
+    }
+
+    /// SORT or UID SORT; [`ImapError::NotOffered`] without the SORT capability.
+    pub async fn sort(
+        &mut self,
+        by: &[SortCriterion],
+        criteria: &SearchKey,
+        uid: bool,
+    ) -> Result<Timed<Vec<u32>>, ImapError> {
+        self.ensure_capabilities().await?;
+        let request = Request::Sort {
+            by: by.to_vec(),
+            criteria: criteria.clone(),
+            uid,
+        };
+        Ok(self.run(&request).await?.map(numbers_reply))
+    }
+
+    /// THREAD or UID THREAD; [`ImapError::NotOffered`] without `THREAD=algorithm`.
+    pub async fn thread(
+        &mut self,
+        algorithm: ThreadAlgorithm,
+        criteria: &SearchKey,
+        uid: bool,
+    ) -> Result<Timed<Vec<ThreadNode>>, ImapError> {
+        self.ensure_capabilities().await?;
+        let request = Request::Thread {
+            algorithm,
+            criteria: criteria.clone(),
+            uid,
+        };
+        Ok(self.run(&request).await?.map(|reply| match reply {
+            Reply::Threads(threads) => threads,
+            _ => Vec::new(),
+        }))
+    }
+
+    /// NOOP; returns the updates the server reported since the last collection.
+    pub async fn noop(&mut self) -> Result<Timed<Vec<MailboxUpdate>>, ImapError> {
+        let timed = self.run(&Request::Noop).await?;
+        Ok(timed.map(|_| std::mem::take(&mut self.pending_updates)))
+    }
+
+    /// LOGOUT. The server's BYE before the OK is expected, not an error.
+    pub async fn logout(mut self) -> Result<Timed<()>, ImapError> {
+        let timed = self.run(&Request::Logout).await?;
+        // The server closes next; a failed shutdown changes nothing we measure.
+        let _ = self.stream.shutdown().await;
+        Ok(timed.map(drop))
+    }
+
+    /// Starts IDLE and waits for the server's `+`. Then call
+    /// [`ImapConnection::idle_wait`] as often as needed and
+    /// [`ImapConnection::idle_done`] before any other command.
+    pub async fn idle_start(&mut self) -> Result<Timed<()>, ImapError> {
+        let stopwatch = Stopwatch::start();
+        self.ensure_capabilities().await?;
+        self.core.send(&Request::Idle)?;
+        match self.drive(true).await? {
+            None => Ok(stopwatch.finish(())),
+            // Completed before `+`: the server ended IDLE at once.
+            Some(_) => Err(ImapError::malformed(
+                "IDLE completed before it started",
+                &[],
+            )),
+        }
+    }
+
+    /// Waits up to `max` for the server to report changes while idling.
+    ///
+    /// **Cancel-safe**: it can be a branch of `tokio::select!`. Its only await
+    /// is a read into the connection's own buffer, and every update is stored
+    /// in the connection before it is returned, so a cancelled wait loses
+    /// nothing: the next `idle_wait`, `idle_done` or `noop` returns it, and
+    /// [`ImapConnection::mailbox`] is always current.
+    pub async fn idle_wait(&mut self, max: Duration) -> Result<Idle, ImapError> {
+        let deadline = tokio::time::Instant::now() + max;
+        loop {
+            loop {
+                match self.core.next()? {
+                    Output::NeedMoreInput => break,
+                    Output::Event(event) => self.on_idle_event(event)?,
+                    // Nothing is written while idling; DONE comes from idle_done.
+                    Output::Write(_) => {
+                        return Err(ImapError::malformed("write requested while idling", &[]));
+                    }
+                }
+            }
+            if !self.pending_updates.is_empty() {
+                return Ok(Idle::Updates(std::mem::take(&mut self.pending_updates)));
+            }
+            match tokio::time::timeout_at(deadline, self.read_more(IDLE_READ_CHUNK)).await {
+                Ok(read) => read?,
+                Err(_elapsed) => return Ok(Idle::TimedOut),
+            }
+        }
+    }
+
+    /// Ends IDLE with DONE and waits for the completion; returns the updates
+    /// not yet collected. The time covers DONE to the tagged OK.
+    pub async fn idle_done(&mut self) -> Result<Timed<Vec<MailboxUpdate>>, ImapError> {
+        let stopwatch = Stopwatch::start();
+        if self.core.is_busy() {
+            // Not busy: the server already ended IDLE by itself (seen in idle_wait).
+            self.core.idle_done();
+            self.drive(false).await?;
+        }
+        self.shrink();
+        Ok(stopwatch.finish(std::mem::take(&mut self.pending_updates)))
+    }
+
+    fn on_idle_event(&mut self, event: Event) -> Result<(), ImapError> {
+        match event {
+            Event::Update(update) => self.keep_update(update),
+            Event::Rejected(rejection) => return Err(rejected(rejection)),
+            Event::Greeting { .. } | Event::IdleAccepted | Event::Completed { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Writes and reads until the command in flight completes (`Some`), or,
+    /// with `until_idling`, until the server accepts IDLE (`None`).
+    async fn drive(&mut self, until_idling: bool) -> Result<Option<Reply>, ImapError> {
+        loop {
+            match self.core.next()? {
+                Output::Write(bytes) => {
+                    self.stream.write_all(&bytes).await.map_err(transport)?;
+                    self.stream.flush().await.map_err(transport)?;
+                }
+                Output::NeedMoreInput => self.read_more(COMMAND_READ_CHUNK).await?,
+                Output::Event(Event::Completed { reply, .. }) => return Ok(Some(reply)),
+                Output::Event(Event::Rejected(rejection)) => return Err(rejected(rejection)),
+                Output::Event(Event::Update(update)) => self.keep_update(update),
+                Output::Event(Event::IdleAccepted) if until_idling => return Ok(None),
+                Output::Event(Event::IdleAccepted | Event::Greeting { .. }) => {}
+            }
+        }
+    }
+
+    fn keep_update(&mut self, update: MailboxUpdate) {
+        if self.pending_updates.len() < MAX_PENDING_UPDATES {
+            self.pending_updates.push(update);
+        }
+    }
+
+    /// Reads once and hands the bytes to the core. Cancel-safe: tokio's
+    /// `read_buf` either reads into `read_buf` or not at all.
+    async fn read_more(&mut self, chunk: usize) -> Result<(), ImapError> {
+        self.read_buf.clear();
+        self.read_buf.reserve(chunk);
+        let n = self
+            .stream
+            .read_buf(&mut self.read_buf)
+            .await
+            .map_err(transport)?;
+        if n == 0 {
+            return Err(self.core.input_closed());
+        }
+        self.core.enqueue_input(&self.read_buf);
+        self.read_buf.clear();
+        Ok(())
+    }
+
+    async fn ensure_capabilities(&mut self) -> Result<(), ImapError> {
+        if !self.core.capabilities().is_known() {
+            self.run(&Request::Capability).await?;
+        }
+        Ok(())
+    }
+
+    /// Gives back the read buffer between commands: an idle connection keeps
+    /// only the core's small state.
+    fn shrink(&mut self) {
+        if self.read_buf.capacity() > IDLE_READ_CHUNK {
+            self.read_buf = Vec::new();
+        }
+    }
+}
+
+fn transport(error: std::io::Error) -> ImapError {
+    ImapError::Transport(error.into())
+}
+
+fn rejected(rejection: crate::types::Rejection) -> ImapError {
+    ImapError::Rejected {
+        command: rejection.command,
+        refusal: rejection.refusal,
+        text: rejection.text,
+    }
+}
+
+fn mailbox_reply(reply: Reply) -> MailboxInfo {
+    match reply {
+        Reply::Mailbox(info) => info,
+        _ => MailboxInfo::default(),
+    }
+}
+
+fn fetch_reply(reply: Reply) -> Vec<FetchedMessage> {
+    match reply {
+        Reply::Fetch(messages) => messages,
+        _ => Vec::new(),
+    }
+}
+
+fn copy_reply(reply: Reply) -> Option<CopyUid> {
+    match reply {
+        Reply::Copied(uids) => uids,
+        _ => None,
+    }
+}
+
+fn expunge_reply(reply: Reply) -> Vec<u32> {
+    match reply {
+        Reply::Expunged(seqs) => seqs,
+        _ => Vec::new(),
+    }
+}
+
+fn numbers_reply(reply: Reply) -> Vec<u32> {
+    match reply {
+        Reply::Numbers(numbers) => numbers,
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,795 @@
+//! The sans-I/O client: bytes from the server in, events and bytes to write out.
+//!
+//! One command is in flight at a time. That is what a simulated user does (it
+//! waits for each answer before the next action), and it makes every tagged
+//! completion unambiguous: a tag that is not the current one is an error.
+
+use std::collections::VecDeque;
+use std::ops::Range;
+
+use imap_codec::decode::{Decoder, GreetingDecodeError, ResponseDecodeError};
+use imap_codec::imap_types::core::Vec1;
+use imap_codec::imap_types::fetch::MessageDataItem;
+use imap_codec::imap_types::response::{
+    Capability, Code, Data, Greeting, GreetingKind, Response, Status, StatusBody, StatusKind,
+};
+use imap_codec::imap_types::status::StatusDataItem;
+use imap_codec::{GreetingCodec, ResponseCodec};
+
+use crate::convert;
+use crate::error::{ImapError, Refusal};
+use crate::framer::{Framer, Limits};
+use crate::request::{Outgoing, Request};
+use crate::types::{
+    AppendUid, Capabilities, CopyUid, FetchedMessage, ListEntry, MailboxState, MailboxUpdate,
+    Rejection, StatusInfo, ThreadNode,
+};
+
+/// What [`ClientCore::next`] asks the caller to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Write these bytes to the server.
+    Write(Vec<u8>),
+    /// Something happened.
+    Event(Event),
+    /// Nothing more until more server bytes arrive ([`ClientCore::enqueue_input`]).
+    NeedMoreInput,
+}
+
+/// Something the server told us.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The greeting arrived; `preauth` if the server logged us in already.
+    Greeting {
+        /// `* PREAUTH`.
+        preauth: bool,
+    },
+    /// The selected mailbox changed (also applied to [`ClientCore::mailbox`]).
+    Update(MailboxUpdate),
+    /// The server accepted IDLE (`+ idling`); updates follow until DONE.
+    IdleAccepted,
+    /// The command in flight completed with OK.
+    Completed {
+        /// The command's name.
+        command: &'static str,
+        /// What it returned.
+        reply: Reply,
+    },
+    /// The command in flight completed with NO or BAD.
+    Rejected(Rejection),
+}
+
+/// The result of a command that completed with OK.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Nothing beyond OK (LOGIN, CREATE, STORE .SILENT, IDLE, NOOP ...).
+    Done,
+    /// LIST.
+    List(Vec<ListEntry>),
+    /// SELECT / EXAMINE.
+    Mailbox(MailboxState),
+    /// STATUS.
+    Status(StatusInfo),
+    /// FETCH, and STORE without .SILENT.
+    Fetch(Vec<FetchedMessage>),
+    /// SEARCH / SORT: sequence numbers or UIDs.
+    Numbers(Vec<u32>),
+    /// THREAD.
+    Threads(Vec<ThreadNode>),
+    /// APPEND, with `[APPENDUID]` when the server has UIDPLUS.
+    Appended(Option<AppendUid>),
+    /// COPY / MOVE, with `[COPYUID]` when the server has UIDPLUS.
+    Copied(Option<CopyUid>),
+    /// EXPUNGE: the sequence numbers expunged, in the order reported.
+    Expunged(Vec<u32>),
+    /// ID: the server's fields.
+    Id(Vec<(String, Option<String>)>),
+}
+
+/// What the command in flight collects from untagged data until it completes.
+#[derive(Debug)]
+enum Collected {
+    Nothing,
+    List(Vec<ListEntry>),
+    Mailbox,
+    Status(StatusInfo),
+    Fetch(Vec<FetchedMessage>),
+    Numbers(Vec<u32>),
+    Threads(Vec<ThreadNode>),
+    Appended(Option<AppendUid>),
+    Copied(Option<CopyUid>),
+    Expunged(Vec<u32>),
+    Id(Vec<(String, Option<String>)>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IdlePhase {
+    NotIdle,
+    /// IDLE sent, `+` not yet seen.
+    Requested,
+    /// `+` seen; updates flow until DONE.
+    Idling,
+    /// DONE queued or sent; waiting for the tagged completion.
+    Done,
+}
+
+struct InFlight {
+    tag: String,
+    request_kind: RequestKind,
+    command: &'static str,
+    /// Pieces still to write; the front is the next to go.
+    outgoing: VecDeque<Outgoing>,
+    collected: Collected,
+    idle: IdlePhase,
+    /// DONE was asked for before the server's `+` arrived.
+    done_requested: bool,
+}
+
+// By hand: `outgoing` may hold a LOGIN password, which must never be printed.
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InFlight")
+            .field("tag", &self.tag)
+            .field("command", &self.command)
+            .field("pieces_to_write", &self.outgoing.len())
+            .field("collected", &self.collected)
+            .field("idle", &self.idle)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The parts of a request the core still needs after encoding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RequestKind {
+    Select,
+    Fetch,
+    Login,
+    StartTls,
+    Logout,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    AwaitingGreeting,
+    Ready,
+    /// After BYE, EOF or a fatal error: nothing more can happen.
+    Closed,
+}
+
+/// The sans-I/O IMAP client.
+///
+/// Feed it server bytes with [`ClientCore::enqueue_input`], start commands
+/// with [`ClientCore::send`], and call [`ClientCore::next`] until it says
+/// [`Output::NeedMoreInput`]. It never touches a socket or a clock.
+#[derive(Debug)]
+pub struct ClientCore {
+    framer: Framer,
+    phase: Phase,
+    next_tag: u32,
+    capabilities: Capabilities,
+    mailbox: Option<MailboxState>,
+    in_flight: Option<InFlight>,
+    events: VecDeque<Event>,
+    /// The BYE text, kept so the error for the connection closing can show it.
+    bye: Option<String>,
+}
+
+impl ClientCore {
+    /// A client waiting for the server's greeting.
+    pub fn new(limits: Limits) -> Self {
+        Self {
+            framer: Framer::new(limits),
+            phase: Phase::AwaitingGreeting,
+            next_tag: 1,
+            capabilities: Capabilities::default(),
+            mailbox: None,
+            in_flight: None,
+            events: VecDeque::new(),
+            bye: None,
+        }
+    }
+
+    /// Hands server bytes to the client; call [`ClientCore::next`] afterwards.
+    pub fn enqueue_input(&mut self, bytes: &[u8]) {
+        self.framer.enqueue(bytes);
+    }
+
+    /// What the server advertised most recently.
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
+    }
+
+    /// The selected mailbox, if any.
+    pub fn mailbox(&self) -> Option<&MailboxState> {
+        self.mailbox.as_ref()
+    }
+
+    /// True while a command is waiting for its completion.
+    pub fn is_busy(&self) -> bool {
+        self.in_flight.is_some()
+    }
+
+    /// True between the server's `+` to IDLE and [`ClientCore::idle_done`].
+    pub fn is_idling(&self) -> bool {
+        self.in_flight
+            .as_ref()
+            .is_some_and(|f| f.idle == IdlePhase::Idling)
+    }
+
+    /// Starts `request`; its bytes come out of [`ClientCore::next`]. Returns the tag.
+    ///
+    /// Fails without sending anything if a command is in flight, if the server
+    /// does not offer what the request needs, or if an argument cannot be sent.
+    pub fn send(&mut self, request: &Request) -> Result<String, ImapError> {
+        let command = request.name();
+        match self.phase {
+            Phase::Ready => {}
+            Phase::AwaitingGreeting => return Err(ImapError::Busy { command }),
+            Phase::Closed => return Err(self.closed_error()),
+        }
+        if self.in_flight.is_some() {
+            return Err(ImapError::Busy { command });
+        }
+        request.check_offered(&self.capabilities)?;
+        let tag = format!("A{:04}", self.next_tag);
+        let outgoing = request.encode(&tag, &self.capabilities)?;
+        self.next_tag = self.next_tag.wrapping_add(1);
+        let (request_kind, collected) = match request {
+            Request::Select(name) | Request::Examine(name) => {
+                // A SELECT deselects the current mailbox even if it then fails.
+                self.mailbox = Some(MailboxState {
+                    name: name.clone(),
+                    read_only: matches!(request, Request::Examine(_)),
+                    ..MailboxState::default()
+                });
+                (RequestKind::Select, Collected::Mailbox)
+            }
+            Request::Fetch { .. } => (RequestKind::Fetch, Collected::Fetch(Vec::new())),
+            Request::Store { silent: false, .. } => {
+                (RequestKind::Other, Collected::Fetch(Vec::new()))
+            }
+            Request::Login { .. } | Request::AuthenticatePlain { .. } => {
+                (RequestKind::Login, Collected::Nothing)
+            }
+            Request::StartTls => (RequestKind::StartTls, Collected::Nothing),
+            Request::Logout => (RequestKind::Logout, Collected::Nothing),
+            Request::List { .. } => (RequestKind::Other, Collected::List(Vec::new())),
+            Request::Status { mailbox, .. } => (
+                RequestKind::Other,
+                Collected::Status(StatusInfo {
+                    mailbox: mailbox.clone(),
+                    ..StatusInfo::default()
+                }),
+            ),
+            Request::Search { .. } | Request::Sort { .. } => {
+                (RequestKind::Other, Collected::Numbers(Vec::new()))
+            }
+            Request::Thread { .. } => (RequestKind::Other, Collected::Threads(Vec::new())),
+            Request::Append { .. } => (RequestKind::Other, Collected::Appended(None)),
+            Request::Copy { .. } | Request::Move { .. } => {
+                (RequestKind::Other, Collected::Copied(None))
+            }
+            Request::Expunge | Request::UidExpunge(_) => {
+                (RequestKind::Other, Collected::Expunged(Vec::new()))
+            }
+            Request::Id(_) => (RequestKind::Other, Collected::Id(Vec::new())),
+            _ => (RequestKind::Other, Collected::Nothing),
+        };
+        self.in_flight = Some(InFlight {
+            tag: tag.clone(),
+            request_kind,
+            command,
+            outgoing: outgoing.into(),
+            collected,
+            idle: if matches!(request, Request::Idle) {
+                IdlePhase::Requested
+            } else {
+                IdlePhase::NotIdle
+            },
+            done_requested: false,
+        });
+        Ok(tag)
+    }
+
+    /// Ends IDLE: queues `DONE` (at once, or as soon as the server's `+` arrives).
+    /// The IDLE command then completes with [`Event::Completed`].
+    pub fn idle_done(&mut self) {
+        if let Some(flight) = &mut self.in_flight {
+            match flight.idle {
+                IdlePhase::Idling => {
+                    flight.idle = IdlePhase::Done;
+                    flight
+                        .outgoing
+                        .push_back(Outgoing::Bytes(b"DONE\r\n".to_vec()));
+                }
+                IdlePhase::Requested => flight.done_requested = true,
+                IdlePhase::NotIdle | IdlePhase::Done => {}
+            }
+        }
+    }
+
+    /// The server closed the connection. Returns the error describing it: a
+    /// truncated response if bytes of one were pending, else "closed".
+    pub fn input_closed(&mut self) -> ImapError {
+        let pending = self.framer.buffered();
+        let error = if !pending.is_empty() {
+            ImapError::malformed("truncated response at end of stream", pending)
+        } else {
+            self.closed_error()
+        };
+        self.phase = Phase::Closed;
+        error
+    }
+
+    /// After a successful STARTTLS the driver upgrades the transport; any byte
+    /// the server sent after its OK arrived in plain text and could have been
+    /// injected by an attacker, so it is refused (CVE-2011-0411 class).
+    pub fn starttls_completed(&mut self) -> Result<(), ImapError> {
+        if !self.framer.buffered().is_empty() {
+            let error =
+                ImapError::malformed("plain-text data after STARTTLS", self.framer.buffered());
+            self.phase = Phase::Closed;
+            return Err(error);
+        }
+        self.framer.clear();
+        self.capabilities.forget();
+        Ok(())
+    }
+
+    /// The next thing to do: bytes to write, an event, or "need more input".
+    ///
+    /// An `Err` is fatal (malformed data, BYE, a broken limit): the connection
+    /// must be dropped, and later calls keep failing.
+    #[expect(
+        clippy::should_implement_trait,
+        reason = "named like imap-next's `next`; it is not an iterator: it never ends"
+    )]
+    pub fn next(&mut self) -> Result<Output, ImapError> {
+        if self.phase == Phase::Closed {
+            return Err(self.closed_error());
+        }
+        if let Some(bytes) = self.writable() {
+            return Ok(Output::Write(bytes));
+        }
+        loop {
+            if let Some(event) = self.events.pop_front() {
+                return Ok(Output::Event(event));
+            }
+            let message = match self.framer.next_message() {
+                Ok(Some(range)) => range,
+                Ok(None) => return Ok(Output::NeedMoreInput),
+                Err(error) => return Err(self.fail(error)),
+            };
+            if let Err(error) = self.process(message) {
+                return Err(self.fail(error));
+            }
+            if let Some(bytes) = self.writable() {
+                return Ok(Output::Write(bytes));
+            }
+        }
+    }
+
+    fn fail(&mut self, error: ImapError) -> ImapError {
+        self.phase = Phase::Closed;
+        self.in_flight = None;
+        error
+    }
+
+    fn closed_error(&self) -> ImapError {
+        ImapError::Closed {
+            bye: self.bye.clone(),
+        }
+    }
+
+    /// Everything that can go out before the next continuation request.
+    fn writable(&mut self) -> Option<Vec<u8>> {
+        let flight = self.in_flight.as_mut()?;
+        let mut out: Option<Vec<u8>> = None;
+        while let Some(Outgoing::Bytes(_)) = flight.outgoing.front() {
+            if let Some(Outgoing::Bytes(bytes)) = flight.outgoing.pop_front() {
+                match &mut out {
+                    Some(out) => out.extend_from_slice(&bytes),
+                    None => out = Some(bytes),
+                }
+            }
+        }
+        out
+    }
+
+    /// Decodes one framed message and applies it. The buffer is lent out so
+    /// the borrowed response can live while `self` is updated.
+    fn process(&mut self, message: Range<usize>) -> Result<(), ImapError> {
+        let buffer = self.framer.take_buffer();
+        let result = match buffer.get(message) {
+            Some(bytes) => self.decode_and_apply(bytes),
+            None => Err(ImapError::malformed("framing error", &[])),
+        };
+        self.framer.return_buffer(buffer);
+        result
+    }
+
+    fn decode_and_apply(&mut self, bytes: &[u8]) -> Result<(), ImapError> {
+        if self.phase == Phase::AwaitingGreeting {
+            let greeting = match GreetingCodec::default().decode(bytes) {
+                Ok(([], greeting)) => greeting,
+                Ok(_) => return Err(ImapError::malformed("trailing bytes after greeting", bytes)),
+                Err(GreetingDecodeError::Incomplete | GreetingDecodeError::Failed) => {
+                    return Err(ImapError::malformed("not an IMAP greeting", bytes));
+                }
+            };
+            return self.on_greeting(greeting);
+        }
+        let response = match ResponseCodec::default().decode(bytes) {
+            Ok(([], response)) => response,
+            Ok(_) => return Err(ImapError::malformed("trailing bytes after response", bytes)),
+            Err(ResponseDecodeError::Incomplete | ResponseDecodeError::LiteralFound { .. }) => {
+                return Err(ImapError::malformed("incomplete response", bytes));
+            }
+            Err(ResponseDecodeError::Failed) => {
+                return Err(ImapError::malformed("not an IMAP response", bytes));
+            }
+        };
+        match response {
+            Response::CommandContinuationRequest(_) => self.on_continuation(bytes),
+            Response::Data(data) => {
+                self.on_data(data);
+                Ok(())
+            }
+            Response::Status(Status::Untagged(body)) => {
+                self.on_code(body.code.as_ref());
+                Ok(())
+            }
+            Response::Status(Status::Bye(bye)) => {
+                self.bye = Some(bye.text.to_string());
+                let logging_out = self
+                    .in_flight
+                    .as_ref()
+                    .is_some_and(|f| f.request_kind == RequestKind::Logout);
+                if logging_out {
+                    // Expected: the tagged OK to LOGOUT follows.
+                    Ok(())
+                } else {
+                    Err(self.closed_error())
+                }
+            }
+            Response::Status(Status::Tagged(tagged)) => {
+                self.on_tagged(tagged.tag.inner(), &tagged.body, bytes)
+            }
+        }
+    }
+
+    fn on_greeting(&mut self, greeting: Greeting<'_>) -> Result<(), ImapError> {
+        if let Some(Code::Capability(caps)) = &greeting.code {
+            self.set_capabilities(caps);
+        }
+        match greeting.kind {
+            GreetingKind::Bye => {
+                self.bye = Some(greeting.text.to_string());
+                Err(self.closed_error())
+            }
+            kind => {
+                self.phase = Phase::Ready;
+                self.events.push_back(Event::Greeting {
+                    preauth: kind == GreetingKind::PreAuth,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn on_continuation(&mut self, bytes: &[u8]) -> Result<(), ImapError> {
+        let Some(flight) = self.in_flight.as_mut() else {
+            return Err(ImapError::malformed(
+                "continuation request with no command",
+                bytes,
+            ));
+        };
+        if flight.outgoing.front() == Some(&Outgoing::AwaitContinuation) {
+            flight.outgoing.pop_front();
+            return Ok(());
+        }
+        if flight.idle == IdlePhase::Requested {
+            if flight.done_requested {
+                flight.idle = IdlePhase::Done;
+                flight
+                    .outgoing
+                    .push_back(Outgoing::Bytes(b"DONE\r\n".to_vec()));
+            } else {
+                flight.idle = IdlePhase::Idling;
+            }
+            self.events.push_back(Event::IdleAccepted);
+            return Ok(());
+        }
+        Err(ImapError::malformed(
+            "unexpected continuation request",
+            bytes,
+        ))
+    }
+
+    fn on_tagged(
+        &mut self,
+        tag: &str,
+        body: &StatusBody<'_>,
+        bytes: &[u8],
+    ) -> Result<(), ImapError> {
+        let Some(flight) = self.in_flight.take_if(|f| f.tag == tag) else {
+            return Err(ImapError::malformed(
+                "tagged completion for an unknown tag",
+                bytes,
+            ));
+        };
+        if body.kind != StatusKind::Ok {
+            if flight.request_kind == RequestKind::Select {
+                self.mailbox = None;
+            }
+            self.events.push_back(Event::Rejected(Rejection {
+                command: flight.command,
+                refusal: if body.kind == StatusKind::No {
+                    Refusal::No
+                } else {
+                    Refusal::Bad
+                },
+                text: body.text.to_string(),
+            }));
+            return Ok(());
+        }
+        let had_capabilities = matches!(body.code, Some(Code::Capability(_)));
+        if flight.request_kind == RequestKind::Login && !had_capabilities {
+            // What the server offers changes once logged in; ask again lazily.
+            self.capabilities.forget();
+        }
+        let mut collected = flight.collected;
+        match &body.code {
+            Some(Code::AppendUid { uid_validity, uid }) => {
+                collected = Collected::Appended(Some(AppendUid {
+                    uid_validity: uid_validity.get(),
+                    uid: uid.get(),
+                }));
+            }
+            Some(Code::ReadOnly) => {
+                if let Some(mailbox) = &mut self.mailbox {
+                    mailbox.read_only = true;
+                }
+            }
+            Some(Code::ReadWrite) => {
+                if let Some(mailbox) = &mut self.mailbox {
+                    mailbox.read_only = false;
+                }
+            }
+            Some(Code::CopyUid { .. }) => {
+                if let Collected::Copied(slot) = &mut collected {
+                    *slot = copy_uid(body.code.as_ref());
+                }
+            }
+            other => self.on_code(other.as_ref()),
+        }
+        let reply = match collected {
+            Collected::Nothing => Reply::Done,
+            Collected::List(entries) => Reply::List(entries),
+            Collected::Mailbox => Reply::Mailbox(self.mailbox.clone().unwrap_or_default()),
+            Collected::Status(info) => Reply::Status(info),
+            Collected::Fetch(messages) => Reply::Fetch(messages),
+            Collected::Numbers(numbers) => Reply::Numbers(numbers),
+            Collected::Threads(threads) => Reply::Threads(threads),
+            Collected::Appended(uid) => Reply::Appended(uid),
+            Collected::Copied(uid) => Reply::Copied(uid),
+            Collected::Expunged(seqs) => Reply::Expunged(seqs),
+            Collected::Id(fields) => Reply::Id(fields),
+        };
+        if flight.request_kind == RequestKind::StartTls {
+            self.capabilities.forget();
+        }
+        self.events.push_back(Event::Completed {
+            command: flight.command,
+            reply,
+        });
+        Ok(())
+    }
+
+    /// Response codes that carry state, in untagged OK or in a tagged OK.
+    fn on_code(&mut self, code: Option<&Code<'_>>) {
+        let Some(code) = code else { return };
+        match code {
+            Code::Capability(caps) => self.set_capabilities(caps),
+            Code::CopyUid { .. } => {
+                // MOVE reports COPYUID in an untagged OK before the EXPUNGEs.
+                if let Some(InFlight {
+                    collected: Collected::Copied(slot),
+                    ..
+                }) = &mut self.in_flight
+                {
+                    *slot = copy_uid(Some(code));
+                }
+            }
+            _ => {
+                if let Some(mailbox) = &mut self.mailbox {
+                    match code {
+                        Code::UidValidity(n) => mailbox.uid_validity = Some(n.get()),
+                        Code::UidNext(n) => mailbox.uid_next = Some(n.get()),
+                        Code::Unseen(n) => mailbox.first_unseen = Some(n.get()),
+                        Code::PermanentFlags(flags) => {
+                            mailbox.permanent_flags = convert::permanent_flags(flags);
+                        }
+                        Code::ReadOnly => mailbox.read_only = true,
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    fn set_capabilities(&mut self, caps: &Vec1<Capability<'_>>) {
+        self.capabilities = Capabilities::from_names(caps.as_ref().iter().map(|c| c.to_string()));
+    }
+
+    /// Whether mailbox changes are news to report, rather than the answer to
+    /// the SELECT in flight.
+    fn reports_updates(&self) -> bool {
+        !self
+            .in_flight
+            .as_ref()
+            .is_some_and(|f| f.request_kind == RequestKind::Select)
+    }
+
+    fn on_data(&mut self, data: Data<'_>) {
+        let collected = self.in_flight.as_mut().map(|f| &mut f.collected);
+        match data {
+            Data::Capability(caps) => self.set_capabilities(&caps),
+            Data::List {
+                items,
+                delimiter,
+                mailbox,
+            } => {
+                if let Some(Collected::List(entries)) = collected {
+                    entries.push(ListEntry {
+                        name: convert::mailbox_name(&mailbox),
+                        delimiter: delimiter.map(|d| d.inner()),
+                        attributes: items.iter().map(ToString::to_string).collect(),
+                    });
+                }
+            }
+            Data::Status { mailbox, items } => {
+                if let Some(Collected::Status(info)) = collected {
+                    info.mailbox = convert::mailbox_name(&mailbox);
+                    for item in items.iter() {
+                        match item {
+                            StatusDataItem::Messages(n) => info.messages = Some(*n),
+                            StatusDataItem::Recent(n) => info.recent = Some(*n),
+                            StatusDataItem::UidNext(n) => info.uid_next = Some(n.get()),
+                            StatusDataItem::UidValidity(n) => info.uid_validity = Some(n.get()),
+                            StatusDataItem::Unseen(n) => info.unseen = Some(*n),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            Data::Search(numbers) | Data::Sort(numbers) => {
+                if let Some(Collected::Numbers(out)) = collected {
+                    out.extend(numbers.iter().map(|n| n.get()));
+                }
+            }
+            Data::Thread(threads) => {
+                if let Some(Collected::Threads(out)) = collected {
+                    out.extend(convert::threads(&threads));
+                }
+            }
+            Data::Id { parameters } => {
+                if let Some(Collected::Id(out)) = collected {
+                    for (key, value) in parameters.unwrap_or_default() {
+                        out.push((convert::lossy(key.as_ref()), convert::nstring(&value)));
+                    }
+                }
+            }
+            Data::Flags(flags) => {
+                if let Some(mailbox) = &mut self.mailbox {
+                    mailbox.flags = flags.iter().map(ToString::to_string).collect();
+                }
+            }
+            Data::Exists(n) => {
+                if let Some(mailbox) = &mut self.mailbox {
+                    mailbox.exists = n;
+                }
+                self.update(MailboxUpdate::Exists(n));
+            }
+            Data::Recent(n) => {
+                if let Some(mailbox) = &mut self.mailbox {
+                    mailbox.recent = n;
+                }
+                self.update(MailboxUpdate::Recent(n));
+            }
+            Data::Expunge(seq) => {
+                if let Some(Collected::Expunged(out)) = collected {
+                    out.push(seq.get());
+                }
+                if let Some(mailbox) = &mut self.mailbox {
+                    mailbox.exists = mailbox.exists.saturating_sub(1);
+                }
+                self.update(MailboxUpdate::Expunge(seq.get()));
+            }
+            Data::Fetch { seq, items } => self.on_fetch(seq.get(), items),
+            _ => {}
+        }
+    }
+
+    fn update(&mut self, update: MailboxUpdate) {
+        if self.reports_updates() {
+            self.events.push_back(Event::Update(update));
+        }
+    }
+
+    fn on_fetch(&mut self, seq: u32, items: Vec1<MessageDataItem<'_>>) {
+        let mut message = FetchedMessage {
+            seq,
+            ..FetchedMessage::default()
+        };
+        for item in items.into_inner() {
+            match item {
+                MessageDataItem::Uid(uid) => message.uid = Some(uid.get()),
+                MessageDataItem::Flags(flags) => {
+                    message.flags = Some(convert::fetched_flags(&flags))
+                }
+                MessageDataItem::Envelope(envelope) => {
+                    message.envelope = Some(convert::envelope(&envelope));
+                }
+                MessageDataItem::Rfc822Size(size) => message.size = Some(size),
+                MessageDataItem::InternalDate(date) => {
+                    message.internal_date = Some(convert::date(&date));
+                }
+                MessageDataItem::BodyStructure(structure) | MessageDataItem::Body(structure) => {
+                    message.body_parts = Some(convert::body_parts(&structure));
+                }
+                MessageDataItem::BodyExt { section, data, .. } => {
+                    let bytes = data
+                        .into_option()
+                        .map(|b| b.into_owned())
+                        .unwrap_or_default();
+                    message.sections.push((convert::section(&section), bytes));
+                }
+                MessageDataItem::Rfc822(data) => {
+                    let bytes = data
+                        .into_option()
+                        .map(|b| b.into_owned())
+                        .unwrap_or_default();
+                    message
+                        .sections
+                        .push((crate::types::BodySection::Full, bytes));
+                }
+                _ => {}
+            }
+        }
+        let is_fetch = self
+            .in_flight
+            .as_ref()
+            .is_some_and(|f| f.request_kind == RequestKind::Fetch);
+        if !is_fetch && let Some(flags) = &message.flags {
+            self.update(MailboxUpdate::Flags {
+                seq,
+                uid: message.uid,
+                flags: flags.clone(),
+            });
+        }
+        if let Some(InFlight {
+            collected: Collected::Fetch(messages),
+            ..
+        }) = &mut self.in_flight
+        {
+            messages.push(message);
+        }
+    }
+}
+
+fn copy_uid(code: Option<&Code<'_>>) -> Option<CopyUid> {
+    match code {
+        Some(Code::CopyUid {
+            uid_validity,
+            source,
+            destination,
+        }) => Some(CopyUid {
+            uid_validity: uid_validity.get(),
+            source: convert::uid_set(source),
+            destination: convert::uid_set(destination),
+        }),
+        _ => None,
+    }
+}

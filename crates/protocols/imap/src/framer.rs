@@ -1,0 +1,241 @@
+//! Splits the server's byte stream into whole responses before anything is
+//! parsed, so the parser only ever sees complete messages and every size limit
+//! is enforced while the bytes arrive, not after they were buffered.
+//!
+//! imap-codec ships a `Fragmentizer` that does much the same; this one exists
+//! because a load generator talks to servers it does not trust with thousands
+//! of idle connections: it must refuse a 4 GB literal the moment it is
+//! announced, stop a line that never ends at a fixed length, and give memory
+//! back after a big response, which the `Fragmentizer` does not offer.
+
+use crate::error::ImapError;
+
+/// Size limits that protect the client from a broken or hostile server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest line, CRLF included (a long SEARCH result is one line).
+    pub max_line: usize,
+    /// Largest literal a server may announce (one message body in a FETCH).
+    pub max_literal: u64,
+    /// Largest whole response: all its lines and literals together.
+    pub max_response: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_line: 1024 * 1024,
+            max_literal: 64 * 1024 * 1024,
+            max_response: 80 * 1024 * 1024,
+        }
+    }
+}
+
+/// A buffer kept after a response is consumed is shrunk back to this capacity,
+/// so an idle connection does not hold on to the memory of its largest FETCH.
+const IDLE_CAPACITY: usize = 4 * 1024;
+
+#[derive(Debug, Default)]
+pub(crate) struct Framer {
+    buf: Vec<u8>,
+    /// Where the message being framed starts in `buf`.
+    message_start: usize,
+    /// Where the current line starts.
+    line_start: usize,
+    /// How far the current line has been searched for LF already, so that
+    /// byte-at-a-time input is not rescanned from the line start each time.
+    scanned: usize,
+    /// Set while the bytes up to this position belong to a literal.
+    literal_end: Option<usize>,
+    limits: Limits,
+}
+
+impl Framer {
+    pub(crate) fn new(limits: Limits) -> Self {
+        Self {
+            limits,
+            ..Self::default()
+        }
+    }
+
+    pub(crate) fn enqueue(&mut self, bytes: &[u8]) {
+        if self.message_start > 0 && self.message_start * 2 >= self.buf.len() {
+            // Drop what earlier messages used before growing the buffer.
+            self.buf.drain(..self.message_start);
+            self.line_start -= self.message_start;
+            self.scanned -= self.message_start;
+            self.literal_end = self.literal_end.map(|end| end - self.message_start);
+            self.message_start = 0;
+        }
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Bytes received but not yet returned as part of a whole message.
+    pub(crate) fn buffered(&self) -> &[u8] {
+        &self.buf[self.message_start..]
+    }
+
+    /// Forgets everything buffered and shrinks the buffer.
+    pub(crate) fn clear(&mut self) {
+        *self = Self::new(self.limits);
+    }
+
+    /// Finds the next complete response and returns its byte range in the
+    /// buffer [`Framer::take_buffer`] lends; `None` means more input is needed.
+    pub(crate) fn next_message(&mut self) -> Result<Option<std::ops::Range<usize>>, ImapError> {
+        loop {
+            if let Some(end) = self.literal_end {
+                if self.buf.len() < end {
+                    return Ok(None);
+                }
+                self.literal_end = None;
+                self.line_start = end;
+                self.scanned = end;
+            }
+            let Some(offset) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') else {
+                self.scanned = self.buf.len();
+                if self.buf.len() - self.line_start > self.limits.max_line {
+                    return Err(self.limit_error("line too long"));
+                }
+                return Ok(None);
+            };
+            let line_end = self.scanned + offset + 1;
+            if line_end - self.line_start > self.limits.max_line {
+                return Err(self.limit_error("line too long"));
+            }
+            match literal_announcement(&self.buf[self.line_start..line_end]) {
+                Some(length) => {
+                    if length > self.limits.max_literal {
+                        return Err(self.limit_error("literal larger than the limit"));
+                    }
+                    let end = line_end as u64 + length;
+                    if end - self.message_start as u64 > self.limits.max_response {
+                        return Err(self.limit_error("response larger than the limit"));
+                    }
+                    // Fits in usize: bounded by max_response above.
+                    self.literal_end = Some(end as usize);
+                }
+                None => {
+                    let message = self.message_start..line_end;
+                    self.message_start = line_end;
+                    self.line_start = line_end;
+                    self.scanned = line_end;
+                    return Ok(Some(message));
+                }
+            }
+        }
+    }
+
+    /// Lends the buffer holding the message `next_message` returned, so the
+    /// decoded response can borrow it while the caller updates its own state.
+    pub(crate) fn take_buffer(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.buf)
+    }
+
+    /// Takes the buffer back and shrinks it if nothing else is waiting (see
+    /// [`IDLE_CAPACITY`]).
+    pub(crate) fn return_buffer(&mut self, buf: Vec<u8>) {
+        self.buf = buf;
+        if self.message_start == self.buf.len() {
+            self.buf.clear();
+            self.message_start = 0;
+            self.line_start = 0;
+            self.scanned = 0;
+            if self.buf.capacity() > IDLE_CAPACITY {
+                self.buf.shrink_to(IDLE_CAPACITY);
+            }
+        }
+    }
+
+    fn limit_error(&self, reason: &'static str) -> ImapError {
+        ImapError::malformed(reason, &self.buf[self.line_start..])
+    }
+}
+
+/// The length of the literal a line announces (`... {123}\r\n`), if any.
+///
+/// Servers only send synchronizing literals, but `{123+}` is accepted too: the
+/// bytes that follow are a literal either way and must not be read as lines.
+fn literal_announcement(line: &[u8]) -> Option<u64> {
+    let line = line.strip_suffix(b"\n")?;
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let inner = line.strip_suffix(b"}")?;
+    let open = inner.iter().rposition(|&b| b == b'{')?;
+    let digits = &inner[open + 1..];
+    let digits = digits.strip_suffix(b"+").unwrap_or(digits);
+    // Twenty digits overflow u64; anything longer is absurd anyway and is
+    // reported as too large rather than silently wrapped.
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if digits.len() > 19 {
+        return Some(u64::MAX);
+    }
+    digits.iter().try_fold(0u64, |n, &d| {
+        n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests fail loudly")]
+mod tests {
+    use super::*;
+
+    fn frame_all(framer: &mut Framer) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        while let Some(range) = framer.next_message().unwrap() {
+            let buf = framer.take_buffer();
+            out.push(buf[range].to_vec());
+            framer.return_buffer(buf);
+        }
+        out
+    }
+
+    #[test]
+    fn splits_lines_and_keeps_literals_whole() {
+        let mut framer = Framer::new(Limits::default());
+        framer.enqueue(b"* 1 EXISTS\r\n* 1 FETCH (BODY[] {5}\r\na\r\nb\n)\r\n* 2 EX");
+        assert_eq!(
+            frame_all(&mut framer),
+            vec![
+                b"* 1 EXISTS\r\n".to_vec(),
+                b"* 1 FETCH (BODY[] {5}\r\na\r\nb\n)\r\n".to_vec()
+            ]
+        );
+        framer.enqueue(b"ISTS\r\n");
+        assert_eq!(frame_all(&mut framer), vec![b"* 2 EXISTS\r\n".to_vec()]);
+    }
+
+    #[test]
+    fn refuses_an_absurd_literal_as_soon_as_it_is_announced() {
+        let mut framer = Framer::new(Limits::default());
+        framer.enqueue(b"* 1 FETCH (BODY[] {4294967296}\r\n");
+        assert!(framer.next_message().is_err());
+        let mut framer = Framer::new(Limits::default());
+        framer.enqueue(b"* 1 FETCH (BODY[] {99999999999999999999999999}\r\n");
+        assert!(framer.next_message().is_err());
+    }
+
+    #[test]
+    fn refuses_a_line_that_never_ends() {
+        let limits = Limits {
+            max_line: 16,
+            ..Limits::default()
+        };
+        let mut framer = Framer::new(limits);
+        framer.enqueue(b"* OK ");
+        assert!(framer.next_message().unwrap().is_none());
+        framer.enqueue(&[b'x'; 32]);
+        assert!(framer.next_message().is_err());
+    }
+
+    #[test]
+    fn shrinks_after_a_big_response() {
+        let mut framer = Framer::new(Limits::default());
+        framer.enqueue(b"* 1 FETCH (BODY[] {100000}\r\n");
+        framer.enqueue(&vec![b'a'; 100_000]);
+        framer.enqueue(b")\r\n");
+        assert_eq!(frame_all(&mut framer).len(), 1);
+        assert!(framer.buf.capacity() <= IDLE_CAPACITY);
+    }
+}
