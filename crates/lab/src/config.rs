@@ -92,6 +92,25 @@ impl Ports {
         })
     }
 
+    /// Ports that are free right now, for labs started side by side (tests,
+    /// benchmarks). Each call in a process returns a different base, so
+    /// parallel callers do not race for the same ports.
+    pub fn free() -> Option<Self> {
+        use std::sync::atomic::{AtomicU16, Ordering};
+        // Spread processes apart by PID; within one, hand out bases in turn.
+        static NEXT: AtomicU16 = AtomicU16::new(0);
+        let start = 20_000 + (std::process::id() % 40) as u16 * 1_000;
+        for _ in 0..400 {
+            let step = NEXT.fetch_add(1, Ordering::Relaxed) % 400;
+            let base = 20_000 + (start - 20_000 + step * 100) % 40_000;
+            let ports = Ports::from_base(base).ok()?;
+            if ports.named().iter().all(|(_, port)| crate::probe::port_is_free(*port)) {
+                return Some(ports);
+            }
+        }
+        None
+    }
+
     /// Every port with its service name, in a stable order.
     pub fn named(&self) -> [(&'static str, u16); 6] {
         [

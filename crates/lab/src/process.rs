@@ -125,6 +125,7 @@ impl ProcessId {
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
             if !self.is_alive() && self.session_members().is_empty() {
+                reap_exited_children();
                 return 0;
             }
             thread::sleep(Duration::from_millis(20));
@@ -138,8 +139,20 @@ impl ProcessId {
         while Instant::now() < deadline && !self.session_members().is_empty() {
             thread::sleep(Duration::from_millis(10));
         }
+        reap_exited_children();
         leftovers.len()
     }
+}
+
+/// Children this process spawned and has not reaped yet.
+fn spawned() -> std::sync::MutexGuard<'static, Vec<std::process::Child>> {
+    static SPAWNED: std::sync::Mutex<Vec<std::process::Child>> = std::sync::Mutex::new(Vec::new());
+    SPAWNED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Reaps every spawned child that has exited.
+fn reap_exited_children() {
+    spawned().retain_mut(|child| !matches!(child.try_wait(), Ok(Some(_)) | Err(_)));
 }
 
 /// Starts `program args` in a new session (`setsid`), with stdout and stderr
@@ -170,10 +183,10 @@ pub(crate) fn spawn_in_new_session(
             reason: e.to_string(),
         })?;
     let pid = child.id();
-    // Detach: dropping `Child` neither waits nor kills. The reaper is `init`
-    // once peakhour exits; until then a dead child would stay a zombie, which
-    // `is_alive` treats as dead.
-    drop(child);
+    // Not waited for here: the server outlives this call. When peakhour exits,
+    // `init` adopts and reaps it; while this process lives (tests, `up` then
+    // `down` in one program), `stop_session` reaps it so no zombie is left.
+    spawned().push(child);
     // The start time can be read only once the process exists in /proc,
     // which it does as soon as fork returned.
     ProcessId::of(pid).ok_or_else(|| LabError::Spawn {

@@ -111,6 +111,10 @@ service pop3-login {{
     address = 127.0.0.1
     port = {pop3}
   }}
+  # Dovecot listens on 995 by default; the lab offers POP3 with STLS only.
+  inet_listener pop3s {{
+    port = 0
+  }}
   service_count = 0
 }}
 
