@@ -53,7 +53,10 @@ fn test_message(status: &LabStatus, to: &str, token: &str) -> Vec<u8> {
 }
 
 fn body_of(message: &[u8]) -> &[u8] {
-    let split = message.windows(4).position(|w| w == b"\r\n\r\n").expect("header/body separator");
+    let split = message
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("header/body separator");
     &message[split + 4..]
 }
 
@@ -71,7 +74,10 @@ async fn submit(status: &LabStatus, starttls: bool, to: &str, message: &[u8]) {
     .unwrap()
     .value;
     let extensions = smtp.ehlo("client.bench.test").await.unwrap().value;
-    assert!(extensions.pipelining && extensions.starttls, "{extensions:?}");
+    assert!(
+        extensions.pipelining && extensions.starttls,
+        "{extensions:?}"
+    );
     if starttls {
         smtp.starttls("127.0.0.1", lab_tls(status)).await.unwrap();
         smtp.ehlo("client.bench.test").await.unwrap();
@@ -87,19 +93,33 @@ async fn submit(status: &LabStatus, starttls: bool, to: &str, message: &[u8]) {
 }
 
 /// Waits until the message with `token` is in `user`'s INBOX; returns its bytes.
-async fn imap_fetch(status: &LabStatus, security: Security, starttls: bool, user: &str, token: &str) -> Vec<u8> {
+async fn imap_fetch(
+    status: &LabStatus,
+    security: Security,
+    starttls: bool,
+    user: &str,
+    token: &str,
+) -> Vec<u8> {
     let imap_port = match security {
         Security::Plain => port(&status.endpoints.imap),
         Security::ImplicitTls => port(&status.endpoints.imaps),
     };
-    let mut imap = ImapConnection::connect("127.0.0.1", imap_port, security, Some(lab_tls(status)), TIMEOUT)
-        .await
-        .unwrap()
-        .value;
+    let mut imap = ImapConnection::connect(
+        "127.0.0.1",
+        imap_port,
+        security,
+        Some(lab_tls(status)),
+        TIMEOUT,
+    )
+    .await
+    .unwrap()
+    .value;
     if starttls {
         imap.starttls("127.0.0.1", lab_tls(status)).await.unwrap();
     }
-    imap.login(user, &Secret::new(status.password.clone())).await.unwrap();
+    imap.login(user, &Secret::new(status.password.clone()))
+        .await
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(15);
     let uid = loop {
         imap.select("INBOX").await.unwrap();
@@ -111,13 +131,19 @@ async fn imap_fetch(status: &LabStatus, security: Security, starttls: bool, user
         if let Some(uid) = found.last() {
             break *uid;
         }
-        assert!(Instant::now() < deadline, "message {token} not delivered within 15 s");
+        assert!(
+            Instant::now() < deadline,
+            "message {token} not delivered within 15 s"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let fetched = imap
         .fetch(
             &uid.to_string(),
-            &[FetchItem::Body { section: BodySection::Full, peek: true }],
+            &[FetchItem::Body {
+                section: BodySection::Full,
+                peek: true,
+            }],
             true,
         )
         .await
@@ -129,14 +155,22 @@ async fn imap_fetch(status: &LabStatus, security: Security, starttls: bool, user
 }
 
 async fn pop3_fetch(status: &LabStatus, stls: bool, user: &str, token: &str) -> Vec<u8> {
-    let mut pop3 = Pop3Connection::connect("127.0.0.1", port(&status.endpoints.pop3), Security::Plain, None, TIMEOUT)
-        .await
-        .unwrap()
-        .value;
+    let mut pop3 = Pop3Connection::connect(
+        "127.0.0.1",
+        port(&status.endpoints.pop3),
+        Security::Plain,
+        None,
+        TIMEOUT,
+    )
+    .await
+    .unwrap()
+    .value;
     if stls {
         pop3.stls("127.0.0.1", lab_tls(status)).await.unwrap();
     }
-    pop3.login(user, &Secret::new(status.password.clone())).await.unwrap();
+    pop3.login(user, &Secret::new(status.password.clone()))
+        .await
+        .unwrap();
     let stat = pop3.stat().await.unwrap().value;
     let mut found = None;
     for n in (1..=stat.count).rev() {
@@ -147,7 +181,12 @@ async fn pop3_fetch(status: &LabStatus, stls: bool, user: &str, token: &str) -> 
         }
     }
     pop3.quit().await.unwrap();
-    found.unwrap_or_else(|| panic!("message {token} not found over POP3 among {} messages", stat.count))
+    found.unwrap_or_else(|| {
+        panic!(
+            "message {token} not found over POP3 among {} messages",
+            stat.count
+        )
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,8 +232,14 @@ async fn tls_everywhere_verifies_against_the_lab_ca() {
         TIMEOUT,
     )
     .await;
-    let error = refused.err().expect("an untrusted certificate must be refused").to_string();
-    assert!(error.contains("TLS") || error.contains("certificate"), "{error}");
+    let error = refused
+        .err()
+        .expect("an untrusted certificate must be refused")
+        .to_string();
+    assert!(
+        error.contains("TLS") || error.contains("certificate"),
+        "{error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -204,10 +249,16 @@ async fn lmtp_answers_per_recipient_and_idle_sees_the_delivery() {
     let password = Secret::new(status.password.clone());
 
     // user3 idles on its INBOX while mail is delivered to it by LMTP.
-    let mut idler = ImapConnection::connect("127.0.0.1", port(&status.endpoints.imap), Security::Plain, None, TIMEOUT)
-        .await
-        .unwrap()
-        .value;
+    let mut idler = ImapConnection::connect(
+        "127.0.0.1",
+        port(&status.endpoints.imap),
+        Security::Plain,
+        None,
+        TIMEOUT,
+    )
+    .await
+    .unwrap()
+    .value;
     idler.login(&status.user(3), &password).await.unwrap();
     let before = idler.select("INBOX").await.unwrap().value.exists;
     idler.idle_start().await.unwrap();
@@ -224,12 +275,23 @@ async fn lmtp_answers_per_recipient_and_idle_sees_the_delivery() {
     .unwrap()
     .value;
     lmtp.ehlo("client.bench.test").await.unwrap();
-    let recipients = vec![status.user(3), "nobody@bench.test".to_owned(), status.user(4)];
+    let recipients = vec![
+        status.user(3),
+        "nobody@bench.test".to_owned(),
+        status.user(4),
+    ];
     let message = test_message(status, &status.user(3), "lmtp-5d1e");
-    let outcome = lmtp.send_mail(&status.user(1), &recipients, &message).await.unwrap().value;
+    let outcome = lmtp
+        .send_mail(&status.user(1), &recipients, &message)
+        .await
+        .unwrap()
+        .value;
     assert_eq!(outcome.recipients.len(), 3);
     assert!(outcome.recipients[0].delivered());
-    assert!(!outcome.recipients[1].accepted(), "Dovecot refuses an unknown user at RCPT");
+    assert!(
+        !outcome.recipients[1].accepted(),
+        "Dovecot refuses an unknown user at RCPT"
+    );
     assert_eq!(outcome.recipients[1].rcpt.value.code().as_u16(), 550);
     assert!(outcome.recipients[2].delivered());
     assert_eq!(outcome.delivered_count(), 2);
@@ -239,7 +301,9 @@ async fn lmtp_answers_per_recipient_and_idle_sees_the_delivery() {
     let mut seen = false;
     while !seen && Instant::now() < deadline {
         if let Idle::Updates(updates) = idler.idle_wait(Duration::from_secs(2)).await.unwrap() {
-            seen = updates.iter().any(|u| matches!(u, MailboxUpdate::Exists(n) if *n > before));
+            seen = updates
+                .iter()
+                .any(|u| matches!(u, MailboxUpdate::Exists(n) if *n > before));
         }
     }
     assert!(seen, "IDLE did not report the new message");
@@ -251,7 +315,11 @@ async fn lmtp_answers_per_recipient_and_idle_sees_the_delivery() {
     let uid = uids.last().unwrap().to_string();
     idler.move_messages(&uid, "Trash", true).await.unwrap();
     assert_eq!(idler.mailbox().unwrap().exists, before);
-    let trash = idler.status("Trash", &[peakhour_imap::StatusItem::Messages]).await.unwrap().value;
+    let trash = idler
+        .status("Trash", &[peakhour_imap::StatusItem::Messages])
+        .await
+        .unwrap()
+        .value;
     assert_eq!(trash.messages, Some(1));
     idler.logout().await.unwrap();
 }

@@ -104,7 +104,11 @@ impl Ports {
             let step = NEXT.fetch_add(1, Ordering::Relaxed) % 400;
             let base = 20_000 + (start - 20_000 + step * 100) % 40_000;
             let ports = Ports::from_base(base).ok()?;
-            if ports.named().iter().all(|(_, port)| crate::probe::port_is_free(*port)) {
+            if ports
+                .named()
+                .iter()
+                .all(|(_, port)| crate::probe::port_is_free(*port))
+            {
                 return Some(ports);
             }
         }

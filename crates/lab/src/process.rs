@@ -147,7 +147,9 @@ impl ProcessId {
 /// Children this process spawned and has not reaped yet.
 fn spawned() -> std::sync::MutexGuard<'static, Vec<std::process::Child>> {
     static SPAWNED: std::sync::Mutex<Vec<std::process::Child>> = std::sync::Mutex::new(Vec::new());
-    SPAWNED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    SPAWNED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Reaps every spawned child that has exited.

@@ -40,12 +40,18 @@ fn up_twice_is_harmless_and_down_leaves_no_process_or_port() {
     assert!(pids.len() >= 6, "master processes and children: {pids:?}");
     let lab = Lab::new(dir.path());
     let report = lab.down(false).unwrap();
-    assert_eq!(report.stopped, vec!["postfix".to_owned(), "dovecot".to_owned()]);
+    assert_eq!(
+        report.stopped,
+        vec!["postfix".to_owned(), "dovecot".to_owned()]
+    );
     assert!(report.remaining.is_empty());
     for pid in pids {
         // A zombie (exited, not yet reaped by init) is not a survivor.
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat.rsplit(") ").next().and_then(|rest| rest.chars().next());
+        let state = stat
+            .rsplit(") ")
+            .next()
+            .and_then(|rest| rest.chars().next());
         assert!(
             matches!(state, None | Some('Z')),
             "lab process {pid} survived `down`: {stat}"
@@ -69,16 +75,28 @@ fn down_cleans_up_after_a_crashed_master() {
     let status = Lab::up(&config).unwrap().status;
     let dovecot = status.servers.iter().find(|s| s.name == "dovecot").unwrap();
     let master = dovecot.master_pid.unwrap();
-    let children: Vec<i32> = dovecot.processes.iter().map(|p| p.pid).filter(|&p| p != master).collect();
+    let children: Vec<i32> = dovecot
+        .processes
+        .iter()
+        .map(|p| p.pid)
+        .filter(|&p| p != master)
+        .collect();
     assert!(!children.is_empty());
     // Simulate a crash: the master dies without stopping its children.
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(master), nix::sys::signal::Signal::SIGKILL).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(master),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
     let lab = Lab::new(dir.path());
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while lab.status().unwrap().healthy && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(!lab.status().unwrap().healthy, "a lab without its Dovecot master is not healthy");
+    assert!(
+        !lab.status().unwrap().healthy,
+        "a lab without its Dovecot master is not healthy"
+    );
 
     let report = lab.down(false).unwrap();
     assert!(report.remaining.is_empty(), "{report:?}");
@@ -112,5 +130,8 @@ fn up_with_other_settings_while_running_is_refused() {
     let _lab = LabGuard::start(&config).unwrap();
     let bigger = LabConfig { users: 3, ..config };
     let error = Lab::up(&bigger).unwrap_err();
-    assert!(matches!(error, LabError::RunningWithOtherSettings { .. }), "{error}");
+    assert!(
+        matches!(error, LabError::RunningWithOtherSettings { .. }),
+        "{error}"
+    );
 }
