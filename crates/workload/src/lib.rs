@@ -1,0 +1,47 @@
+//! The workload layer of peakhour: what simulated users do, decided before anything runs.
+//!
+//! It is pure and deterministic. It owns no socket, no clock and no runtime; everything it
+//! returns follows from a profile and a seed, the same on every run and platform.
+//!
+//! - A [`Profile`] is the declarative workload in TOML (`docs/profiles.md`): the simulated
+//!   day, the population and its distribution lists, actions per day, recipients, the
+//!   message mix, the starting mailbox and the QoS thresholds. Two are built in
+//!   ([`builtins`]): `mmb-medium` (seed 002, the MAPI Messaging Benchmark Medium user)
+//!   and `groupwise-20x3` (seed 000).
+//! - A [`Plan`] is one profile plus the command-line [`Overrides`], resolved once: rates
+//!   per real second after day compression, the mix as cumulative weights, list
+//!   membership, the folder layout, QoS.
+//! - A [`Schedule`] is one user's stream of due actions: independent Poisson processes
+//!   merged in time order, seeded per (run seed, user), so user 7 does the same thing
+//!   whether 10 or 1000 users run. [`Plan::send_choice`] decides each message's
+//!   recipients and mix entry.
+//! - A [`MessageGenerator`] turns (seed, id, mix entry) into realistic MIME bytes.
+//!
+//! The engine consumes all of this; this crate knows nothing about it.
+
+#![deny(missing_docs)]
+
+mod builtin;
+mod error;
+mod message;
+mod plan;
+mod profile;
+mod rng;
+mod schedule;
+mod units;
+mod words;
+
+pub use builtin::{Builtin, builtin, builtins};
+pub use error::{PlanError, ProfileError};
+pub use message::{MessageGenerator, MessageSpec};
+pub use plan::{
+    ActionParams, ActionRate, Attachment, DEFAULT_SEED, Folder, InitialMessage, MessageType,
+    Overrides, Plan, SendChoice,
+};
+pub use profile::{
+    ActionKind, Actions, AttachmentKind, AttachmentSpec, CheckInbox, Delete, Fixed, FolderSpec,
+    Lists, Mailbox, MixEntry, Mode, Move, Profile, Qos, Read, Recipients, Send, Spread,
+    UpdateCalendar, Users,
+};
+pub use schedule::{Schedule, ScheduledAction};
+pub use units::{ByteSize, HumanDuration};

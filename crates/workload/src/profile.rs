@@ -1,0 +1,793 @@
+//! The profile: what a simulated user does in a day, declared in TOML.
+//!
+//! A profile is parsed, then validated with the spans of its values kept
+//! ([`toml::Spanned`]), so every error names the file, line, column and field.
+//! `docs/profiles.md` documents the format field by field.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::error::ProfileError;
+use crate::units::{ByteSize, HumanDuration};
+
+/// One user-visible operation, as in seed 002 Table 3 ("User Action").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionKind {
+    /// Select the Inbox and fetch flags and envelopes of the newest page.
+    CheckInbox,
+    /// Submit a message over SMTP and file a copy in Sent.
+    Send,
+    /// Open a message, unread ones first.
+    Read,
+    /// Move a message from the Inbox to one of the user's folders.
+    Move,
+    /// Delete a message: it moves to Trash, which is not emptied.
+    Delete,
+    /// Append or replace a calendar item.
+    UpdateCalendar,
+}
+
+impl ActionKind {
+    /// Every action, in the order of seed 002 Table 3. Schedules break time ties in this order.
+    pub const ALL: [ActionKind; 6] = [
+        ActionKind::CheckInbox,
+        ActionKind::Send,
+        ActionKind::Read,
+        ActionKind::Move,
+        ActionKind::Delete,
+        ActionKind::UpdateCalendar,
+    ];
+
+    /// The name used in profiles, results and reports (`check_inbox`, `send`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            ActionKind::CheckInbox => "check_inbox",
+            ActionKind::Send => "send",
+            ActionKind::Read => "read",
+            ActionKind::Move => "move",
+            ActionKind::Delete => "delete",
+            ActionKind::UpdateCalendar => "update_calendar",
+        }
+    }
+
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for ActionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How actions are issued.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Each action arrives as a Poisson process at `per_day` per simulated day (LoadSim, MMB).
+    #[default]
+    Poisson,
+    /// Each user performs each action `count` times, one after the other, then stops
+    /// (the GroupWise procedure, seed 000).
+    Fixed,
+}
+
+/// How many direct recipients a message gets around the mean.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Spread {
+    /// At least one, plus a Poisson-distributed number, so the mean is as configured.
+    #[default]
+    Poisson,
+    /// Exactly the mean, which must then be a whole number.
+    Fixed,
+}
+
+/// The kind of an attachment, which decides its Content-Type and content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttachmentKind {
+    /// A Notepad text file: `text/plain`, sent as 7bit text.
+    Text,
+    /// A Microsoft Excel spreadsheet: `application/vnd.ms-excel`, base64.
+    Spreadsheet,
+    /// A Microsoft Word document: `application/msword`, base64.
+    Document,
+    /// A bitmap picture: `image/bmp` (a valid 24-bit BMP), base64.
+    Bitmap,
+    /// A spreadsheet object embedded in the body: an inline `application/vnd.ms-excel`
+    /// part with a Content-ID, base64.
+    EmbeddedSpreadsheet,
+}
+
+impl AttachmentKind {
+    /// The MIME type of the part.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            AttachmentKind::Text => "text/plain",
+            AttachmentKind::Spreadsheet | AttachmentKind::EmbeddedSpreadsheet => {
+                "application/vnd.ms-excel"
+            }
+            AttachmentKind::Document => "application/msword",
+            AttachmentKind::Bitmap => "image/bmp",
+        }
+    }
+
+    /// The file-name extension of the part.
+    pub fn extension(self) -> &'static str {
+        match self {
+            AttachmentKind::Text => "txt",
+            AttachmentKind::Spreadsheet | AttachmentKind::EmbeddedSpreadsheet => "xls",
+            AttachmentKind::Document => "doc",
+            AttachmentKind::Bitmap => "bmp",
+        }
+    }
+}
+
+fn default_day() -> Spanned<HumanDuration> {
+    unplaced(HumanDuration(Duration::from_secs(8 * 3600)))
+}
+fn default_speed() -> Spanned<f64> {
+    unplaced(1.0)
+}
+fn default_one_i() -> Spanned<i64> {
+    unplaced(1)
+}
+fn default_zero_i() -> Spanned<i64> {
+    unplaced(0)
+}
+fn default_zero_f() -> Spanned<f64> {
+    unplaced(0.0)
+}
+fn default_members() -> Spanned<f64> {
+    unplaced(10.0)
+}
+fn default_page_size() -> Spanned<i64> {
+    unplaced(50)
+}
+fn default_p95() -> Spanned<f64> {
+    unplaced(1000.0)
+}
+fn default_user_name() -> Spanned<String> {
+    unplaced("user{n}".to_owned())
+}
+fn default_list_name() -> Spanned<String> {
+    unplaced("list{n}".to_owned())
+}
+fn default_domain() -> String {
+    "bench.test".to_owned()
+}
+fn default_inbox() -> String {
+    "INBOX".to_owned()
+}
+fn default_sent() -> String {
+    "Sent".to_owned()
+}
+fn default_trash() -> String {
+    "Trash".to_owned()
+}
+fn default_calendar() -> String {
+    "Calendar".to_owned()
+}
+fn default_true() -> bool {
+    true
+}
+fn default_first() -> u32 {
+    1
+}
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// A value that was not written in the file (span 0..0: errors about it have no place).
+fn unplaced<T>(value: T) -> Spanned<T> {
+    Spanned::new(0..0, value)
+}
+
+/// A whole profile, as written in TOML.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Short name, e.g. `mmb-medium`.
+    pub name: String,
+    /// One line saying what the profile models.
+    pub description: String,
+    /// Length of the simulated day (`"8h"`); `per_day` counts are spread over it.
+    #[serde(default = "default_day")]
+    pub day: Spanned<HumanDuration>,
+    /// Day compression: the simulated day runs in `day / speed` of real time.
+    #[serde(default = "default_speed")]
+    pub speed: Spanned<f64>,
+    /// `poisson` (rates per day) or `fixed` (a fixed count per user, then stop).
+    #[serde(default)]
+    pub mode: Mode,
+    /// Settings of `fixed` mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed: Option<Fixed>,
+    /// The user population.
+    pub users: Users,
+    /// Distribution lists.
+    #[serde(default)]
+    pub lists: Lists,
+    /// Recipients per message.
+    pub recipients: Recipients,
+    /// Starting state of every mailbox, brought about by `peakhour init`.
+    #[serde(default)]
+    pub mailbox: Mailbox,
+    /// Response-time thresholds for the verdict.
+    #[serde(default)]
+    pub qos: Qos,
+    /// What users do, and how often.
+    pub actions: Actions,
+    /// The message mix, chosen by weight for every message sent or created.
+    pub mix: Spanned<Vec<MixEntry>>,
+}
+
+/// Settings of `fixed` mode.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fixed {
+    /// Pause between one action's end and the next one's start. Default 0: back to back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause: Option<Spanned<HumanDuration>>,
+}
+
+/// The user population.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Users {
+    /// How many users (overridable with `--users`).
+    pub count: Spanned<i64>,
+    /// Login name pattern; `{n}` is the user number.
+    #[serde(default = "default_user_name")]
+    pub name: Spanned<String>,
+    /// The number of the first user.
+    #[serde(default = "default_first")]
+    pub first: u32,
+    /// The mail domain.
+    #[serde(default = "default_domain")]
+    pub domain: String,
+}
+
+/// Distribution lists.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lists {
+    /// One list per this many users, rounded up; 0 means no lists.
+    #[serde(default = "default_zero_i")]
+    pub per_users: Spanned<i64>,
+    /// Average number of members of a list.
+    #[serde(default = "default_members")]
+    pub members: Spanned<f64>,
+    /// Address pattern of a list; `{n}` is the list number (from 1).
+    #[serde(default = "default_list_name")]
+    pub name: Spanned<String>,
+}
+
+impl Default for Lists {
+    fn default() -> Self {
+        Lists {
+            per_users: default_zero_i(),
+            members: default_members(),
+            name: default_list_name(),
+        }
+    }
+}
+
+/// Recipients per message.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recipients {
+    /// Average delivered recipients per message, list members included.
+    pub average: Spanned<f64>,
+    /// Fraction of messages that have one distribution-list recipient.
+    #[serde(default = "default_zero_f")]
+    pub list_fraction: Spanned<f64>,
+    /// How the number of direct recipients varies around its mean.
+    #[serde(default)]
+    pub spread: Spread,
+}
+
+/// Starting state of every mailbox.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mailbox {
+    /// Folders and how many messages each holds.
+    #[serde(default)]
+    pub folders: Vec<FolderSpec>,
+}
+
+/// One folder, or `count` folders named by a pattern.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FolderSpec {
+    /// Folder name; with `count` > 1 it must contain `{n}` (numbered from 1).
+    pub name: Spanned<String>,
+    /// How many folders this entry makes.
+    #[serde(default = "default_one_i")]
+    pub count: Spanned<i64>,
+    /// Messages in each of these folders, drawn from the mix.
+    #[serde(default = "default_zero_i")]
+    pub messages: Spanned<i64>,
+}
+
+/// Response-time thresholds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Qos {
+    /// Every action's 95th percentile must be at most this many milliseconds.
+    #[serde(default = "default_p95")]
+    pub p95_ms: Spanned<f64>,
+    /// Per-action thresholds that replace `p95_ms` for that action.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub actions: BTreeMap<ActionKind, Spanned<f64>>,
+}
+
+impl Default for Qos {
+    fn default() -> Self {
+        Qos {
+            p95_ms: default_p95(),
+            actions: BTreeMap::new(),
+        }
+    }
+}
+
+/// What users do. An absent action is never performed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Actions {
+    /// Check the Inbox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_inbox: Option<CheckInbox>,
+    /// Send a message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send: Option<Send>,
+    /// Read a message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<Read>,
+    /// Move a message.
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "move")]
+    pub move_message: Option<Move>,
+    /// Delete a message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete: Option<Delete>,
+    /// Update the calendar.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_calendar: Option<UpdateCalendar>,
+}
+
+/// How often an action happens: `per_day` in `poisson` mode, `count` in `fixed` mode.
+#[derive(Debug, Clone)]
+pub(crate) struct Frequency {
+    pub(crate) per_day: Option<Spanned<f64>>,
+    pub(crate) count: Option<Spanned<i64>>,
+}
+
+/// `[actions.check_inbox]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckInbox {
+    /// Actions per simulated day (`poisson` mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_day: Option<Spanned<f64>>,
+    /// Actions per user in total (`fixed` mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<Spanned<i64>>,
+    /// How many of the newest messages have their flags and envelopes fetched.
+    #[serde(default = "default_page_size")]
+    pub page_size: Spanned<i64>,
+    /// The folder checked.
+    #[serde(default = "default_inbox")]
+    pub folder: String,
+}
+
+/// `[actions.send]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Send {
+    /// Actions per simulated day (`poisson` mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_day: Option<Spanned<f64>>,
+    /// Actions per user in total (`fixed` mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<Spanned<i64>>,
+    /// File a copy of each sent message in `sent_folder`.
+    #[serde(default = "default_true")]
+    pub save_copy: bool,
+    /// Where copies of sent messages go.
+    #[serde(default = "default_sent")]
+    pub sent_folder: String,
+}
+
+/// `[actions.read]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Read {
+    /// Actions per simulated day (`poisson` mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_day: Option<Spanned<f64>>,
+    /// Actions per user in total (`fixed` mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<Spanned<i64>>,
+    /// Open unread messages before read ones.
+    #[serde(default = "default_true")]
+    pub unread_first: bool,
+}
+
+/// `[actions.move]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Move {
+    /// Actions per simulated day (`poisson` mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_day: Option<Spanned<f64>>,
+    /// Actions per user in total (`fixed` mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<Spanned<i64>>,
+    /// The folder messages are moved out of.
+    #[serde(default = "default_inbox")]
+    pub from: String,
+}
+
+/// `[actions.delete]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Delete {
+    /// Actions per simulated day (`poisson` mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_day: Option<Spanned<f64>>,
+    /// Actions per user in total (`fixed` mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<Spanned<i64>>,
+    /// Deleted messages are moved here.
+    #[serde(default = "default_trash")]
+    pub trash: String,
+    /// Expunge the trash during the run (MMB: no).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub empty_trash: bool,
+}
+
+/// `[actions.update_calendar]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateCalendar {
+    /// Actions per simulated day (`poisson` mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_day: Option<Spanned<f64>>,
+    /// Actions per user in total (`fixed` mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<Spanned<i64>>,
+    /// The folder that holds calendar items until CalDAV lands.
+    #[serde(default = "default_calendar")]
+    pub folder: String,
+}
+
+/// One kind of message in the mix.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MixEntry {
+    /// A name for the entry (LoadSim's `.msg` file name, for instance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Relative weight when a message is chosen at random.
+    pub weight: Spanned<i64>,
+    /// Size of the text body.
+    pub body: Spanned<ByteSize>,
+    /// An optional attachment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attachment: Option<AttachmentSpec>,
+}
+
+/// An attachment of a mix entry.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttachmentSpec {
+    /// Size of the attachment's raw content (before base64).
+    pub size: Spanned<ByteSize>,
+    /// What the attachment is.
+    #[serde(rename = "type")]
+    pub kind: AttachmentKind,
+}
+
+impl Actions {
+    /// (kind, per_day, count) of every present action, in [`ActionKind::ALL`] order.
+    pub(crate) fn frequencies(&self) -> Vec<(ActionKind, Frequency)> {
+        let mut out = Vec::new();
+        macro_rules! push {
+            ($field:ident, $kind:expr) => {
+                if let Some(a) = &self.$field {
+                    out.push((
+                        $kind,
+                        Frequency {
+                            per_day: a.per_day.clone(),
+                            count: a.count.clone(),
+                        },
+                    ));
+                }
+            };
+        }
+        push!(check_inbox, ActionKind::CheckInbox);
+        push!(send, ActionKind::Send);
+        push!(read, ActionKind::Read);
+        push!(move_message, ActionKind::Move);
+        push!(delete, ActionKind::Delete);
+        push!(update_calendar, ActionKind::UpdateCalendar);
+        out
+    }
+}
+
+impl Profile {
+    /// Parses and validates a profile. `file` is used only in error messages.
+    pub fn parse(file: &str, source: &str) -> Result<Profile, ProfileError> {
+        let de = toml::Deserializer::parse(source)
+            .map_err(|e| toml_error(file, source, &e, String::new()))?;
+        let profile: Profile = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            toml_error(file, source, e.inner(), path)
+        })?;
+        profile.validate(file, source)?;
+        Ok(profile)
+    }
+
+    /// Writes the profile as TOML (without comments); [`Profile::parse`] reads it back.
+    pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
+        toml::to_string(self)
+    }
+
+    /// The simulated day.
+    pub fn day(&self) -> Duration {
+        self.day.get_ref().0
+    }
+
+    /// Semantic checks after parsing, each pointing at the offending value.
+    pub(crate) fn validate(&self, file: &str, src: &str) -> Result<(), ProfileError> {
+        let err = |span: Range<usize>, field: &str, msg: String| {
+            ProfileError::at(file, src, Some(span), field, msg)
+        };
+        if self.day.get_ref().0.is_zero() {
+            return Err(err(self.day.span(), "day", "must be longer than 0".into()));
+        }
+        positive_f(&self.speed, "speed", file, src)?;
+        let users = non_negative(&self.users.count, "users.count", file, src)?;
+        if users == 0 {
+            return Err(err(self.users.count.span(), "users.count", "must be at least 1".into()));
+        }
+        pattern(&self.users.name, "users.name", file, src)?;
+        let lists_per = non_negative(&self.lists.per_users, "lists.per_users", file, src)?;
+        positive_f(&self.lists.members, "lists.members", file, src)?;
+        pattern(&self.lists.name, "lists.name", file, src)?;
+
+        let freqs = self.actions.frequencies();
+        if freqs.is_empty() {
+            return Err(ProfileError::at(file, src, None, "actions", "no action is configured"));
+        }
+        for (kind, f) in &freqs {
+            let base = format!("actions.{kind}");
+            match self.mode {
+                Mode::Poisson => {
+                    if let Some(c) = &f.count {
+                        return Err(err(
+                            c.span(),
+                            &format!("{base}.count"),
+                            "`count` is for mode = \"fixed\"; use `per_day` in poisson mode".into(),
+                        ));
+                    }
+                    match &f.per_day {
+                        Some(p) => {
+                            let v = *p.get_ref();
+                            if !v.is_finite() || v < 0.0 {
+                                return Err(err(
+                                    p.span(),
+                                    &format!("{base}.per_day"),
+                                    format!("must be a count of 0 or more (got {v})"),
+                                ));
+                            }
+                        }
+                        None => {
+                            return Err(ProfileError::at(
+                                file,
+                                src,
+                                None,
+                                format!("{base}.per_day"),
+                                "missing: how many times per simulated day",
+                            ));
+                        }
+                    }
+                }
+                Mode::Fixed => {
+                    if let Some(p) = &f.per_day {
+                        return Err(err(
+                            p.span(),
+                            &format!("{base}.per_day"),
+                            "`per_day` is for mode = \"poisson\"; use `count` in fixed mode".into(),
+                        ));
+                    }
+                    match &f.count {
+                        Some(c) => {
+                            non_negative(c, &format!("{base}.count"), file, src)?;
+                        }
+                        None => {
+                            return Err(ProfileError::at(
+                                file,
+                                src,
+                                None,
+                                format!("{base}.count"),
+                                "missing: how many times each user does it",
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(ci) = &self.actions.check_inbox
+            && *ci.page_size.get_ref() < 1
+        {
+            return Err(err(
+                ci.page_size.span(),
+                "actions.check_inbox.page_size",
+                "must be at least 1".into(),
+            ));
+        }
+
+        // Recipients.
+        let avg = *self.recipients.average.get_ref();
+        if !avg.is_finite() || avg < 1.0 {
+            return Err(err(
+                self.recipients.average.span(),
+                "recipients.average",
+                format!("must be at least 1 (got {avg})"),
+            ));
+        }
+        let lf = *self.recipients.list_fraction.get_ref();
+        if !(0.0..=1.0).contains(&lf) {
+            return Err(err(
+                self.recipients.list_fraction.span(),
+                "recipients.list_fraction",
+                format!("must be between 0 and 1 (got {lf})"),
+            ));
+        }
+        if lf > 0.0 && lists_per == 0 {
+            return Err(err(
+                self.recipients.list_fraction.span(),
+                "recipients.list_fraction",
+                "messages go to lists but there are none: set lists.per_users".into(),
+            ));
+        }
+        let direct = avg - lf * self.lists.members.get_ref();
+        if direct < 1.0 - 1e-9 {
+            return Err(err(
+                self.recipients.average.span(),
+                "recipients.average",
+                format!(
+                    "{avg} is too small: lists alone add {} on average and every message has \
+                     at least one direct recipient",
+                    lf * self.lists.members.get_ref()
+                ),
+            ));
+        }
+        if self.recipients.spread == Spread::Fixed && (direct - direct.round()).abs() > 1e-9 {
+            return Err(err(
+                self.recipients.average.span(),
+                "recipients.average",
+                format!("spread = \"fixed\" needs a whole number of direct recipients (got {direct})"),
+            ));
+        }
+
+        // Mix.
+        let mix = self.mix.get_ref();
+        if mix.is_empty() {
+            return Err(err(self.mix.span(), "mix", "needs at least one entry".into()));
+        }
+        let mut total = 0i64;
+        for (i, m) in mix.iter().enumerate() {
+            total += non_negative(&m.weight, &format!("mix[{i}].weight"), file, src)?;
+        }
+        if total == 0 {
+            return Err(err(self.mix.span(), "mix", "the weights sum to zero".into()));
+        }
+
+        // Mailbox.
+        for (i, f) in self.mailbox.folders.iter().enumerate() {
+            let count = non_negative(&f.count, &format!("mailbox.folders[{i}].count"), file, src)?;
+            non_negative(&f.messages, &format!("mailbox.folders[{i}].messages"), file, src)?;
+            let name = f.name.get_ref();
+            if name.trim().is_empty() {
+                return Err(err(
+                    f.name.span(),
+                    &format!("mailbox.folders[{i}].name"),
+                    "must not be empty".into(),
+                ));
+            }
+            if count > 1 && !name.contains("{n}") {
+                return Err(err(
+                    f.name.span(),
+                    &format!("mailbox.folders[{i}].name"),
+                    format!("{count} folders need `{{n}}` in the name to tell them apart"),
+                ));
+            }
+        }
+
+        // QoS.
+        positive_f(&self.qos.p95_ms, "qos.p95_ms", file, src)?;
+        for (kind, v) in &self.qos.actions {
+            positive_f(v, &format!("qos.actions.{kind}"), file, src)?;
+        }
+        if self.mode == Mode::Poisson && self.fixed.is_some() {
+            return Err(ProfileError::at(
+                file,
+                src,
+                None,
+                "fixed",
+                "the [fixed] table needs mode = \"fixed\"",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn non_negative(v: &Spanned<i64>, field: &str, file: &str, src: &str) -> Result<i64, ProfileError> {
+    let x = *v.get_ref();
+    if x < 0 {
+        return Err(ProfileError::at(
+            file,
+            src,
+            Some(v.span()),
+            field,
+            format!("must not be negative (got {x})"),
+        ));
+    }
+    Ok(x)
+}
+
+fn positive_f(v: &Spanned<f64>, field: &str, file: &str, src: &str) -> Result<f64, ProfileError> {
+    let x = *v.get_ref();
+    if !x.is_finite() || x <= 0.0 {
+        return Err(ProfileError::at(
+            file,
+            src,
+            Some(v.span()),
+            field,
+            format!("must be greater than 0 (got {x})"),
+        ));
+    }
+    Ok(x)
+}
+
+fn pattern(v: &Spanned<String>, field: &str, file: &str, src: &str) -> Result<(), ProfileError> {
+    if !v.get_ref().contains("{n}") {
+        return Err(ProfileError::at(
+            file,
+            src,
+            Some(v.span()),
+            field,
+            format!("`{}` must contain `{{n}}`", v.get_ref()),
+        ));
+    }
+    Ok(())
+}
+
+/// Turns a toml error plus the serde path into a [`ProfileError`] naming the field.
+fn toml_error(file: &str, source: &str, e: &toml::de::Error, path: String) -> ProfileError {
+    let message = e.message().trim().to_owned();
+    let mut field = if path == "." { String::new() } else { path };
+    // For an unknown field the path is the enclosing table; name the field itself.
+    if let Some(rest) = message.strip_prefix("unknown field `")
+        && let Some(end) = rest.find('`')
+    {
+        if !field.is_empty() {
+            field.push('.');
+        }
+        field.push_str(&rest[..end]);
+    }
+    if field.is_empty() {
+        field.push_str("(document)");
+    }
+    ProfileError::at(file, source, e.span(), field, message)
+}

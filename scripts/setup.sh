@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs everything peakhour needs on Debian 12, then builds it.
+#
+#   ./scripts/setup.sh            # packages + debug build
+#   ./scripts/setup.sh --release  # packages + release build (what the demo uses)
+#
+# Safe to repeat: packages already installed are left alone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Servers the lab runs, and the tools it runs them with.
+PACKAGES=(dovecot-imapd dovecot-lmtpd dovecot-pop3d postfix openssl util-linux python3 ca-certificates)
+
+say() { printf '==> %s\n' "$*"; }
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "error: run as root (the lab starts Postfix and Dovecot, which need root to switch users)" >&2
+  exit 1
+fi
+
+missing=()
+for package in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  say "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  # Postfix asks how to configure the system mailer; the lab brings its own configuration.
+  echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
+  # Keep the packages' system-wide services from starting: the lab runs its
+  # own private instances, and a system Postfix on port 25 is not wanted here.
+  # The guard is removed again unless it was there before.
+  guard=/usr/sbin/policy-rc.d
+  placed_guard=0
+  if [ ! -e "$guard" ]; then
+    printf '#!/bin/sh\nexit 101\n' > "$guard"
+    chmod +x "$guard"
+    placed_guard=1
+  fi
+  trap '[ "$placed_guard" = 1 ] && rm -f "$guard"' EXIT
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  say "system packages already installed"
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "error: cargo not found; install Rust 1.95 or newer (https://rustup.rs)" >&2
+  exit 1
+fi
+
+profile=debug
+[ "${1:-}" = "--release" ] && profile=release
+say "building peakhour ($profile)"
+if [ "$profile" = release ]; then
+  cargo build --release --locked -p peakhour
+else
+  cargo build --locked -p peakhour
+fi
+say "peakhour is at target/$profile/peakhour"
