@@ -25,6 +25,27 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: LabCommand,
     },
+    /// List and print workload profiles (the built-in ones cite their seed tables).
+    Profiles {
+        #[command(subcommand)]
+        command: ProfilesCommand,
+    },
+    /// Bring every mailbox to the profile's starting state (folders and messages).
+    ///
+    /// Idempotent and resumable: what is there already is counted and kept.
+    /// Into the lab it delivers over LMTP; elsewhere it uses IMAP APPEND.
+    ///
+    /// Example: peakhour init --profile mmb-medium --target lab
+    Init(InitArgs),
+    /// Simulate users following a profile against a server, and score the result.
+    ///
+    /// Phases: logon (users log on staggered over --ramp-up), steady (measured for
+    /// --duration), drain (no new actions; deliveries reconciled). Every action is timed
+    /// from its intended start. Results go to a run directory; the exit code is 1 when
+    /// the QoS verdict fails.
+    ///
+    /// Example: peakhour run --profile mmb-medium --target lab --users 200 --speed 60 --duration 120s
+    Run(RunArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -122,4 +143,140 @@ pub(crate) struct LabCheckArgs {
     /// Use STARTTLS (verified against the lab's CA) on every connection.
     #[arg(long)]
     pub(crate) starttls: bool,
+}
+
+/// Which profile to use: a built-in name or a TOML file.
+#[derive(Debug, Args)]
+pub(crate) struct ProfileArg {
+    /// A built-in profile (`peakhour profiles list`) or the path of a profile TOML file.
+    #[arg(long, value_name = "NAME|FILE", default_value = "mmb-medium")]
+    pub(crate) profile: String,
+}
+
+/// Where the load goes and who logs in.
+#[derive(Debug, Args)]
+pub(crate) struct TargetArgs {
+    /// `lab` to use the lab in --lab-dir (endpoints, users and password from its state), or
+    /// `explicit` to use --imap, --smtp and a user list.
+    #[arg(long, value_name = "lab|explicit", default_value = "lab", value_parser = ["lab", "explicit"])]
+    pub(crate) target: String,
+    /// The lab directory, with --target lab.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = ".peakhour/lab",
+        env = "PEAKHOUR_LAB_DIR"
+    )]
+    pub(crate) lab_dir: PathBuf,
+    /// IMAP server: imap://host:port, imap+starttls://host:port or imaps://host:port.
+    #[arg(long, value_name = "URL")]
+    pub(crate) imap: Option<String>,
+    /// SMTP submission server: smtp://, smtp+starttls://, submission:// or submissions://host:port.
+    #[arg(long, value_name = "URL")]
+    pub(crate) smtp: Option<String>,
+    /// LMTP server for `init` (lmtp://host:port); without it, init uses IMAP APPEND.
+    #[arg(long, value_name = "URL")]
+    pub(crate) lmtp: Option<String>,
+    /// CSV of `login,password` lines, one per simulated user, in user order.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) users_file: Option<PathBuf>,
+    /// The environment variable holding the password every user shares (explicit targets
+    /// whose users follow the profile's name pattern). Kept out of argv on purpose.
+    #[arg(long, value_name = "VAR", default_value = "PEAKHOUR_PASSWORD")]
+    pub(crate) password_env: String,
+    /// A PEM file of CA certificates to trust in addition to the system's.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) ca_file: Option<PathBuf>,
+    /// Accept any TLS certificate. Only for test servers you control.
+    #[arg(long)]
+    pub(crate) insecure_skip_tls_verify: bool,
+}
+
+/// `peakhour profiles ...`
+#[derive(Debug, Subcommand)]
+pub(crate) enum ProfilesCommand {
+    /// List the built-in profiles.
+    List,
+    /// Print a profile's TOML (with its seed citations), ready to copy and edit.
+    ///
+    /// Example: peakhour profiles show mmb-medium > my-profile.toml
+    Show {
+        /// A built-in name or a TOML file.
+        name: String,
+        /// Print the plan resolved for these settings instead: rates per real second,
+        /// lists, folders, QoS.
+        #[arg(long)]
+        resolved: bool,
+        /// Users, for --resolved.
+        #[arg(long, value_name = "N")]
+        users: Option<u32>,
+        /// Simulated day compression, for --resolved.
+        #[arg(long, value_name = "X")]
+        speed: Option<f64>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InitArgs {
+    #[command(flatten)]
+    pub(crate) profile: ProfileArg,
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    /// Users to initialize (default: the lab's user count, or the profile's).
+    #[arg(long, value_name = "N")]
+    pub(crate) users: Option<u32>,
+    /// Seed for message content and mailbox layout (recorded; default 1).
+    #[arg(long, value_name = "N")]
+    pub(crate) seed: Option<u64>,
+    /// Users initialized at once.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub(crate) parallel: usize,
+    /// Write with IMAP APPEND even when an LMTP endpoint is known.
+    #[arg(long)]
+    pub(crate) append: bool,
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    peakhour_workload::HumanDuration::parse(text).map(|d| d.0)
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    pub(crate) profile: ProfileArg,
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    /// Simulated users (default: the lab's user count, or the profile's).
+    #[arg(long, value_name = "N")]
+    pub(crate) users: Option<u32>,
+    /// Length of the simulated day (the profile's counts are per day).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub(crate) day: Option<std::time::Duration>,
+    /// Day compression: 16 runs an 8-hour day in 30 minutes. It multiplies the load.
+    #[arg(long, value_name = "X")]
+    pub(crate) speed: Option<f64>,
+    /// The measured steady phase.
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    pub(crate) duration: std::time::Duration,
+    /// Users log on staggered over this long before measuring starts.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    pub(crate) ramp_up: std::time::Duration,
+    /// After the steady phase: time allowed for in-flight actions and for deliveries to arrive.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    pub(crate) drain: std::time::Duration,
+    /// Seed for schedules, recipients and message content (recorded in the results).
+    #[arg(long, value_name = "N")]
+    pub(crate) seed: Option<u64>,
+    /// Length of one measurement interval.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub(crate) interval: std::time::Duration,
+    /// An action taking longer than this fails with `timeout`.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub(crate) action_timeout: std::time::Duration,
+    /// QoS: the p95 every action must meet, in ms (default: the profile's, 1000 for MMB).
+    #[arg(long, value_name = "MS")]
+    pub(crate) qos_p95_ms: Option<f64>,
+    /// The run directory (default: runs/TIME-PROFILE-USERSu, TIME in UTC).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
 }

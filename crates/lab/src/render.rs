@@ -145,8 +145,13 @@ service auth {{
   }}
 }}
 
+# `peakhour init` delivers straight into folders: user+Folder@domain.
+recipient_delimiter = +
+lda_mailbox_autocreate = yes
+
 protocol lmtp {{
   postmaster_address = postmaster@{domain}
+  lmtp_save_to_detail_mailbox = yes
 }}
 ",
         base_dir = layout.dovecot_base_dir().display(),

@@ -61,7 +61,10 @@ impl MessageGenerator {
     /// Appends the message to `out` (reuse one buffer to avoid allocations).
     pub fn write(&self, spec: &MessageSpec<'_>, out: &mut Vec<u8>) {
         let mut rng = Rng::derive(self.seed, domain::MESSAGE, fnv1a(spec.id.as_bytes()), 0);
-        let host = spec.from.rsplit_once('@').map_or("peakhour.test", |(_, d)| d);
+        let host = spec
+            .from
+            .rsplit_once('@')
+            .map_or("peakhour.test", |(_, d)| d);
         let boundary = format!("=_ph_{:016x}", rng.next_u64());
 
         push(out, "Date: ");
@@ -112,7 +115,9 @@ impl MessageGenerator {
                              Content-Transfer-Encoding: 7bit\r\n\
                              Content-Disposition: attachment; filename=\"{file}\"\r\n\r\n"
                         );
-                        text_exact(&mut rng, out, size);
+                        // The CRLF before the closing delimiter belongs to the delimiter
+                        // (RFC 2046 5.1.1), so write two more bytes to keep `size` of content.
+                        text_exact(&mut rng, out, size + 2);
                     }
                     kind => {
                         let _ = write!(
@@ -121,11 +126,17 @@ impl MessageGenerator {
                             kind.content_type()
                         );
                         if kind == AttachmentKind::EmbeddedSpreadsheet {
-                            let _ = write!(out, "Content-Disposition: inline; filename=\"{file}\"\r\nContent-ID: <obj.");
+                            let _ = write!(
+                                out,
+                                "Content-Disposition: inline; filename=\"{file}\"\r\nContent-ID: <obj."
+                            );
                             atom(out, spec.id);
                             let _ = write!(out, "@{host}>\r\n\r\n");
                         } else {
-                            let _ = write!(out, "Content-Disposition: attachment; filename=\"{file}\"\r\n\r\n");
+                            let _ = write!(
+                                out,
+                                "Content-Disposition: attachment; filename=\"{file}\"\r\n\r\n"
+                            );
                         }
                         let raw = binary_content(&mut rng, kind, size);
                         base64_lines(&raw, out);
@@ -262,7 +273,10 @@ fn text_exact(rng: &mut Rng, out: &mut Vec<u8>, size: usize) {
             break;
         }
         match sep {
-            1 => out.push(b' '),
+            1 => {
+                out.push(b' ');
+                col += 1;
+            }
             2 => {
                 push(out, "\r\n");
                 col = 0;
@@ -384,7 +398,11 @@ fn bitmap(rng: &mut Rng, size: usize, buf: &mut Vec<u8>) {
     buf.extend_from_slice(&2835u32.to_le_bytes()); // 72 dpi
     buf.extend_from_slice(&2835u32.to_le_bytes());
     buf.extend_from_slice(&[0; 8]);
-    let (r0, g0, b0) = (rng.below(256) as usize, rng.below(256) as usize, rng.below(256) as usize);
+    let (r0, g0, b0) = (
+        rng.below(256) as usize,
+        rng.below(256) as usize,
+        rng.below(256) as usize,
+    );
     let mut noise = [0u8; WIDTH];
     for y in 0..height {
         rng.fill(&mut noise);
@@ -416,7 +434,12 @@ fn base64_lines(raw: &[u8], out: &mut Vec<u8>) {
         match *chunks.remainder() {
             [a] => {
                 let n = u32::from(a) << 16;
-                out.extend_from_slice(&[B64[(n >> 18) as usize & 63], B64[(n >> 12) as usize & 63], b'=', b'=']);
+                out.extend_from_slice(&[
+                    B64[(n >> 18) as usize & 63],
+                    B64[(n >> 12) as usize & 63],
+                    b'=',
+                    b'=',
+                ]);
             }
             [a, b] => {
                 let n = (u32::from(a) << 16) | (u32::from(b) << 8);

@@ -121,7 +121,9 @@ pub struct ActionParams {
     /// Move: the folder messages are moved out of.
     pub move_from: String,
     /// Move: the folders messages may be moved into (the profile's folders that are not
-    /// special), one picked with [`Plan::pick`].
+    /// special), one picked with [`Plan::pick`]. Not written to the resolved TOML: it is
+    /// the profile's folder list again.
+    #[serde(skip)]
     pub move_targets: Vec<String>,
     /// Delete: where deleted messages go.
     pub trash: String,
@@ -192,12 +194,11 @@ impl Plan {
             profile.speed = toml::Spanned::new(0..0, speed);
         }
         let seed = overrides.seed.unwrap_or(DEFAULT_SEED);
-        let users = u32::try_from(*profile.users.count.get_ref()).map_err(|_| {
-            PlanError::Override {
+        let users =
+            u32::try_from(*profile.users.count.get_ref()).map_err(|_| PlanError::Override {
                 option: "users",
                 message: "the user count must be between 1 and 4294967295".into(),
-            }
-        })?;
+            })?;
         let day = profile.day();
         let speed = *profile.speed.get_ref();
         let real_day = day.as_secs_f64() / speed;
@@ -283,18 +284,30 @@ impl Plan {
         }
         let a = &profile.actions;
         let params = ActionParams {
-            inbox: a.check_inbox.as_ref().map_or("INBOX".into(), |c| c.folder.clone()),
+            inbox: a
+                .check_inbox
+                .as_ref()
+                .map_or("INBOX".into(), |c| c.folder.clone()),
             page_size: a
                 .check_inbox
                 .as_ref()
                 .map_or(50, |c| u32::try_from(*c.page_size.get_ref()).unwrap_or(50)),
             unread_first: a.read.as_ref().is_none_or(|r| r.unread_first),
-            move_from: a.move_message.as_ref().map_or("INBOX".into(), |m| m.from.clone()),
+            move_from: a
+                .move_message
+                .as_ref()
+                .map_or("INBOX".into(), |m| m.from.clone()),
             move_targets: Vec::new(),
-            trash: a.delete.as_ref().map_or("Trash".into(), |d| d.trash.clone()),
+            trash: a
+                .delete
+                .as_ref()
+                .map_or("Trash".into(), |d| d.trash.clone()),
             empty_trash: a.delete.as_ref().is_some_and(|d| d.empty_trash),
             save_copy: a.send.as_ref().is_some_and(|s| s.save_copy),
-            sent_folder: a.send.as_ref().map_or("Sent".into(), |s| s.sent_folder.clone()),
+            sent_folder: a
+                .send
+                .as_ref()
+                .map_or("Sent".into(), |s| s.sent_folder.clone()),
             calendar_folder: a
                 .update_calendar
                 .as_ref()
@@ -454,7 +467,11 @@ impl Plan {
     /// The login name of user `user` (0-based index), e.g. `user8` for index 7.
     pub fn user_name(&self, user: u32) -> String {
         let n = u64::from(self.profile.users.first) + u64::from(user);
-        self.profile.users.name.get_ref().replace("{n}", &n.to_string())
+        self.profile
+            .users
+            .name
+            .get_ref()
+            .replace("{n}", &n.to_string())
     }
     /// The mail address of user `user`.
     pub fn address(&self, user: u32) -> String {
@@ -506,9 +523,8 @@ impl Plan {
         };
         let members: &[u32] = list.map_or(&[], |l| &self.lists[l as usize]);
         let excluded = |u: u32| u == user || members.binary_search(&u).is_ok();
-        let available = u64::from(self.users)
-            - 1
-            - members.iter().filter(|&&m| m != user).count() as u64;
+        let available =
+            u64::from(self.users) - 1 - members.iter().filter(|&&m| m != user).count() as u64;
         let count = wanted.min(available) as usize;
         let mut direct = Vec::with_capacity(count);
         if count as u64 * 2 > available {
@@ -595,8 +611,9 @@ impl Plan {
             lists: usize,
             direct_recipients_mean: f64,
             expected_recipients: f64,
-            folders: &'a [Folder],
+            #[serde(skip_serializing_if = "BTreeMap::is_empty")]
             rates: BTreeMap<&'static str, Rate>,
+            #[serde(skip_serializing_if = "BTreeMap::is_empty")]
             fixed_counts: BTreeMap<&'static str, u64>,
             mix_cumulative: &'a [u64],
             params: &'a ActionParams,
@@ -611,7 +628,6 @@ impl Plan {
             lists: self.lists.len(),
             direct_recipients_mean: self.direct_mean,
             expected_recipients: self.expected_recipients(),
-            folders: &self.folders,
             rates: self
                 .rates
                 .iter()

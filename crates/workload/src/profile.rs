@@ -182,9 +182,6 @@ fn default_true() -> bool {
 fn default_first() -> u32 {
     1
 }
-fn is_false(b: &bool) -> bool {
-    !*b
-}
 
 /// A value that was not written in the file (span 0..0: errors about it have no place).
 fn unplaced<T>(value: T) -> Spanned<T> {
@@ -450,7 +447,7 @@ pub struct Delete {
     #[serde(default = "default_trash")]
     pub trash: String,
     /// Expunge the trash during the run (MMB: no).
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default)]
     pub empty_trash: bool,
 }
 
@@ -557,7 +554,11 @@ impl Profile {
         positive_f(&self.speed, "speed", file, src)?;
         let users = non_negative(&self.users.count, "users.count", file, src)?;
         if users == 0 {
-            return Err(err(self.users.count.span(), "users.count", "must be at least 1".into()));
+            return Err(err(
+                self.users.count.span(),
+                "users.count",
+                "must be at least 1".into(),
+            ));
         }
         pattern(&self.users.name, "users.name", file, src)?;
         let lists_per = non_negative(&self.lists.per_users, "lists.per_users", file, src)?;
@@ -566,7 +567,13 @@ impl Profile {
 
         let freqs = self.actions.frequencies();
         if freqs.is_empty() {
-            return Err(ProfileError::at(file, src, None, "actions", "no action is configured"));
+            return Err(ProfileError::at(
+                file,
+                src,
+                None,
+                "actions",
+                "no action is configured",
+            ));
         }
         for (kind, f) in &freqs {
             let base = format!("actions.{kind}");
@@ -676,27 +683,42 @@ impl Profile {
             return Err(err(
                 self.recipients.average.span(),
                 "recipients.average",
-                format!("spread = \"fixed\" needs a whole number of direct recipients (got {direct})"),
+                format!(
+                    "spread = \"fixed\" needs a whole number of direct recipients (got {direct})"
+                ),
             ));
         }
 
         // Mix.
         let mix = self.mix.get_ref();
         if mix.is_empty() {
-            return Err(err(self.mix.span(), "mix", "needs at least one entry".into()));
+            return Err(err(
+                self.mix.span(),
+                "mix",
+                "needs at least one entry".into(),
+            ));
         }
         let mut total = 0i64;
         for (i, m) in mix.iter().enumerate() {
             total += non_negative(&m.weight, &format!("mix[{i}].weight"), file, src)?;
         }
         if total == 0 {
-            return Err(err(self.mix.span(), "mix", "the weights sum to zero".into()));
+            return Err(err(
+                self.mix.span(),
+                "mix",
+                "the weights sum to zero".into(),
+            ));
         }
 
         // Mailbox.
         for (i, f) in self.mailbox.folders.iter().enumerate() {
             let count = non_negative(&f.count, &format!("mailbox.folders[{i}].count"), file, src)?;
-            non_negative(&f.messages, &format!("mailbox.folders[{i}].messages"), file, src)?;
+            non_negative(
+                &f.messages,
+                &format!("mailbox.folders[{i}].messages"),
+                file,
+                src,
+            )?;
             let name = f.name.get_ref();
             if name.trim().is_empty() {
                 return Err(err(
@@ -776,10 +798,26 @@ fn pattern(v: &Spanned<String>, field: &str, file: &str, src: &str) -> Result<()
 /// Turns a toml error plus the serde path into a [`ProfileError`] naming the field.
 fn toml_error(file: &str, source: &str, e: &toml::de::Error, path: String) -> ProfileError {
     let message = e.message().trim().to_owned();
-    let mut field = if path == "." { String::new() } else { path };
-    // For an unknown field the path is the enclosing table; name the field itself.
-    if let Some(rest) = message.strip_prefix("unknown field `")
+    // serde_spanned's private wrapper fields are not the user's business.
+    // Their array index (`$__serde_spanned_private_value[0]`) belongs to the previous key.
+    let mut field = String::new();
+    for seg in path.split('.').filter(|s| !s.is_empty()) {
+        if seg.starts_with("$__") {
+            field.push_str(seg.find('[').map_or("", |i| &seg[i..]));
+        } else {
+            if !field.is_empty() {
+                field.push('.');
+            }
+            field.push_str(seg);
+        }
+    }
+    // For an unknown or missing field the path may stop at the enclosing table; name the
+    // field itself.
+    if let Some(rest) = message
+        .strip_prefix("unknown field `")
+        .or_else(|| message.strip_prefix("missing field `"))
         && let Some(end) = rest.find('`')
+        && !field.ends_with(&rest[..end])
     {
         if !field.is_empty() {
             field.push('.');

@@ -136,10 +136,16 @@ mod tests {
             let x = 1.0 - r.unit();
             let ours = ln(x);
             let std = x.ln();
-            assert!((ours - std).abs() <= 4.0 * f64::EPSILON * std.abs().max(1e-300), "{x}");
+            assert!(
+                (ours - std).abs() <= 4.0 * f64::EPSILON * std.abs().max(1e-300),
+                "{x}"
+            );
         }
         for x in [1e-300, 5e-324, 0.5, 2.0, 1e300, 1.0] {
-            assert!((ln(x) - x.ln()).abs() <= 1e-13 * x.ln().abs().max(1.0), "{x}");
+            assert!(
+                (ln(x) - x.ln()).abs() <= 1e-13 * x.ln().abs().max(1.0),
+                "{x}"
+            );
         }
     }
 

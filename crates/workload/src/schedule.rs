@@ -102,7 +102,11 @@ impl Schedule {
 impl Arrivals {
     fn gap(&mut self) -> u64 {
         let ns = (self.rng.exp1() * self.mean_ns).round();
-        if ns >= u64::MAX as f64 { u64::MAX } else { ns as u64 }
+        if ns >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            ns as u64
+        }
     }
 }
 
@@ -141,7 +145,12 @@ impl Iterator for Schedule {
                 }
                 let (kind, _) = *counts.get(*kind_index)?;
                 let at = pause.saturating_mul(u32::try_from(seq).unwrap_or(u32::MAX));
-                let item = ScheduledAction { at, kind, seq, nth: *nth };
+                let item = ScheduledAction {
+                    at,
+                    kind,
+                    seq,
+                    nth: *nth,
+                };
                 *nth += 1;
                 item
             }

@@ -55,7 +55,7 @@ impl fmt::Display for HumanDuration {
         if ms == 0 {
             return f.write_str("0s");
         }
-        if ms % 1000 != 0 {
+        if !ms.is_multiple_of(1000) {
             return write!(f, "{ms}ms");
         }
         let mut s = ms / 1000;
@@ -124,10 +124,10 @@ impl ByteSize {
 impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
-        if b >= 1024 * 1024 && b % (1024 * 1024) == 0 {
+        if b >= 1024 * 1024 && b.is_multiple_of(1024 * 1024) {
             write!(f, "{}MB", b / (1024 * 1024))
-        } else if b >= 512 && b % 512 == 0 {
-            if b % 1024 == 0 {
+        } else if b >= 512 && b.is_multiple_of(512) {
+            if b.is_multiple_of(1024) {
                 write!(f, "{}KB", b / 1024)
             } else {
                 write!(f, "{}.5KB", b / 1024)
@@ -174,12 +174,20 @@ mod tests {
 
     #[test]
     fn durations_round_trip() {
-        for (text, secs) in [("8h", 28_800), ("30m", 1_800), ("1h30m", 5_400), ("90s", 90)] {
+        for (text, secs) in [
+            ("8h", 28_800),
+            ("30m", 1_800),
+            ("1h30m", 5_400),
+            ("90s", 90),
+        ] {
             let d = HumanDuration::parse(text).expect("parses");
             assert_eq!(d.0, Duration::from_secs(secs));
             assert_eq!(HumanDuration::parse(&d.to_string()).expect("reparses"), d);
         }
-        assert_eq!(HumanDuration(Duration::from_secs(5_400)).to_string(), "1h30m");
+        assert_eq!(
+            HumanDuration(Duration::from_secs(5_400)).to_string(),
+            "1h30m"
+        );
         assert!(HumanDuration::parse("8").is_err());
         assert!(HumanDuration::parse("8d").is_err());
         assert!(HumanDuration::parse("h").is_err());
@@ -187,7 +195,12 @@ mod tests {
 
     #[test]
     fn sizes_round_trip() {
-        for (text, bytes) in [("1KB", 1024), ("0.5KB", 512), ("43KB", 44_032), ("100B", 100)] {
+        for (text, bytes) in [
+            ("1KB", 1024),
+            ("0.5KB", 512),
+            ("43KB", 44_032),
+            ("100B", 100),
+        ] {
             let s = ByteSize::parse(text).expect("parses");
             assert_eq!(s.0, bytes);
             assert_eq!(s.to_string(), text);

@@ -102,7 +102,8 @@ async fn check(status: &LabStatus, user: u32, starttls: bool) -> anyhow::Result<
     let submitted_at = Instant::now();
     let outcome = step(
         "MAIL + RCPT + DATA",
-        smtp.send_mail(&from, &[to.clone()], &message).await?,
+        smtp.send_mail(&from, std::slice::from_ref(&to), &message)
+            .await?,
     );
     ensure!(
         outcome.all_delivered(),

@@ -1,0 +1,560 @@
+//! The steady-state summary: per-action percentiles, the weighted p95 score,
+//! MMB-style throughput, delivery, the client self-check and the QoS verdict.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::AnalysisError;
+use crate::histogram::{LatencyHistogram, round_ms};
+use crate::record::{LostRecipient, RunMeta, RunRecord, counters};
+
+/// peakhour is client-bound if its CPU exceeds this share of the cores it
+/// may use ([`RunMeta::client_cores`]) ...
+pub const CLIENT_CPU_LIMIT_FRACTION: f64 = 0.80;
+/// ... in more than this share of the steady intervals that were sampled.
+/// A single busy interval (a GC-like hiccup, a burst of logons) is tolerated;
+/// a sustained one means the generator, not the server, set the pace.
+pub const CLIENT_CPU_BUSY_INTERVALS_FRACTION: f64 = 0.10;
+/// peakhour is client-bound if the p99 of its scheduling lag exceeds this
+/// (ms): then actions start late because of the client and the latencies,
+/// measured from the intended start, include the client's own delay.
+pub const SCHEDULING_LAG_P99_LIMIT_MS: f64 = 10.0;
+
+/// Pass or fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Every QoS check held.
+    Pass,
+    /// At least one QoS check failed; see [`QosReport::failures`].
+    Fail,
+}
+
+impl Verdict {
+    /// `pass` or `fail`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+        }
+    }
+}
+
+/// One failed QoS check.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QosFailure {
+    /// The action name, or `run` / `delivery` for whole-run checks.
+    pub subject: String,
+    /// Human-readable reason with the numbers involved.
+    pub reason: String,
+}
+
+/// The QoS checks in detail.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QosReport {
+    /// Every failed check; empty when the verdict is `pass`.
+    pub failures: Vec<QosFailure>,
+    /// Weighted actions that had no sample in the steady state (not a failure
+    /// by itself: a short run may miss a rare action).
+    pub unmeasured: Vec<String>,
+}
+
+/// Latency figures of one histogram, in milliseconds (3 significant digits;
+/// the mean to the microsecond). `None` when there was no sample.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Samples.
+    pub count: u64,
+    /// Median.
+    pub p50_ms: Option<f64>,
+    /// 95th percentile.
+    pub p95_ms: Option<f64>,
+    /// 99th percentile.
+    pub p99_ms: Option<f64>,
+    /// Largest value.
+    pub max_ms: Option<f64>,
+    /// Arithmetic mean.
+    pub mean_ms: Option<f64>,
+}
+
+impl LatencySummary {
+    /// The figures of `h`.
+    pub fn of(h: &LatencyHistogram) -> Self {
+        Self {
+            count: h.len(),
+            p50_ms: h.quantile_ms(0.50),
+            p95_ms: h.quantile_ms(0.95),
+            p99_ms: h.quantile_ms(0.99),
+            max_ms: h.max_ms(),
+            mean_ms: h.mean_ms(),
+        }
+    }
+}
+
+/// One action over the steady state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActionSummary {
+    /// Successful actions (the histogram's samples).
+    pub count: u64,
+    /// Failed attempts.
+    pub errors: u64,
+    /// errors / (count + errors).
+    pub error_ratio: f64,
+    /// Attempts that started later than the late-start threshold.
+    pub late_starts: u64,
+    /// Median latency from the intended start.
+    pub p50_ms: Option<f64>,
+    /// 95th percentile, the MMB figure.
+    pub p95_ms: Option<f64>,
+    /// 99th percentile.
+    pub p99_ms: Option<f64>,
+    /// Largest latency.
+    pub max_ms: Option<f64>,
+    /// Mean latency.
+    pub mean_ms: Option<f64>,
+    /// Failed attempts by kind.
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// The p95 limit this action was held to.
+    pub p95_limit_ms: f64,
+    /// Whether this action met its QoS checks (p95 and error ratio).
+    pub qos_pass: bool,
+}
+
+/// Where the weights of the score came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightSource {
+    /// The profile's actions per user per simulated day ([`RunMeta::action_weights`]).
+    Profile,
+    /// The profile gave none, so the steady-state counts were used.
+    Measured,
+}
+
+/// The single-figure score.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Score {
+    /// Weighted mean of the per-action p95s, each weighted by its frequency:
+    /// `sum(w_a * p95_a) / sum(w_a)` over the actions with a p95 and a weight
+    /// (see the crate documentation). `None` when no action qualifies.
+    pub weighted_p95_ms: Option<f64>,
+    /// p95 of every action's samples pooled together, weighted by what was
+    /// actually measured. Shown for comparison, not for the verdict.
+    pub pooled_p95_ms: Option<f64>,
+    /// The weights used, by action.
+    pub weights: BTreeMap<String, f64>,
+    /// Where the weights came from.
+    pub weight_source: WeightSource,
+    /// Actions left out of the score (measured without a weight, or weighted
+    /// without a sample).
+    pub excluded: Vec<String>,
+}
+
+/// MMB-style throughput over the steady state (Table A-2), in wall-clock
+/// time: with a compressed day these are the rates the server really saw.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// Length of the steady state measured, seconds.
+    pub steady_seconds: f64,
+    /// Messages submitted per hour.
+    pub messages_submitted_per_hour: f64,
+    /// Recipients delivered per hour.
+    pub recipients_delivered_per_hour: f64,
+    /// Messages opened per second.
+    pub message_opens_per_second: f64,
+    /// Folders opened per second.
+    pub folder_opens_per_second: f64,
+    /// Successful actions of every kind per second.
+    pub actions_per_second: f64,
+}
+
+/// End-to-end delivery over the whole run (submission to arrival), reconciled
+/// after drain.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeliverySummary {
+    /// Recipients accepted at submission.
+    pub submitted_recipients: u64,
+    /// Recipients seen delivered.
+    pub delivered_recipients: u64,
+    /// Recipients refused or reported failed.
+    pub failed_recipients: u64,
+    /// Recipients never seen delivered nor reported failed.
+    pub lost: u64,
+    /// Which ones.
+    pub lost_recipients: Vec<LostRecipient>,
+    /// submitted == delivered + failed + lost.
+    pub reconciled: bool,
+    /// Median delivery latency.
+    pub p50_ms: Option<f64>,
+    /// 95th percentile delivery latency.
+    pub p95_ms: Option<f64>,
+    /// Largest delivery latency.
+    pub max_ms: Option<f64>,
+}
+
+/// peakhour's self-check over the steady state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClientSummary {
+    /// Mean CPU, percent of one core, over sampled steady intervals.
+    pub cpu_percent_mean: Option<f64>,
+    /// Highest interval CPU.
+    pub cpu_percent_max: Option<f64>,
+    /// The CPU limit applied (percent of one core).
+    pub cpu_limit_percent: f64,
+    /// Steady intervals with a CPU sample.
+    pub intervals_sampled: usize,
+    /// Steady intervals above the CPU limit.
+    pub intervals_over_cpu_limit: usize,
+    /// p99 scheduling lag.
+    pub scheduling_lag_p99_ms: Option<f64>,
+    /// Largest scheduling lag.
+    pub scheduling_lag_max_ms: Option<f64>,
+}
+
+/// The steady-state window the summary covers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SteadyWindow {
+    /// Start of the first steady interval since run start, seconds.
+    pub start_s: f64,
+    /// Sum of steady interval lengths, seconds.
+    pub length_s: f64,
+    /// Number of steady intervals.
+    pub intervals: usize,
+}
+
+/// The result of a run, computed from the steady state only.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// `pass` when every QoS check held.
+    pub verdict: Verdict,
+    /// The checks behind the verdict.
+    pub qos: QosReport,
+    /// The run was stopped early; figures cover what was measured.
+    pub interrupted: bool,
+    /// The figures may describe peakhour rather than the server.
+    pub client_bound: bool,
+    /// Why `client_bound` is set.
+    pub client_bound_reasons: Vec<String>,
+    /// The run's seed.
+    pub seed: u64,
+    /// Profile name.
+    pub profile: String,
+    /// Simulated users.
+    pub users: u32,
+    /// Run id.
+    pub run_id: String,
+    /// Wall-clock start (RFC 3339 UTC).
+    pub started_at: String,
+    /// The measured window.
+    pub steady: SteadyWindow,
+    /// Per action.
+    pub actions: BTreeMap<String, ActionSummary>,
+    /// Per protocol command.
+    pub commands: BTreeMap<String, LatencySummary>,
+    /// The weighted p95 score.
+    pub score: Score,
+    /// MMB-style throughput.
+    pub throughput: Throughput,
+    /// End-to-end delivery.
+    pub delivery: DeliverySummary,
+    /// Late starts, all actions.
+    pub late_starts: u64,
+    /// Errors by kind, all actions.
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Counters summed over the steady state.
+    pub counters: BTreeMap<String, u64>,
+    /// Client self-check.
+    pub client: ClientSummary,
+    /// The run's metadata as recorded.
+    pub meta: RunMeta,
+}
+
+#[derive(Default)]
+struct ActionAcc {
+    latency: LatencyHistogram,
+    errors: BTreeMap<String, u64>,
+    late_starts: u64,
+}
+
+impl Summary {
+    /// Computes the summary of `record` over its steady-phase intervals.
+    pub fn compute(record: &RunRecord) -> Result<Summary, AnalysisError> {
+        let meta = &record.meta;
+        let steady: Vec<_> = record.steady_intervals().collect();
+
+        let mut actions: BTreeMap<String, ActionAcc> = BTreeMap::new();
+        let mut commands: BTreeMap<String, LatencyHistogram> = BTreeMap::new();
+        let mut counter_totals: BTreeMap<String, u64> = BTreeMap::new();
+        let mut lag = LatencyHistogram::new();
+        let mut cpu = Vec::new();
+        let mut window = SteadyWindow {
+            start_s: steady.first().map_or(0.0, |i| i.start.as_secs_f64()),
+            ..SteadyWindow::default()
+        };
+        for interval in &steady {
+            window.length_s += interval.length.as_secs_f64();
+            window.intervals += 1;
+            for (name, a) in &interval.actions {
+                let acc = actions.entry(name.clone()).or_default();
+                acc.latency.add(&a.latency.decode()?)?;
+                for (kind, n) in &a.errors {
+                    *acc.errors.entry(kind.clone()).or_default() += n;
+                }
+                acc.late_starts += a.late_starts;
+            }
+            for (name, h) in &interval.commands {
+                commands
+                    .entry(name.clone())
+                    .or_default()
+                    .add(&h.decode()?)?;
+            }
+            for (name, n) in &interval.counters {
+                *counter_totals.entry(name.clone()).or_default() += n;
+            }
+            lag.add(&interval.client.scheduling_lag.decode()?)?;
+            if let Some(p) = interval.client.cpu_percent {
+                cpu.push(p);
+            }
+        }
+
+        let mut qos = QosReport::default();
+        let mut pooled = LatencyHistogram::new();
+        let mut action_summaries = BTreeMap::new();
+        let mut errors_by_kind: BTreeMap<String, u64> = BTreeMap::new();
+        let mut late_starts = 0;
+        for (name, acc) in &actions {
+            pooled.add(&acc.latency)?;
+            let lat = LatencySummary::of(&acc.latency);
+            let errors: u64 = acc.errors.values().sum();
+            let attempts = lat.count + errors;
+            let error_ratio = if attempts == 0 {
+                0.0
+            } else {
+                errors as f64 / attempts as f64
+            };
+            let limit = meta.qos.p95_limit_ms(name);
+            let mut pass = true;
+            if let Some(p95) = lat.p95_ms
+                && p95 > limit
+            {
+                pass = false;
+                qos.failures.push(QosFailure {
+                    subject: name.clone(),
+                    reason: format!("p95 {p95} ms is above the {limit} ms limit"),
+                });
+            }
+            if error_ratio > meta.qos.max_error_ratio {
+                pass = false;
+                qos.failures.push(QosFailure {
+                    subject: name.clone(),
+                    reason: format!(
+                        "{errors} of {attempts} attempts failed ({:.2}%), above the {:.2}% limit",
+                        error_ratio * 100.0,
+                        meta.qos.max_error_ratio * 100.0
+                    ),
+                });
+            }
+            for (kind, n) in &acc.errors {
+                *errors_by_kind.entry(kind.clone()).or_default() += n;
+            }
+            late_starts += acc.late_starts;
+            action_summaries.insert(
+                name.clone(),
+                ActionSummary {
+                    count: lat.count,
+                    errors,
+                    error_ratio,
+                    late_starts: acc.late_starts,
+                    p50_ms: lat.p50_ms,
+                    p95_ms: lat.p95_ms,
+                    p99_ms: lat.p99_ms,
+                    max_ms: lat.max_ms,
+                    mean_ms: lat.mean_ms,
+                    errors_by_kind: acc.errors.clone(),
+                    p95_limit_ms: limit,
+                    qos_pass: pass,
+                },
+            );
+        }
+        qos.unmeasured = meta
+            .action_weights
+            .keys()
+            .filter(|a| action_summaries.get(*a).is_none_or(|s| s.count == 0))
+            .cloned()
+            .collect();
+        if pooled.is_empty() {
+            let reason = if window.intervals == 0 {
+                "no steady-state interval was recorded"
+            } else {
+                "no action succeeded in the steady state"
+            };
+            qos.failures.insert(
+                0,
+                QosFailure {
+                    subject: "run".to_owned(),
+                    reason: reason.to_owned(),
+                },
+            );
+        }
+
+        let score = score(meta, &action_summaries, &pooled);
+        let throughput = throughput(&window, &counter_totals, pooled.len());
+        let delivery = delivery(record)?;
+        if delivery.lost > 0 {
+            qos.failures.push(QosFailure {
+                subject: "delivery".to_owned(),
+                reason: format!("{} recipients were never delivered", delivery.lost),
+            });
+        }
+        let (client, client_bound_reasons) = client_check(meta, &cpu, &lag);
+        let verdict = if qos.failures.is_empty() {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        };
+
+        Ok(Summary {
+            verdict,
+            qos,
+            interrupted: meta.interrupted,
+            client_bound: !client_bound_reasons.is_empty(),
+            client_bound_reasons,
+            seed: meta.seed,
+            profile: meta.profile.clone(),
+            users: meta.users,
+            run_id: meta.run_id.clone(),
+            started_at: meta.started_at.clone(),
+            steady: window,
+            actions: action_summaries,
+            commands: commands
+                .iter()
+                .map(|(k, h)| (k.clone(), LatencySummary::of(h)))
+                .collect(),
+            score,
+            throughput,
+            delivery,
+            late_starts,
+            errors_by_kind,
+            counters: counter_totals,
+            client,
+            meta: meta.clone(),
+        })
+    }
+}
+
+fn score(
+    meta: &RunMeta,
+    actions: &BTreeMap<String, ActionSummary>,
+    pooled: &LatencyHistogram,
+) -> Score {
+    let (weight_source, candidate_weights): (_, BTreeMap<String, f64>) =
+        if meta.action_weights.is_empty() {
+            let measured = actions
+                .iter()
+                .map(|(name, a)| (name.clone(), a.count as f64))
+                .collect();
+            (WeightSource::Measured, measured)
+        } else {
+            (WeightSource::Profile, meta.action_weights.clone())
+        };
+    let mut weights = BTreeMap::new();
+    let mut excluded = Vec::new();
+    let (mut sum_wp, mut sum_w) = (0.0, 0.0);
+    for (name, a) in actions {
+        match (candidate_weights.get(name), a.p95_ms) {
+            (Some(&w), Some(p95)) if w > 0.0 && w.is_finite() => {
+                sum_wp += w * p95;
+                sum_w += w;
+                weights.insert(name.clone(), w);
+            }
+            _ => excluded.push(name.clone()),
+        }
+    }
+    for name in candidate_weights.keys() {
+        if !actions.contains_key(name) {
+            excluded.push(name.clone());
+        }
+    }
+    excluded.sort();
+    excluded.dedup();
+    Score {
+        weighted_p95_ms: (sum_w > 0.0).then(|| round_ms(sum_wp / sum_w)),
+        pooled_p95_ms: pooled.quantile_ms(0.95),
+        weights,
+        weight_source,
+        excluded,
+    }
+}
+
+fn throughput(window: &SteadyWindow, totals: &BTreeMap<String, u64>, actions: u64) -> Throughput {
+    let secs = window.length_s;
+    let rate = |n: u64, per: f64| {
+        if secs > 0.0 {
+            round_ms(n as f64 * per / secs)
+        } else {
+            0.0
+        }
+    };
+    let get = |name: &str| totals.get(name).copied().unwrap_or(0);
+    Throughput {
+        steady_seconds: secs,
+        messages_submitted_per_hour: rate(get(counters::MESSAGES_SUBMITTED), 3600.0),
+        recipients_delivered_per_hour: rate(get(counters::RECIPIENTS_DELIVERED), 3600.0),
+        message_opens_per_second: rate(get(counters::MESSAGE_OPENS), 1.0),
+        folder_opens_per_second: rate(get(counters::FOLDER_OPENS), 1.0),
+        actions_per_second: rate(actions, 1.0),
+    }
+}
+
+fn delivery(record: &RunRecord) -> Result<DeliverySummary, AnalysisError> {
+    let d = &record.delivery;
+    let h = d.latency.decode()?;
+    let lost = d.lost.len() as u64;
+    Ok(DeliverySummary {
+        submitted_recipients: d.submitted_recipients,
+        delivered_recipients: d.delivered_recipients,
+        failed_recipients: d.failed_recipients,
+        lost,
+        lost_recipients: d.lost.clone(),
+        reconciled: d.submitted_recipients == d.delivered_recipients + d.failed_recipients + lost,
+        p50_ms: h.quantile_ms(0.50),
+        p95_ms: h.quantile_ms(0.95),
+        max_ms: h.max_ms(),
+    })
+}
+
+fn client_check(
+    meta: &RunMeta,
+    cpu: &[f64],
+    lag: &LatencyHistogram,
+) -> (ClientSummary, Vec<String>) {
+    let limit = CLIENT_CPU_LIMIT_FRACTION * 100.0 * f64::from(meta.client_cores.max(1));
+    let over = cpu.iter().filter(|&&p| p > limit).count();
+    let mut reasons = Vec::new();
+    if !cpu.is_empty() && over as f64 > CLIENT_CPU_BUSY_INTERVALS_FRACTION * cpu.len() as f64 {
+        reasons.push(format!(
+            "peakhour CPU was above {limit}% in {over} of {} steady intervals (limit: {}%)",
+            cpu.len(),
+            CLIENT_CPU_BUSY_INTERVALS_FRACTION * 100.0
+        ));
+    }
+    let lag_p99 = lag.quantile_ms(0.99);
+    if let Some(p99) = lag_p99
+        && p99 > SCHEDULING_LAG_P99_LIMIT_MS
+    {
+        reasons.push(format!(
+            "peakhour scheduling lag p99 was {p99} ms (limit: {SCHEDULING_LAG_P99_LIMIT_MS} ms)"
+        ));
+    }
+    let summary = ClientSummary {
+        cpu_percent_mean: (!cpu.is_empty())
+            .then(|| round_ms(cpu.iter().sum::<f64>() / cpu.len() as f64)),
+        cpu_percent_max: cpu.iter().copied().reduce(f64::max),
+        cpu_limit_percent: limit,
+        intervals_sampled: cpu.len(),
+        intervals_over_cpu_limit: over,
+        scheduling_lag_p99_ms: lag_p99,
+        scheduling_lag_max_ms: lag.max_ms(),
+    };
+    (summary, reasons)
+}

@@ -1,0 +1,83 @@
+//! `peakhour init`: fill every mailbox to the profile's starting state.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use peakhour_engine::init::{InitSettings, Progress, Via, init};
+use peakhour_workload::Overrides;
+
+use super::target::{load_profile, resolve_plan, resolve_target};
+use crate::args::InitArgs;
+
+pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
+    let profile = load_profile(&args.profile.profile)?;
+    let resolved = resolve_target(&args.target)?;
+    let overrides = Overrides {
+        users: args.users,
+        seed: args.seed,
+        ..Overrides::default()
+    };
+    let plan = resolve_plan(&profile, overrides, &resolved)?;
+    let target = resolved.target.clone();
+    let via = if args.append || target.lmtp.is_none() {
+        Via::ImapAppend
+    } else {
+        Via::Lmtp
+    };
+    let per_user: u64 = plan.folders().iter().map(|f| u64::from(f.messages)).sum();
+    eprintln!(
+        "initializing {} mailboxes for {} ({} folders, {per_user} messages each) via {}",
+        plan.users(),
+        plan.name(),
+        plan.folders().len(),
+        match via {
+            Via::Lmtp => "LMTP",
+            Via::ImapAppend => "IMAP APPEND",
+        }
+    );
+    let progress = Arc::new(Progress::default());
+    let bar = ProgressBar::new(u64::from(plan.users()) * per_user);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} messages  {per_sec}  eta {eta}  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let settings = InitSettings {
+        via,
+        parallel: args.parallel,
+        timeout: Duration::from_secs(10),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let report = runtime.block_on(async {
+        let job = tokio::spawn(init(plan.clone(), target, settings, progress.clone()));
+        let mut ticker = tokio::time::interval(Duration::from_millis(200));
+        while !job.is_finished() {
+            ticker.tick().await;
+            // Messages already there count as done, so the bar ends full on a re-run.
+            let done = progress.added.load(Ordering::Relaxed);
+            let to_add = progress.to_add.load(Ordering::Relaxed);
+            let users_done = progress.users_done.load(Ordering::Relaxed);
+            let checked_already =
+                (users_done * per_user).saturating_sub(to_add.min(users_done * per_user));
+            bar.set_position((done + checked_already).min(bar.length().unwrap_or(u64::MAX)));
+            bar.set_message(format!("{users_done}/{} users", plan.users()));
+        }
+        job.await
+    })??;
+    bar.finish_and_clear();
+    println!(
+        "init done: {} users, {} messages wanted, {} already there, {} added ({:.1} MB) in {:.1} s = {:.0} messages/s",
+        report.users,
+        report.wanted,
+        report.already_there,
+        report.added,
+        report.bytes as f64 / 1e6,
+        report.elapsed.as_secs_f64(),
+        report.messages_per_second()
+    );
+    Ok(ExitCode::SUCCESS)
+}

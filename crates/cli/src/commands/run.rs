@@ -1,0 +1,445 @@
+//! `peakhour run`: simulate users, record, score, write the run directory.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use peakhour_analysis::{
+    ActionTiming, DeliveryRecorder, IntervalRecorder, Outcome as Recorded, Phase as RecordedPhase,
+    PhaseLengths, QosThresholds, RecorderConfig, RunMeta, RunRecord, Summary, Verdict,
+};
+use peakhour_engine::date::{compact, epoch_secs, rfc3339};
+use peakhour_engine::{
+    Event, LATE_AFTER, Observer, Outcome, Phase, RunClock, RunSettings, SelfSample,
+};
+use peakhour_workload::{ActionKind, Overrides, Plan};
+use tokio::sync::watch;
+
+use super::target::{load_profile, resolve_plan, resolve_target};
+use crate::args::RunArgs;
+
+/// Exit code of a run stopped by SIGINT or SIGTERM (128 + SIGINT, as shells report it).
+const EXIT_INTERRUPTED: u8 = 130;
+
+pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let profile = load_profile(&args.profile.profile)?;
+    let resolved = resolve_target(&args.target)?;
+    let overrides = Overrides {
+        users: args.users,
+        day: args.day,
+        speed: args.speed,
+        seed: args.seed,
+    };
+    let plan = resolve_plan(&profile, overrides, &resolved)?;
+    let target = resolved.target.clone();
+
+    let now = std::time::SystemTime::now();
+    let run_id = format!(
+        "{}-{}-{}u",
+        compact(epoch_secs(now)),
+        plan.name(),
+        plan.users()
+    );
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("runs").join(&run_id));
+    if dir.join("summary.json").exists() {
+        bail!(
+            "{} already holds a run; choose another --out",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
+    write_config(&dir, &plan, &args, &target)?;
+
+    let qos = qos_thresholds(&plan, args.qos_p95_ms);
+    let settings = RunSettings {
+        run_id: run_id.clone(),
+        ramp_up: args.ramp_up,
+        duration: args.duration,
+        drain: args.drain,
+        action_timeout: args.action_timeout,
+        connect_timeout: Duration::from_secs(10),
+        client_name: "client.peakhour.test".into(),
+    };
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime
+        .block_on(peakhour_engine::preflight(
+            &plan,
+            &target,
+            Duration::from_secs(10),
+        ))
+        .context("the target failed its check before the load; nothing was run")?;
+
+    eprintln!(
+        "run {run_id}: {} users of {}, day {} at speed {} (seed {}), ramp-up {:?}, steady {:?}, drain up to {:?}",
+        plan.users(),
+        plan.name(),
+        humantime(plan.day()),
+        plan.speed(),
+        plan.seed(),
+        args.ramp_up,
+        args.duration,
+        args.drain
+    );
+    let mut observer = RunObserver::new(args.interval, plan.actions())?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let outcome = runtime.block_on(async {
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            eprintln!(
+                "\nstopping: finishing in-flight actions (at most 2 s), then writing results"
+            );
+            let _ = stop_tx.send(true);
+        });
+        peakhour_engine::run(
+            plan.clone(),
+            target.clone(),
+            settings,
+            stop_rx,
+            &mut observer,
+        )
+        .await
+    });
+    observer.clear_live_line();
+    let end = observer.last_offset;
+
+    let mut meta = RunMeta::new(
+        run_id.clone(),
+        plan.name(),
+        plan.users(),
+        plan.seed(),
+        rfc3339(epoch_secs(outcome.started_at)),
+    );
+    meta.interval = args.interval;
+    meta.phases = PhaseLengths {
+        logon: args.ramp_up,
+        steady: args.duration,
+        drain: args.drain,
+    };
+    meta.day = plan.day();
+    meta.speed = plan.speed();
+    meta.late_start_threshold = LATE_AFTER;
+    meta.client_cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    meta.interrupted = outcome.interrupted;
+    meta.peakhour_version = env!("CARGO_PKG_VERSION").to_owned();
+    meta.action_weights = plan
+        .rates()
+        .iter()
+        .map(|r| (r.kind.name().to_owned(), r.per_day))
+        .collect();
+    meta.qos = qos;
+
+    let mut delivery = std::mem::take(&mut observer.delivery);
+    delivery.submitted(outcome.submitted_recipients);
+    delivery.failed(observer.refused);
+    for lost in &outcome.lost {
+        delivery.lost(&lost.message_id, plan.address(lost.user));
+    }
+    let intervals = observer.recorder.finish(end);
+    let record = RunRecord::new(meta, intervals, delivery.finish()?);
+    let summary = Summary::compute(&record)?;
+    write_results(&dir, &record, &summary)?;
+
+    print!("{}", peakhour_report::render_terminal(&summary));
+    if !outcome.reconciled {
+        println!("deliveries were not reconciled (the run was interrupted)");
+    }
+    for lost in outcome.lost.iter().take(20) {
+        println!("lost: {} for {}", lost.message_id, plan.address(lost.user));
+    }
+    println!("results: {}", dir.display());
+    Ok(if outcome.interrupted {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else if summary.verdict == Verdict::Fail {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn humantime(d: Duration) -> String {
+    peakhour_workload::HumanDuration(d).to_string()
+}
+
+fn qos_thresholds(plan: &Plan, override_ms: Option<f64>) -> QosThresholds {
+    let mut qos = QosThresholds::default();
+    if let Some(ms) = override_ms {
+        qos.default_p95_ms = ms;
+        return qos;
+    }
+    for kind in plan.actions() {
+        qos.p95_ms
+            .insert(kind.name().to_owned(), plan.qos_p95_ms(kind));
+    }
+    qos
+}
+
+/// The resolved configuration, with every setting and no password.
+fn write_config(
+    dir: &Path,
+    plan: &Plan,
+    args: &RunArgs,
+    target: &peakhour_engine::Target,
+) -> anyhow::Result<()> {
+    let mut text = format!(
+        "# peakhour {} run configuration (no credentials are stored)\n[run]\nramp_up = \"{}\"\nduration = \"{}\"\ndrain = \"{}\"\ninterval = \"{}\"\naction_timeout = \"{}\"\n\n[target]\nimap = \"{}\"\nsmtp = \"{}\"\n\n",
+        env!("CARGO_PKG_VERSION"),
+        humantime(args.ramp_up),
+        humantime(args.duration),
+        humantime(args.drain),
+        humantime(args.interval),
+        humantime(args.action_timeout),
+        target.imap,
+        target.smtp,
+    );
+    text.push_str(&plan.to_toml()?);
+    std::fs::write(dir.join("config.toml"), text).context("cannot write config.toml")?;
+    Ok(())
+}
+
+fn write_results(dir: &Path, record: &RunRecord, summary: &Summary) -> anyhow::Result<()> {
+    let write = |name: &str, bytes: &[u8]| {
+        std::fs::write(dir.join(name), bytes)
+            .with_context(|| format!("cannot write {}", dir.join(name).display()))
+    };
+    write(
+        "summary.json",
+        peakhour_report::summary_json(summary)?.as_bytes(),
+    )?;
+    write("record.json", serde_json::to_string(record)?.as_bytes())?;
+    let mut csv = Vec::new();
+    peakhour_report::write_intervals_csv(record, &mut csv)?;
+    write("intervals.csv", &csv)?;
+    let mut errors = Vec::new();
+    peakhour_report::write_errors_csv(record, &mut errors)?;
+    write("errors.csv", &errors)?;
+    let mut hlog = Vec::new();
+    peakhour_report::write_hlog(record, &mut hlog)?;
+    write("latency.hlog", &hlog)?;
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+fn recorded_phase(phase: Phase) -> RecordedPhase {
+    match phase {
+        Phase::Logon => RecordedPhase::Logon,
+        Phase::Steady => RecordedPhase::Steady,
+        Phase::Drain => RecordedPhase::Drain,
+    }
+}
+
+/// Feeds the recorder and draws the live line.
+struct RunObserver {
+    recorder: IntervalRecorder,
+    delivery: DeliveryRecorder,
+    logged_on: i64,
+    refused: u64,
+    last_offset: Duration,
+    live: LiveLine,
+}
+
+impl RunObserver {
+    fn new(interval: Duration, actions: Vec<ActionKind>) -> anyhow::Result<Self> {
+        let recorder = IntervalRecorder::new(RecorderConfig {
+            interval,
+            late_start_threshold: LATE_AFTER,
+        })?;
+        Ok(RunObserver {
+            recorder,
+            delivery: DeliveryRecorder::new(),
+            logged_on: 0,
+            refused: 0,
+            last_offset: Duration::ZERO,
+            live: LiveLine::new(actions),
+        })
+    }
+
+    /// Moves the recorder into `phase` if time has reached it.
+    fn sync(&mut self, clock: &RunClock, at: Instant) -> Duration {
+        let offset = clock.offset(at);
+        let phase = recorded_phase(clock.phase(at));
+        if phase > self.recorder.phase() {
+            self.recorder.enter_phase(phase, offset);
+        }
+        self.recorder.advance(offset);
+        self.last_offset = self.last_offset.max(offset);
+        offset
+    }
+
+    fn clear_live_line(&self) {
+        self.live.clear();
+    }
+}
+
+impl Observer for RunObserver {
+    fn event(&mut self, clock: &RunClock, at: Instant, event: &Event) {
+        let offset = self.sync(clock, at);
+        match event {
+            Event::Action {
+                kind,
+                intended,
+                started,
+                finished,
+                outcome,
+            } => {
+                let timing = ActionTiming {
+                    intended_start: clock.offset(*intended),
+                    actual_start: clock.offset(*started),
+                    end: clock.offset(*finished),
+                };
+                match outcome {
+                    Outcome::Ok => {
+                        self.recorder
+                            .record_action(kind.name(), timing, Recorded::Ok);
+                        self.live.action(*kind, timing.latency(), false);
+                    }
+                    Outcome::Error(error) => {
+                        self.recorder
+                            .record_action(kind.name(), timing, Recorded::Error(error));
+                        self.live.action(*kind, timing.latency(), true);
+                    }
+                    Outcome::Skipped(why) => {
+                        self.recorder.count(offset, &format!("skipped_{why}"), 1)
+                    }
+                }
+            }
+            Event::Command { name, elapsed } => {
+                self.recorder.record_command(offset, name, *elapsed)
+            }
+            Event::Count { counter, by } => {
+                if *counter == peakhour_engine::Counter::RecipientsRefused {
+                    self.refused += by;
+                }
+                self.recorder.count(offset, counter.name(), *by);
+            }
+            Event::LoggedOn(change) => {
+                self.logged_on = (self.logged_on + i64::from(*change)).max(0);
+                self.recorder
+                    .set_users_logged_on(offset, self.logged_on as u32);
+            }
+            Event::LogonFailed(kind) => self.recorder.error(offset, "logon", kind),
+            Event::SessionError(kind) => self.recorder.error(offset, "session", kind),
+            Event::Delivered(latency) => {
+                self.delivery.delivered(*latency);
+                self.recorder.count(offset, "recipients_delivered", 1);
+            }
+        }
+    }
+
+    fn lag(&mut self, clock: &RunClock, at: Instant, lag: Duration) {
+        let offset = self.sync(clock, at);
+        self.recorder.record_scheduling_lag(offset, lag);
+    }
+
+    fn tick(&mut self, clock: &RunClock, at: Instant, sample: SelfSample) {
+        let offset = self.sync(clock, at);
+        self.recorder.record_client_cpu(offset, sample.cpu_percent);
+        self.live
+            .draw(clock.phase(at), offset, self.logged_on, sample.cpu_percent);
+    }
+}
+
+/// The one-line view of a run in progress: phase, users, actions/s, p95 of
+/// the last few seconds, errors, and the client's own CPU.
+struct LiveLine {
+    window: Vec<(Duration, bool)>,
+    errors: u64,
+    last_draw: Option<Instant>,
+    terminal: bool,
+    actions: BTreeMap<ActionKind, u64>,
+}
+
+impl LiveLine {
+    fn new(actions: Vec<ActionKind>) -> Self {
+        LiveLine {
+            window: Vec::new(),
+            errors: 0,
+            last_draw: None,
+            terminal: std::io::stderr().is_terminal(),
+            actions: actions.into_iter().map(|k| (k, 0)).collect(),
+        }
+    }
+
+    fn action(&mut self, kind: ActionKind, latency: Duration, error: bool) {
+        self.window.push((latency, error));
+        *self.actions.entry(kind).or_default() += 1;
+        if error {
+            self.errors += 1;
+        }
+    }
+
+    fn draw(&mut self, phase: Phase, offset: Duration, users: i64, cpu: f64) {
+        // On a terminal, redraw every second; in a log, one line every 10 s.
+        let every = if self.terminal {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_secs(10)
+        };
+        let now = Instant::now();
+        let elapsed = self.last_draw.map_or(every, |last| now - last);
+        if elapsed < every {
+            return;
+        }
+        self.last_draw = Some(now);
+        let mut latencies: Vec<Duration> = self.window.iter().map(|(l, _)| *l).collect();
+        latencies.sort_unstable();
+        let p95 = latencies
+            .get((latencies.len() * 95).div_ceil(100).saturating_sub(1))
+            .map_or("-".to_owned(), |d| {
+                format!("{:.0} ms", d.as_secs_f64() * 1000.0)
+            });
+        let rate = self.window.len() as f64 / elapsed.as_secs_f64();
+        let phase = match phase {
+            Phase::Logon => "logon",
+            Phase::Steady => "steady",
+            Phase::Drain => "drain",
+        };
+        let line = format!(
+            "{:>6.0}s {phase:<6} users {users:>5}  actions/s {rate:>7.1}  p95 {p95:>8}  errors {}  client CPU {cpu:.0}%",
+            offset.as_secs_f64(),
+            self.errors
+        );
+        self.window.clear();
+        let mut err = std::io::stderr().lock();
+        if self.terminal {
+            let _ = write!(err, "\r\x1b[2K{line}");
+        } else {
+            let _ = writeln!(err, "{line}");
+        }
+        let _ = err.flush();
+    }
+
+    fn clear(&self) {
+        if self.terminal {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Turning `--profile` and `--target ...` into a plan and a target.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+use peakhour_engine::{Credentials, Endpoint, Target};
+use peakhour_lab::{Lab, LabStatus};
+use peakhour_net::{Secret, TlsSettings};
+use peakhour_workload::{Overrides, Plan, Profile, builtin};
+
+use crate::args::TargetArgs;
+
+/// Reads a built-in profile by name, or a profile file by path.
+pub(crate) fn load_profile(name: &str) -> anyhow::Result<Profile> {
+    if let Ok(builtin) = builtin(name) {
+        return Ok(builtin.profile()?);
+    }
+    let path = Path::new(name);
+    if !path.exists() {
+        let names: Vec<&str> = peakhour_workload::builtins()
+            .iter()
+            .map(|b| b.name)
+            .collect();
+        bail!(
+            "no built-in profile or file called {name:?} (built-in: {})",
+            names.join(", ")
+        );
+    }
+    let source =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(Profile::parse(&path.display().to_string(), &source)?)
+}
+
+/// A resolved target, and the lab's status when it is the lab.
+pub(crate) struct ResolvedTarget {
+    pub(crate) target: Arc<Target>,
+    pub(crate) lab: Option<LabStatus>,
+}
+
+fn tls_settings(
+    args: &TargetArgs,
+    lab_ca: Option<&str>,
+) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+    let settings = TlsSettings {
+        verify: !args.insecure_skip_tls_verify,
+        extra_ca_file: args.ca_file.clone().or_else(|| lab_ca.map(Into::into)),
+        use_system_roots: true,
+    };
+    Ok(settings.client_config()?)
+}
+
+pub(crate) fn resolve_target(args: &TargetArgs) -> anyhow::Result<ResolvedTarget> {
+    if args.target == "lab" {
+        let status = Lab::new(&args.lab_dir)
+            .status()
+            .with_context(|| "--target lab needs a running lab (peakhour lab up)")?;
+        if !status.healthy {
+            bail!(
+                "the lab in {} is not healthy; see `peakhour lab status --lab-dir {}`",
+                status.dir,
+                args.lab_dir.display()
+            );
+        }
+        let url = |scheme: &str, endpoint: &str| format!("{scheme}://{endpoint}");
+        let target = Target {
+            imap: Endpoint::parse(&url("imap", &status.endpoints.imap), &["imap"])?,
+            smtp: Endpoint::parse(&url("smtp", &status.endpoints.smtp), &["smtp"])?,
+            lmtp: Some(Endpoint::parse(
+                &url("lmtp", &status.endpoints.lmtp),
+                &["lmtp"],
+            )?),
+            tls: tls_settings(args, Some(&status.ca_file))?,
+            credentials: Credentials::Shared(Secret::new(status.password.clone())),
+        };
+        return Ok(ResolvedTarget {
+            target: Arc::new(target),
+            lab: Some(status),
+        });
+    }
+    let imap = args
+        .imap
+        .as_deref()
+        .context("--target explicit needs --imap URL")?;
+    let smtp = args
+        .smtp
+        .as_deref()
+        .context("--target explicit needs --smtp URL")?;
+    let credentials = match &args.users_file {
+        Some(path) => Credentials::PerUser(read_users_file(path)?),
+        None => {
+            let password = std::env::var(&args.password_env).with_context(|| {
+                format!(
+                    "set the users' password in ${} (or give --users-file)",
+                    args.password_env
+                )
+            })?;
+            Credentials::Shared(Secret::new(password))
+        }
+    };
+    let target = Target {
+        imap: Endpoint::parse(imap, &["imap", "imaps"]).context("--imap")?,
+        smtp: Endpoint::parse(smtp, &["smtp", "submission", "submissions", "smtps"])
+            .context("--smtp")?,
+        lmtp: args
+            .lmtp
+            .as_deref()
+            .map(|url| Endpoint::parse(url, &["lmtp"]))
+            .transpose()
+            .context("--lmtp")?,
+        tls: tls_settings(args, None)?,
+        credentials,
+    };
+    Ok(ResolvedTarget {
+        target: Arc::new(target),
+        lab: None,
+    })
+}
+
+/// `login,password` per line; `#` comments and blank lines are skipped.
+fn read_users_file(path: &Path) -> anyhow::Result<Vec<(String, Secret<String>)>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut users = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((login, password)) = line.split_once(',') else {
+            bail!(
+                "{}:{}: expected `login,password`",
+                path.display(),
+                index + 1
+            );
+        };
+        if login.trim().is_empty() {
+            bail!("{}:{}: empty login", path.display(), index + 1);
+        }
+        users.push((login.trim().to_owned(), Secret::new(password.to_owned())));
+    }
+    if users.is_empty() {
+        bail!("{} holds no users", path.display());
+    }
+    Ok(users)
+}
+
+/// Resolves the plan; with the lab, the user count defaults to the lab's and may not exceed it.
+pub(crate) fn resolve_plan(
+    profile: &Profile,
+    mut overrides: Overrides,
+    resolved: &ResolvedTarget,
+) -> anyhow::Result<Arc<Plan>> {
+    if let Some(lab) = &resolved.lab {
+        let users = *overrides.users.get_or_insert(lab.users);
+        if users > lab.users {
+            bail!(
+                "the lab has {} users and {users} were asked for; restart it with `peakhour lab down && peakhour lab up --users {users}`",
+                lab.users
+            );
+        }
+    }
+    if let Credentials::PerUser(list) = &resolved.target.credentials {
+        let users = *overrides.users.get_or_insert(list.len() as u32);
+        if users as usize > list.len() {
+            bail!(
+                "--users {users} but the users file lists only {}",
+                list.len()
+            );
+        }
+    }
+    Ok(Arc::new(Plan::resolve(profile, &overrides)?))
+}

@@ -1,0 +1,117 @@
+//! What simulated users report while they run. Users never touch the
+//! recorder directly: they send events over a channel, so recording costs a
+//! user one channel send and never a lock.
+
+use std::time::{Duration, Instant};
+
+use peakhour_workload::ActionKind;
+use tokio::sync::mpsc;
+
+/// How an action ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// It did what it should.
+    Ok,
+    /// It failed; the kind is a short stable name (`timeout`, `imap:rejected`, `smtp:reply:550` ...).
+    Error(String),
+    /// There was nothing to act on (e.g. read with an empty Inbox); not timed.
+    Skipped(&'static str),
+}
+
+/// Counters the summary reports in seed 002's vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counter {
+    /// A message accepted for submission.
+    MessagesSubmitted,
+    /// Recipients of accepted submissions.
+    RecipientsSubmitted,
+    /// Recipients refused at submission (reported failures).
+    RecipientsRefused,
+    /// A message body opened.
+    MessageOpens,
+    /// A folder opened (SELECT).
+    FolderOpens,
+    /// A dropped connection that was re-established.
+    Reconnects,
+}
+
+impl Counter {
+    /// The name used in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::MessagesSubmitted => "messages_submitted",
+            Counter::RecipientsSubmitted => "recipients_submitted",
+            Counter::RecipientsRefused => "recipients_refused",
+            Counter::MessageOpens => "message_opens",
+            Counter::FolderOpens => "folder_opens",
+            Counter::Reconnects => "reconnects",
+        }
+    }
+}
+
+/// One thing that happened.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// A user action, timed from its intended start.
+    Action {
+        /// Which action.
+        kind: ActionKind,
+        /// When the schedule said it should start.
+        intended: Instant,
+        /// When it actually started.
+        started: Instant,
+        /// When it finished.
+        finished: Instant,
+        /// How it ended.
+        outcome: Outcome,
+    },
+    /// One protocol command, e.g. `imap.SELECT`, timed by its driver.
+    Command {
+        /// `protocol.COMMAND`.
+        name: &'static str,
+        /// Write-to-final-reply time.
+        elapsed: Duration,
+    },
+    /// A counter went up.
+    Count {
+        /// Which.
+        counter: Counter,
+        /// By how much.
+        by: u64,
+    },
+    /// The number of users logged on changed by this much.
+    LoggedOn(i32),
+    /// A logon (connect, login, folder check, select) failed; the user retries with backoff.
+    LogonFailed(String),
+    /// A session failed outside any action (while idling or fetching new mail).
+    SessionError(String),
+    /// A recipient saw a tracked message this long after it was submitted.
+    Delivered(Duration),
+}
+
+/// The sending side users hold.
+#[derive(Debug, Clone)]
+pub struct EventSink(mpsc::UnboundedSender<Event>);
+
+impl EventSink {
+    /// A sink and the receiver the recorder drains.
+    pub fn channel() -> (EventSink, mpsc::UnboundedReceiver<Event>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (EventSink(tx), rx)
+    }
+
+    /// Sends an event; if the recorder is gone the run is over and it is dropped.
+    pub fn send(&self, event: Event) {
+        let _ = self.0.send(event);
+    }
+
+    /// Records one protocol command.
+    pub fn command(&self, name: &'static str, elapsed: Duration) {
+        self.send(Event::Command { name, elapsed });
+    }
+
+    /// Counts.
+    pub fn count(&self, counter: Counter, by: u64) {
+        self.send(Event::Count { counter, by });
+    }
+}

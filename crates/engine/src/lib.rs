@@ -1,0 +1,39 @@
+//! # peakhour-engine
+//!
+//! The engine layer of peakhour: simulated users as tokio tasks with state,
+//! the run's phases, timeouts, reconnects, cancellation, delivery tracking and
+//! the generator's self-check.
+//!
+//! * A user ([`run`]) keeps one IMAP session for the day, as an online client
+//!   does: it knows which messages its Inbox holds and which are unread, idles
+//!   between actions so new mail is noticed when it arrives, and performs the
+//!   actions its [`Schedule`](peakhour_workload::Schedule) says, on real
+//!   messages.
+//! * Every action is timed from its **intended** start (the schedule's time),
+//!   not from when it happened to begin, so a server that falls behind is seen
+//!   falling behind (coordinated omission); late starts are counted.
+//! * Users never record anything themselves: they send [`Event`]s down a
+//!   channel to one [`Observer`] (the recorder and the live line).
+//! * Every submitted message is tracked by Message-ID until each recipient has
+//!   seen it; after the drain, a header search reconciles the rest, and what
+//!   is still missing is named as lost.
+//! * [`init`] brings mailboxes to a profile's starting state.
+#![deny(missing_docs)]
+
+pub mod date;
+mod delivery;
+mod events;
+pub mod init;
+mod run;
+mod selfcheck;
+mod target;
+mod user;
+
+pub use delivery::{DeliveryTracker, Lost, bare_message_id};
+pub use events::{Counter, Event, EventSink, Outcome};
+pub use run::{
+    Observer, Phase, RunClock, RunError, RunOutcome, RunSettings, SelfSample, preflight, run,
+};
+pub use selfcheck::{CpuMeter, LAG_PROBE_PERIOD, process_cpu_time};
+pub use target::{Credentials, Endpoint, EndpointError, Target, TlsMode};
+pub use user::LATE_AFTER;

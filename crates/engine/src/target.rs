@@ -1,0 +1,207 @@
+//! What a run or an init is pointed at: endpoints and credentials.
+
+use std::fmt;
+use std::sync::Arc;
+
+use peakhour_net::{Secret, Security};
+
+/// How a connection to an endpoint is secured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsMode {
+    /// Plain text all the way.
+    None,
+    /// Plain, then STARTTLS (STLS for POP3) before authenticating.
+    StartTls,
+    /// TLS from the first byte.
+    Implicit,
+}
+
+/// A server address with its TLS mode, parsed from a URL such as
+/// `imap://127.0.0.1:10143`, `imaps://mail.example:993`,
+/// `smtp://127.0.0.1:10025`, `submissions://host:465` or `lmtp://host:24`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Host name or IP address.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// TLS mode.
+    pub tls: TlsMode,
+}
+
+/// Why an endpoint URL was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{url:?}: {reason}")]
+pub struct EndpointError {
+    url: String,
+    reason: String,
+}
+
+impl Endpoint {
+    /// Parses `scheme://host[:port]`. `+starttls` after the scheme
+    /// (`imap+starttls://`) asks for STARTTLS. Only the schemes of the protocol
+    /// in `allowed` are accepted (e.g. `["imap", "imaps"]`).
+    pub fn parse(url: &str, allowed: &[&str]) -> Result<Endpoint, EndpointError> {
+        let error = |reason: String| EndpointError {
+            url: url.to_owned(),
+            reason,
+        };
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| error(format!("expected a URL like {}://host:port", allowed[0])))?;
+        let (base, starttls) = match scheme.strip_suffix("+starttls") {
+            Some(base) => (base, true),
+            None => (scheme, false),
+        };
+        if !allowed.contains(&base) {
+            return Err(error(format!(
+                "scheme must be one of {}",
+                allowed.join(", ")
+            )));
+        }
+        let (default_port, implicit) = match base {
+            "imap" => (143, false),
+            "imaps" => (993, true),
+            "smtp" => (25, false),
+            "submission" => (587, false),
+            "submissions" | "smtps" => (465, true),
+            "lmtp" => (24, false),
+            "pop3" => (110, false),
+            "pop3s" => (995, true),
+            other => return Err(error(format!("unknown scheme {other}"))),
+        };
+        let rest = rest.trim_end_matches('/');
+        let (host, port) = match rest.rsplit_once(':') {
+            Some((host, port)) if !host.ends_with(']') || host.starts_with('[') => (
+                host,
+                port.parse::<u16>()
+                    .map_err(|_| error(format!("bad port {port:?}")))?,
+            ),
+            _ => (rest, default_port),
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() {
+            return Err(error("no host".into()));
+        }
+        let tls = match (implicit, starttls) {
+            (true, true) => {
+                return Err(error(
+                    "+starttls makes no sense with an implicit-TLS scheme".into(),
+                ));
+            }
+            (true, false) => TlsMode::Implicit,
+            (false, true) => TlsMode::StartTls,
+            (false, false) => TlsMode::None,
+        };
+        Ok(Endpoint {
+            host: host.to_owned(),
+            port,
+            tls,
+        })
+    }
+
+    /// How the transport is opened (STARTTLS starts plain).
+    pub fn security(&self) -> Security {
+        match self.tls {
+            TlsMode::Implicit => Security::ImplicitTls,
+            TlsMode::None | TlsMode::StartTls => Security::Plain,
+        }
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mode = match self.tls {
+            TlsMode::None => "",
+            TlsMode::StartTls => " (STARTTLS)",
+            TlsMode::Implicit => " (TLS)",
+        };
+        write!(f, "{}:{}{mode}", self.host, self.port)
+    }
+}
+
+/// How each simulated user logs in.
+#[derive(Debug, Clone)]
+pub enum Credentials {
+    /// Every user shares one password; logins follow the profile's name pattern.
+    Shared(Secret<String>),
+    /// One login and password per user, in user order (from `--users-file`).
+    PerUser(Vec<(String, Secret<String>)>),
+}
+
+/// Everything the engine needs to reach the servers.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Where users submit mail.
+    pub smtp: Endpoint,
+    /// Where users read mail.
+    pub imap: Endpoint,
+    /// Where `init` delivers directly, if the target offers it (the lab does).
+    pub lmtp: Option<Endpoint>,
+    /// TLS settings for every connection that uses TLS.
+    pub tls: Arc<rustls::ClientConfig>,
+    /// Logins and passwords.
+    pub credentials: Credentials,
+}
+
+impl Target {
+    /// Login and password of user `user` (0-based), given its address from the plan.
+    pub fn login<'a>(&'a self, user: u32, address: &'a str) -> (&'a str, &'a Secret<String>) {
+        match &self.credentials {
+            Credentials::Shared(password) => (address, password),
+            Credentials::PerUser(list) => {
+                let (login, password) = &list[user as usize % list.len().max(1)];
+                (login, password)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_schemes_ports_and_tls_modes() {
+        let imap = ["imap", "imaps"];
+        assert_eq!(
+            Endpoint::parse("imap://127.0.0.1:10143", &imap).unwrap(),
+            Endpoint {
+                host: "127.0.0.1".into(),
+                port: 10143,
+                tls: TlsMode::None
+            }
+        );
+        assert_eq!(
+            Endpoint::parse("imaps://mail.test", &imap).unwrap().port,
+            993
+        );
+        assert_eq!(
+            Endpoint::parse("imap+starttls://[::1]:143", &imap).unwrap(),
+            Endpoint {
+                host: "::1".into(),
+                port: 143,
+                tls: TlsMode::StartTls
+            }
+        );
+        let smtp = ["smtp", "submission", "submissions"];
+        assert_eq!(
+            Endpoint::parse("submissions://h", &smtp).unwrap().tls,
+            TlsMode::Implicit
+        );
+    }
+
+    #[test]
+    fn refuses_wrong_scheme_and_bad_port() {
+        let imap = ["imap", "imaps"];
+        let err = Endpoint::parse("smtp://h:25", &imap).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("scheme must be one of imap, imaps"),
+            "{err}"
+        );
+        assert!(Endpoint::parse("imap://h:99999", &imap).is_err());
+        assert!(Endpoint::parse("127.0.0.1:143", &imap).is_err());
+        assert!(Endpoint::parse("imaps+starttls://h", &imap).is_err());
+    }
+}

@@ -1,0 +1,734 @@
+//! One simulated user: an online client that keeps an IMAP session for the
+//! whole day, idles between actions (so new mail is noticed as it arrives),
+//! and performs its scheduled actions on real messages.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use peakhour_imap::{
+    BodySection, FetchItem, FetchedMessage, Idle, ImapConnection, ImapError, MailboxUpdate,
+    StoreMode,
+};
+use peakhour_net::Timed;
+use peakhour_smtp::{Flavor, SmtpConnection, SmtpError};
+use peakhour_workload::{ActionKind, MessageGenerator, MessageSpec, Plan};
+use tokio::sync::watch;
+
+use crate::date::rfc5322_now;
+use crate::delivery::DeliveryTracker;
+use crate::events::{Counter, Event, EventSink, Outcome};
+use crate::target::{Target, TlsMode};
+
+/// An action that starts this much after its intended time counts as late.
+pub const LATE_AFTER: Duration = Duration::from_millis(10);
+/// Waits shorter than this sleep instead of entering IDLE (IDLE costs two round trips).
+const MIN_IDLE: Duration = Duration::from_millis(50);
+/// The longest pause between reconnection attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(8);
+
+/// What every user of a run shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) plan: Arc<Plan>,
+    pub(crate) target: Arc<Target>,
+    pub(crate) events: EventSink,
+    pub(crate) delivery: Arc<DeliveryTracker>,
+    pub(crate) generator: MessageGenerator,
+    pub(crate) run_id: String,
+    pub(crate) action_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) client_name: String,
+}
+
+/// A message the user knows is in its Inbox.
+#[derive(Debug, Clone, Copy)]
+struct Known {
+    uid: u32,
+    seen: bool,
+}
+
+/// Why an action failed, and whether the session survived it.
+struct Failure {
+    kind: String,
+    session_lost: bool,
+}
+
+impl From<ImapError> for Failure {
+    fn from(error: ImapError) -> Self {
+        let session_lost = !matches!(error, ImapError::Rejected { .. } | ImapError::NotOffered(_));
+        Failure {
+            kind: format!("imap:{}", error.kind()),
+            session_lost,
+        }
+    }
+}
+
+impl From<SmtpError> for Failure {
+    fn from(error: SmtpError) -> Self {
+        // SMTP sessions are per send; the IMAP session is unaffected.
+        Failure {
+            kind: format!("smtp:{}", error.kind()),
+            session_lost: false,
+        }
+    }
+}
+
+struct Session {
+    imap: ImapConnection,
+    inbox: Vec<Known>,
+    highest_uid: u32,
+    calendar_item: Option<u32>,
+    can_idle: bool,
+}
+
+/// The user's phase timeline.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timeline {
+    pub(crate) logon_at: Instant,
+    pub(crate) steady_start: Instant,
+    pub(crate) steady_end: Instant,
+    /// Until when the user stays on to notice deliveries it is still waiting for.
+    pub(crate) drain_end: Instant,
+}
+
+pub(crate) struct User {
+    index: u32,
+    address: String,
+    shared: Arc<Shared>,
+    session: Option<Session>,
+    failures_in_a_row: u32,
+}
+
+impl User {
+    pub(crate) fn new(index: u32, shared: Arc<Shared>) -> Self {
+        let address = shared.plan.address(index);
+        User {
+            index,
+            address,
+            shared,
+            session: None,
+            failures_in_a_row: 0,
+        }
+    }
+
+    /// Runs the user's whole day: log on at its slot, act on schedule until
+    /// the steady phase ends or `stop` is raised, then log off.
+    pub(crate) async fn run(mut self, timeline: Timeline, mut stop: watch::Receiver<bool>) {
+        if !sleep_until(timeline.logon_at, &mut stop).await {
+            return;
+        }
+        self.ensure_session(&mut stop, timeline.steady_end).await;
+        let plan = self.shared.plan.clone();
+        for scheduled in plan.schedule(self.index) {
+            let intended = timeline.steady_start + scheduled.at;
+            if intended >= timeline.steady_end || *stop.borrow() {
+                // Still online until the steady phase ends: mail keeps arriving.
+                self.wait_until(timeline.steady_end, &mut stop).await;
+                break;
+            }
+            self.wait_until(intended, &mut stop).await;
+            if *stop.borrow() {
+                break;
+            }
+            if self.session.is_none() {
+                self.ensure_session(&mut stop, timeline.steady_end).await;
+                if self.session.is_none() {
+                    continue;
+                }
+            }
+            let started = Instant::now();
+            let outcome = match tokio::time::timeout(
+                self.shared.action_timeout,
+                self.act(scheduled.kind, scheduled.seq, scheduled.nth),
+            )
+            .await
+            {
+                Ok(Ok(outcome)) => outcome,
+                Ok(Err(failure)) => {
+                    if failure.session_lost {
+                        self.drop_session();
+                    }
+                    Outcome::Error(failure.kind)
+                }
+                Err(_) => {
+                    // The session is mid-command and unusable: start over.
+                    self.drop_session();
+                    Outcome::Error("timeout".into())
+                }
+            };
+            self.shared.events.send(Event::Action {
+                kind: scheduled.kind,
+                intended,
+                started,
+                finished: Instant::now(),
+                outcome,
+            });
+        }
+        // Stay on through the drain while mail sent to this user is still on
+        // its way, so its delivery is noticed as it happens, not at reconciliation.
+        while self.session.is_some()
+            && !*stop.borrow()
+            && Instant::now() < timeline.drain_end
+            && !self.shared.delivery.outstanding_for(self.index).is_empty()
+        {
+            let next = (Instant::now() + Duration::from_secs(1)).min(timeline.drain_end);
+            self.wait_until(next, &mut stop).await;
+        }
+        if let Some(session) = self.session.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), session.imap.logout()).await;
+            self.shared.events.send(Event::LoggedOn(-1));
+        }
+    }
+
+    fn drop_session(&mut self) {
+        if self.session.take().is_some() {
+            self.shared.events.send(Event::LoggedOn(-1));
+        }
+    }
+
+    /// A failure outside any action (idling, noticing mail): counted, and the
+    /// session is dropped if it did not survive.
+    fn background_failure(&mut self, failure: Failure) {
+        self.shared.events.send(Event::SessionError(failure.kind));
+        if failure.session_lost {
+            self.drop_session();
+        }
+    }
+
+    fn command<T>(&self, name: &'static str, timed: Timed<T>) -> T {
+        self.shared.events.command(name, timed.elapsed);
+        timed.value
+    }
+
+    /// Logs on, retrying with backoff until it works, `stop` is raised or `until` passes.
+    async fn ensure_session(&mut self, stop: &mut watch::Receiver<bool>, until: Instant) {
+        while self.session.is_none() && !*stop.borrow() && Instant::now() < until {
+            match tokio::time::timeout(self.shared.action_timeout, self.log_on()).await {
+                Ok(Ok(session)) => {
+                    if self.failures_in_a_row > 0 {
+                        self.shared.events.count(Counter::Reconnects, 1);
+                    }
+                    self.failures_in_a_row = 0;
+                    self.session = Some(session);
+                    self.shared.events.send(Event::LoggedOn(1));
+                }
+                Ok(Err(failure)) => self.logon_failed(failure.kind, stop).await,
+                Err(_) => self.logon_failed("timeout".into(), stop).await,
+            }
+        }
+    }
+
+    async fn logon_failed(&mut self, kind: String, stop: &mut watch::Receiver<bool>) {
+        self.shared.events.send(Event::LogonFailed(kind));
+        self.failures_in_a_row += 1;
+        let backoff = Duration::from_millis(250 << self.failures_in_a_row.min(5)).min(MAX_BACKOFF);
+        sleep_until(Instant::now() + backoff, stop).await;
+    }
+
+    async fn log_on(&self) -> Result<Session, Failure> {
+        let target = &self.shared.target;
+        let endpoint = &target.imap;
+        let tls = Some(target.tls.clone());
+        let connected = ImapConnection::connect(
+            &endpoint.host,
+            endpoint.port,
+            endpoint.security(),
+            tls,
+            self.shared.connect_timeout,
+        )
+        .await?;
+        let mut imap = self.command("imap.CONNECT", connected);
+        if endpoint.tls == TlsMode::StartTls {
+            let done = imap.starttls(&endpoint.host, target.tls.clone()).await?;
+            self.command("imap.STARTTLS", done);
+        }
+        let (login, password) = target.login(self.index, &self.address);
+        let done = imap.login(login, password).await?;
+        self.command("imap.LOGIN", done);
+        let plan = &self.shared.plan;
+        let params = plan.params();
+        // Folders a run needs: create any that `init` has not (idempotent).
+        let listed = imap.list("", "*").await?;
+        let existing: Vec<String> = self
+            .command("imap.LIST", listed)
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        let mut needed: Vec<&str> =
+            vec![&params.trash, &params.sent_folder, &params.calendar_folder];
+        needed.extend(params.move_targets.iter().map(String::as_str));
+        for folder in needed {
+            if !existing
+                .iter()
+                .any(|name| name.eq_ignore_ascii_case(folder))
+            {
+                let done = imap.create(folder).await?;
+                self.command("imap.CREATE", done);
+            }
+        }
+        let selected = imap.select(&params.inbox).await?;
+        let info = self.command("imap.SELECT", selected);
+        let mut inbox = Vec::new();
+        if info.exists > 0 {
+            let fetched = imap
+                .fetch("1:*", &[FetchItem::Uid, FetchItem::Flags], false)
+                .await?;
+            inbox = self
+                .command("imap.FETCH", fetched)
+                .iter()
+                .filter_map(known)
+                .collect();
+        }
+        let highest_uid = inbox.iter().map(|k| k.uid).max().unwrap_or(0);
+        let can_idle = imap.capabilities().has("IDLE");
+        Ok(Session {
+            imap,
+            inbox,
+            highest_uid,
+            calendar_item: None,
+            can_idle,
+        })
+    }
+
+    /// Waits for `due`, idling on the Inbox so that arriving mail is noticed
+    /// (and its delivery latency recorded) as an online client would.
+    async fn wait_until(&mut self, due: Instant, stop: &mut watch::Receiver<bool>) {
+        loop {
+            // Mail announced while a command ran (an untagged EXISTS) is fetched
+            // now: IDLE would not announce it again.
+            let unseen_arrivals = self.session.as_ref().is_some_and(|s| {
+                s.imap
+                    .mailbox()
+                    .is_some_and(|m| m.exists as usize > s.inbox.len())
+            });
+            if unseen_arrivals && let Err(failure) = self.fetch_new_mail().await {
+                self.background_failure(failure);
+            }
+            let now = Instant::now();
+            if now >= due || *stop.borrow() {
+                return;
+            }
+            let idle = self.session.as_ref().is_some_and(|s| s.can_idle) && due - now >= MIN_IDLE;
+            if !idle {
+                sleep_until(due, stop).await;
+                return;
+            }
+            match self.idle_until(due, stop).await {
+                // New mail: the next turn of the loop fetches it.
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(failure) => {
+                    self.background_failure(failure);
+                    sleep_until(due, stop).await;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// IDLEs until `due`, `stop`, or new mail; returns whether mail arrived.
+    async fn idle_until(
+        &mut self,
+        due: Instant,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<bool, Failure> {
+        let Some(session) = self.session.as_mut() else {
+            return Ok(false);
+        };
+        session.imap.idle_start().await?;
+        let mut new_mail = false;
+        loop {
+            let now = Instant::now();
+            if now >= due || new_mail {
+                break;
+            }
+            tokio::select! {
+                // idle_wait is cancel-safe: losing the race to `stop` loses no update.
+                waited = session.imap.idle_wait(due - now) => match waited? {
+                    Idle::Updates(updates) => {
+                        new_mail = updates.iter().any(|u| matches!(u, MailboxUpdate::Exists(_)));
+                    }
+                    Idle::TimedOut => break,
+                },
+                _ = stop.changed() => break,
+            }
+        }
+        session.imap.idle_done().await?;
+        Ok(new_mail)
+    }
+
+    /// Fetches envelopes of messages that arrived since the last look, and
+    /// reports tracked ones as delivered.
+    async fn fetch_new_mail(&mut self) -> Result<(), Failure> {
+        let Some(session) = self.session.as_mut() else {
+            return Ok(());
+        };
+        let set = format!("{}:*", session.highest_uid + 1);
+        let fetched = session
+            .imap
+            .fetch(
+                &set,
+                &[FetchItem::Uid, FetchItem::Flags, FetchItem::Envelope],
+                true,
+            )
+            .await?;
+        self.shared
+            .events
+            .command("imap.UID FETCH", fetched.elapsed);
+        let seen_at = Instant::now();
+        let session = self.session.as_mut().ok_or(Failure {
+            kind: "no-session".into(),
+            session_lost: true,
+        })?;
+        merge(session, &fetched.value);
+        // Still out of step with the server (something expunged or added that
+        // we did not see): list the Inbox again rather than fetch in a loop.
+        if session
+            .imap
+            .mailbox()
+            .is_some_and(|m| m.exists as usize != session.inbox.len())
+        {
+            let all = session
+                .imap
+                .fetch("1:*", &[FetchItem::Uid, FetchItem::Flags], false)
+                .await?;
+            self.shared.events.command("imap.FETCH", all.elapsed);
+            session.inbox = all.value.iter().filter_map(known).collect();
+        }
+        for message in &fetched.value {
+            self.notice(message, seen_at);
+        }
+        Ok(())
+    }
+
+    fn notice(&self, message: &FetchedMessage, at: Instant) {
+        let id = message
+            .envelope
+            .as_ref()
+            .and_then(|e| e.message_id.as_deref());
+        if let Some(id) = id
+            && let Some(latency) = self.shared.delivery.noticed(id, self.index, at)
+        {
+            self.shared.events.send(Event::Delivered(latency));
+        }
+    }
+
+    async fn act(&mut self, kind: ActionKind, seq: u64, nth: u64) -> Result<Outcome, Failure> {
+        match kind {
+            ActionKind::CheckInbox => self.check_inbox().await,
+            ActionKind::Read => self.read(seq).await,
+            ActionKind::Move => self.move_message(seq, false).await,
+            ActionKind::Delete => self.move_message(seq, true).await,
+            ActionKind::Send => self.send(nth).await,
+            ActionKind::UpdateCalendar => self.update_calendar(nth).await,
+        }
+    }
+
+    fn session(&mut self) -> Result<&mut Session, Failure> {
+        self.session.as_mut().ok_or(Failure {
+            kind: "no-session".into(),
+            session_lost: true,
+        })
+    }
+
+    async fn check_inbox(&mut self) -> Result<Outcome, Failure> {
+        let inbox = self.shared.plan.params().inbox.clone();
+        let page = self.shared.plan.params().page_size.max(1);
+        let events = self.shared.events.clone();
+        let session = self.session()?;
+        let selected = session.imap.select(&inbox).await?;
+        events.command("imap.SELECT", selected.elapsed);
+        events.count(Counter::FolderOpens, 1);
+        let exists = selected.value.exists;
+        if exists == 0 {
+            return Ok(Outcome::Ok);
+        }
+        let first = exists.saturating_sub(page - 1).max(1);
+        let fetched = session
+            .imap
+            .fetch(
+                &format!("{first}:{exists}"),
+                &[FetchItem::Uid, FetchItem::Flags, FetchItem::Envelope],
+                false,
+            )
+            .await?;
+        events.command("imap.FETCH", fetched.elapsed);
+        let seen_at = Instant::now();
+        merge(session, &fetched.value);
+        for message in &fetched.value {
+            self.notice(message, seen_at);
+        }
+        Ok(Outcome::Ok)
+    }
+
+    /// Picks a message of the Inbox: unread ones first when the profile says so.
+    fn pick_message(&self, seq: u64, unread_first: bool) -> Option<usize> {
+        let session = self.session.as_ref()?;
+        let unread: Vec<usize> = (0..session.inbox.len())
+            .filter(|&i| !session.inbox[i].seen)
+            .collect();
+        let candidates: Vec<usize> = if unread_first && !unread.is_empty() {
+            unread
+        } else {
+            (0..session.inbox.len()).collect()
+        };
+        if candidates.is_empty() {
+            return None;
+        }
+        Some(candidates[self.shared.plan.pick(self.index, seq, candidates.len())])
+    }
+
+    async fn read(&mut self, seq: u64) -> Result<Outcome, Failure> {
+        let unread_first = self.shared.plan.params().unread_first;
+        let events = self.shared.events.clone();
+        let picked = self.pick_message(seq, unread_first);
+        let Some(index) = picked else {
+            return Ok(Outcome::Skipped("empty_inbox"));
+        };
+        let session = self.session()?;
+        let uid = session.inbox[index].uid;
+        // BODY[] (not PEEK): opening a message marks it read, as a client does.
+        let body = [FetchItem::Body {
+            section: BodySection::Full,
+            peek: false,
+        }];
+        let fetched = session.imap.fetch(&uid.to_string(), &body, true).await?;
+        events.command("imap.UID FETCH", fetched.elapsed);
+        events.count(Counter::MessageOpens, 1);
+        if fetched.value.is_empty() {
+            // Gone (expunged elsewhere): forget it.
+            session.inbox.swap_remove(index);
+            return Ok(Outcome::Error("imap:message-gone".into()));
+        }
+        session.inbox[index].seen = true;
+        Ok(Outcome::Ok)
+    }
+
+    async fn move_message(&mut self, seq: u64, delete: bool) -> Result<Outcome, Failure> {
+        let params = self.shared.plan.params().clone();
+        let events = self.shared.events.clone();
+        let picked = self.pick_message(seq, false);
+        let Some(index) = picked else {
+            return Ok(Outcome::Skipped("empty_inbox"));
+        };
+        let folder = if delete {
+            params.trash.clone()
+        } else if params.move_targets.is_empty() {
+            return Ok(Outcome::Skipped("no_folders"));
+        } else {
+            // A second, independent pick for the folder (seq is shared with the message pick).
+            let choice =
+                self.shared
+                    .plan
+                    .pick(self.index, seq ^ (1 << 63), params.move_targets.len());
+            params.move_targets[choice].clone()
+        };
+        let session = self.session()?;
+        let uid = session.inbox[index].uid;
+        let moved = session
+            .imap
+            .move_messages(&uid.to_string(), &folder, true)
+            .await?;
+        events.command("imap.UID MOVE", moved.elapsed);
+        session.inbox.swap_remove(index);
+        Ok(Outcome::Ok)
+    }
+
+    async fn send(&mut self, nth: u64) -> Result<Outcome, Failure> {
+        let shared = self.shared.clone();
+        let plan = &shared.plan;
+        let choice = plan.send_choice(self.index, nth);
+        let recipients = plan.delivered_to(&choice);
+        let mut to: Vec<String> = choice.direct.iter().map(|&u| plan.address(u)).collect();
+        if let Some(list) = choice.list {
+            to.push(plan.list_address(list));
+        }
+        let date = rfc5322_now();
+        let message = shared.generator.generate(&MessageSpec {
+            run_id: &shared.run_id,
+            id: &choice.id,
+            from: &self.address,
+            to: &to,
+            date: &date,
+            kind: &plan.mix()[choice.mix],
+        });
+        let message_id = header(&message, "Message-ID").unwrap_or_default();
+        // Distribution lists are expanded by the client, as Outlook expands a
+        // personal list: the envelope names every member.
+        let envelope: Vec<String> = recipients.iter().map(|&u| plan.address(u)).collect();
+
+        let target = &shared.target;
+        let endpoint = &target.smtp;
+        let connected = SmtpConnection::connect(
+            &endpoint.host,
+            endpoint.port,
+            Flavor::Smtp,
+            endpoint.security(),
+            Some(target.tls.clone()),
+            shared.connect_timeout,
+        )
+        .await?;
+        let mut smtp = self.command("smtp.CONNECT", connected);
+        let done = smtp.ehlo(&shared.client_name).await?;
+        self.command("smtp.EHLO", done);
+        if endpoint.tls == TlsMode::StartTls {
+            let done = smtp.starttls(&endpoint.host, target.tls.clone()).await?;
+            self.command("smtp.STARTTLS", done);
+            let done = smtp.ehlo(&shared.client_name).await?;
+            self.command("smtp.EHLO", done);
+        }
+        let (login, password) = target.login(self.index, &self.address);
+        let done = smtp.authenticate(login, password).await?;
+        self.command("smtp.AUTH", done);
+        let sent = smtp.send_mail(&self.address, &envelope, &message).await?;
+        self.command("smtp.TRANSACTION", sent.clone().map(|_| ()));
+        let outcome = sent.value;
+        let accepted: Vec<u32> = recipients
+            .iter()
+            .zip(&outcome.recipients)
+            .filter(|(_, r)| r.delivered())
+            .map(|(&u, _)| u)
+            .collect();
+        let refused = recipients.len() - accepted.len();
+        if !accepted.is_empty() {
+            shared
+                .delivery
+                .submitted(&message_id, &accepted, Instant::now());
+            shared.events.count(Counter::MessagesSubmitted, 1);
+            shared
+                .events
+                .count(Counter::RecipientsSubmitted, accepted.len() as u64);
+        }
+        if refused > 0 {
+            shared
+                .events
+                .count(Counter::RecipientsRefused, refused as u64);
+        }
+        if let Ok(quit) = smtp.quit().await {
+            self.command("smtp.QUIT", quit);
+        }
+
+        if plan.params().save_copy {
+            let sent_folder = plan.params().sent_folder.clone();
+            let session = self.session()?;
+            let appended = session
+                .imap
+                .append(&sent_folder, &["\\Seen"], None, &message)
+                .await?;
+            shared.events.command("imap.APPEND", appended.elapsed);
+        }
+        if refused > 0 {
+            return Ok(Outcome::Error("smtp:recipient-refused".into()));
+        }
+        Ok(Outcome::Ok)
+    }
+
+    async fn update_calendar(&mut self, nth: u64) -> Result<Outcome, Failure> {
+        let params = self.shared.plan.params().clone();
+        let events = self.shared.events.clone();
+        let item = calendar_item(&self.shared.run_id, self.index, nth, &self.address);
+        let session = self.session()?;
+        let appended = session
+            .imap
+            .append(&params.calendar_folder, &[], None, &item)
+            .await?;
+        events.command("imap.APPEND", appended.elapsed);
+        let previous = session.calendar_item.take();
+        session.calendar_item = appended.value.map(|a| a.uid);
+        // Every other update replaces the previous item instead of adding one.
+        if nth % 2 == 1
+            && let Some(old) = previous
+        {
+            let selected = session.imap.select(&params.calendar_folder).await?;
+            events.command("imap.SELECT", selected.elapsed);
+            let stored = session
+                .imap
+                .store(&old.to_string(), StoreMode::Add, &["\\Deleted"], true, true)
+                .await?;
+            events.command("imap.UID STORE", stored.elapsed);
+            let expunged = session.imap.uid_expunge(&old.to_string()).await?;
+            events.command("imap.UID EXPUNGE", expunged.elapsed);
+            let selected = session.imap.select(&params.inbox).await?;
+            events.command("imap.SELECT", selected.elapsed);
+        }
+        Ok(Outcome::Ok)
+    }
+}
+
+fn known(message: &FetchedMessage) -> Option<Known> {
+    Some(Known {
+        uid: message.uid?,
+        seen: message
+            .flags
+            .as_ref()
+            .is_some_and(|flags| flags.iter().any(|f| f.eq_ignore_ascii_case("\\Seen"))),
+    })
+}
+
+/// Adds fetched messages to the known Inbox, updating ones already known.
+fn merge(session: &mut Session, fetched: &[FetchedMessage]) {
+    for message in fetched {
+        let Some(new) = known(message) else { continue };
+        match session.inbox.iter_mut().find(|k| k.uid == new.uid) {
+            Some(existing) => existing.seen = new.seen,
+            None => session.inbox.push(new),
+        }
+        session.highest_uid = session.highest_uid.max(new.uid);
+    }
+}
+
+/// Sleeps until `deadline`; false if `stop` was raised first.
+pub(crate) async fn sleep_until(deadline: Instant, stop: &mut watch::Receiver<bool>) -> bool {
+    if *stop.borrow() {
+        return false;
+    }
+    tokio::select! {
+        _ = tokio::time::sleep_until(deadline.into()) => true,
+        _ = stop.changed() => false,
+    }
+}
+
+/// The value of the first header `name` in a message.
+pub(crate) fn header(message: &[u8], name: &str) -> Option<String> {
+    let end = message
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(message.len());
+    let head = std::str::from_utf8(&message[..end]).ok()?;
+    head.split("\r\n").find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.eq_ignore_ascii_case(name)
+            .then(|| value.trim().to_owned())
+    })
+}
+
+/// A calendar item as a client that stores calendars in IMAP writes it.
+fn calendar_item(run_id: &str, user: u32, nth: u64, address: &str) -> Vec<u8> {
+    let date = rfc5322_now();
+    let uid = format!("{run_id}-u{user}-e{}", nth / 2);
+    format!(
+        "From: {address}\r\nTo: {address}\r\nSubject: Meeting {nth}\r\nDate: {date}\r\n\
+         Message-ID: <cal.{uid}.{nth}@peakhour.invalid>\r\nX-Peakhour-Run: {run_id}\r\n\
+         MIME-Version: 1.0\r\nContent-Type: text/calendar; charset=utf-8; method=REQUEST\r\n\r\n\
+         BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//peakhour//EN\r\nBEGIN:VEVENT\r\n\
+         UID:{uid}\r\nSEQUENCE:{seq}\r\nDTSTAMP:20260101T090000Z\r\nDTSTART:20260102T{hour:02}0000Z\r\n\
+         DTEND:20260102T{end:02}0000Z\r\nSUMMARY:Meeting {nth}\r\nORGANIZER:mailto:{address}\r\n\
+         END:VEVENT\r\nEND:VCALENDAR\r\n",
+        seq = nth % 2,
+        hour = 8 + nth % 8,
+        end = 9 + nth % 8,
+    )
+    .into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_headers_case_insensitively_and_only_in_the_head() {
+        let message = b"Subject: x\r\nmessage-id: <a@b>\r\n\r\nMessage-ID: <body@b>\r\n";
+        assert_eq!(header(message, "Message-ID").as_deref(), Some("<a@b>"));
+        assert_eq!(header(message, "From"), None);
+    }
+}

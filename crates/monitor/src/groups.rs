@@ -1,0 +1,416 @@
+//! Process groups: which processes belong to Dovecot, Postfix or peakhour,
+//! and their CPU, memory, I/O and context switches summed per group.
+//!
+//! ## Membership rule
+//!
+//! A process belongs to a group when its command name (`comm`) matches the
+//! group's names or regex **and**, if the group lists ancestors, the process
+//! itself or one of its ancestors has one of those names. Dovecot and Postfix
+//! both run processes called `anvil` and `lmtp` (Postfix's `lmtp` is its
+//! client, Dovecot's the server), so the defaults resolve them by ancestry:
+//! Dovecot's processes descend from a process named `dovecot`, Postfix's from
+//! Postfix's `master`. A process may belong to several groups if several
+//! match; the defaults never overlap.
+//!
+//! ## Rates across appearing and vanishing processes
+//!
+//! Counters are kept per process, keyed by PID *and* start time, so a reused
+//! PID is a new process. A process's delta is never negative (a counter
+//! that went backwards counts as 0). A process that started since the last
+//! sample counts its whole life (it all happened in this interval); one
+//! that was already running but is new to the group counts nothing this
+//! interval. A process that exited since the last sample takes its last
+//! partial interval with it: the kernel no longer shows it. Rates therefore
+//! err low for very short-lived processes (Postfix's `smtpd` per
+//! connection, Dovecot's `imap` per login), never high.
+
+use std::collections::HashMap;
+
+use regex_lite::Regex;
+
+use crate::error::MonitorError;
+use crate::procfs::PidStat;
+use crate::sample::GroupSample;
+
+/// How a group recognises its processes.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ProcessMatcher {
+    /// Exact command names; a trailing `*` matches any suffix (`indexer*`).
+    Names(Vec<String>),
+    /// A regex over the command name (`comm`, at most 15 bytes).
+    Regex(Regex),
+    /// The process the monitor runs in (peakhour itself).
+    CurrentProcess,
+}
+
+impl ProcessMatcher {
+    fn matches(&self, comm: &str, pid: u32, own_pid: u32) -> bool {
+        match self {
+            Self::Names(names) => names.iter().any(|n| match n.strip_suffix('*') {
+                Some(prefix) => comm.starts_with(prefix),
+                None => comm == n,
+            }),
+            Self::Regex(re) => re.is_match(comm),
+            Self::CurrentProcess => pid == own_pid,
+        }
+    }
+}
+
+/// A named set of processes to watch.
+#[derive(Debug, Clone)]
+pub struct GroupSpec {
+    /// Name used in columns: `group_<name>_cpu_pct`.
+    pub name: String,
+    /// Which command names belong.
+    pub matcher: ProcessMatcher,
+    /// If not empty, a process belongs only if it or an ancestor has one of
+    /// these command names.
+    pub ancestors: Vec<String>,
+}
+
+/// Dovecot's process names (Debian 12, Dovecot 2.3).
+pub const DOVECOT_NAMES: &[&str] = &[
+    "dovecot",
+    "imap",
+    "imap-login",
+    "imap-hibernate",
+    "pop3",
+    "pop3-login",
+    "lmtp",
+    "auth",
+    "anvil",
+    "log",
+    "config",
+    "stats",
+    "indexer*",
+    "dict",
+    "doveadm",
+    "submission*",
+    "managesieve*",
+    "replicator",
+    "aggregator",
+    "quota-status",
+];
+
+/// Postfix's process names (Postfix 3.7).
+pub const POSTFIX_NAMES: &[&str] = &[
+    "master",
+    "smtpd",
+    "smtp",
+    "qmgr",
+    "cleanup",
+    "lmtp",
+    "pickup",
+    "trivial-rewrite",
+    "tlsmgr",
+    "proxymap",
+    "anvil",
+    "postlogd",
+    "bounce",
+    "local",
+    "virtual",
+    "pipe",
+    "scache",
+    "verify",
+    "showq",
+    "flush",
+    "error",
+    "retry",
+    "discard",
+    "postscreen",
+    "dnsblog",
+    "tlsproxy",
+    "spawn",
+];
+
+impl GroupSpec {
+    /// A group matching exact command names (trailing `*` = prefix).
+    pub fn names(name: impl Into<String>, names: &[&str]) -> Self {
+        Self {
+            name: name.into(),
+            matcher: ProcessMatcher::Names(names.iter().map(|s| (*s).to_owned()).collect()),
+            ancestors: Vec::new(),
+        }
+    }
+
+    /// A group matching command names against a regex.
+    pub fn regex(name: impl Into<String>, pattern: &str) -> Result<Self, MonitorError> {
+        let name = name.into();
+        let re = Regex::new(pattern).map_err(|source| MonitorError::Regex {
+            group: name.clone(),
+            source,
+        })?;
+        Ok(Self {
+            name,
+            matcher: ProcessMatcher::Regex(re),
+            ancestors: Vec::new(),
+        })
+    }
+
+    /// Restricts the group to processes under (or named) one of `names`.
+    pub fn under(mut self, names: &[&str]) -> Self {
+        self.ancestors = names.iter().map(|s| (*s).to_owned()).collect();
+        self
+    }
+
+    /// Dovecot: its names, under a process named `dovecot`.
+    pub fn dovecot() -> Self {
+        Self::names("dovecot", DOVECOT_NAMES).under(&["dovecot"])
+    }
+
+    /// Postfix: its names, under Postfix's `master`.
+    pub fn postfix() -> Self {
+        Self::names("postfix", POSTFIX_NAMES).under(&["master"])
+    }
+
+    /// peakhour itself: the process the monitor runs in.
+    pub fn peakhour() -> Self {
+        Self {
+            name: "peakhour".into(),
+            matcher: ProcessMatcher::CurrentProcess,
+            ancestors: Vec::new(),
+        }
+    }
+
+    /// The defaults: `dovecot`, `postfix`, `peakhour`.
+    pub fn defaults() -> Vec<Self> {
+        vec![Self::dovecot(), Self::postfix(), Self::peakhour()]
+    }
+}
+
+/// For each group (in `specs` order), the indices into `procs` of its members.
+/// Pure: it sees only the parsed `/proc/PID/stat` of every process.
+pub fn assign_groups(specs: &[GroupSpec], procs: &[PidStat], own_pid: u32) -> Vec<Vec<usize>> {
+    let by_pid: HashMap<u32, usize> = procs.iter().enumerate().map(|(i, p)| (p.pid, i)).collect();
+    let has_ancestor = |start: usize, names: &[String]| {
+        let mut at = Some(start);
+        // Bounded walk: a PID cycle (impossible, but /proc is read racily) cannot hang us.
+        for _ in 0..64 {
+            let Some(i) = at else { return false };
+            let p = &procs[i];
+            if names.contains(&p.comm) {
+                return true;
+            }
+            if p.ppid == 0 || p.ppid == p.pid {
+                return false;
+            }
+            at = by_pid.get(&p.ppid).copied();
+        }
+        false
+    };
+    specs
+        .iter()
+        .map(|spec| {
+            procs
+                .iter()
+                .enumerate()
+                .filter(|(i, p)| {
+                    spec.matcher.matches(&p.comm, p.pid, own_pid)
+                        && (spec.ancestors.is_empty() || has_ancestor(*i, &spec.ancestors))
+                })
+                .map(|(i, _)| i)
+                .collect()
+        })
+        .collect()
+}
+
+/// Cumulative counters of one process, as read at one sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProcessCounters {
+    /// PID.
+    pub pid: u32,
+    /// Start time, clock ticks after boot.
+    pub start_ticks: u64,
+    /// `utime + stime`, clock ticks.
+    pub cpu_ticks: u64,
+    /// Threads.
+    pub threads: u32,
+    /// Resident set, kB.
+    pub rss_kb: u64,
+    /// Storage bytes read.
+    pub read_bytes: u64,
+    /// Storage bytes written.
+    pub write_bytes: u64,
+    /// Voluntary + involuntary context switches.
+    pub ctx_switches: u64,
+}
+
+/// Keeps the previous counters of every group member and turns the next
+/// read into per-group rates (see the module docs for the rules).
+#[derive(Debug, Default)]
+pub struct GroupTracker {
+    prev: HashMap<(u32, u64), ProcessCounters>,
+    prev_uptime_ticks: Option<u64>,
+}
+
+impl GroupTracker {
+    /// A tracker with no history (its first update gives no rates).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sums the groups' members and computes rates against the last update.
+    /// `members[g]` are group `g`'s processes now; `uptime_ticks` is the
+    /// time of this read in clock ticks after boot; `elapsed_s` the wall
+    /// time since the last update.
+    pub fn update(
+        &mut self,
+        names: &[&str],
+        members: &[Vec<ProcessCounters>],
+        uptime_ticks: u64,
+        ticks_per_s: f64,
+        elapsed_s: f64,
+    ) -> Vec<GroupSample> {
+        let have_rates = self.prev_uptime_ticks.is_some() && elapsed_s > 0.0;
+        let born_after = self.prev_uptime_ticks.unwrap_or(u64::MAX);
+        let mut next = HashMap::with_capacity(self.prev.len());
+        let samples = names
+            .iter()
+            .zip(members)
+            .map(|(name, procs)| {
+                let mut g = GroupSample {
+                    name: (*name).to_owned(),
+                    ..GroupSample::default()
+                };
+                let (mut cpu, mut read, mut write, mut ctx) = (0u64, 0u64, 0u64, 0u64);
+                for p in procs {
+                    g.processes += 1;
+                    g.threads = g.threads.saturating_add(p.threads);
+                    g.rss_kb = g.rss_kb.saturating_add(p.rss_kb);
+                    let key = (p.pid, p.start_ticks);
+                    let base = match self.prev.get(&key) {
+                        Some(prev) => Some(*prev),
+                        // Born during the interval: everything it did is new.
+                        None if p.start_ticks > born_after => Some(ProcessCounters::default()),
+                        None => None,
+                    };
+                    if let Some(b) = base {
+                        cpu = cpu.saturating_add(p.cpu_ticks.saturating_sub(b.cpu_ticks));
+                        read = read.saturating_add(p.read_bytes.saturating_sub(b.read_bytes));
+                        write = write.saturating_add(p.write_bytes.saturating_sub(b.write_bytes));
+                        ctx = ctx.saturating_add(p.ctx_switches.saturating_sub(b.ctx_switches));
+                    }
+                    next.insert(key, *p);
+                }
+                if have_rates {
+                    g.cpu_pct = Some(cpu as f64 / ticks_per_s / elapsed_s * 100.0);
+                    g.read_bytes_per_s = Some(read as f64 / elapsed_s);
+                    g.write_bytes_per_s = Some(write as f64 / elapsed_s);
+                    g.ctx_switches_per_s = Some(ctx as f64 / elapsed_s);
+                }
+                g
+            })
+            .collect();
+        self.prev = next;
+        self.prev_uptime_ticks = Some(uptime_ticks);
+        samples
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ps(pid: u32, ppid: u32, comm: &str) -> PidStat {
+        PidStat {
+            pid,
+            ppid,
+            comm: comm.into(),
+            ..PidStat::default()
+        }
+    }
+
+    #[test]
+    fn anvil_and_lmtp_go_to_their_own_server() {
+        let procs = vec![
+            ps(1, 0, "systemd"),
+            ps(100, 1, "dovecot"),
+            ps(101, 100, "anvil"),
+            ps(102, 100, "lmtp"),
+            ps(103, 100, "imap"),
+            ps(104, 100, "indexer-worker"),
+            ps(200, 1, "master"),
+            ps(201, 200, "anvil"),
+            ps(202, 200, "lmtp"),
+            ps(203, 200, "smtpd"),
+            ps(300, 1, "anvil"), // stray: under neither
+            ps(400, 1, "peakhour"),
+        ];
+        let groups = assign_groups(&GroupSpec::defaults(), &procs, 400);
+        let pids = |g: usize| groups[g].iter().map(|&i| procs[i].pid).collect::<Vec<_>>();
+        assert_eq!(pids(0), vec![100, 101, 102, 103, 104]);
+        assert_eq!(pids(1), vec![200, 201, 202, 203]);
+        assert_eq!(pids(2), vec![400]);
+    }
+
+    #[test]
+    fn regex_groups() {
+        let procs = vec![
+            ps(1, 0, "nginx"),
+            ps(2, 1, "nginx: worker"),
+            ps(3, 1, "php-fpm"),
+        ];
+        let spec = GroupSpec::regex("web", "^(nginx|php)").unwrap();
+        assert_eq!(assign_groups(&[spec], &procs, 0), vec![vec![0, 1, 2]]);
+        assert!(GroupSpec::regex("bad", "(").is_err());
+    }
+
+    fn pc(pid: u32, start: u64, cpu: u64, ctx: u64) -> ProcessCounters {
+        ProcessCounters {
+            pid,
+            start_ticks: start,
+            cpu_ticks: cpu,
+            threads: 1,
+            rss_kb: 1000,
+            ctx_switches: ctx,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn vanishing_new_and_reused_processes_never_give_negative_or_huge_rates() {
+        let mut t = GroupTracker::new();
+        // t=0 (uptime 1000 ticks): two processes; no rates yet.
+        let first = t.update(
+            &["g"],
+            &[vec![pc(10, 500, 1_000, 50), pc(11, 600, 2_000, 70)]],
+            1000,
+            100.0,
+            1.0,
+        );
+        assert_eq!(first[0].cpu_pct, None);
+        assert_eq!(first[0].processes, 2);
+        // t=1 s (uptime 1100): pid 11 exited; pid 10 used 50 ticks;
+        // pid 12 started at tick 1050 and used 20 ticks;
+        // pid 13 is old (start 400) but new to the group: counts nothing;
+        // pid 10's counters can't go backwards, but if they did they'd count 0.
+        let second = t.update(
+            &["g"],
+            &[vec![
+                pc(10, 500, 1_050, 60),
+                pc(12, 1050, 20, 5),
+                pc(13, 400, 999_999, 1_000_000),
+            ]],
+            1100,
+            100.0,
+            1.0,
+        );
+        // (50 + 20) ticks / 100 Hz / 1 s = 70 %.
+        assert!((second[0].cpu_pct.unwrap() - 70.0).abs() < 1e-9);
+        assert_eq!(second[0].ctx_switches_per_s, Some(15.0));
+        assert_eq!(second[0].processes, 3);
+        // t=2 s: pid 10 reused by a new process (different start) with big counters
+        // started before the last read is impossible; started after: counts whole life.
+        let third = t.update(
+            &["g"],
+            &[vec![pc(10, 1150, 30, 3), pc(12, 1050, 10, 1)]],
+            1200,
+            100.0,
+            1.0,
+        );
+        // new pid 10: 30 ticks; pid 12 went backwards: 0.
+        assert!((third[0].cpu_pct.unwrap() - 30.0).abs() < 1e-9);
+        assert_eq!(third[0].ctx_switches_per_s, Some(3.0));
+    }
+}

@@ -1,0 +1,72 @@
+//! # peakhour-monitor
+//!
+//! The monitor layer of peakhour: today's STAT.NLM and Perfmon. While the
+//! load runs it samples the server at a fixed interval (1 s by default) and
+//! keeps what it saw, so the analysis can say what ran out first.
+//!
+//! * A [`Source`] produces typed [`Sample`]s: [`LocalSource`] reads this
+//!   machine's `/proc` (system CPU, memory, disks, network, PSI, process
+//!   groups such as Dovecot and Postfix, Postfix's queues, Dovecot's
+//!   connections); [`NodeExporterSource`] scrapes a Prometheus
+//!   node_exporter for the system part of a remote host.
+//! * A [`Monitor`] is a tokio task that samples a source every interval,
+//!   aligned to the run's start, writes `monitor.csv` through a
+//!   [`CsvWriter`] (columns in [`columns`], documented in
+//!   `docs/metrics.md`), keeps the samples in a bounded [`MetricTable`], and
+//!   measures its own CPU cost ([`MonitorCost`]).
+//! * [`analysis`] is pure: steady-state mean, p95 and max per metric, seed
+//!   001's *high average* with its standard deviation, and the USE summary
+//!   that names the bottleneck in one line.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), peakhour_monitor::MonitorError> {
+//! use peakhour_monitor::{LocalConfig, LocalSource, Monitor, MonitorConfig};
+//! use peakhour_monitor::analysis::{self, TimeWindow, Thresholds};
+//!
+//! let source = LocalSource::new(LocalConfig::default())?;
+//! let csv = std::fs::File::create("monitor.csv").map_err(peakhour_monitor::MonitorError::Write)?;
+//! let monitor = Monitor::start(source, Some(csv), MonitorConfig::default())?;
+//! // ... the load runs ...
+//! let report = monitor.finish().await?;
+//! let verdict = analysis::use_summary(&report.table, TimeWindow::ALL, &Thresholds::DEFAULT);
+//! println!("{}", verdict.line);
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+pub mod analysis;
+pub mod columns;
+mod cost;
+mod csv;
+mod error;
+mod groups;
+mod mail;
+mod monitor;
+mod procfs;
+mod sample;
+mod source;
+mod system;
+mod table;
+
+pub use cost::{MonitorCost, cpu_timed, process_cpu_time, thread_cpu_time};
+pub use csv::CsvWriter;
+pub use error::MonitorError;
+pub use groups::{
+    DOVECOT_NAMES, GroupSpec, GroupTracker, POSTFIX_NAMES, ProcessCounters, ProcessMatcher,
+    assign_groups,
+};
+pub use mail::{MailProbes, count_files, postfix_queue_sizes};
+pub use monitor::{Monitor, MonitorConfig, MonitorReport, StopHandle};
+pub use procfs::{PidStat, parse_pid_stat};
+pub use sample::{
+    CpuSample, CpuShares, DiskSample, GroupSample, MailSample, MemorySample, NetworkSample,
+    PressureSample, QueueSizes, Sample, SystemSample,
+};
+pub use source::{
+    LocalConfig, LocalSource, NodeExporterSource, SampleFuture, Source, parse_exposition,
+};
+pub use system::{
+    CpuCounters, DiskCounters, MemoryCounters, NetCounters, PressureCounters, SystemCounters,
+    counter_delta, cpu_shares, system_sample,
+};
+pub use table::{DEFAULT_MAX_ROWS, MetricTable};

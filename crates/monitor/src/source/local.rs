@@ -1,0 +1,324 @@
+//! The local source: this machine's `/proc`, parsed by hand.
+//!
+//! Hand-parsing (rather than the `procfs` crate) keeps the per-sample cost
+//! to one `read` per file into a reused buffer, and the build free of
+//! another dependency tree; the parsers are small and fixture-tested.
+
+use std::collections::{BTreeSet, HashSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::{SampleFuture, Source};
+use crate::error::MonitorError;
+use crate::groups::{GroupSpec, GroupTracker, ProcessCounters, assign_groups};
+use crate::mail::{MailProbes, postfix_queue_sizes};
+use crate::procfs::{self, PidStat};
+use crate::sample::{MailSample, Sample};
+use crate::system::{PressureCounters, SystemCounters, system_sample};
+
+/// What the local source reads.
+#[derive(Debug, Clone)]
+pub struct LocalConfig {
+    /// Root of procfs; `/proc` except in tests.
+    pub proc_root: PathBuf,
+    /// Where whole block devices are listed; `/sys/block` except in tests.
+    /// If it cannot be listed, partitions are recognised by name.
+    pub sys_block: PathBuf,
+    /// Process groups to watch (default: dovecot, postfix, peakhour).
+    pub groups: Vec<GroupSpec>,
+    /// Mail-server probes.
+    pub mail: MailProbes,
+}
+
+impl Default for LocalConfig {
+    fn default() -> Self {
+        Self {
+            proc_root: PathBuf::from("/proc"),
+            sys_block: PathBuf::from("/sys/block"),
+            groups: GroupSpec::defaults(),
+            mail: MailProbes::default(),
+        }
+    }
+}
+
+/// Samples this machine through `/proc`.
+#[derive(Debug)]
+pub struct LocalSource {
+    config: LocalConfig,
+    ticks_per_s: f64,
+    own_pid: u32,
+    prev: Option<(Instant, SystemCounters)>,
+    tracker: GroupTracker,
+    whole_disks: Option<HashSet<String>>,
+    partitions: BTreeSet<String>,
+    buf: String,
+    dovecot_probe: GroupSpec,
+}
+
+/// Why a per-process read failed: gone (skip it) or something worse.
+fn process_gone(e: &std::io::Error) -> bool {
+    // ESRCH surfaces as a raw OS error 3 when reading a dying process.
+    matches!(e.kind(), std::io::ErrorKind::NotFound) || e.raw_os_error() == Some(3)
+}
+
+impl LocalSource {
+    /// A source with the given configuration.
+    pub fn new(config: LocalConfig) -> Result<Self, MonitorError> {
+        let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .ok()
+            .flatten()
+            .filter(|t| *t > 0)
+            .unwrap_or(100);
+        let mut source = Self {
+            config,
+            ticks_per_s: ticks as f64,
+            own_pid: std::process::id(),
+            prev: None,
+            tracker: GroupTracker::new(),
+            whole_disks: None,
+            partitions: BTreeSet::new(),
+            buf: String::with_capacity(8192),
+            dovecot_probe: GroupSpec::dovecot(),
+        };
+        source.list_whole_disks();
+        Ok(source)
+    }
+
+    fn list_whole_disks(&mut self) {
+        self.whole_disks = std::fs::read_dir(&self.config.sys_block)
+            .ok()
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    // /sys/block spells a '/' in a device name as '!' (cciss!c0d0).
+                    .map(|e| e.file_name().to_string_lossy().replace('!', "/"))
+                    .collect()
+            });
+    }
+
+    fn read(&mut self, path: &Path) -> Result<&str, std::io::Error> {
+        self.buf.clear();
+        std::fs::File::open(path)?.read_to_string(&mut self.buf)?;
+        Ok(&self.buf)
+    }
+
+    fn read_proc(&mut self, rel: &str) -> Result<&str, MonitorError> {
+        let path = self.config.proc_root.join(rel);
+        self.buf.clear();
+        match std::fs::File::open(&path).and_then(|mut f| f.read_to_string(&mut self.buf)) {
+            Ok(_) => Ok(&self.buf),
+            Err(e) => Err(MonitorError::read(path, e)),
+        }
+    }
+
+    fn read_optional(&mut self, rel: &str) -> Option<&str> {
+        let path = self.config.proc_root.join(rel);
+        self.read(&path).ok()
+    }
+
+    fn keep_disk(&mut self, name: &str) -> bool {
+        if self.partitions.contains(name) {
+            return false;
+        }
+        let whole = match &self.whole_disks {
+            Some(set) if set.contains(name) => true,
+            // A device we have not seen listed: it may be new, so list again once.
+            Some(_) => {
+                self.list_whole_disks();
+                self.whole_disks.as_ref().is_some_and(|s| s.contains(name))
+            }
+            None => !procfs::looks_like_partition(name),
+        };
+        if !whole {
+            self.partitions.insert(name.to_owned());
+        }
+        whole
+    }
+
+    /// Reads every system counter once.
+    pub fn read_system(&mut self) -> Result<SystemCounters, MonitorError> {
+        let ticks = self.ticks_per_s;
+        let stat = procfs::parse_stat(self.read_proc("stat")?, ticks)?;
+        let load1 = self
+            .read_optional("loadavg")
+            .and_then(|t| procfs::parse_loadavg(t).ok());
+        let mut pressure = PressureCounters::default();
+        if let Some(t) = self.read_optional("pressure/cpu") {
+            pressure.cpu_some = procfs::parse_pressure(t)?.0;
+        }
+        if let Some(t) = self.read_optional("pressure/io") {
+            (pressure.io_some, pressure.io_full) = procfs::parse_pressure(t)?;
+        }
+        if let Some(t) = self.read_optional("pressure/memory") {
+            (pressure.memory_some, pressure.memory_full) = procfs::parse_pressure(t)?;
+        }
+        let mut memory = Default::default();
+        procfs::parse_meminfo(self.read_proc("meminfo")?, &mut memory)?;
+        if let Some(t) = self.read_optional("vmstat") {
+            procfs::parse_vmstat(t, &mut memory)?;
+        }
+        let disks = match self.read_optional("diskstats").map(str::to_owned) {
+            Some(text) => procfs::parse_diskstats(&text, |name| self.keep_disk(name))?,
+            None => Vec::new(),
+        };
+        let nets = match self.read_optional("net/dev") {
+            Some(t) => procfs::parse_net_dev(t)?,
+            None => Vec::new(),
+        };
+        Ok(SystemCounters {
+            cpu_total: stat.total,
+            cpu_cores: stat.cores,
+            procs_running: stat.procs_running,
+            load1,
+            pressure,
+            memory,
+            disks,
+            nets,
+        })
+    }
+
+    fn all_processes(&mut self) -> Result<Vec<PidStat>, MonitorError> {
+        let root = self.config.proc_root.clone();
+        let entries = std::fs::read_dir(&root).map_err(|e| MonitorError::read(&root, e))?;
+        let mut procs = Vec::with_capacity(256);
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                continue;
+            };
+            let path = root.join(pid).join("stat");
+            match self.read(&path) {
+                Ok(text) => {
+                    if let Ok(stat) = procfs::parse_pid_stat(text) {
+                        procs.push(stat);
+                    }
+                }
+                Err(e) if process_gone(&e) => {}
+                Err(_) => {}
+            }
+        }
+        procs.sort_by_key(|p| p.pid);
+        Ok(procs)
+    }
+
+    fn process_counters(&mut self, p: &PidStat) -> Option<ProcessCounters> {
+        let dir = self.config.proc_root.join(p.pid.to_string());
+        let (rss_kb, ctx_switches) = match self.read(&dir.join("status")) {
+            Ok(t) => procfs::parse_pid_status(t).ok()?,
+            Err(_) => return None, // exited since its stat was read
+        };
+        // /proc/PID/io needs ptrace rights over the process: without them
+        // (not root, another user's process) I/O counts as zero.
+        let (read_bytes, write_bytes) = match self.read(&dir.join("io")) {
+            Ok(t) => procfs::parse_pid_io(t).unwrap_or((0, 0)),
+            Err(e) if process_gone(&e) => return None,
+            Err(_) => (0, 0),
+        };
+        Some(ProcessCounters {
+            pid: p.pid,
+            start_ticks: p.start_ticks,
+            cpu_ticks: p.cpu_ticks,
+            threads: p.threads,
+            rss_kb,
+            read_bytes,
+            write_bytes,
+            ctx_switches,
+        })
+    }
+
+    /// Reads the counters now and turns them into a sample (synchronous:
+    /// `/proc` reads do not block on devices).
+    pub fn sample_now(&mut self) -> Result<Sample, MonitorError> {
+        self.sample_at(Instant::now())
+    }
+
+    /// Like [`LocalSource::sample_now`], with rates computed as if the read
+    /// happened at `now` (for tests over a fake `/proc`).
+    pub fn sample_at(&mut self, now: Instant) -> Result<Sample, MonitorError> {
+        let counters = self.read_system()?;
+        let elapsed_s = self
+            .prev
+            .as_ref()
+            .map_or(0.0, |(t, _)| now.duration_since(*t).as_secs_f64());
+        let system = system_sample(self.prev.as_ref().map(|(_, c)| c), &counters, elapsed_s);
+        self.prev = Some((now, counters));
+
+        let uptime_s = procfs::parse_uptime(self.read_proc("uptime")?)?;
+        let procs = self.all_processes()?;
+        let mut specs = self.config.groups.clone();
+        specs.push(self.dovecot_probe.clone());
+        let mut assigned = assign_groups(&specs, &procs, self.own_pid);
+        let dovecot_tree = assigned.pop().unwrap_or_default();
+        let members: Vec<Vec<ProcessCounters>> = assigned
+            .iter()
+            .map(|idx| {
+                idx.iter()
+                    .filter_map(|&i| self.process_counters(&procs[i]))
+                    .collect()
+            })
+            .collect();
+        let names: Vec<&str> = self.config.groups.iter().map(|g| g.name.as_str()).collect();
+        let groups = self.tracker.update(
+            &names,
+            &members,
+            (uptime_s * self.ticks_per_s) as u64,
+            self.ticks_per_s,
+            elapsed_s,
+        );
+
+        let mail = self.mail_sample(&procs, &dovecot_tree)?;
+        Ok(Sample {
+            time_s: 0.0,
+            system,
+            groups,
+            mail,
+            monitor_cpu_us: None,
+        })
+    }
+
+    fn mail_sample(
+        &mut self,
+        procs: &[PidStat],
+        dovecot_tree: &[usize],
+    ) -> Result<MailSample, MonitorError> {
+        let postfix_queue = match &self.config.mail.postfix_queue_dir {
+            Some(dir) => postfix_queue_sizes(dir)?,
+            None => None,
+        };
+        let dovecot_processes = u32::try_from(dovecot_tree.len()).unwrap_or(u32::MAX);
+        let dovecot_connections = if self.config.mail.dovecot_ports.is_empty() {
+            dovecot_tree
+                .iter()
+                .filter(|&&i| matches!(procs[i].comm.as_str(), "imap" | "pop3"))
+                .count() as u32
+        } else {
+            let ports = self.config.mail.dovecot_ports.clone();
+            let mut n = 0;
+            for table in ["net/tcp", "net/tcp6"] {
+                if let Some(t) = self.read_optional(table) {
+                    n += procfs::count_established(t, &ports);
+                }
+            }
+            n
+        };
+        Ok(MailSample {
+            postfix_queue,
+            dovecot_processes: Some(dovecot_processes),
+            dovecot_connections: Some(dovecot_connections),
+        })
+    }
+}
+
+impl Source for LocalSource {
+    fn name(&self) -> &str {
+        "local"
+    }
+
+    fn sample(&mut self) -> SampleFuture<'_> {
+        Box::pin(async move { self.sample_now() })
+    }
+}

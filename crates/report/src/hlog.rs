@@ -1,0 +1,47 @@
+//! The HdrHistogram interval log (`.hlog`).
+
+use std::io::Write;
+
+use hdrhistogram::serialization::V2DeflateSerializer;
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use peakhour_analysis::RunRecord;
+
+use crate::ReportError;
+use crate::time::parse_rfc3339_utc;
+
+/// Writes an HdrHistogram interval log readable by HdrHistogram's own tools
+/// (`HistogramLogProcessor`, HdrHistogramVisualizer, `IntervalLogIterator`).
+///
+/// - `StartTime` and `BaseTime` are the run's `started_at`, so each entry's
+///   timestamp is seconds since the run started.
+/// - One entry per action per interval, tagged with the action name (spaces
+///   and commas, which tags may not hold, become `_`), in time then name
+///   order.
+/// - Values are microseconds from the intended start, V2 + deflate encoded;
+///   the human-readable max column is in milliseconds (divisor 1000).
+pub fn write_hlog<W: Write>(record: &RunRecord, out: &mut W) -> Result<(), ReportError> {
+    let meta = &record.meta;
+    let start = parse_rfc3339_utc(&meta.started_at)?;
+    let mut serializer = V2DeflateSerializer::new();
+    let mut builder = IntervalLogWriterBuilder::new();
+    builder
+        .add_comment(&format!(
+            "peakhour {} run {} profile {} users {} seed {}",
+            meta.peakhour_version, meta.run_id, meta.profile, meta.users, meta.seed
+        ))
+        .add_comment("values: action latency in microseconds from the intended start; tag: action; max column: ms")
+        .with_start_time(start)
+        .with_base_time(start)
+        .with_max_value_divisor(1000.0);
+    let mut log = builder.begin_log_with(out, &mut serializer)?;
+    for interval in &record.intervals {
+        for (action, a) in &interval.actions {
+            let h = a.latency.decode()?;
+            let tag_text = action.replace([' ', ',', '\r', '\n'], "_");
+            let tag = Tag::new(&tag_text);
+            log.write_histogram(h.as_hdr(), interval.start, interval.length, tag)
+                .map_err(|e| ReportError::Hlog(e.to_string()))?;
+        }
+    }
+    Ok(())
+}

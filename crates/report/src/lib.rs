@@ -1,0 +1,52 @@
+//! Renders a peakhour run for people and tools.
+//!
+//! Every renderer is pure: it takes a [`Summary`] or a [`RunRecord`] from
+//! `peakhour-analysis` and returns a `String` or writes into a
+//! [`std::io::Write`]; the caller decides where the bytes go.
+//!
+//! | file | function | content |
+//! |---|---|---|
+//! | `summary.json` | [`summary_json`] | the [`Summary`], checked against [`SUMMARY_SCHEMA`] |
+//! | `intervals.csv` | [`write_intervals_csv`] | one row per interval and action ([`INTERVALS_CSV_HEADER`]) |
+//! | `latency.hlog` | [`write_hlog`] | HdrHistogram interval log, one entry per action per interval |
+//! | `errors.csv` | [`write_errors_csv`] | errors by interval, action and kind ([`ERRORS_CSV_HEADER`]) |
+//! | terminal | [`render_terminal`] | per-action table, score, throughput, delivery, warnings, verdict |
+//!
+//! The meaning of every field and column is in this crate's README.
+//!
+//! [`Summary`]: peakhour_analysis::Summary
+//! [`RunRecord`]: peakhour_analysis::RunRecord
+#![deny(missing_docs)]
+
+mod csv;
+mod hlog;
+mod json;
+mod terminal;
+mod time;
+
+use peakhour_analysis::AnalysisError;
+
+pub use csv::{ERRORS_CSV_HEADER, INTERVALS_CSV_HEADER, write_errors_csv, write_intervals_csv};
+pub use hlog::write_hlog;
+pub use json::{SUMMARY_SCHEMA, summary_json};
+pub use terminal::render_terminal;
+
+/// What can go wrong while rendering.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Writing to the output failed.
+    #[error("write failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// JSON serialization failed.
+    #[error("JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A stored histogram could not be decoded.
+    #[error(transparent)]
+    Analysis(#[from] AnalysisError),
+    /// The run's `started_at` is not an RFC 3339 UTC time.
+    #[error("started_at {0:?} is not an RFC 3339 UTC time like 2026-05-01T12:00:00Z")]
+    StartTime(String),
+    /// The HdrHistogram log writer failed.
+    #[error("interval log: {0}")]
+    Hlog(String),
+}

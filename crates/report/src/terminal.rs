@@ -1,0 +1,188 @@
+//! The summary printed at the end of a run.
+
+use std::fmt::Write as _;
+
+use peakhour_analysis::{Summary, Verdict, WeightSource};
+
+/// Renders the end-of-run summary as plain text (no colour codes, so it can
+/// be logged or piped): the per-action table, the weighted p95 score,
+/// MMB-style throughput, delivery, warnings and the QoS verdict line last.
+pub fn render_terminal(summary: &Summary) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = render_into(summary, &mut out);
+    out
+}
+
+fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
+    writeln!(
+        out,
+        "peakhour run {} · profile {} · {} users · seed {}",
+        s.run_id, s.profile, s.users, s.seed
+    )?;
+    writeln!(
+        out,
+        "steady state: {} s in {} intervals, from {} s after start; latency in ms from the intended start",
+        num(s.steady.length_s),
+        s.steady.intervals,
+        num(s.steady.start_s)
+    )?;
+    writeln!(out)?;
+
+    let header = [
+        "action", "count", "p50", "p95", "p99", "max", "errors", "late", "qos",
+    ];
+    let mut rows: Vec<[String; 9]> = Vec::new();
+    for (name, a) in &s.actions {
+        rows.push([
+            name.clone(),
+            a.count.to_string(),
+            ms(a.p50_ms),
+            ms(a.p95_ms),
+            ms(a.p99_ms),
+            ms(a.max_ms),
+            a.errors.to_string(),
+            a.late_starts.to_string(),
+            if a.qos_pass { "ok" } else { "FAIL" }.to_owned(),
+        ]);
+    }
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[&str]| {
+        let mut l = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            let pad = w.saturating_sub(cell.chars().count());
+            if i == 0 {
+                l.push_str(cell);
+                l.push_str(&" ".repeat(pad));
+            } else {
+                l.push_str("  ");
+                l.push_str(&" ".repeat(pad));
+                l.push_str(cell);
+            }
+        }
+        l.trim_end().to_owned()
+    };
+    writeln!(out, "{}", line(&header))?;
+    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+    writeln!(
+        out,
+        "{}",
+        line(&rule.iter().map(String::as_str).collect::<Vec<_>>())
+    )?;
+    for row in &rows {
+        writeln!(out, "{}", line(&row.each_ref().map(String::as_str)))?;
+    }
+    if rows.is_empty() {
+        writeln!(out, "(no action was measured in the steady state)")?;
+    }
+    writeln!(out)?;
+
+    let source = match s.score.weight_source {
+        WeightSource::Profile => "weights: profile actions per day",
+        WeightSource::Measured => "weights: measured counts",
+    };
+    writeln!(
+        out,
+        "weighted p95 score:  {} ms ({source}; all samples pooled: {} ms)",
+        ms(s.score.weighted_p95_ms),
+        ms(s.score.pooled_p95_ms)
+    )?;
+    let t = &s.throughput;
+    writeln!(
+        out,
+        "throughput:          {} messages submitted/h · {} recipients delivered/h",
+        num(t.messages_submitted_per_hour),
+        num(t.recipients_delivered_per_hour)
+    )?;
+    writeln!(
+        out,
+        "                     {} message opens/s · {} folder opens/s · {} actions/s",
+        num(t.message_opens_per_second),
+        num(t.folder_opens_per_second),
+        num(t.actions_per_second)
+    )?;
+    let d = &s.delivery;
+    writeln!(
+        out,
+        "delivery:            {} of {} recipients delivered, {} failed, {} lost · p50 {} ms · p95 {} ms · max {} ms",
+        d.delivered_recipients,
+        d.submitted_recipients,
+        d.failed_recipients,
+        d.lost,
+        ms(d.p50_ms),
+        ms(d.p95_ms),
+        ms(d.max_ms)
+    )?;
+    for lost in d.lost_recipients.iter().take(10) {
+        writeln!(out, "  lost: {} -> {}", lost.message_id, lost.recipient)?;
+    }
+    if d.lost_recipients.len() > 10 {
+        writeln!(
+            out,
+            "  ... and {} more (see summary.json)",
+            d.lost_recipients.len() - 10
+        )?;
+    }
+    if !d.reconciled {
+        writeln!(
+            out,
+            "WARNING: delivery does not reconcile: submitted != delivered + failed + lost"
+        )?;
+    }
+    if s.late_starts > 0 {
+        writeln!(out, "late starts:         {}", s.late_starts)?;
+    }
+    if !s.errors_by_kind.is_empty() {
+        let kinds: Vec<String> = s
+            .errors_by_kind
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        writeln!(out, "errors by kind:      {}", kinds.join(" · "))?;
+    }
+    writeln!(out)?;
+    if s.client_bound {
+        writeln!(
+            out,
+            "WARNING: client-bound: these figures may describe peakhour, not the server"
+        )?;
+        for reason in &s.client_bound_reasons {
+            writeln!(out, "  - {reason}")?;
+        }
+    }
+    if s.interrupted {
+        writeln!(
+            out,
+            "WARNING: interrupted: the run was stopped early; figures cover what was measured"
+        )?;
+    }
+    match s.verdict {
+        Verdict::Pass => writeln!(
+            out,
+            "QoS verdict: PASS (every action's p95 within its limit, default {} ms)",
+            num(s.meta.qos.default_p95_ms)
+        )?,
+        Verdict::Fail => {
+            writeln!(out, "QoS verdict: FAIL")?;
+            for f in &s.qos.failures {
+                writeln!(out, "  - {}: {}", f.subject, f.reason)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), num)
+}
+
+/// Numbers without a pointless `.0` and with at most 3 decimals.
+fn num(v: f64) -> String {
+    let rounded = (v * 1000.0).round() / 1000.0;
+    rounded.to_string()
+}

@@ -1,0 +1,309 @@
+//! Every renderer, checked against exact output or read back.
+#![allow(clippy::unwrap_used, clippy::float_cmp)]
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use peakhour_analysis::{
+    ActionTiming, DeliveryRecorder, IntervalRecorder, Outcome, Phase, RecorderConfig, RunMeta,
+    RunRecord, Summary, counters,
+};
+use peakhour_report::{
+    ERRORS_CSV_HEADER, INTERVALS_CSV_HEADER, SUMMARY_SCHEMA, render_terminal, summary_json,
+    write_errors_csv, write_hlog, write_intervals_csv,
+};
+use serde_json::Value;
+
+fn s(v: u64) -> Duration {
+    Duration::from_secs(v)
+}
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+fn ok(rec: &mut IntervalRecorder, action: &str, end: Duration, latency: Duration) {
+    let t = ActionTiming {
+        intended_start: end - latency,
+        actual_start: end - latency,
+        end,
+    };
+    rec.record_action(action, t, Outcome::Ok);
+}
+
+/// Logon 0..10 s (idle), steady 10..30 s, drain 30..35 s.
+fn sample() -> RunRecord {
+    let mut rec = IntervalRecorder::new(RecorderConfig::default()).unwrap();
+    rec.set_users_logged_on(s(5), 2);
+    rec.record_client_cpu(s(5), 12.34);
+    rec.enter_phase(Phase::Steady, s(10));
+    for v in [10, 20, 30, 40] {
+        ok(&mut rec, "read", s(12), ms(v));
+    }
+    ok(&mut rec, "send", s(15), ms(200));
+    rec.error(s(16), "send", "smtp.451, try later");
+    rec.count(s(15), counters::MESSAGES_SUBMITTED, 1);
+    rec.record_command(s(12), "imap.FETCH", ms(5));
+    ok(&mut rec, "read", s(25), ms(1000));
+    rec.error(s(26), "read", "timeout");
+    rec.enter_phase(Phase::Drain, s(30));
+    let intervals = rec.finish(s(35));
+
+    let mut meta = RunMeta::new("r1", "mmb-medium", 2, 7, "2026-05-01T12:00:00Z");
+    meta.peakhour_version = "0.1.0".into();
+    meta.action_weights.insert("read".into(), 81.3);
+    meta.action_weights.insert("send".into(), 14.18);
+    let mut d = DeliveryRecorder::new();
+    d.submitted(3);
+    d.delivered(ms(150));
+    d.delivered(ms(250));
+    d.lost("m-9", "user1@test.invalid");
+    RunRecord::new(meta, intervals, d.finish().unwrap())
+}
+
+fn validator() -> jsonschema::Validator {
+    let schema: Value = serde_json::from_str(SUMMARY_SCHEMA).unwrap();
+    jsonschema::draft202012::new(&schema).unwrap()
+}
+
+fn summary_value(record: &RunRecord) -> Value {
+    let summary = Summary::compute(record).unwrap();
+    serde_json::from_str(&summary_json(&summary).unwrap()).unwrap()
+}
+
+#[test]
+fn committed_schema_file_is_the_one_compiled_in() {
+    let on_disk = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schemas/summary.schema.json"
+    ))
+    .unwrap();
+    assert_eq!(on_disk, SUMMARY_SCHEMA);
+}
+
+#[test]
+fn summary_json_is_schema_valid_and_round_trips() {
+    let record = sample();
+    let summary = Summary::compute(&record).unwrap();
+    let json = summary_json(&summary).unwrap();
+    let value: Value = serde_json::from_str(&json).unwrap();
+    let v = validator();
+    if let Err(e) = v.validate(&value) {
+        panic!("summary.json does not match the schema: {e}");
+    }
+    assert_eq!(value["verdict"], "fail");
+    assert_eq!(value["actions"]["read"]["p95_ms"], 1000.0);
+    assert_eq!(value["delivery"]["lost"], 1);
+    let back: Summary = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, summary);
+}
+
+#[test]
+fn empty_interrupted_run_is_schema_valid() {
+    let mut meta = RunMeta::new("r2", "mmb-medium", 0, 1, "2026-05-01T12:00:00Z");
+    meta.interrupted = true;
+    let record = RunRecord::new(meta, Vec::new(), Default::default());
+    let value = summary_value(&record);
+    assert!(validator().is_valid(&value));
+    assert_eq!(value["interrupted"], true);
+    assert_eq!(value["score"]["weighted_p95_ms"], Value::Null);
+}
+
+#[test]
+fn schema_rejects_a_summary_missing_required_fields() {
+    let good = summary_value(&sample());
+    let v = validator();
+    assert!(v.is_valid(&good));
+    for pointer in [
+        "/verdict",
+        "/score/weighted_p95_ms",
+        "/actions/read/p95_ms",
+        "/delivery/lost",
+        "/seed",
+    ] {
+        let mut bad = good.clone();
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        bad.pointer_mut(parent)
+            .and_then(Value::as_object_mut)
+            .unwrap()
+            .remove(key)
+            .unwrap();
+        assert!(
+            !v.is_valid(&bad),
+            "schema accepted a summary without {pointer}"
+        );
+    }
+    let mut bad = good.clone();
+    bad["verdict"] = "maybe".into();
+    assert!(!v.is_valid(&bad));
+}
+
+#[test]
+fn intervals_csv_has_the_documented_columns() {
+    let mut out = Vec::new();
+    write_intervals_csv(&sample(), &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "interval_start_s,interval_length_s,phase,action,count,errors,late_starts,p50_ms,p95_ms,p99_ms,max_ms,mean_ms,users_logged_on,client_cpu_percent"
+    );
+    assert_eq!(lines[0], INTERVALS_CSV_HEADER);
+    assert_eq!(
+        &lines[1..],
+        &[
+            "0,10,logon,,0,0,0,,,,,,2,12.3",
+            "10,10,steady,read,4,0,0,20,40,40,40,25.009,2,",
+            "10,10,steady,send,1,1,0,200,200,200,200,200,2,",
+            "20,10,steady,read,1,1,0,1000,1000,1000,1000,1000.192,2,",
+            "30,5,drain,,0,0,0,,,,,,2,",
+        ]
+    );
+}
+
+#[test]
+fn errors_csv_lists_every_kind_and_quotes_commas() {
+    let mut out = Vec::new();
+    write_errors_csv(&sample(), &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(
+        text,
+        format!(
+            "{ERRORS_CSV_HEADER}\n10,steady,send,\"smtp.451, try later\",1\n20,steady,read,timeout,1\n"
+        )
+    );
+    assert_eq!(
+        ERRORS_CSV_HEADER,
+        "interval_start_s,phase,action,error_kind,count"
+    );
+}
+
+#[test]
+fn hlog_reads_back_with_hdrhistogram() {
+    let record = sample();
+    let mut out = Vec::new();
+    write_hlog(&record, &mut out).unwrap();
+    let text = String::from_utf8(out.clone()).unwrap();
+    assert!(text.starts_with("#peakhour 0.1.0 run r1"), "{text}");
+
+    let mut start = None;
+    let mut base = None;
+    let mut entries = Vec::new();
+    for entry in IntervalLogIterator::new(&out) {
+        match entry.unwrap() {
+            LogEntry::StartTime(t) => start = Some(t),
+            LogEntry::BaseTime(t) => base = Some(t),
+            LogEntry::Interval(h) => {
+                let bytes = base64_decode(h.encoded_histogram());
+                let hist: Histogram<u64> = Deserializer::new()
+                    .deserialize(&mut bytes.as_slice())
+                    .unwrap();
+                entries.push((
+                    h.tag().map(|t| t.as_str().to_owned()),
+                    h.start_timestamp().as_secs_f64(),
+                    h.duration().as_secs_f64(),
+                    hist.len(),
+                    hist.max(),
+                ));
+            }
+        }
+    }
+    assert_eq!(start, Some(Duration::from_secs(1_777_636_800)));
+    assert_eq!(base, start);
+    let tags: Vec<_> = entries.iter().map(|e| e.0.clone().unwrap()).collect();
+    assert_eq!(tags, ["read", "send", "read"]);
+    assert_eq!(entries[0].1, 10.0);
+    assert_eq!(entries[0].2, 10.0);
+    assert_eq!(entries[0].3, 4);
+    assert_eq!(entries[2].1, 20.0);
+    // 1000 ms in µs, within the histogram's 3 significant digits.
+    assert!(
+        (999_000..=1_001_000).contains(&entries[2].4),
+        "{:?}",
+        entries[2]
+    );
+}
+
+/// Standard base64, enough for the test (no dependency just for this).
+fn base64_decode(s: &str) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::new();
+    let (mut acc, mut bits) = (0_u32, 0);
+    for c in s.bytes().filter(|&c| c != b'=') {
+        let v = ALPHABET.iter().position(|&a| a == c).unwrap() as u32;
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    out
+}
+
+#[test]
+fn terminal_summary_has_table_score_throughput_delivery_and_verdict() {
+    let mut record = sample();
+    record.meta.interrupted = true;
+    let text = render_terminal(&Summary::compute(&record).unwrap());
+    let lines: Vec<&str> = text.lines().collect();
+    let table_start = lines.iter().position(|l| l.starts_with("action")).unwrap();
+    let table = &lines[table_start..table_start + 4];
+    assert_eq!(
+        table[0],
+        "action  count  p50   p95   p99   max  errors  late   qos"
+    );
+    assert!(table[1].starts_with("------  -----"));
+    assert_eq!(
+        table[2],
+        "read        5   30  1000  1000  1000       1     0  FAIL"
+    );
+    assert_eq!(
+        table[3],
+        "send        1  200   200   200   200       1     0  FAIL"
+    );
+    // (81.3 * 1000 + 14.18 * 200) / 95.48 = 881.190
+    assert!(
+        text.contains("weighted p95 score:  881.19 ms (weights: profile actions per day"),
+        "{text}"
+    );
+    assert!(
+        text.contains("throughput:          180 messages submitted/h"),
+        "{text}"
+    );
+    assert!(
+        text.contains("0 message opens/s · 0 folder opens/s"),
+        "{text}"
+    );
+    assert!(text.contains("delivery:            2 of 3 recipients delivered, 0 failed, 1 lost · p50 150 ms · p95 250 ms · max 250 ms"), "{text}");
+    assert!(text.contains("  lost: m-9 -> user1@test.invalid"));
+    assert!(text.contains("WARNING: interrupted"));
+    assert!(!text.contains("client-bound"));
+    assert!(text.contains("QoS verdict: FAIL\n"));
+    assert!(text.contains("  - delivery: 1 recipients were never delivered"));
+}
+
+#[test]
+fn terminal_pass_line_and_client_bound_warning() {
+    let mut rec = IntervalRecorder::new(RecorderConfig::default()).unwrap();
+    rec.enter_phase(Phase::Steady, s(0));
+    ok(&mut rec, "check inbox", s(1), ms(12));
+    rec.record_scheduling_lag(s(1), ms(50));
+    let meta = RunMeta::new("r3", "p", 1, 1, "2026-05-01T12:00:00Z");
+    let record = RunRecord::new(meta, rec.finish(s(10)), Default::default());
+    let text = render_terminal(&Summary::compute(&record).unwrap());
+    assert!(text.contains("WARNING: client-bound"), "{text}");
+    assert!(text.contains("scheduling lag p99 was 50 ms"), "{text}");
+    assert!(
+        text.ends_with(
+            "QoS verdict: PASS (every action's p95 within its limit, default 1000 ms)\n"
+        ),
+        "{text}"
+    );
+    // A tag may not hold spaces: the hlog writes check_inbox.
+    let mut out = Vec::new();
+    write_hlog(&record, &mut out).unwrap();
+    assert!(String::from_utf8(out).unwrap().contains("Tag=check_inbox,"));
+}
