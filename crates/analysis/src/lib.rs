@@ -72,8 +72,8 @@ pub use recorder::{
     RecorderConfig,
 };
 pub use summary::{
-    ActionSummary, CLIENT_CPU_BUSY_INTERVALS_FRACTION, CLIENT_CPU_LIMIT_FRACTION, ClientSummary,
-    DeliverySummary, LatencySummary, QosFailure, QosReport, SCHEDULING_LAG_P99_LIMIT_MS, Score,
+    ActionSummary, Bottleneck, CLIENT_CPU_BUSY_INTERVALS_FRACTION, CLIENT_CPU_LIMIT_FRACTION, ClientSummary,
+    DeliverySummary, LatencySummary, QosFailure, QosReport, ResourceHighAverage, SCHEDULING_LAG_P99_LIMIT_MS, Score,
     SteadyWindow, Summary, Throughput, Verdict, WeightSource,
 };
 

@@ -222,6 +222,62 @@ pub struct SteadyWindow {
     pub intervals: usize,
 }
 
+/// The most likely bottleneck, from the server monitor's USE summary
+/// (utilization, saturation and errors per resource) over the steady phase.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Bottleneck {
+    /// The saturated resource (`CPU`, `memory`, `disk`, `network`,
+    /// `mail queue`), or `none` when nothing was saturated.
+    pub resource: String,
+    /// The evidence, e.g. `94% busy, run queue 3.1 per core, dovecot
+    /// processes 71% of CPU`; for `none`, a plain statement such as
+    /// `no resource saturated (busiest: CPU 35% busy)`.
+    pub evidence: String,
+    /// The whole verdict in one line, as the terminal prints it, e.g.
+    /// `CPU: 94% busy, run queue 3.1 per core — CPU-bound`.
+    pub line: String,
+}
+
+impl Bottleneck {
+    /// The `resource` value that means "nothing was saturated".
+    pub const NONE: &'static str = "none";
+
+    /// True when a resource was saturated.
+    pub fn is_saturated(&self) -> bool {
+        self.resource != Self::NONE
+    }
+}
+
+/// One server metric over the steady phase, from the monitor's samples:
+/// its mean, p95 and max, and seed 001's *high average* (the highest mean
+/// over a sustained window, at least 30 s by default) with its standard
+/// deviation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResourceHighAverage {
+    /// The `monitor.csv` column, e.g. `cpu_busy_pct`, `group_dovecot_cpu_pct`.
+    pub metric: String,
+    /// What it is, for people, e.g. `CPU busy %`.
+    pub label: String,
+    /// Steady-phase mean.
+    pub mean: f64,
+    /// Steady-phase 95th percentile (nearest rank).
+    pub p95: f64,
+    /// Steady-phase maximum.
+    pub max: f64,
+    /// The high average: the highest mean over any window of at least
+    /// `high_average_window_s` inside the steady phase.
+    pub high_average: f64,
+    /// Standard deviation (n − 1) of the samples in that window.
+    pub high_average_std_dev: f64,
+    /// The minimum window asked for, seconds.
+    pub high_average_window_s: f64,
+    /// The steady phase was shorter than the window, so the high average is
+    /// the mean of all of it.
+    pub shorter_than_window: bool,
+    /// Samples used.
+    pub samples: usize,
+}
+
 /// The result of a run, computed from the steady state only.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -267,6 +323,14 @@ pub struct Summary {
     pub client: ClientSummary,
     /// The run's metadata as recorded.
     pub meta: RunMeta,
+    /// The most likely bottleneck, from the server monitor; `None` when no
+    /// monitor ran (it is set by the caller, not by [`Summary::compute`]).
+    #[serde(default)]
+    pub bottleneck: Option<Bottleneck>,
+    /// Key server metrics' steady-phase figures and high averages, from the
+    /// server monitor; empty when no monitor ran.
+    #[serde(default)]
+    pub resources: Vec<ResourceHighAverage>,
 }
 
 #[derive(Default)]
@@ -438,6 +502,8 @@ impl Summary {
             counters: counter_totals,
             client,
             meta: meta.clone(),
+            bottleneck: None,
+            resources: Vec::new(),
         })
     }
 }

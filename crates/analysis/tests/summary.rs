@@ -375,3 +375,43 @@ fn zero_interval_is_rejected() {
     };
     assert!(IntervalRecorder::new(config).is_err());
 }
+
+#[test]
+fn monitor_findings_are_empty_until_set_and_round_trip() {
+    let intervals = phased(|rec| ok(rec, "read", s(20), ms(10)));
+    let mut summary = summary(meta(), intervals);
+    assert_eq!(summary.bottleneck, None);
+    assert!(summary.resources.is_empty());
+
+    summary.bottleneck = Some(peakhour_analysis::Bottleneck {
+        resource: "CPU".into(),
+        evidence: "94% busy, run queue 3.1 per core".into(),
+        line: "CPU: 94% busy, run queue 3.1 per core — CPU-bound".into(),
+    });
+    summary.resources.push(peakhour_analysis::ResourceHighAverage {
+        metric: "cpu_busy_pct".into(),
+        label: "CPU busy %".into(),
+        mean: 90.0,
+        p95: 97.0,
+        max: 99.0,
+        high_average: 94.0,
+        high_average_std_dev: 2.5,
+        high_average_window_s: 30.0,
+        shorter_than_window: false,
+        samples: 60,
+    });
+    assert!(summary.bottleneck.as_ref().unwrap().is_saturated());
+    let json = serde_json::to_value(&summary).unwrap();
+    assert_eq!(json["bottleneck"]["resource"], "CPU");
+    assert_eq!(json["resources"][0]["high_average"], 94.0);
+    let back: Summary = serde_json::from_value(json.clone()).unwrap();
+    assert_eq!(back, summary);
+
+    // A summary.json written before the monitor joined still reads.
+    let mut old = json;
+    let object = old.as_object_mut().unwrap();
+    object.remove("bottleneck");
+    object.remove("resources");
+    let back: Summary = serde_json::from_value(old).unwrap();
+    assert_eq!(back.bottleneck, None);
+}

@@ -25,7 +25,9 @@ pub struct MonitorConfig {
     pub duration: Option<Duration>,
     /// The run's start: `time_s` is measured from it and ticks fall on
     /// `origin + k × interval`, so samples line up with the load's
-    /// intervals. `None` = when the monitor starts.
+    /// intervals. `None` = when the monitor starts. An origin in the future
+    /// is allowed: the rows before it (an idle baseline) get a negative
+    /// `time_s`.
     pub origin: Option<Instant>,
     /// Rows kept in memory (see [`MetricTable`]).
     pub max_rows: usize,
@@ -158,11 +160,21 @@ async fn run<S: Source, W: Write>(
         last_error: None,
         dropped_columns: Vec::new(),
     };
-    // First tick: the next multiple of the interval after now, counted from the origin.
+    // First tick: the first `origin + k × interval` after now, k an integer.
+    // An origin in the future (a baseline sampled before the load) gives
+    // negative k, i.e. rows with a negative `time_s`.
+    let interval_ns = config.interval.as_nanos().max(1);
     let first_tick = if origin > started {
-        origin
+        let ahead = origin.duration_since(started).as_nanos();
+        let k = ahead / interval_ns;
+        let back = Duration::from_nanos(u64::try_from(k * interval_ns).unwrap_or(u64::MAX));
+        let tick = origin.checked_sub(back).unwrap_or(origin);
+        if tick <= started {
+            tick + config.interval
+        } else {
+            tick
+        }
     } else {
-        let interval_ns = config.interval.as_nanos().max(1);
         let since = started.duration_since(origin).as_nanos();
         let k = since / interval_ns + 1;
         origin + Duration::from_nanos(u64::try_from(k * interval_ns).unwrap_or(u64::MAX))

@@ -89,6 +89,23 @@ async fn samples_align_to_the_origin_and_stop_at_the_duration() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_origin_in_the_future_gives_a_baseline_with_negative_times() {
+    // The load starts in 2.5 s: ticks still fall on origin + k × 1 s, k < 0 first.
+    let origin = Instant::now() + Duration::from_millis(2_500);
+    let config = MonitorConfig {
+        interval: Duration::from_secs(1),
+        duration: Some(Duration::from_millis(4_700)),
+        origin: Some(origin),
+        ..MonitorConfig::default()
+    };
+    let monitor = Monitor::start(Counting(0), None::<Shared>, config).unwrap();
+    let report = monitor.join().await.unwrap();
+    // Priming at -2.5 s, then -2, -1 (the scripted failure), 0, 1, 2 s;
+    // the deadline is at 2.2 s.
+    assert_eq!(report.table.times(), &[-2.5, -2.0, 0.0, 1.0, 2.0]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn stop_handle_ends_the_monitor() {
     let monitor = Monitor::start(Counting(0), None::<Shared>, MonitorConfig::default()).unwrap();
     let stop = monitor.stop_handle();

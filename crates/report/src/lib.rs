@@ -10,7 +10,8 @@
 //! | `intervals.csv` | [`write_intervals_csv`] | one row per interval and action ([`INTERVALS_CSV_HEADER`]) |
 //! | `latency.hlog` | [`write_hlog`] | HdrHistogram interval log, one entry per action per interval |
 //! | `errors.csv` | [`write_errors_csv`] | errors by interval, action and kind ([`ERRORS_CSV_HEADER`]) |
-//! | terminal | [`render_terminal`] | per-action table, score, throughput, delivery, warnings, verdict |
+//! | terminal | [`render_terminal`] | per-action table, score, throughput, delivery, server high averages and bottleneck, warnings, verdict |
+//! | terminal | [`render_monitor`] | the server part alone, for `peakhour monitor` |
 //!
 //! The meaning of every field and column is in this crate's README.
 //!
@@ -29,7 +30,7 @@ use peakhour_analysis::AnalysisError;
 pub use csv::{ERRORS_CSV_HEADER, INTERVALS_CSV_HEADER, write_errors_csv, write_intervals_csv};
 pub use hlog::write_hlog;
 pub use json::{SUMMARY_SCHEMA, summary_json};
-pub use terminal::render_terminal;
+pub use terminal::{render_monitor, render_terminal};
 
 /// What can go wrong while rendering.
 #[derive(Debug, thiserror::Error)]

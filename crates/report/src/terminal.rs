@@ -2,11 +2,13 @@
 
 use std::fmt::Write as _;
 
-use peakhour_analysis::{Summary, Verdict, WeightSource};
+use peakhour_analysis::{Bottleneck, ResourceHighAverage, Summary, Verdict, WeightSource};
 
 /// Renders the end-of-run summary as plain text (no colour codes, so it can
 /// be logged or piped): the per-action table, the weighted p95 score,
-/// MMB-style throughput, delivery, warnings and the QoS verdict line last.
+/// MMB-style throughput, delivery, the server's high averages and the
+/// bottleneck line (when a monitor ran), warnings and the QoS verdict line
+/// last.
 pub fn render_terminal(summary: &Summary) -> String {
     let mut out = String::new();
     // Writing into a String cannot fail.
@@ -146,6 +148,15 @@ fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
         writeln!(out, "errors by kind:      {}", kinds.join(" · "))?;
     }
     writeln!(out)?;
+    if !s.resources.is_empty() || s.bottleneck.is_some() {
+        monitor_into(
+            "monitor.csv, steady phase",
+            &s.resources,
+            s.bottleneck.as_ref(),
+            out,
+        )?;
+        writeln!(out)?;
+    }
     if s.client_bound {
         writeln!(
             out,
@@ -175,6 +186,104 @@ fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
         }
     }
     Ok(())
+}
+
+/// The server monitor's part of a summary: a table of each key metric's
+/// mean, p95, max and high average (± its standard deviation), then the
+/// bottleneck line. `scope` says what the figures cover, e.g.
+/// `monitor.csv, steady phase`. `peakhour run` prints it inside
+/// [`render_terminal`]; `peakhour monitor` prints it on its own.
+pub fn render_monitor(
+    scope: &str,
+    resources: &[ResourceHighAverage],
+    bottleneck: Option<&Bottleneck>,
+) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = monitor_into(scope, resources, bottleneck, &mut out);
+    out
+}
+
+fn monitor_into(
+    scope: &str,
+    resources: &[ResourceHighAverage],
+    bottleneck: Option<&Bottleneck>,
+    out: &mut String,
+) -> std::fmt::Result {
+    if !resources.is_empty() {
+        let window = resources
+            .iter()
+            .map(|r| r.high_average_window_s)
+            .fold(0.0, f64::max);
+        writeln!(
+            out,
+            "server ({scope}; high average = highest mean over {} s, ± its std dev):",
+            num(window)
+        )?;
+        let header = ["metric", "mean", "p95", "max", "high average"];
+        let rows: Vec<[String; 5]> = resources
+            .iter()
+            .map(|r| {
+                let high = format!(
+                    "{} ± {}{}",
+                    value(&r.metric, r.high_average),
+                    value(&r.metric, r.high_average_std_dev),
+                    if r.shorter_than_window {
+                        " (whole phase)"
+                    } else {
+                        ""
+                    }
+                );
+                [
+                    r.label.clone(),
+                    value(&r.metric, r.mean),
+                    value(&r.metric, r.p95),
+                    value(&r.metric, r.max),
+                    high,
+                ]
+            })
+            .collect();
+        let mut widths = header.map(str::len);
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let line = |cells: [&str; 5]| {
+            let mut l = String::from("  ");
+            for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+                let pad = " ".repeat(w.saturating_sub(cell.chars().count()));
+                if i == 0 {
+                    l.push_str(cell);
+                    l.push_str(&pad);
+                } else {
+                    l.push_str("  ");
+                    l.push_str(&pad);
+                    l.push_str(cell);
+                }
+            }
+            l.trim_end().to_owned()
+        };
+        writeln!(out, "{}", line(header))?;
+        for row in &rows {
+            writeln!(out, "{}", line(row.each_ref().map(String::as_str)))?;
+        }
+    }
+    if let Some(b) = bottleneck {
+        writeln!(out, "bottleneck:          {}", b.line)?;
+    }
+    Ok(())
+}
+
+/// A monitor value in its column's unit: KiB are shown as MiB.
+fn value(metric: &str, v: f64) -> String {
+    if metric.ends_with("_kb") {
+        format!("{:.0} MiB", v / 1024.0)
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
 }
 
 fn ms(v: Option<f64>) -> String {

@@ -307,3 +307,94 @@ fn terminal_pass_line_and_client_bound_warning() {
     write_hlog(&record, &mut out).unwrap();
     assert!(String::from_utf8(out).unwrap().contains("Tag=check_inbox,"));
 }
+
+fn with_monitor(mut summary: Summary) -> Summary {
+    summary.bottleneck = Some(peakhour_analysis::Bottleneck {
+        resource: "CPU".into(),
+        evidence: "94% busy, run queue 3.1 per core, dovecot processes 71% of CPU".into(),
+        line: "CPU: 94% busy, run queue 3.1 per core, dovecot processes 71% of CPU — CPU-bound"
+            .into(),
+    });
+    let metric = |metric: &str, label: &str, mean, high, std_dev| {
+        peakhour_analysis::ResourceHighAverage {
+            metric: metric.into(),
+            label: label.into(),
+            mean,
+            p95: high + 1.0,
+            max: high + 2.0,
+            high_average: high,
+            high_average_std_dev: std_dev,
+            high_average_window_s: 30.0,
+            shorter_than_window: false,
+            samples: 60,
+        }
+    };
+    summary.resources = vec![
+        metric("cpu_busy_pct", "CPU busy %", 90.0, 94.0, 2.5),
+        metric(
+            "mem_available_kb",
+            "memory available",
+            2_097_152.0,
+            2_097_152.0,
+            1024.0,
+        ),
+    ];
+    summary
+}
+
+#[test]
+fn bottleneck_and_high_averages_are_schema_valid_and_printed() {
+    let summary = with_monitor(Summary::compute(&sample()).unwrap());
+    let value: Value = serde_json::from_str(&summary_json(&summary).unwrap()).unwrap();
+    let v = validator();
+    if let Err(e) = v.validate(&value) {
+        panic!("summary.json does not match the schema: {e}");
+    }
+    assert_eq!(value["bottleneck"]["resource"], "CPU");
+    let mut bad = value.clone();
+    bad["bottleneck"].as_object_mut().unwrap().remove("evidence");
+    assert!(!v.is_valid(&bad), "schema accepted a bottleneck without evidence");
+
+    let text = render_terminal(&summary);
+    assert!(
+        text.contains(
+            "bottleneck:          CPU: 94% busy, run queue 3.1 per core, dovecot processes 71% of CPU — CPU-bound\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("server (monitor.csv, steady phase; high average = highest mean over 30 s"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  CPU busy %            90.0      95.0      96.0        94.0 ± 2.5\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  memory available  2048 MiB  2048 MiB  2048 MiB  2048 MiB ± 1 MiB\n"),
+        "{text}"
+    );
+    // The verdict stays the last line.
+    assert!(text.trim_end().lines().rev().any(|l| l.starts_with("QoS verdict")));
+    let verdict_at = text.find("QoS verdict").unwrap();
+    assert!(text.find("bottleneck:").unwrap() < verdict_at);
+
+    // Without a monitor, no server section.
+    let plain = render_terminal(&Summary::compute(&sample()).unwrap());
+    assert!(!plain.contains("bottleneck"));
+}
+
+#[test]
+fn nothing_saturated_is_said_plainly() {
+    let mut summary = Summary::compute(&sample()).unwrap();
+    summary.bottleneck = Some(peakhour_analysis::Bottleneck {
+        resource: "none".into(),
+        evidence: "no resource saturated (busiest: CPU 35% busy)".into(),
+        line: "no resource saturated (busiest: CPU 35% busy)".into(),
+    });
+    let value: Value = serde_json::from_str(&summary_json(&summary).unwrap()).unwrap();
+    assert!(validator().is_valid(&value));
+    assert!(!summary.bottleneck.as_ref().unwrap().is_saturated());
+    let text = render_terminal(&summary);
+    assert!(text.contains("bottleneck:          no resource saturated (busiest: CPU 35% busy)\n"));
+}
