@@ -164,6 +164,16 @@ pub struct LabConfig {
     pub storage: Storage,
     /// Loopback ports.
     pub ports: Ports,
+    /// Connections one Dovecot `imap` process serves. 1 (the default, Dovecot's
+    /// own) gives every connected user a process of its own, a few MB each;
+    /// thousands of idle users need more per process or the server runs out
+    /// of memory before peakhour does.
+    #[serde(default = "one")]
+    pub imap_client_limit: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl LabConfig {
@@ -175,6 +185,7 @@ impl LabConfig {
             users: 100,
             storage: Storage::default(),
             ports: Ports::default(),
+            imap_client_limit: 1,
         }
     }
 

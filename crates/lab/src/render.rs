@@ -127,6 +127,7 @@ service lmtp {{
 
 service imap {{
   process_limit = {processes}
+  client_limit = {imap_clients}
 }}
 
 service pop3 {{
@@ -162,6 +163,7 @@ protocol lmtp {{
         domain = config.domain,
         uid = MAIL_UID,
         clients = processes.saturating_mul(2),
+        imap_clients = config.imap_client_limit.max(1),
         // Dovecot warns unless these cover every login and LMTP process at once.
         anvil_clients = processes.saturating_mul(4),
         auth_clients = processes.saturating_mul(5),

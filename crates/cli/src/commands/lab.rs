@@ -67,6 +67,7 @@ fn up(args: LabUpArgs) -> anyhow::Result<ExitCode> {
         users: args.users,
         storage: args.storage.parse().map_err(anyhow::Error::msg)?,
         ports,
+        imap_client_limit: args.imap_client_limit,
         ..LabConfig::new(&args.dir.dir)
     };
     let report = Lab::up(&config).context("cannot start the lab")?;
