@@ -187,7 +187,7 @@ fn sigint_mid_run_still_writes_an_interrupted_summary() {
     let (_dir, lab) = start_lab(6);
     let out = tempfile::tempdir().unwrap();
     let run_dir = out.path().join("run");
-    let mut child = Command::new(PEAKHOUR)
+    let child = Command::new(PEAKHOUR)
         .args([
             "run",
             "--profile",

@@ -155,7 +155,8 @@ fn main() {
     let before = rss_kib();
     let mut meter = Meter::default();
     let (_stop_tx, stop) = watch::channel(false);
-    let ramp = Duration::from_secs_f64((f64::from(idle_users) / 250.0).max(5.0));
+    // Dovecot logs on about 100 new users a second here (LIST, CREATE, SELECT each).
+    let ramp = Duration::from_secs_f64((f64::from(idle_users) / 80.0).max(5.0));
     let started = Instant::now();
     runtime.block_on(peakhour_engine::run(
         plan,
