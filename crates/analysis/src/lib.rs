@@ -52,6 +52,7 @@
 //! beside it as [`Score::pooled_p95_ms`].
 #![deny(missing_docs)]
 
+pub mod capacity;
 mod histogram;
 mod record;
 mod recorder;
@@ -72,9 +73,9 @@ pub use recorder::{
     RecorderConfig,
 };
 pub use summary::{
-    ActionSummary, Bottleneck, CLIENT_CPU_BUSY_INTERVALS_FRACTION, CLIENT_CPU_LIMIT_FRACTION, ClientSummary,
-    DeliverySummary, LatencySummary, QosFailure, QosReport, ResourceHighAverage, SCHEDULING_LAG_P99_LIMIT_MS, Score,
-    SteadyWindow, Summary, Throughput, Verdict, WeightSource,
+    ActionSummary, Bottleneck, CLIENT_CPU_BUSY_INTERVALS_FRACTION, CLIENT_CPU_LIMIT_FRACTION,
+    ClientSummary, DeliverySummary, LatencySummary, QosFailure, QosReport, ResourceHighAverage,
+    SCHEDULING_LAG_P99_LIMIT_MS, Score, SteadyWindow, Summary, Throughput, Verdict, WeightSource,
 };
 
 /// What can go wrong in analysis.

@@ -388,18 +388,20 @@ fn monitor_findings_are_empty_until_set_and_round_trip() {
         evidence: "94% busy, run queue 3.1 per core".into(),
         line: "CPU: 94% busy, run queue 3.1 per core — CPU-bound".into(),
     });
-    summary.resources.push(peakhour_analysis::ResourceHighAverage {
-        metric: "cpu_busy_pct".into(),
-        label: "CPU busy %".into(),
-        mean: 90.0,
-        p95: 97.0,
-        max: 99.0,
-        high_average: 94.0,
-        high_average_std_dev: 2.5,
-        high_average_window_s: 30.0,
-        shorter_than_window: false,
-        samples: 60,
-    });
+    summary
+        .resources
+        .push(peakhour_analysis::ResourceHighAverage {
+            metric: "cpu_busy_pct".into(),
+            label: "CPU busy %".into(),
+            mean: 90.0,
+            p95: 97.0,
+            max: 99.0,
+            high_average: 94.0,
+            high_average_std_dev: 2.5,
+            high_average_window_s: 30.0,
+            shorter_than_window: false,
+            samples: 60,
+        });
     assert!(summary.bottleneck.as_ref().unwrap().is_saturated());
     let json = serde_json::to_value(&summary).unwrap();
     assert_eq!(json["bottleneck"]["resource"], "CPU");

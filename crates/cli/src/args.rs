@@ -63,6 +63,47 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: AnalyzeCommand,
     },
+    /// Write RUN_DIR/report.html, the self-contained full-disclosure report.
+    ///
+    /// Verdict, score and capacity statement; per-action table; throughput and server
+    /// counters; timelines with the phases shaded; high averages; delivery latency; the
+    /// client host, server software, monitor and configuration (docs/report.md). Runs
+    /// at the end of every `run`. With --format, also prints the summary.
+    ///
+    /// Example: peakhour report runs/20260501T120000Z-mmb-medium-200u --format markdown
+    Report(ReportArgs),
+    /// Compare runs side by side: per-action p95, throughput and server resources,
+    /// with the change in percent against the first run and whether it is within
+    /// run-to-run noise (a bootstrap over the steady-state intervals).
+    ///
+    /// Example: peakhour compare runs/sdbox runs/maildir --format markdown --html compare.html
+    Compare(CompareArgs),
+}
+
+/// Output formats of `report --format` and `compare --format`.
+pub(crate) const SUMMARY_FORMATS: [&str; 4] = ["text", "json", "csv", "markdown"];
+
+#[derive(Debug, Args)]
+pub(crate) struct ReportArgs {
+    /// The run directory written by `peakhour run`.
+    #[arg(value_name = "RUN_DIR")]
+    pub(crate) run_dir: PathBuf,
+    /// Also print the run's summary on stdout in this format.
+    #[arg(long, value_name = "FORMAT", value_parser = SUMMARY_FORMATS)]
+    pub(crate) format: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CompareArgs {
+    /// Two or more run directories; the first is the baseline.
+    #[arg(value_name = "RUN_DIR", num_args = 2.., required = true)]
+    pub(crate) runs: Vec<PathBuf>,
+    /// Output format on stdout.
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = SUMMARY_FORMATS)]
+    pub(crate) format: String,
+    /// Also write the comparison as a self-contained HTML page to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) html: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

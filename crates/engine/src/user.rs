@@ -119,8 +119,17 @@ impl User {
         }
         self.ensure_session(&mut stop, timeline.steady_end).await;
         let plan = self.shared.plan.clone();
-        for scheduled in plan.schedule(self.index) {
-            let intended = timeline.steady_start + scheduled.at;
+        let schedule = plan.schedule(self.index);
+        // A closed loop (seed 000's scripted sends) starts each action when the
+        // previous one ended, plus the pause; an open (Poisson) schedule keeps
+        // to its own clock whatever the server does.
+        let closed_loop = schedule.is_closed_loop();
+        let mut previous_end = timeline.steady_start;
+        for scheduled in schedule {
+            let mut intended = timeline.steady_start + scheduled.at;
+            if closed_loop {
+                intended = intended.max(previous_end + plan.pause());
+            }
             if intended >= timeline.steady_end || *stop.borrow() {
                 // Still online until the steady phase ends: mail keeps arriving.
                 self.wait_until(timeline.steady_end, &mut stop).await;
@@ -156,11 +165,13 @@ impl User {
                     Outcome::Error("timeout".into())
                 }
             };
+            let finished = Instant::now();
+            previous_end = finished;
             self.shared.events.send(Event::Action {
                 kind: scheduled.kind,
                 intended,
                 started,
-                finished: Instant::now(),
+                finished,
                 outcome,
             });
         }

@@ -67,6 +67,11 @@ pub struct GroupSpec {
     /// If not empty, a process belongs only if it or an ancestor has one of
     /// these command names.
     pub ancestors: Vec<String>,
+    /// If not empty, a process belongs only if it or an ancestor has one of
+    /// these PIDs (and, if `ancestors` is not empty, that same process has
+    /// one of those names): e.g. one lab's Dovecot master, when several run
+    /// on the host.
+    pub ancestor_pids: Vec<u32>,
 }
 
 /// Dovecot's process names (Debian 12, Dovecot 2.3).
@@ -131,6 +136,7 @@ impl GroupSpec {
             name: name.into(),
             matcher: ProcessMatcher::Names(names.iter().map(|s| (*s).to_owned()).collect()),
             ancestors: Vec::new(),
+            ancestor_pids: Vec::new(),
         }
     }
 
@@ -145,12 +151,20 @@ impl GroupSpec {
             name,
             matcher: ProcessMatcher::Regex(re),
             ancestors: Vec::new(),
+            ancestor_pids: Vec::new(),
         })
     }
 
     /// Restricts the group to processes under (or named) one of `names`.
     pub fn under(mut self, names: &[&str]) -> Self {
         self.ancestors = names.iter().map(|s| (*s).to_owned()).collect();
+        self
+    }
+
+    /// Restricts the group to processes under (or being) one of `pids`, e.g.
+    /// the master of one Dovecot among several on the host.
+    pub fn within(mut self, pids: &[u32]) -> Self {
+        self.ancestor_pids = pids.to_vec();
         self
     }
 
@@ -170,6 +184,7 @@ impl GroupSpec {
             name: "peakhour".into(),
             matcher: ProcessMatcher::CurrentProcess,
             ancestors: Vec::new(),
+            ancestor_pids: Vec::new(),
         }
     }
 
@@ -183,13 +198,15 @@ impl GroupSpec {
 /// Pure: it sees only the parsed `/proc/PID/stat` of every process.
 pub fn assign_groups(specs: &[GroupSpec], procs: &[PidStat], own_pid: u32) -> Vec<Vec<usize>> {
     let by_pid: HashMap<u32, usize> = procs.iter().enumerate().map(|(i, p)| (p.pid, i)).collect();
-    let has_ancestor = |start: usize, names: &[String]| {
+    let has_ancestor = |start: usize, names: &[String], pids: &[u32]| {
         let mut at = Some(start);
         // Bounded walk: a PID cycle (impossible, but /proc is read racily) cannot hang us.
         for _ in 0..64 {
             let Some(i) = at else { return false };
             let p = &procs[i];
-            if names.contains(&p.comm) {
+            if (names.is_empty() || names.contains(&p.comm))
+                && (pids.is_empty() || pids.contains(&p.pid))
+            {
                 return true;
             }
             if p.ppid == 0 || p.ppid == p.pid {
@@ -207,7 +224,8 @@ pub fn assign_groups(specs: &[GroupSpec], procs: &[PidStat], own_pid: u32) -> Ve
                 .enumerate()
                 .filter(|(i, p)| {
                     spec.matcher.matches(&p.comm, p.pid, own_pid)
-                        && (spec.ancestors.is_empty() || has_ancestor(*i, &spec.ancestors))
+                        && ((spec.ancestors.is_empty() && spec.ancestor_pids.is_empty())
+                            || has_ancestor(*i, &spec.ancestors, &spec.ancestor_pids))
                 })
                 .map(|(i, _)| i)
                 .collect()
@@ -342,6 +360,32 @@ mod tests {
         assert_eq!(pids(0), vec![100, 101, 102, 103, 104]);
         assert_eq!(pids(1), vec![200, 201, 202, 203]);
         assert_eq!(pids(2), vec![400]);
+    }
+
+    #[test]
+    fn a_group_can_be_scoped_to_one_server_among_several() {
+        let procs = vec![
+            ps(1, 0, "systemd"),
+            ps(100, 1, "dovecot"), // lab A
+            ps(101, 100, "imap"),
+            ps(150, 1, "dovecot"), // lab B
+            ps(151, 150, "imap"),
+            ps(152, 150, "imap-login"),
+        ];
+        let a = GroupSpec::dovecot().within(&[100]);
+        let b = GroupSpec::dovecot().within(&[150]);
+        let both = GroupSpec::dovecot();
+        let groups = assign_groups(&[a, b, both], &procs, 0);
+        let pids = |g: usize| groups[g].iter().map(|&i| procs[i].pid).collect::<Vec<_>>();
+        assert_eq!(pids(0), vec![100, 101]);
+        assert_eq!(pids(1), vec![150, 151, 152]);
+        assert_eq!(pids(2), vec![100, 101, 150, 151, 152]);
+        // A PID that is not a `dovecot` process scopes to nothing.
+        let wrong = GroupSpec::dovecot().within(&[1]);
+        assert_eq!(
+            assign_groups(&[wrong], &procs, 0),
+            vec![Vec::<usize>::new()]
+        );
     }
 
     #[test]

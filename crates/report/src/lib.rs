@@ -19,17 +19,32 @@
 //! [`RunRecord`]: peakhour_analysis::RunRecord
 #![deny(missing_docs)]
 
+pub mod capacity_html;
+mod compare;
 mod csv;
 mod hlog;
+pub mod html;
 mod json;
+mod summary_formats;
 mod terminal;
 mod time;
 
 use peakhour_analysis::AnalysisError;
 
+pub use compare::{
+    BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, BootstrapSettings, COMPARE_CSV_HEADER,
+    COMPARE_FORMAT_VERSION, COMPARE_SCHEMA, Change, CompareRun, Comparison, MAX_BLOCKS,
+    MetricComparison, RunInfo, compare, compare_json, render_compare_markdown, render_compare_text,
+    write_compare_csv,
+};
 pub use csv::{ERRORS_CSV_HEADER, INTERVALS_CSV_HEADER, write_errors_csv, write_intervals_csv};
 pub use hlog::write_hlog;
+pub use html::{
+    HostFacts, MonitorChart, MonitorView, REPORT_SECTIONS, ReportInput, ServerCounter,
+    ServerSoftware, render_compare_html, render_html,
+};
 pub use json::{SUMMARY_SCHEMA, summary_json};
+pub use summary_formats::{SUMMARY_CSV_HEADER, render_summary_markdown, write_summary_csv};
 pub use terminal::{render_monitor, render_terminal};
 
 /// What can go wrong while rendering.

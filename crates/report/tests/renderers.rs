@@ -315,8 +315,8 @@ fn with_monitor(mut summary: Summary) -> Summary {
         line: "CPU: 94% busy, run queue 3.1 per core, dovecot processes 71% of CPU — CPU-bound"
             .into(),
     });
-    let metric = |metric: &str, label: &str, mean, high, std_dev| {
-        peakhour_analysis::ResourceHighAverage {
+    let metric =
+        |metric: &str, label: &str, mean, high, std_dev| peakhour_analysis::ResourceHighAverage {
             metric: metric.into(),
             label: label.into(),
             mean,
@@ -327,8 +327,7 @@ fn with_monitor(mut summary: Summary) -> Summary {
             high_average_window_s: 30.0,
             shorter_than_window: false,
             samples: 60,
-        }
-    };
+        };
     summary.resources = vec![
         metric("cpu_busy_pct", "CPU busy %", 90.0, 94.0, 2.5),
         metric(
@@ -352,8 +351,14 @@ fn bottleneck_and_high_averages_are_schema_valid_and_printed() {
     }
     assert_eq!(value["bottleneck"]["resource"], "CPU");
     let mut bad = value.clone();
-    bad["bottleneck"].as_object_mut().unwrap().remove("evidence");
-    assert!(!v.is_valid(&bad), "schema accepted a bottleneck without evidence");
+    bad["bottleneck"]
+        .as_object_mut()
+        .unwrap()
+        .remove("evidence");
+    assert!(
+        !v.is_valid(&bad),
+        "schema accepted a bottleneck without evidence"
+    );
 
     let text = render_terminal(&summary);
     assert!(
@@ -375,7 +380,12 @@ fn bottleneck_and_high_averages_are_schema_valid_and_printed() {
         "{text}"
     );
     // The verdict stays the last line.
-    assert!(text.trim_end().lines().rev().any(|l| l.starts_with("QoS verdict")));
+    assert!(
+        text.trim_end()
+            .lines()
+            .rev()
+            .any(|l| l.starts_with("QoS verdict"))
+    );
     let verdict_at = text.find("QoS verdict").unwrap();
     assert!(text.find("bottleneck:").unwrap() < verdict_at);
 

@@ -1,9 +1,12 @@
 //! One module per command group; each turns parsed arguments into library calls.
 
+mod analyze;
 mod init;
 mod lab;
 mod lab_check;
+mod monitor;
 mod profiles;
+mod report;
 mod run;
 mod target;
 
@@ -18,5 +21,9 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Profiles { command } => profiles::run(command),
         Command::Init(args) => init::run(args),
         Command::Run(args) => run::run(args),
+        Command::Monitor(args) => monitor::run(args),
+        Command::Analyze { command } => analyze::run(command),
+        Command::Report(args) => report::run(args),
+        Command::Compare(args) => report::compare(args),
     }
 }

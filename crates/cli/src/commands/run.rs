@@ -15,11 +15,17 @@ use peakhour_engine::date::{compact, epoch_secs, rfc3339};
 use peakhour_engine::{
     Event, LATE_AFTER, Observer, Outcome, Phase, RunClock, RunSettings, SelfSample,
 };
+use peakhour_monitor::analysis::TimeWindow;
+use peakhour_monitor::{Monitor, MonitorConfig};
 use peakhour_workload::{ActionKind, Overrides, Plan};
 use tokio::sync::watch;
 
+use super::monitor::{cost_line, findings, lab_probes, local_source, wait_for_signal};
 use super::target::{load_profile, resolve_plan, resolve_target};
 use crate::args::RunArgs;
+
+/// The server monitor samples every second during a run.
+const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Exit code of a run stopped by SIGINT or SIGTERM (128 + SIGINT, as shells report it).
 const EXIT_INTERRUPTED: u8 = 130;
@@ -92,7 +98,19 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     );
     let mut observer = RunObserver::new(args.interval, plan.actions())?;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let outcome = runtime.block_on(async {
+    // The server monitor: this machine's /proc, the lab's queue and Dovecot ports.
+    let monitor_source = local_source(
+        &[],
+        resolved.lab.as_ref(),
+        resolved.lab.as_ref().map(lab_probes).unwrap_or_default(),
+    )
+    .and_then(|source| {
+        let path = dir.join("monitor.csv");
+        let csv = std::fs::File::create(&path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        Ok((source, csv))
+    });
+    let (outcome, monitor) = runtime.block_on(async {
         tokio::spawn(async move {
             wait_for_signal().await;
             eprintln!(
@@ -100,14 +118,49 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             );
             let _ = stop_tx.send(true);
         });
-        peakhour_engine::run(
+        // The monitor's time_s counts from the run's start; a baseline samples the
+        // idle server before it (negative time_s).
+        let origin = tokio::time::Instant::now() + args.monitor_baseline;
+        let monitor = match monitor_source {
+            Ok((source, csv)) => {
+                let config = MonitorConfig {
+                    interval: MONITOR_INTERVAL,
+                    origin: Some(origin),
+                    ..MonitorConfig::default()
+                };
+                Monitor::start(source, Some(csv), config).map_err(anyhow::Error::from)
+            }
+            Err(e) => Err(e),
+        };
+        let monitor = match monitor {
+            Ok(m) => Some((m, origin.into_std())),
+            Err(e) => {
+                eprintln!(
+                    "warning: the server monitor could not start ({e:#}); running without it"
+                );
+                None
+            }
+        };
+        if monitor.is_some() && !args.monitor_baseline.is_zero() {
+            eprintln!(
+                "monitor: sampling the idle server for {} before the load",
+                humantime(args.monitor_baseline)
+            );
+            tokio::time::sleep_until(origin).await;
+        }
+        let outcome = peakhour_engine::run(
             plan.clone(),
             target.clone(),
             settings,
             stop_rx,
             &mut observer,
         )
-        .await
+        .await;
+        let monitor = match monitor {
+            Some((m, origin)) => Some((m.finish().await, origin)),
+            None => None,
+        };
+        (outcome, monitor)
     });
     observer.clear_live_line();
     let end = observer.last_offset;
@@ -146,8 +199,30 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let intervals = observer.recorder.finish(end);
     let record = RunRecord::new(meta, intervals, delivery.finish()?);
-    let summary = Summary::compute(&record)?;
+    let mut summary = Summary::compute(&record)?;
+    match monitor {
+        Some((Ok(report), origin)) => {
+            // The monitor's origin and the engine's t0 differ by the few µs
+            // between two clock reads; shift the steady window by that.
+            let shift = observer.t0.map_or(0.0, |t0| signed_secs(t0, origin));
+            let start = summary.steady.start_s + shift;
+            let end = start + summary.steady.length_s;
+            // A sample at t covers the second before t: the steady phase's
+            // samples are those at start + 1 s ... end.
+            let half = MONITOR_INTERVAL.as_secs_f64() / 2.0;
+            let window = TimeWindow::new(start + half, end + half);
+            let found = findings(&report.table, window, args.high_average_window);
+            summary.bottleneck = Some(found.bottleneck);
+            summary.resources = found.resources;
+            eprintln!("{}", cost_line(&report));
+        }
+        Some((Err(e), _)) => eprintln!("warning: the server monitor failed: {e}"),
+        None => {}
+    }
     write_results(&dir, &record, &summary)?;
+    if let Err(e) = super::report::write_report(&dir) {
+        eprintln!("warning: report.html was not written: {e:#}");
+    }
 
     print!("{}", peakhour_report::render_terminal(&summary));
     if !outcome.reconciled {
@@ -201,6 +276,12 @@ fn write_config(
         target.imap,
         target.smtp,
     );
+    text.push_str(&format!(
+        "[monitor]\ninterval = \"{}\"\nhigh_average_window = \"{}\"\nbaseline = \"{}\"\n\n",
+        humantime(MONITOR_INTERVAL),
+        humantime(args.high_average_window),
+        humantime(args.monitor_baseline),
+    ));
     text.push_str(&plan.to_toml()?);
     std::fs::write(dir.join("config.toml"), text).context("cannot write config.toml")?;
     Ok(())
@@ -228,24 +309,12 @@ fn write_results(dir: &Path, record: &RunRecord, summary: &Summary) -> anyhow::R
     Ok(())
 }
 
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
+fn signed_secs(at: Instant, origin: Instant) -> f64 {
+    if at >= origin {
+        at.duration_since(origin).as_secs_f64()
+    } else {
+        -origin.duration_since(at).as_secs_f64()
     }
-    #[cfg(not(unix))]
-    let _ = tokio::signal::ctrl_c().await;
 }
 
 fn recorded_phase(phase: Phase) -> RecordedPhase {
@@ -264,6 +333,8 @@ struct RunObserver {
     refused: u64,
     last_offset: Duration,
     live: LiveLine,
+    /// The engine's start, as the first callback shows it.
+    t0: Option<Instant>,
 }
 
 impl RunObserver {
@@ -279,11 +350,13 @@ impl RunObserver {
             refused: 0,
             last_offset: Duration::ZERO,
             live: LiveLine::new(actions),
+            t0: None,
         })
     }
 
     /// Moves the recorder into `phase` if time has reached it.
     fn sync(&mut self, clock: &RunClock, at: Instant) -> Duration {
+        self.t0.get_or_insert(clock.t0);
         let offset = clock.offset(at);
         let phase = recorded_phase(clock.phase(at));
         if phase > self.recorder.phase() {

@@ -81,6 +81,10 @@ impl LocalSource {
             buf: String::with_capacity(8192),
             dovecot_probe: GroupSpec::dovecot(),
         };
+        // `dovecot_processes` follows the `dovecot` group (e.g. scoped to one lab).
+        if let Some(dovecot) = source.config.groups.iter().find(|g| g.name == "dovecot") {
+            source.dovecot_probe = dovecot.clone();
+        }
         source.list_whole_disks();
         Ok(source)
     }
