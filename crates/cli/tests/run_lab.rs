@@ -232,3 +232,68 @@ fn sigint_mid_run_still_writes_an_interrupted_summary() {
         "what was measured is kept"
     );
 }
+
+#[test]
+fn dropped_imap_sessions_are_reconnected_and_counted() {
+    let (_dir, lab) = start_lab(6);
+    let out = tempfile::tempdir().unwrap();
+    let run_dir = out.path().join("run");
+    let child = Command::new(PEAKHOUR)
+        .args([
+            "run",
+            "--profile",
+            "mmb-medium",
+            "--lab-dir",
+            &lab.status.dir,
+            "--speed",
+            "400",
+        ])
+        .args([
+            "--duration",
+            "16s",
+            "--ramp-up",
+            "2s",
+            "--drain",
+            "5s",
+            "--interval",
+            "2s",
+            "--out",
+        ])
+        .arg(&run_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // In the steady phase, end every Dovecot imap process (the users' sessions) at once.
+    std::thread::sleep(Duration::from_secs(6));
+    let status = lab.lab().status().unwrap();
+    let sessions: Vec<i32> = status
+        .servers
+        .iter()
+        .filter(|s| s.name == "dovecot")
+        .flat_map(|s| s.processes.iter())
+        .filter(|p| p.name == "imap")
+        .map(|p| p.pid)
+        .collect();
+    assert!(
+        !sessions.is_empty(),
+        "no imap session processes: {status:#?}"
+    );
+    for pid in &sessions {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let output = child.wait_with_output().unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&output.stdout));
+    let summary = summary(&run_dir);
+    let reconnects = summary["counters"]["reconnects"].as_u64().unwrap_or(0);
+    assert!(
+        reconnects > 0,
+        "killed {} sessions but no reconnect was counted",
+        sessions.len()
+    );
+    // Users went on working after reconnecting.
+    assert!(summary["actions"]["read"]["count"].as_u64().unwrap() > 0);
+}

@@ -97,6 +97,8 @@ pub(crate) struct User {
     shared: Arc<Shared>,
     session: Option<Session>,
     failures_in_a_row: u32,
+    /// Sessions established so far: any after the first is a reconnect.
+    logons: u32,
 }
 
 impl User {
@@ -108,6 +110,7 @@ impl User {
             shared,
             session: None,
             failures_in_a_row: 0,
+            logons: 0,
         }
     }
 
@@ -216,9 +219,10 @@ impl User {
         while self.session.is_none() && !*stop.borrow() && Instant::now() < until {
             match tokio::time::timeout(self.shared.action_timeout, self.log_on()).await {
                 Ok(Ok(session)) => {
-                    if self.failures_in_a_row > 0 {
+                    if self.logons > 0 {
                         self.shared.events.count(Counter::Reconnects, 1);
                     }
+                    self.logons += 1;
                     self.failures_in_a_row = 0;
                     self.session = Some(session);
                     self.shared.events.send(Event::LoggedOn(1));
