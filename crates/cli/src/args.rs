@@ -46,6 +46,16 @@ pub(crate) enum Command {
     ///
     /// Example: peakhour run --profile mmb-medium --target lab --users 200 --speed 60 --duration 120s
     Run(RunArgs),
+    /// Run one `peakhour run` per user count and read the capacity curve: peak, shape,
+    /// users at QoS, a Universal Scalability Law fit and the knee (docs/capacity.md).
+    ///
+    /// `init` runs once, for the largest step. Each step's run directory, capacity.csv,
+    /// capacity.json and capacity.html go to --out. The sweep stops climbing after two
+    /// QoS failures in a row or when errors pass --max-error-ratio. Exit code 0 when it
+    /// finished (even early), 1 when a step could not run, 130 when interrupted.
+    ///
+    /// Example: peakhour sweep --profile mmb-medium --target lab --users 25,50,100,200,400
+    Sweep(SweepArgs),
     /// Sample the server (CPU, memory, disks, network, Dovecot/Postfix processes, mail
     /// queues) into DIR/monitor.csv, as STAT.NLM did during someone else's test.
     ///
@@ -348,6 +358,68 @@ pub(crate) struct RunArgs {
     /// (rows with a negative time_s in monitor.csv).
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
     pub(crate) monitor_baseline: std::time::Duration,
+}
+
+/// `peakhour sweep`
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("steps").required(true).args(["users", "from"])))]
+pub(crate) struct SweepArgs {
+    #[command(flatten)]
+    pub(crate) profile: ProfileArg,
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    /// The user counts of the steps, e.g. 25,50,100,200,400.
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',', num_args = 1..)]
+    pub(crate) users: Option<Vec<u32>>,
+    /// First step of a geometric progression of user counts (with --to, --factor).
+    #[arg(long, value_name = "N", requires = "to")]
+    pub(crate) from: Option<u32>,
+    /// Last step: from, from x factor, ... up to N (N itself ends the list).
+    #[arg(long, value_name = "N", requires = "from")]
+    pub(crate) to: Option<u32>,
+    /// Growth factor between steps, with --from and --to.
+    #[arg(long, value_name = "X", default_value_t = 2.0)]
+    pub(crate) factor: f64,
+    /// Length of the simulated day, for every step.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub(crate) day: Option<std::time::Duration>,
+    /// Day compression, for every step.
+    #[arg(long, value_name = "X")]
+    pub(crate) speed: Option<f64>,
+    /// The measured steady phase of each step.
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    pub(crate) duration: std::time::Duration,
+    /// Logon ramp of each step.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    pub(crate) ramp_up: std::time::Duration,
+    /// Drain of each step.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    pub(crate) drain: std::time::Duration,
+    /// Length of one measurement interval.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub(crate) interval: std::time::Duration,
+    /// One seed for init and every step (default: the workload's default seed).
+    #[arg(long, value_name = "N")]
+    pub(crate) seed: Option<u64>,
+    /// An action taking longer than this fails with `timeout`.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub(crate) action_timeout: std::time::Duration,
+    /// QoS: the p95 every action must meet, in ms (default: the profile's).
+    #[arg(long, value_name = "MS")]
+    pub(crate) qos_p95_ms: Option<f64>,
+    /// Which p95 the capacity curve is held to the QoS limit by: `weighted` (the score's
+    /// weighted p95) or `max-action` (the slowest action's p95).
+    #[arg(long, value_name = "WHICH", default_value = "weighted", value_parser = ["weighted", "max-action"])]
+    pub(crate) p95: String,
+    /// Stop climbing when failed actions exceed this fraction of the attempted ones.
+    #[arg(long, value_name = "RATIO", default_value_t = 0.05)]
+    pub(crate) max_error_ratio: f64,
+    /// Skip `init` (the mailboxes are already filled for the largest step).
+    #[arg(long)]
+    pub(crate) no_init: bool,
+    /// The sweep directory (default: runs/TIME-sweep-PROFILE, TIME in UTC).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
 }
 
 /// `peakhour monitor`

@@ -8,6 +8,7 @@ mod monitor;
 mod profiles;
 mod report;
 mod run;
+mod sweep;
 mod target;
 
 use std::process::ExitCode;
@@ -21,6 +22,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Profiles { command } => profiles::run(command),
         Command::Init(args) => init::run(args),
         Command::Run(args) => run::run(args),
+        Command::Sweep(args) => sweep::run(args),
         Command::Monitor(args) => monitor::run(args),
         Command::Analyze { command } => analyze::run(command),
         Command::Report(args) => report::run(args),

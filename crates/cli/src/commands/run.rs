@@ -110,6 +110,13 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot create {}", path.display()))?;
         Ok((source, csv))
     });
+    // The monitor samples on a runtime (and thread) of its own: a sample reads
+    // /proc for every process, and must not delay the simulated users' timers.
+    let monitor_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("peakhour-monitor")
+        .enable_all()
+        .build()?;
     let (outcome, monitor) = runtime.block_on(async {
         tokio::spawn(async move {
             wait_for_signal().await;
@@ -128,6 +135,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                     origin: Some(origin),
                     ..MonitorConfig::default()
                 };
+                let _on_monitor_runtime = monitor_runtime.enter();
                 Monitor::start(source, Some(csv), config).map_err(anyhow::Error::from)
             }
             Err(e) => Err(e),

@@ -1,0 +1,245 @@
+//! Facts about the client host and the server software, for the report's
+//! full disclosure. Collected once per run directory into `host.json`.
+//!
+//! Everything here is best effort: a fact that cannot be read is left out
+//! and the report says "not recorded". Nothing here reads credentials.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::{TcpStream, ToSocketAddrs as _};
+use std::time::Duration;
+
+use peakhour_engine::date::{epoch_secs, rfc3339};
+use peakhour_report::{HostFacts, ServerSoftware};
+
+use super::toml_value;
+
+/// How long a greeting may take before it is given up on.
+const GREETING_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Collects the client host's CPU, memory, kernel and OS, and the server
+/// software: greetings and IMAP ID of the run's targets (from config.toml)
+/// and the Debian packages of the lab's servers when installed here.
+pub(crate) fn collect(config_toml: Option<&str>) -> HostFacts {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mut facts = HostFacts {
+        collected_at: Some(rfc3339(epoch_secs(std::time::SystemTime::now()))),
+        cpu_model: cpu_model(&cpuinfo),
+        cpu_cores: cpu_cores(&cpuinfo),
+        memory_kb: mem_total_kb(&meminfo),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty()),
+        os: std::fs::read_to_string("/etc/os-release")
+            .ok()
+            .and_then(|t| os_name(&t)),
+        servers: Vec::new(),
+    };
+    if let Some(config) = config_toml {
+        if let Some(imap) = toml_value(config, "target", "imap") {
+            facts.servers.extend(imap_greeting(&imap));
+        }
+        if let Some(smtp) = toml_value(config, "target", "smtp") {
+            facts.servers.extend(smtp_greeting(&smtp));
+        }
+    }
+    facts.servers.extend(packages());
+    facts
+}
+
+fn cpu_model(cpuinfo: &str) -> Option<String> {
+    cpuinfo
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            matches!(k.trim(), "model name" | "Model" | "cpu model").then(|| v.trim().to_owned())
+        })
+        .filter(|s| !s.is_empty())
+}
+
+fn cpu_cores(cpuinfo: &str) -> Option<u32> {
+    let n = cpuinfo
+        .lines()
+        .filter(|l| l.split(':').next().is_some_and(|k| k.trim() == "processor"))
+        .count();
+    u32::try_from(n).ok().filter(|n| *n > 0)
+}
+
+fn mem_total_kb(meminfo: &str) -> Option<u64> {
+    meminfo.lines().find_map(|l| {
+        let rest = l.strip_prefix("MemTotal:")?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
+fn os_name(os_release: &str) -> Option<String> {
+    os_release.lines().find_map(|l| {
+        l.strip_prefix("PRETTY_NAME=")
+            .map(|v| v.trim().trim_matches('"').to_owned())
+    })
+}
+
+/// `host:port` of a plain-text endpoint as config.toml records it
+/// (`127.0.0.1:10143`, `... (STARTTLS)`); `None` for implicit TLS, whose
+/// greeting is only readable after a handshake.
+fn plain_endpoint(recorded: &str) -> Option<&str> {
+    let (addr, mode) = match recorded.split_once(' ') {
+        Some((a, m)) => (a, m),
+        None => (recorded, ""),
+    };
+    (!mode.contains("(TLS)")).then_some(addr)
+}
+
+fn connect(addr: &str) -> Option<TcpStream> {
+    let sock = addr.to_socket_addrs().ok()?.next()?;
+    let stream = TcpStream::connect_timeout(&sock, GREETING_TIMEOUT).ok()?;
+    stream.set_read_timeout(Some(GREETING_TIMEOUT)).ok()?;
+    stream.set_write_timeout(Some(GREETING_TIMEOUT)).ok()?;
+    Some(stream)
+}
+
+/// Keeps only printable text, at most 200 characters.
+fn clean(line: &str) -> String {
+    line.trim()
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(200)
+        .collect()
+}
+
+/// The IMAP greeting, and the server's ID (RFC 2971) when it answers one.
+fn imap_greeting(recorded: &str) -> Vec<ServerSoftware> {
+    let Some(addr) = plain_endpoint(recorded) else {
+        return Vec::new();
+    };
+    let Some(stream) = connect(addr) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let mut reader = BufReader::new(&stream);
+    let mut line = String::new();
+    if reader.read_line(&mut line).is_err() || line.is_empty() {
+        return found;
+    }
+    // The greeting's text after the response code: "* OK [CAPABILITY ...] Dovecot (Debian) ready."
+    let greeting = clean(&line);
+    let text = greeting
+        .rsplit_once(']')
+        .map_or(greeting.as_str(), |(_, t)| t)
+        .trim()
+        .to_owned();
+    found.push(ServerSoftware {
+        service: format!("imap {addr}"),
+        software: text,
+        source: "greeting".into(),
+    });
+    let mut writer = &stream;
+    if writer.write_all(b"ph1 ID NIL\r\n").is_ok() {
+        for _ in 0..20 {
+            line.clear();
+            if reader.read_line(&mut line).map_or(true, |n| n == 0) {
+                break;
+            }
+            if line.starts_with("* ID ") {
+                found.push(ServerSoftware {
+                    service: format!("imap {addr}"),
+                    software: clean(&line["* ID ".len()..]),
+                    source: "IMAP ID".into(),
+                });
+            }
+            if line.starts_with("ph1 ") {
+                break;
+            }
+        }
+        let _ = writer.write_all(b"ph2 LOGOUT\r\n");
+    }
+    found
+}
+
+/// The SMTP greeting's first line, e.g. `220 host ESMTP Postfix (Debian/GNU)`.
+fn smtp_greeting(recorded: &str) -> Vec<ServerSoftware> {
+    let Some(addr) = plain_endpoint(recorded) else {
+        return Vec::new();
+    };
+    let Some(stream) = connect(addr) else {
+        return Vec::new();
+    };
+    let mut reader = BufReader::new(&stream);
+    let mut line = String::new();
+    if reader.read_line(&mut line).is_err() || line.is_empty() {
+        return Vec::new();
+    }
+    // Read the rest of a multi-line greeting before saying goodbye.
+    let mut rest = line.clone();
+    while rest.len() > 3 && rest.as_bytes()[3] == b'-' {
+        rest.clear();
+        if reader.read_line(&mut rest).map_or(true, |n| n == 0) {
+            break;
+        }
+    }
+    let mut writer = &stream;
+    let _ = writer.write_all(b"QUIT\r\n");
+    let text = clean(&line);
+    let text = text.get(4..).unwrap_or(&text).to_owned();
+    vec![ServerSoftware {
+        service: format!("smtp {addr}"),
+        software: text,
+        source: "greeting".into(),
+    }]
+}
+
+/// Versions of the lab's server packages installed on this host.
+fn packages() -> Vec<ServerSoftware> {
+    let output = std::process::Command::new("dpkg-query")
+        .args([
+            "-W",
+            "-f=${Package} ${Version}\\n",
+            "dovecot-core",
+            "postfix",
+        ])
+        .stderr(std::process::Stdio::null())
+        .output();
+    let Ok(output) = output else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|l| l.split_whitespace().count() == 2)
+        .map(|l| ServerSoftware {
+            service: "package (this host)".into(),
+            software: clean(l),
+            source: "dpkg-query".into(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_facts_parse() {
+        let cpuinfo = "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nprocessor\t: 1\nmodel name\t: AMD EPYC 7B13\n";
+        assert_eq!(cpu_model(cpuinfo).as_deref(), Some("AMD EPYC 7B13"));
+        assert_eq!(cpu_cores(cpuinfo), Some(2));
+        assert_eq!(
+            mem_total_kb("MemTotal:       24589112 kB\nMemFree: 1 kB\n"),
+            Some(24_589_112)
+        );
+        assert_eq!(
+            os_name("NAME=\"Debian\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n").as_deref(),
+            Some("Debian GNU/Linux 12 (bookworm)")
+        );
+    }
+
+    #[test]
+    fn implicit_tls_endpoints_are_not_greeted() {
+        assert_eq!(plain_endpoint("127.0.0.1:10143"), Some("127.0.0.1:10143"));
+        assert_eq!(
+            plain_endpoint("127.0.0.1:10143 (STARTTLS)"),
+            Some("127.0.0.1:10143")
+        );
+        assert_eq!(plain_endpoint("127.0.0.1:10993 (TLS)"), None);
+    }
+}

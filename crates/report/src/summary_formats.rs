@@ -1,0 +1,207 @@
+//! The summary for spreadsheets and wikis: `peakhour report --format csv|markdown`.
+
+use std::fmt::Write as _;
+
+use peakhour_analysis::Summary;
+
+use crate::ReportError;
+use crate::compare::csv_field;
+use crate::html::svg::short;
+
+/// CSV header of [`write_summary_csv`].
+pub const SUMMARY_CSV_HEADER: &str = "section,item,measure,value,unit";
+
+/// The summary in long CSV form, one figure per row: per-action latency and
+/// counts, the score, throughput, delivery, and the monitor's resources.
+pub fn write_summary_csv(s: &Summary, out: &mut impl std::io::Write) -> Result<(), ReportError> {
+    writeln!(out, "{SUMMARY_CSV_HEADER}")?;
+    let mut row = |section: &str, item: &str, measure: &str, value: Option<f64>, unit: &str| {
+        writeln!(
+            out,
+            "{},{},{},{},{}",
+            csv_field(section),
+            csv_field(item),
+            csv_field(measure),
+            value.map_or_else(String::new, |v| v.to_string()),
+            csv_field(unit)
+        )
+    };
+    row("run", &s.run_id, "users", Some(f64::from(s.users)), "users")?;
+    row("run", &s.run_id, "seed", Some(s.seed as f64), "")?;
+    row(
+        "run",
+        &s.run_id,
+        "pass",
+        Some(f64::from(u8::from(
+            s.verdict == peakhour_analysis::Verdict::Pass,
+        ))),
+        "1 = pass",
+    )?;
+    for (name, a) in &s.actions {
+        row("action", name, "count", Some(a.count as f64), "actions")?;
+        row("action", name, "errors", Some(a.errors as f64), "actions")?;
+        row("action", name, "p50", a.p50_ms, "ms")?;
+        row("action", name, "p95", a.p95_ms, "ms")?;
+        row("action", name, "p99", a.p99_ms, "ms")?;
+        row("action", name, "max", a.max_ms, "ms")?;
+    }
+    row(
+        "score",
+        "weighted p95",
+        "score",
+        s.score.weighted_p95_ms,
+        "ms",
+    )?;
+    row("score", "pooled p95", "p95", s.score.pooled_p95_ms, "ms")?;
+    let t = &s.throughput;
+    row(
+        "throughput",
+        "messages submitted",
+        "rate",
+        Some(t.messages_submitted_per_hour),
+        "per hour",
+    )?;
+    row(
+        "throughput",
+        "recipients delivered",
+        "rate",
+        Some(t.recipients_delivered_per_hour),
+        "per hour",
+    )?;
+    row(
+        "throughput",
+        "message opens",
+        "rate",
+        Some(t.message_opens_per_second),
+        "per second",
+    )?;
+    row(
+        "throughput",
+        "folder opens",
+        "rate",
+        Some(t.folder_opens_per_second),
+        "per second",
+    )?;
+    row(
+        "throughput",
+        "actions",
+        "rate",
+        Some(t.actions_per_second),
+        "per second",
+    )?;
+    let d = &s.delivery;
+    row(
+        "delivery",
+        "recipients",
+        "submitted",
+        Some(d.submitted_recipients as f64),
+        "recipients",
+    )?;
+    row(
+        "delivery",
+        "recipients",
+        "delivered",
+        Some(d.delivered_recipients as f64),
+        "recipients",
+    )?;
+    row(
+        "delivery",
+        "recipients",
+        "lost",
+        Some(d.lost as f64),
+        "recipients",
+    )?;
+    row("delivery", "latency", "p95", d.p95_ms, "ms")?;
+    for r in &s.resources {
+        row("resource", &r.metric, "mean", Some(r.mean), "")?;
+        row(
+            "resource",
+            &r.metric,
+            "high average",
+            Some(r.high_average),
+            "",
+        )?;
+        row(
+            "resource",
+            &r.metric,
+            "high average std dev",
+            Some(r.high_average_std_dev),
+            "",
+        )?;
+    }
+    Ok(())
+}
+
+/// The summary as GitHub-flavoured Markdown: verdict, per-action table,
+/// throughput, resources and warnings.
+pub fn render_summary_markdown(s: &Summary) -> String {
+    let mut out = String::new();
+    let ms = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), short);
+    let _ = writeln!(
+        out,
+        "## peakhour run {}\n\n**{}** · {} users of {} · seed {} · weighted p95 score {} ms · {} s steady\n",
+        s.run_id,
+        s.verdict.as_str().to_uppercase(),
+        s.users,
+        s.profile,
+        s.seed,
+        ms(s.score.weighted_p95_ms),
+        short(s.steady.length_s)
+    );
+    if s.interrupted {
+        out.push_str("> **Warning:** the run was interrupted.\n\n");
+    }
+    if s.client_bound {
+        let _ = writeln!(
+            out,
+            "> **Warning:** client-bound: {}\n",
+            s.client_bound_reasons.join("; ")
+        );
+    }
+    if s.delivery.lost > 0 {
+        let _ = writeln!(out, "> **Warning:** {} recipients lost.\n", s.delivery.lost);
+    }
+    out.push_str("| action | count | p50 ms | p95 ms | p99 ms | max ms | errors | QoS |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+    for (name, a) in &s.actions {
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {} | {} | {} | {} | {} |",
+            a.count,
+            ms(a.p50_ms),
+            ms(a.p95_ms),
+            ms(a.p99_ms),
+            ms(a.max_ms),
+            a.errors,
+            if a.qos_pass { "ok" } else { "FAIL" }
+        );
+    }
+    let t = &s.throughput;
+    let _ = writeln!(
+        out,
+        "\n| throughput (steady state) | value |\n| --- | ---: |\n| Messages Submitted per hour | {} |\n| Message Recipients Delivered per hour | {} |\n| Message Opens/Sec | {} |\n| Folder Opens/Sec | {} |\n| Actions/Sec | {} |",
+        short(t.messages_submitted_per_hour),
+        short(t.recipients_delivered_per_hour),
+        short(t.message_opens_per_second),
+        short(t.folder_opens_per_second),
+        short(t.actions_per_second)
+    );
+    if !s.resources.is_empty() {
+        out.push_str("\n| server metric | mean | p95 | max | high average ± std dev |\n| --- | ---: | ---: | ---: | ---: |\n");
+        for r in &s.resources {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} ± {} |",
+                r.label,
+                short(r.mean),
+                short(r.p95),
+                short(r.max),
+                short(r.high_average),
+                short(r.high_average_std_dev)
+            );
+        }
+    }
+    if let Some(b) = &s.bottleneck {
+        let _ = writeln!(out, "\n**Bottleneck:** {}", b.line);
+    }
+    out
+}
