@@ -290,8 +290,19 @@ fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_owned(), num)
 }
 
-/// Numbers without a pointless `.0` and with at most 3 decimals.
+/// Numbers as a person reads them: three significant digits below 100, whole
+/// numbers above (`374769`, `10.5`, `5.57`, `0.123`), without a pointless `.0`.
 fn num(v: f64) -> String {
-    let rounded = (v * 1000.0).round() / 1000.0;
-    rounded.to_string()
+    let decimals = match v.abs() {
+        a if a >= 100.0 || a == 0.0 => 0,
+        a if a >= 10.0 => 1,
+        a if a >= 1.0 => 2,
+        _ => 3,
+    };
+    let text = format!("{v:.decimals$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        text
+    }
 }
