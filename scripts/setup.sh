@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Servers the lab runs, and the tools it runs them with.
-PACKAGES=(dovecot-imapd dovecot-lmtpd dovecot-pop3d postfix openssl util-linux python3 ca-certificates
+PACKAGES=(dovecot-imapd dovecot-lmtpd dovecot-pop3d postfix openssl util-linux python3 ca-certificates chromium
   prometheus-node-exporter)  # the monitor's remote source is tested against it
 
 say() { printf '==> %s\n' "$*"; }

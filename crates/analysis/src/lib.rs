@@ -63,7 +63,7 @@ pub use histogram::{
     SIGNIFICANT_DIGITS,
 };
 pub use record::{
-    ActionInterval, ClientInterval, DEFAULT_INTERVAL, DEFAULT_MAX_ERROR_RATIO,
+    ActionInterval, ClientInterval, Completion, DEFAULT_INTERVAL, DEFAULT_MAX_ERROR_RATIO,
     DEFAULT_P95_LIMIT_MS, DeliveryRecord, DeliveryRecorder, IntervalRecord, LostRecipient, Phase,
     PhaseLengths, QosThresholds, RUN_RECORD_VERSION, RunMeta, RunRecord, counters,
     merge_interval_lists,

@@ -153,6 +153,21 @@ pub struct RunMeta {
     pub action_weights: BTreeMap<String, f64>,
     /// QoS thresholds.
     pub qos: QosThresholds,
+    /// For fixed-count workloads (seed 000: each user sends N messages, then
+    /// stops): how many users finished and when the last one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion: Option<Completion>,
+}
+
+/// How a fixed-count workload finished; its headline figures are the time to
+/// finish and the messages delivered per minute (seed 000).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    /// Users that did all their actions.
+    pub users_finished: u32,
+    /// From the start of the steady phase to the last user's last action.
+    #[serde(rename = "time_to_finish_ms", with = "serde_duration::millis")]
+    pub time_to_finish: Duration,
 }
 
 impl RunMeta {
@@ -181,6 +196,7 @@ impl RunMeta {
             peakhour_version: String::new(),
             action_weights: BTreeMap::new(),
             qos: QosThresholds::default(),
+            completion: None,
         }
     }
 }

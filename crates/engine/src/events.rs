@@ -83,6 +83,8 @@ pub enum Event {
     LoggedOn(i32),
     /// A logon (connect, login, folder check, select) failed; the user retries with backoff.
     LogonFailed(String),
+    /// A user of a fixed-count (closed-loop) profile did all its actions.
+    Finished,
     /// A session failed outside any action (while idling or fetching new mail).
     SessionError(String),
     /// A recipient saw a tracked message this long after it was submitted.

@@ -128,18 +128,19 @@ impl User {
         // to its own clock whatever the server does.
         let closed_loop = schedule.is_closed_loop();
         let mut previous_end = timeline.steady_start;
+        let mut completed = true;
         for scheduled in schedule {
             let mut intended = timeline.steady_start + scheduled.at;
             if closed_loop {
                 intended = intended.max(previous_end + plan.pause());
             }
             if intended >= timeline.steady_end || *stop.borrow() {
-                // Still online until the steady phase ends: mail keeps arriving.
-                self.wait_until(timeline.steady_end, &mut stop).await;
+                completed = false;
                 break;
             }
             self.wait_until(intended, &mut stop).await;
             if *stop.borrow() {
+                completed = false;
                 break;
             }
             if self.session.is_none() {
@@ -178,6 +179,11 @@ impl User {
                 outcome,
             });
         }
+        if closed_loop && completed {
+            self.shared.events.send(Event::Finished);
+        }
+        // Still online until the steady phase ends: mail keeps arriving.
+        self.wait_until(timeline.steady_end, &mut stop).await;
         // Stay on through the drain while mail sent to this user is still on
         // its way, so its delivery is noticed as it happens, not at reconciliation.
         while self.session.is_some()

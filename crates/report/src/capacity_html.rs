@@ -211,13 +211,17 @@ fn parameters(a: &CapacityAnalysis) -> String {
 /// The x scale shared by both charts.
 struct Axis {
     max: f64,
+    step: f64,
 }
 
 impl Axis {
     fn new(a: &CapacityAnalysis) -> Self {
         let largest = a.points.iter().map(|p| p.load).fold(0.0, f64::max);
+        // Five ticks of a round step, just past the largest load.
+        let step = nice_ceiling(largest * 1.05 / 5.0);
         Self {
-            max: nice_ceiling(largest * 1.05),
+            max: (largest * 1.05 / step).ceil().max(1.0) * step,
+            step,
         }
     }
 
@@ -257,8 +261,9 @@ fn frame(id: &str, title: &str, axis: &Axis, y_max: f64, x_name: &str, y_name: &
             short(v)
         );
     }
-    for i in 0..=5 {
-        let v = axis.max * f64::from(i) / 5.0;
+    let ticks = (axis.max / axis.step).round() as u32;
+    for i in 0..=ticks {
+        let v = axis.step * f64::from(i);
         let xx = axis.x(v);
         let _ = write!(
             s,
@@ -302,7 +307,11 @@ fn polyline(points: &[(f64, f64)], colour: &str, dashed: bool) -> String {
 
 fn legend(items: &[(&str, &str, bool)]) -> String {
     let mut s = String::new();
-    let mut x = LEFT + 250.0;
+    let width: f64 = items
+        .iter()
+        .map(|(label, _, _)| 30.0 + 7.0 * label.chars().count() as f64)
+        .sum();
+    let mut x = WIDTH - RIGHT - width;
     for (label, colour, dashed) in items {
         let _ = write!(
             s,
@@ -321,13 +330,13 @@ fn legend(items: &[(&str, &str, bool)]) -> String {
     s
 }
 
-fn vertical_marker(s: &mut String, x: f64, colour: &str, label: &str, row: f64) {
+fn vertical_marker(s: &mut String, x: f64, colour: &str, label: &str, label_y: f64) {
     let _ = write!(
         s,
         "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{TOP}\" y2=\"{:.1}\" stroke=\"{colour}\" stroke-width=\"1\" stroke-dasharray=\"2 3\"/><text x=\"{:.1}\" y=\"{:.1}\" fill=\"{colour}\" style=\"fill:{colour}\">{}</text>",
         HEIGHT - BOTTOM,
         x + 3.0,
-        TOP + 12.0 + row * 14.0,
+        label_y,
         escape(label)
     );
 }
@@ -375,7 +384,7 @@ fn throughput_chart(page: &CapacityPage<'_>) -> String {
             axis.x(load),
             RED,
             &format!("QoS capacity {}", num(load)),
-            0.0,
+            HEIGHT - BOTTOM - 6.0,
         );
     }
     let usl_points: Vec<(f64, f64)> = curve
@@ -465,7 +474,7 @@ fn p95_chart(page: &CapacityPage<'_>) -> String {
             axis.x(load),
             RED,
             &format!("QoS capacity {}", num(load)),
-            0.0,
+            TOP + 12.0,
         );
     }
     let points: Vec<(f64, f64, f64)> = a
@@ -641,6 +650,17 @@ mod tests {
         assert_eq!(nice_ceiling(76.0), 100.0);
         assert_eq!(nice_ceiling(0.0), 1.0);
         assert_eq!(nice_ceiling(210.0), 250.0);
+        let points: Vec<CurvePoint> = [(1.0, 1.0), (72.0, 2.0)]
+            .iter()
+            .map(|&(load, throughput)| CurvePoint {
+                load,
+                throughput,
+                p95_ms: None,
+            })
+            .collect();
+        let a = CapacityAnalysis::compute(&points, &CapacityOptions::default()).unwrap();
+        let axis = Axis::new(&a);
+        assert_eq!((axis.step, axis.max), (20.0, 80.0));
         assert_eq!(short(12_500.0), "12.5k");
         assert_eq!(short(2.5), "2.5");
         assert_eq!(num(1234.5), "1,235");

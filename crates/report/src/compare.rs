@@ -501,54 +501,51 @@ pub fn compare(runs: &[CompareRun<'_>]) -> Result<Comparison, ReportError> {
     })
 }
 
-/// The monitor's high averages and means, where both runs have them.
+/// The monitor's high averages (seed 001's figure; over a steady phase
+/// shorter than its window it equals the mean), where the baseline has them.
 fn resources(runs: &[CompareRun<'_>], labels: &[&str], metrics: &mut Vec<MetricComparison>) {
     let Some(base) = runs.first() else { return };
     for r0 in &base.summary.resources {
-        for (what, get) in [(
-            "high average",
-            (|r: &peakhour_analysis::ResourceHighAverage| r.high_average) as fn(&_) -> f64,
-        )] {
-            // Only the high average, seed 001's figure (over a steady phase
-            // shorter than its window it equals the mean).
-            let found: Vec<Option<&peakhour_analysis::ResourceHighAverage>> = runs
-                .iter()
-                .map(|r| r.summary.resources.iter().find(|x| x.metric == r0.metric))
-                .collect();
-            let values: Vec<Option<f64>> =
-                found.iter().map(|f| f.map(|x| round3(get(x)))).collect();
-            let changes = (1..runs.len())
-                .map(|i| {
-                    let change = pct(values[0], values[i]);
-                    let within = match (found[0], found[i]) {
-                        (Some(a), Some(b)) => Some(
-                            (get(b) - get(a)).abs()
-                                <= a.high_average_std_dev.max(b.high_average_std_dev),
-                        ),
-                        _ => None,
-                    };
-                    change_of(
-                        labels[i],
-                        &format!("{} ({what})", r0.label),
-                        true,
-                        change,
-                        None,
-                        None,
-                        if within.is_some() { "std-dev" } else { "none" },
-                        within,
-                    )
-                })
-                .collect();
-            metrics.push(MetricComparison {
-                kind: "resource".into(),
-                metric: format!("{} ({what})", r0.label),
-                action: None,
-                unit: unit_of(&r0.metric).into(),
-                lower_is_better: true,
-                values,
-                changes,
-            });
-        }
+        let found: Vec<Option<&peakhour_analysis::ResourceHighAverage>> = runs
+            .iter()
+            .map(|r| r.summary.resources.iter().find(|x| x.metric == r0.metric))
+            .collect();
+        let values: Vec<Option<f64>> = found
+            .iter()
+            .map(|f| f.map(|x| round3(x.high_average)))
+            .collect();
+        let metric = format!("{} (high average)", r0.label);
+        let changes = (1..runs.len())
+            .map(|i| {
+                let change = pct(values[0], values[i]);
+                let within = match (found[0], found[i]) {
+                    (Some(a), Some(b)) => Some(
+                        (b.high_average - a.high_average).abs()
+                            <= a.high_average_std_dev.max(b.high_average_std_dev),
+                    ),
+                    _ => None,
+                };
+                change_of(
+                    labels[i],
+                    &metric,
+                    true,
+                    change,
+                    None,
+                    None,
+                    if within.is_some() { "std-dev" } else { "none" },
+                    within,
+                )
+            })
+            .collect();
+        metrics.push(MetricComparison {
+            kind: "resource".into(),
+            metric,
+            action: None,
+            unit: unit_of(&r0.metric).into(),
+            lower_is_better: true,
+            values,
+            changes,
+        });
     }
 }
 

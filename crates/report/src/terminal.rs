@@ -108,6 +108,22 @@ fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
         num(t.folder_opens_per_second),
         num(t.actions_per_second)
     )?;
+    if let Some(completion) = &s.meta.completion {
+        let minutes = completion.time_to_finish.as_secs_f64() / 60.0;
+        let per_minute = if minutes > 0.0 {
+            s.delivery.delivered_recipients as f64 / minutes
+        } else {
+            0.0
+        };
+        writeln!(
+            out,
+            "fixed workload:      {} of {} users finished in {} s · {} recipients delivered per minute",
+            completion.users_finished,
+            s.users,
+            num(completion.time_to_finish.as_secs_f64()),
+            num(per_minute)
+        )?;
+    }
     let d = &s.delivery;
     writeln!(
         out,

@@ -198,6 +198,12 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .map(|r| (r.kind.name().to_owned(), r.per_day))
         .collect();
     meta.qos = qos;
+    if plan.mode() == peakhour_workload::Mode::Fixed {
+        meta.completion = Some(peakhour_analysis::Completion {
+            users_finished: observer.finished_users,
+            time_to_finish: observer.last_finish,
+        });
+    }
 
     let mut delivery = std::mem::take(&mut observer.delivery);
     delivery.submitted(outcome.submitted_recipients);
@@ -343,6 +349,10 @@ struct RunObserver {
     live: LiveLine,
     /// The engine's start, as the first callback shows it.
     t0: Option<Instant>,
+    /// Users of a fixed-count profile that did all their actions, and when the
+    /// last one did (since the steady phase started).
+    finished_users: u32,
+    last_finish: Duration,
 }
 
 impl RunObserver {
@@ -359,6 +369,8 @@ impl RunObserver {
             last_offset: Duration::ZERO,
             live: LiveLine::new(actions),
             t0: None,
+            finished_users: 0,
+            last_finish: Duration::ZERO,
         })
     }
 
@@ -431,6 +443,10 @@ impl Observer for RunObserver {
             Event::Delivered(latency) => {
                 self.delivery.delivered(*latency);
                 self.recorder.count(offset, "recipients_delivered", 1);
+            }
+            Event::Finished => {
+                self.finished_users += 1;
+                self.last_finish = at.saturating_duration_since(clock.steady_start);
             }
         }
     }

@@ -1,6 +1,6 @@
 //! The self-contained HTML report (`report.html`) and the HTML comparison.
 //!
-//! One file, no external asset: inline CSS, SVG charts drawn by [`svg`], no
+//! One file, no external asset: inline CSS, SVG charts drawn by the `svg` module, no
 //! script, no web font, no URL. It reads offline and prints cleanly
 //! (`@media print` drops the shading colours that waste toner and keeps
 //! charts from splitting across pages).

@@ -141,10 +141,10 @@ fn imap_greeting(recorded: &str) -> Vec<ServerSoftware> {
             if reader.read_line(&mut line).map_or(true, |n| n == 0) {
                 break;
             }
-            if line.starts_with("* ID ") {
+            if let Some(id) = line.strip_prefix("* ID ") {
                 found.push(ServerSoftware {
                     service: format!("imap {addr}"),
-                    software: clean(&line["* ID ".len()..]),
+                    software: clean(id),
                     source: "IMAP ID".into(),
                 });
             }
