@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use peakhour_engine::{
-    Credentials, Endpoint, Event, Observer, Outcome, Phase, RunClock, RunSettings, SelfSample, Target, process_cpu_time,
+    Credentials, Endpoint, Event, Observer, Outcome, Phase, RunClock, RunSettings, SelfSample,
+    Target, process_cpu_time,
 };
 use peakhour_lab::{LabConfig, LabGuard, Ports};
 use peakhour_net::{Secret, TlsSettings};
@@ -111,9 +112,13 @@ fn target(lab: &LabGuard) -> Arc<Target> {
     .client_config()
     .expect("TLS config");
     Arc::new(Target {
-        imap: Endpoint::parse(&format!("imap://{}", status.endpoints.imap), &["imap"]).expect("imap"),
-        smtp: Endpoint::parse(&format!("smtp://{}", status.endpoints.smtp), &["smtp"]).expect("smtp"),
-        lmtp: Some(Endpoint::parse(&format!("lmtp://{}", status.endpoints.lmtp), &["lmtp"]).expect("lmtp")),
+        imap: Endpoint::parse(&format!("imap://{}", status.endpoints.imap), &["imap"])
+            .expect("imap"),
+        smtp: Endpoint::parse(&format!("smtp://{}", status.endpoints.smtp), &["smtp"])
+            .expect("smtp"),
+        lmtp: Some(
+            Endpoint::parse(&format!("lmtp://{}", status.endpoints.lmtp), &["lmtp"]).expect("lmtp"),
+        ),
         tls,
         credentials: Credentials::Shared(Secret::new(status.password.clone())),
     })
@@ -145,12 +150,22 @@ fn main() {
     };
     let lab = LabGuard::start(&config).expect("the lab (run as root, after scripts/setup.sh)");
     let target = target(&lab);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
 
     // 1. Idle users: memory and scheduling lag.
     let profile = Profile::parse("idle.toml", IDLE_PROFILE).expect("idle profile");
     let plan = Arc::new(
-        Plan::resolve(&profile, &Overrides { users: Some(idle_users), ..Overrides::default() }).expect("plan"),
+        Plan::resolve(
+            &profile,
+            &Overrides {
+                users: Some(idle_users),
+                ..Overrides::default()
+            },
+        )
+        .expect("plan"),
     );
     let before = rss_kib();
     let mut meter = Meter::default();
@@ -168,8 +183,14 @@ fn main() {
     let users = meter.steady_users_min.unwrap_or(0).max(1) as u64;
     let mut lags = meter.lags.clone();
     lags.sort_unstable();
-    println!("idle users: {idle_users} asked, {users} logged on through the steady phase ({:.0} s ramp-up)", ramp.as_secs_f64());
-    println!("  RSS before {before} KiB, steady max {} KiB", meter.steady_rss_max);
+    println!(
+        "idle users: {idle_users} asked, {users} logged on through the steady phase ({:.0} s ramp-up)",
+        ramp.as_secs_f64()
+    );
+    println!(
+        "  RSS before {before} KiB, steady max {} KiB",
+        meter.steady_rss_max
+    );
     println!(
         "  RSS per connected idle user: {:.1} KiB",
         meter.steady_rss_max.saturating_sub(before) as f64 / users as f64
@@ -181,10 +202,17 @@ fn main() {
         lags.last().copied().unwrap_or_default(),
         lags.len()
     );
-    println!("  errors: {:?}; wall {:.0} s", meter.errors, started.elapsed().as_secs_f64());
+    println!(
+        "  errors: {:?}; wall {:.0} s",
+        meter.errors,
+        started.elapsed().as_secs_f64()
+    );
 
     // 2. Active users: CPU per action.
-    let profile = builtin("mmb-medium").expect("builtin").profile().expect("profile");
+    let profile = builtin("mmb-medium")
+        .expect("builtin")
+        .profile()
+        .expect("profile");
     let overrides = Overrides {
         users: Some(active_users),
         speed: Some(300.0),
@@ -202,7 +230,9 @@ fn main() {
         stop,
         &mut meter,
     ));
-    let cpu = process_cpu_time().unwrap_or_default().saturating_sub(cpu_before);
+    let cpu = process_cpu_time()
+        .unwrap_or_default()
+        .saturating_sub(cpu_before);
     let actions = meter.actions_ok + meter.actions_failed;
     println!("active users: {active_users} on mmb-medium at speed 300 for 30 s steady");
     println!(

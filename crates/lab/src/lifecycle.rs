@@ -328,7 +328,11 @@ fn probe_all(config: &LabConfig, timeout: Duration) -> Vec<PortProbe> {
 fn describe(config: &LabConfig) -> String {
     format!(
         "{} users, {} storage, imap port {}, smtp port {}, {} IMAP connections per process",
-        config.users, config.storage, config.ports.imap, config.ports.smtp, config.imap_client_limit
+        config.users,
+        config.storage,
+        config.ports.imap,
+        config.ports.smtp,
+        config.imap_client_limit
     )
 }
 
