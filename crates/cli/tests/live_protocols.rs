@@ -6,27 +6,19 @@
 
 #![allow(clippy::unwrap_used)] // test helpers fail loudly by design
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::start_lab;
 use peakhour_imap::{BodySection, FetchItem, Idle, ImapConnection, MailboxUpdate, SearchKey};
-use peakhour_lab::{LabConfig, LabGuard, LabStatus, Ports};
+use peakhour_lab::LabStatus;
 use peakhour_net::{Secret, Security, TlsSettings};
 use peakhour_pop3::Pop3Connection;
 use peakhour_smtp::{Flavor, SmtpConnection};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
-
-fn start_lab(users: u32) -> (tempfile::TempDir, LabGuard) {
-    let dir = tempfile::tempdir().unwrap();
-    let config = LabConfig {
-        users,
-        ports: Ports::free().expect("free loopback ports"),
-        ..LabConfig::new(dir.path())
-    };
-    let lab = LabGuard::start(&config).unwrap_or_else(|e| panic!("cannot start the lab: {e}"));
-    (dir, lab)
-}
 
 fn port(endpoint: &str) -> u16 {
     endpoint.rsplit(':').next().unwrap().parse().unwrap()

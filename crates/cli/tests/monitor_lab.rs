@@ -6,34 +6,11 @@
 //! Needs root and the packages that `scripts/setup.sh` installs.
 #![allow(clippy::unwrap_used)] // test helpers fail loudly by design
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
-use peakhour_lab::{LabConfig, LabGuard, Ports};
-
-const PEAKHOUR: &str = env!("CARGO_BIN_EXE_peakhour");
-
-fn start_lab(users: u32) -> (tempfile::TempDir, LabGuard) {
-    let dir = tempfile::tempdir().unwrap();
-    let config = LabConfig {
-        users,
-        ports: Ports::free().expect("free loopback ports"),
-        ..LabConfig::new(dir.path())
-    };
-    let lab = LabGuard::start(&config).unwrap_or_else(|e| panic!("cannot start the lab: {e}"));
-    (dir, lab)
-}
-
-fn peakhour(args: &[&str]) -> Output {
-    let output = Command::new(PEAKHOUR).args(args).output().unwrap();
-    eprintln!(
-        "$ peakhour {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
+use common::{peakhour, start_lab};
 
 /// `monitor.csv` as (header, rows of cells; an empty cell is `None`).
 type Csv = (Vec<String>, Vec<Vec<Option<f64>>>);

@@ -14,14 +14,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use peakhour_imap::{ImapConnection, ImapError, StatusItem};
-use peakhour_smtp::{Flavor, SmtpConnection, SmtpError};
+use peakhour_imap::{ImapError, StatusItem};
+use peakhour_smtp::{Flavor, SmtpError};
 use peakhour_workload::{InitialMessage, MessageGenerator, MessageSpec, Plan};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::date::rfc5322;
-use crate::target::{Endpoint, Target, TlsMode};
+use crate::target::Target;
 
 /// How messages get into the mailboxes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,46 +178,6 @@ struct UserReport {
     bytes: u64,
 }
 
-async fn connect_imap(target: &Target, timeout: Duration) -> Result<ImapConnection, ImapError> {
-    let endpoint = &target.imap;
-    let mut imap = ImapConnection::connect(
-        &endpoint.host,
-        endpoint.port,
-        endpoint.security(),
-        Some(target.tls.clone()),
-        timeout,
-    )
-    .await?
-    .value;
-    if endpoint.tls == TlsMode::StartTls {
-        imap.starttls(&endpoint.host, target.tls.clone()).await?;
-    }
-    Ok(imap)
-}
-
-async fn connect_lmtp(
-    endpoint: &Endpoint,
-    target: &Target,
-    timeout: Duration,
-) -> Result<SmtpConnection, SmtpError> {
-    let mut lmtp = SmtpConnection::connect(
-        &endpoint.host,
-        endpoint.port,
-        Flavor::Lmtp,
-        endpoint.security(),
-        Some(target.tls.clone()),
-        timeout,
-    )
-    .await?
-    .value;
-    lmtp.ehlo("init.peakhour").await?;
-    if endpoint.tls == TlsMode::StartTls {
-        lmtp.starttls(&endpoint.host, target.tls.clone()).await?;
-        lmtp.ehlo("init.peakhour").await?;
-    }
-    Ok(lmtp)
-}
-
 /// A plausible date for an initial message: spread over the weeks before a
 /// fixed day, so that the bytes (and hence a seed's mailboxes) never depend on
 /// when init ran.
@@ -240,7 +200,8 @@ async fn init_user(
         source,
     };
     let (login, password) = target.login(user, &address);
-    let mut imap = connect_imap(target, settings.timeout)
+    let mut imap = target
+        .connect_imap(settings.timeout)
         .await
         .map_err(imap_error)?;
     imap.login(login, password).await.map_err(imap_error)?;
@@ -295,7 +256,8 @@ async fn init_user(
     let mut buffer = Vec::new();
     let mut lmtp = match (settings.via, &target.lmtp) {
         (Via::Lmtp, Some(endpoint)) => Some(
-            connect_lmtp(endpoint, target, settings.timeout)
+            target
+                .connect_smtp(endpoint, Flavor::Lmtp, "init.peakhour", settings.timeout)
                 .await
                 .map_err(|source| InitError::Lmtp {
                     user: address.clone(),

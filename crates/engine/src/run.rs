@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use peakhour_imap::{FetchItem, ImapConnection, SearchKey};
-use peakhour_smtp::{Flavor, SmtpConnection};
+use peakhour_imap::{FetchItem, SearchKey};
+use peakhour_smtp::Flavor;
 use peakhour_workload::{MessageGenerator, Plan};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 use crate::delivery::{DeliveryTracker, Lost};
 use crate::events::{Event, EventSink};
 use crate::selfcheck::{CpuMeter, probe_lag};
-use crate::target::{Target, TlsMode};
+use crate::target::Target;
 use crate::user::{Shared, Timeline, User, sleep_until};
 
 /// The phase a moment of the run belongs to.
@@ -143,22 +143,10 @@ pub async fn preflight(plan: &Plan, target: &Target, timeout: Duration) -> Resul
         endpoint: target.imap.to_string(),
         reason,
     };
-    let endpoint = &target.imap;
-    let mut imap = ImapConnection::connect(
-        &endpoint.host,
-        endpoint.port,
-        endpoint.security(),
-        Some(target.tls.clone()),
-        timeout,
-    )
-    .await
-    .map_err(|e| imap_error(e.to_string()))?
-    .value;
-    if endpoint.tls == TlsMode::StartTls {
-        imap.starttls(&endpoint.host, target.tls.clone())
-            .await
-            .map_err(|e| imap_error(e.to_string()))?;
-    }
+    let mut imap = target
+        .connect_imap(timeout)
+        .await
+        .map_err(|e| imap_error(e.to_string()))?;
     imap.login(login, password)
         .await
         .map_err(|e| imap_error(format!("login as {login} failed: {e}")))?;
@@ -168,29 +156,10 @@ pub async fn preflight(plan: &Plan, target: &Target, timeout: Duration) -> Resul
         endpoint: target.smtp.to_string(),
         reason,
     };
-    let endpoint = &target.smtp;
-    let mut smtp = SmtpConnection::connect(
-        &endpoint.host,
-        endpoint.port,
-        Flavor::Smtp,
-        endpoint.security(),
-        Some(target.tls.clone()),
-        timeout,
-    )
-    .await
-    .map_err(|e| smtp_error(e.to_string()))?
-    .value;
-    smtp.ehlo("preflight.peakhour")
+    let mut smtp = target
+        .connect_smtp(&target.smtp, Flavor::Smtp, "preflight.peakhour", timeout)
         .await
         .map_err(|e| smtp_error(e.to_string()))?;
-    if endpoint.tls == TlsMode::StartTls {
-        smtp.starttls(&endpoint.host, target.tls.clone())
-            .await
-            .map_err(|e| smtp_error(e.to_string()))?;
-        smtp.ehlo("preflight.peakhour")
-            .await
-            .map_err(|e| smtp_error(e.to_string()))?;
-    }
     smtp.authenticate(login, password)
         .await
         .map_err(|e| smtp_error(format!("AUTH as {login} failed: {e}")))?;
@@ -372,19 +341,7 @@ async fn search_run_messages(
     run_id: &str,
     timeout: Duration,
 ) -> Result<Vec<String>, peakhour_imap::ImapError> {
-    let endpoint = &target.imap;
-    let mut imap = ImapConnection::connect(
-        &endpoint.host,
-        endpoint.port,
-        endpoint.security(),
-        Some(target.tls.clone()),
-        timeout,
-    )
-    .await?
-    .value;
-    if endpoint.tls == TlsMode::StartTls {
-        imap.starttls(&endpoint.host, target.tls.clone()).await?;
-    }
+    let mut imap = target.connect_imap(timeout).await?;
     let (login, password) = target.login(user, address);
     imap.login(login, password).await?;
     imap.examine("INBOX").await?;

@@ -2,8 +2,11 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
+use peakhour_imap::{ImapConnection, ImapError};
 use peakhour_net::{Secret, Security};
+use peakhour_smtp::{Flavor, SmtpConnection, SmtpError};
 
 /// How a connection to an endpoint is secured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +148,51 @@ pub struct Target {
 }
 
 impl Target {
+    /// Connects to the IMAP endpoint, with STARTTLS when its URL asks for it.
+    pub async fn connect_imap(&self, timeout: Duration) -> Result<ImapConnection, ImapError> {
+        let endpoint = &self.imap;
+        let mut imap = ImapConnection::connect(
+            &endpoint.host,
+            endpoint.port,
+            endpoint.security(),
+            Some(self.tls.clone()),
+            timeout,
+        )
+        .await?
+        .value;
+        if endpoint.tls == TlsMode::StartTls {
+            imap.starttls(&endpoint.host, self.tls.clone()).await?;
+        }
+        Ok(imap)
+    }
+
+    /// Connects to an SMTP or LMTP endpoint and says EHLO (LHLO), again after
+    /// STARTTLS when its URL asks for it.
+    pub async fn connect_smtp(
+        &self,
+        endpoint: &Endpoint,
+        flavor: Flavor,
+        client_name: &str,
+        timeout: Duration,
+    ) -> Result<SmtpConnection, SmtpError> {
+        let mut smtp = SmtpConnection::connect(
+            &endpoint.host,
+            endpoint.port,
+            flavor,
+            endpoint.security(),
+            Some(self.tls.clone()),
+            timeout,
+        )
+        .await?
+        .value;
+        smtp.ehlo(client_name).await?;
+        if endpoint.tls == TlsMode::StartTls {
+            smtp.starttls(&endpoint.host, self.tls.clone()).await?;
+            smtp.ehlo(client_name).await?;
+        }
+        Ok(smtp)
+    }
+
     /// Login and password of user `user` (0-based), given its address from the plan.
     pub fn login<'a>(&'a self, user: u32, address: &'a str) -> (&'a str, &'a Secret<String>) {
         match &self.credentials {

@@ -11,7 +11,9 @@
 
 use std::fmt::Write as _;
 
-use peakhour_analysis::capacity::CapacityAnalysis;
+use peakhour_analysis::capacity::{CapacityAnalysis, format_number as num};
+
+use crate::html::escape;
 
 /// Everything the capacity page shows.
 #[derive(Clone, Debug)]
@@ -544,50 +546,6 @@ fn short(v: f64) -> String {
         text
     };
     format!("{text}{suffix}")
-}
-
-/// A value for text: thousands separators from 1000 up, otherwise up to 4
-/// significant digits.
-fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return x.to_string();
-    }
-    if x.abs() >= 1000.0 {
-        let digits = format!("{:.0}", x.abs().round());
-        let mut grouped = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i).is_multiple_of(3) {
-                grouped.push(',');
-            }
-            grouped.push(c);
-        }
-        if x < 0.0 {
-            format!("-{grouped}")
-        } else {
-            grouped
-        }
-    } else if x == x.round() {
-        format!("{x:.0}")
-    } else {
-        let decimals = (3 - x.abs().log10().floor() as i32).clamp(0, 6) as usize;
-        let text = format!("{x:.decimals$}");
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
-    }
-}
-
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -581,25 +581,46 @@ pub(crate) fn fmt_value(x: f64) -> String {
         return x.to_string();
     }
     if x.abs() >= 1000.0 {
-        let rounded = x.abs().round();
-        let digits = format!("{rounded:.0}");
-        let mut grouped = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
-                grouped.push(',');
-            }
-            grouped.push(c);
-        }
-        if x < 0.0 {
-            format!("-{grouped}")
-        } else {
-            grouped
-        }
+        group_thousands(x)
     } else if x == 0.0 {
         "0".to_string()
     } else {
         let decimals = (2 - x.abs().log10().floor() as i32).max(0) as usize;
         format!("{x:.decimals$}")
+    }
+}
+
+/// `x` rounded to a whole number with thousands separators: `12,475,980`.
+pub fn group_thousands(x: f64) -> String {
+    let digits = format!("{:.0}", x.abs().round());
+    let mut grouped = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    if x < 0.0 {
+        format!("-{grouped}")
+    } else {
+        grouped
+    }
+}
+
+/// A number for a table or a sentence: thousands separators from 1000 up,
+/// otherwise up to 4 significant digits without trailing zeros.
+pub fn format_number(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    if x.abs() >= 1000.0 {
+        group_thousands(x)
+    } else if x == x.round() {
+        format!("{x:.0}")
+    } else {
+        let decimals = (3 - x.abs().log10().floor() as i32).clamp(0, 6) as usize;
+        let text = format!("{x:.decimals$}");
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
 

@@ -5,7 +5,9 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use peakhour_analysis::capacity::{CapacityAnalysis, CapacityOptions, CurvePoint};
+use peakhour_analysis::capacity::{
+    CapacityAnalysis, CapacityOptions, CurvePoint, format_number as num,
+};
 
 use crate::args::{AnalyzeCapacityArgs, AnalyzeCommand};
 
@@ -202,35 +204,6 @@ pub(crate) fn render_text(a: &CapacityAnalysis, title: &str) -> String {
         }
     }
     out
-}
-
-/// A number for a table cell: thousands separators from 1000 up, otherwise
-/// up to 4 significant digits.
-fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return x.to_string();
-    }
-    if x.abs() >= 1000.0 {
-        let digits = format!("{:.0}", x.abs().round());
-        let mut grouped = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
-                grouped.push(',');
-            }
-            grouped.push(c);
-        }
-        if x < 0.0 {
-            format!("-{grouped}")
-        } else {
-            grouped
-        }
-    } else if x == x.round() {
-        format!("{x:.0}")
-    } else {
-        let decimals = (3 - x.abs().log10().floor() as i32).clamp(0, 6) as usize;
-        let text = format!("{x:.decimals$}");
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
-    }
 }
 
 /// A CSV (or tab-separated) table with a header row. Lines starting with

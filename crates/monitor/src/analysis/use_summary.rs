@@ -332,8 +332,14 @@ fn disk_use(inp: &Input<'_>, th: &Thresholds) -> Option<ResourceUse> {
     // A queue on a disk that is mostly idle is bursts of writes (fsync after
     // each delivery) served quickly, not saturation: count the queue only
     // once the disk is at least half as busy as the utilization threshold.
-    let busy_enough = busiest.as_ref().is_some_and(|b| b.1 >= th.disk_util_pct / 2.0);
-    let queue_severity = if busy_enough { ratio(queue, th.disk_queue_len) } else { 0.0 };
+    let busy_enough = busiest
+        .as_ref()
+        .is_some_and(|b| b.1 >= th.disk_util_pct / 2.0);
+    let queue_severity = if busy_enough {
+        ratio(queue, th.disk_queue_len)
+    } else {
+        0.0
+    };
     let severity = ratio(busiest.as_ref().map(|b| b.1), th.disk_util_pct)
         .max(queue_severity)
         .max(ratio(psi, th.psi_some_pct));
