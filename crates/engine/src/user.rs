@@ -430,6 +430,7 @@ impl User {
         if let Some(id) = id
             && let Some(latency) = self.shared.delivery.noticed(id, self.index, at)
         {
+
             self.shared.events.send(Event::Delivered(latency));
         }
     }

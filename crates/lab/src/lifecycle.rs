@@ -29,6 +29,8 @@ pub struct UpReport {
     pub cleaned_up: usize,
     /// Wall time of the whole `up`.
     pub elapsed: Duration,
+    /// Things that work but will distort measurements, for the user to read.
+    pub warnings: Vec<String>,
 }
 
 /// What `down` did.
@@ -101,6 +103,7 @@ impl Lab {
                         already_running: true,
                         cleaned_up: 0,
                         elapsed: started.elapsed(),
+                        warnings: Vec::new(),
                     });
                 }
             }
@@ -119,6 +122,7 @@ impl Lab {
             .map(|state| state.password)
             .unwrap_or_else(generate_password);
         prepare_directories(&config, &layout)?;
+        let warnings = ensure_inotify_instances(config.users).into_iter().collect();
         tls::ensure_certificates(&layout)?;
         write_configuration(&config, &layout, &password)?;
         create_postfix_queue(&layout)?;
@@ -151,6 +155,7 @@ impl Lab {
             already_running: false,
             cleaned_up,
             elapsed: started.elapsed(),
+            warnings,
         })
     }
 
@@ -334,6 +339,30 @@ fn describe(config: &LabConfig) -> String {
         config.ports.smtp,
         config.imap_client_limit
     )
+}
+
+/// Where the kernel caps inotify instances per user.
+const INOTIFY_INSTANCES: &str = "/proc/sys/fs/inotify/max_user_instances";
+
+/// Every IMAP session Dovecot runs for the mail uid watches its mailbox with
+/// an inotify instance, all under one uid. Past the kernel's cap (128 by
+/// default) Dovecot silently falls back to polling every 30 s, and IDLE
+/// reports new mail up to 30 s late: measured here as delivery p95 of 5.8 s
+/// with 200 users. Raise the cap to cover two sessions per user, or say why not.
+fn ensure_inotify_instances(users: u32) -> Option<String> {
+    let needed = u64::from(users) * 2 + 128;
+    let current: u64 = std::fs::read_to_string(INOTIFY_INSTANCES).ok()?.trim().parse().ok()?;
+    if current >= needed {
+        return None;
+    }
+    match std::fs::write(INOTIFY_INSTANCES, needed.to_string()) {
+        Ok(()) => Some(format!(
+            "raised {INOTIFY_INSTANCES} from {current} to {needed} so that every Dovecot session can watch its mailbox (IDLE)"
+        )),
+        Err(e) => Some(format!(
+            "{INOTIFY_INSTANCES} is {current} and could not be raised to {needed} ({e}): beyond {current} sessions Dovecot polls every 30 s, and IDLE reports new mail late"
+        )),
+    }
 }
 
 fn generate_password() -> String {

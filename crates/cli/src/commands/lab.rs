@@ -75,6 +75,9 @@ fn up(args: LabUpArgs) -> anyhow::Result<ExitCode> {
         print_json(&report.status)?;
         return Ok(ExitCode::SUCCESS);
     }
+    for warning in &report.warnings {
+        eprintln!("note: {warning}");
+    }
     if report.cleaned_up > 0 {
         println!(
             "cleaned up {} processes left by an earlier lab",
