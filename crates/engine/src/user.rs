@@ -430,7 +430,6 @@ impl User {
         if let Some(id) = id
             && let Some(latency) = self.shared.delivery.noticed(id, self.index, at)
         {
-
             self.shared.events.send(Event::Delivered(latency));
         }
     }

@@ -351,7 +351,11 @@ const INOTIFY_INSTANCES: &str = "/proc/sys/fs/inotify/max_user_instances";
 /// with 200 users. Raise the cap to cover two sessions per user, or say why not.
 fn ensure_inotify_instances(users: u32) -> Option<String> {
     let needed = u64::from(users) * 2 + 128;
-    let current: u64 = std::fs::read_to_string(INOTIFY_INSTANCES).ok()?.trim().parse().ok()?;
+    let current: u64 = std::fs::read_to_string(INOTIFY_INSTANCES)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
     if current >= needed {
         return None;
     }

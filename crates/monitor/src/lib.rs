@@ -63,7 +63,8 @@ pub use sample::{
     PressureSample, QueueSizes, Sample, SystemSample,
 };
 pub use source::{
-    LocalConfig, LocalSource, NodeExporterSource, SampleFuture, Source, parse_exposition,
+    LocalConfig, LocalSource, NodeExporterSource, PROCESS_READ_BUDGET, SampleFuture, Source,
+    parse_exposition,
 };
 pub use system::{
     CpuCounters, DiskCounters, MemoryCounters, NetCounters, PressureCounters, SystemCounters,

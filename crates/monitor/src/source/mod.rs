@@ -17,7 +17,7 @@ mod node_exporter;
 use std::future::Future;
 use std::pin::Pin;
 
-pub use local::{LocalConfig, LocalSource};
+pub use local::{LocalConfig, LocalSource, PROCESS_READ_BUDGET};
 pub use node_exporter::{NodeExporterSource, parse_exposition};
 
 use crate::error::MonitorError;
