@@ -146,6 +146,15 @@ impl User {
             if self.session.is_none() {
                 self.ensure_session(&mut stop, timeline.steady_end).await;
                 if self.session.is_none() {
+                    // Could not log back on: the action failed, and it is counted.
+                    let now = Instant::now();
+                    self.shared.events.send(Event::Action {
+                        kind: scheduled.kind,
+                        intended,
+                        started: now,
+                        finished: now,
+                        outcome: Outcome::Error("not-logged-on".into()),
+                    });
                     continue;
                 }
             }
