@@ -312,15 +312,9 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     peakhour_workload::HumanDuration::parse(text).map(|d| d.0)
 }
 
+/// How a run is shaped in time and judged: shared by `run` and every step of `sweep`.
 #[derive(Debug, Args)]
-pub(crate) struct RunArgs {
-    #[command(flatten)]
-    pub(crate) profile: ProfileArg,
-    #[command(flatten)]
-    pub(crate) target: TargetArgs,
-    /// Simulated users (default: the lab's user count, or the profile's).
-    #[arg(long, value_name = "N")]
-    pub(crate) users: Option<u32>,
+pub(crate) struct RunShape {
     /// Length of the simulated day (the profile's counts are per day).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub(crate) day: Option<std::time::Duration>,
@@ -348,6 +342,19 @@ pub(crate) struct RunArgs {
     /// QoS: the p95 every action must meet, in ms (default: the profile's, 1000 for MMB).
     #[arg(long, value_name = "MS")]
     pub(crate) qos_p95_ms: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    pub(crate) profile: ProfileArg,
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    /// Simulated users (default: the lab's user count, or the profile's).
+    #[arg(long, value_name = "N")]
+    pub(crate) users: Option<u32>,
+    #[command(flatten)]
+    pub(crate) shape: RunShape,
     /// The run directory (default: runs/TIME-PROFILE-USERSu, TIME in UTC).
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
@@ -380,33 +387,9 @@ pub(crate) struct SweepArgs {
     /// Growth factor between steps, with --from and --to.
     #[arg(long, value_name = "X", default_value_t = 2.0)]
     pub(crate) factor: f64,
-    /// Length of the simulated day, for every step.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub(crate) day: Option<std::time::Duration>,
-    /// Day compression, for every step.
-    #[arg(long, value_name = "X")]
-    pub(crate) speed: Option<f64>,
-    /// The measured steady phase of each step.
-    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
-    pub(crate) duration: std::time::Duration,
-    /// Logon ramp of each step.
-    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
-    pub(crate) ramp_up: std::time::Duration,
-    /// Drain of each step.
-    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
-    pub(crate) drain: std::time::Duration,
-    /// Length of one measurement interval.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
-    pub(crate) interval: std::time::Duration,
-    /// One seed for init and every step (default: the workload's default seed).
-    #[arg(long, value_name = "N")]
-    pub(crate) seed: Option<u64>,
-    /// An action taking longer than this fails with `timeout`.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
-    pub(crate) action_timeout: std::time::Duration,
-    /// QoS: the p95 every action must meet, in ms (default: the profile's).
-    #[arg(long, value_name = "MS")]
-    pub(crate) qos_p95_ms: Option<f64>,
+    /// Every step is shaped the same; one seed serves init and every step.
+    #[command(flatten)]
+    pub(crate) shape: RunShape,
     /// Which p95 the capacity curve is held to the QoS limit by: `weighted` (the score's
     /// weighted p95) or `max-action` (the slowest action's p95).
     #[arg(long, value_name = "WHICH", default_value = "weighted", value_parser = ["weighted", "max-action"])]

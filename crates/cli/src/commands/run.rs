@@ -35,9 +35,9 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let resolved = resolve_target(&args.target)?;
     let overrides = Overrides {
         users: args.users,
-        day: args.day,
-        speed: args.speed,
-        seed: args.seed,
+        day: args.shape.day,
+        speed: args.shape.speed,
+        seed: args.shape.seed,
     };
     let plan = resolve_plan(&profile, overrides, &resolved)?;
     let target = resolved.target.clone();
@@ -63,13 +63,13 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
     write_config(&dir, &plan, &args, &target)?;
 
-    let qos = qos_thresholds(&plan, args.qos_p95_ms);
+    let qos = qos_thresholds(&plan, args.shape.qos_p95_ms);
     let settings = RunSettings {
         run_id: run_id.clone(),
-        ramp_up: args.ramp_up,
-        duration: args.duration,
-        drain: args.drain,
-        action_timeout: args.action_timeout,
+        ramp_up: args.shape.ramp_up,
+        duration: args.shape.duration,
+        drain: args.shape.drain,
+        action_timeout: args.shape.action_timeout,
         connect_timeout: Duration::from_secs(10),
         client_name: "client.peakhour.test".into(),
     };
@@ -92,11 +92,11 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         humantime(plan.day()),
         plan.speed(),
         plan.seed(),
-        args.ramp_up,
-        args.duration,
-        args.drain
+        args.shape.ramp_up,
+        args.shape.duration,
+        args.shape.drain
     );
-    let mut observer = RunObserver::new(args.interval, plan.actions())?;
+    let mut observer = RunObserver::new(args.shape.interval, plan.actions())?;
     let (stop_tx, stop_rx) = watch::channel(false);
     // The server monitor: this machine's /proc, the lab's queue and Dovecot ports.
     let monitor_source = local_source(
@@ -180,11 +180,11 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         plan.seed(),
         rfc3339(epoch_secs(outcome.started_at)),
     );
-    meta.interval = args.interval;
+    meta.interval = args.shape.interval;
     meta.phases = PhaseLengths {
-        logon: args.ramp_up,
-        steady: args.duration,
-        drain: args.drain,
+        logon: args.shape.ramp_up,
+        steady: args.shape.duration,
+        drain: args.shape.drain,
     };
     meta.day = plan.day();
     meta.speed = plan.speed();
@@ -282,11 +282,11 @@ fn write_config(
     let mut text = format!(
         "# peakhour {} run configuration (no credentials are stored)\n[run]\nramp_up = \"{}\"\nduration = \"{}\"\ndrain = \"{}\"\ninterval = \"{}\"\naction_timeout = \"{}\"\n\n[target]\nimap = \"{}\"\nsmtp = \"{}\"\n\n",
         env!("CARGO_PKG_VERSION"),
-        humantime(args.ramp_up),
-        humantime(args.duration),
-        humantime(args.drain),
-        humantime(args.interval),
-        humantime(args.action_timeout),
+        humantime(args.shape.ramp_up),
+        humantime(args.shape.duration),
+        humantime(args.shape.drain),
+        humantime(args.shape.interval),
+        humantime(args.shape.action_timeout),
         target.imap,
         target.smtp,
     );

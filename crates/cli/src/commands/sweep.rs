@@ -575,25 +575,25 @@ fn run_args(args: &SweepArgs, users: u32, seed: u64, dir: &Path) -> Vec<OsString
         "--seed".into(),
         seed.to_string().into(),
         "--duration".into(),
-        duration(args.duration),
+        duration(args.shape.duration),
         "--ramp-up".into(),
-        duration(args.ramp_up),
+        duration(args.shape.ramp_up),
         "--drain".into(),
-        duration(args.drain),
+        duration(args.shape.drain),
         "--interval".into(),
-        duration(args.interval),
+        duration(args.shape.interval),
         "--action-timeout".into(),
-        duration(args.action_timeout),
+        duration(args.shape.action_timeout),
         "--out".into(),
         dir.into(),
     ]);
-    if let Some(day) = args.day {
+    if let Some(day) = args.shape.day {
         out.extend(["--day".into(), duration(day)]);
     }
-    if let Some(speed) = args.speed {
+    if let Some(speed) = args.shape.speed {
         out.extend(["--speed".into(), speed.to_string().into()]);
     }
-    if let Some(ms) = args.qos_p95_ms {
+    if let Some(ms) = args.shape.qos_p95_ms {
         out.extend(["--qos-p95-ms".into(), ms.to_string().into()]);
     }
     out
@@ -632,7 +632,7 @@ fn check_lab(args: &SweepArgs, max_users: u32) -> anyhow::Result<()> {
 
 /// The p95 limit the analysis holds the curve to.
 fn qos_limit(args: &SweepArgs, steps: &[StepResult]) -> (f64, Option<String>) {
-    if let Some(ms) = args.qos_p95_ms {
+    if let Some(ms) = args.shape.qos_p95_ms {
         return (ms, None);
     }
     let limits: Vec<f64> = steps
@@ -762,7 +762,7 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
     if !(0.0..=1.0).contains(&args.max_error_ratio) {
         bail!("--max-error-ratio must lie between 0 and 1");
     }
-    if let Some(ms) = args.qos_p95_ms
+    if let Some(ms) = args.shape.qos_p95_ms
         && !(ms > 0.0 && ms.is_finite())
     {
         bail!("--qos-p95-ms must be a positive number of milliseconds");
@@ -770,7 +770,7 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
     let profile = load_profile(&args.profile.profile)?;
     let max_users = steps[steps.len() - 1];
     check_lab(&args, max_users)?;
-    let seed = args.seed.unwrap_or(peakhour_workload::DEFAULT_SEED);
+    let seed = args.shape.seed.unwrap_or(peakhour_workload::DEFAULT_SEED);
 
     let dir = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("runs").join(format!(
@@ -799,9 +799,9 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
         dir.display(),
         profile.name,
         list.join(", "),
-        HumanDuration(args.ramp_up),
-        HumanDuration(args.duration),
-        HumanDuration(args.drain),
+        HumanDuration(args.shape.ramp_up),
+        HumanDuration(args.shape.duration),
+        HumanDuration(args.shape.drain),
         args.max_error_ratio
     );
 
@@ -989,9 +989,9 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
             .find_map(|s| s.speed)
             .map(|s| format!(" · speed {s}"))
             .unwrap_or_default(),
-        HumanDuration(args.ramp_up),
-        HumanDuration(args.duration),
-        HumanDuration(args.drain),
+        HumanDuration(args.shape.ramp_up),
+        HumanDuration(args.shape.duration),
+        HumanDuration(args.shape.drain),
         dir.display()
     );
     let html = render_capacity_html(&CapacityPage {
