@@ -282,12 +282,19 @@ impl LocalSource {
                 cached.clone()
             }
             _ => {
+                // The first reading has no rates yet (nothing to take a delta
+                // from), so the next sample reads again whatever it costs.
+                let first = self.processes_read_at.is_none();
                 let (reading, cost) = cpu_timed(|| self.read_processes(now));
                 let reading = reading?;
                 // Spread the next readings out so that they average to the budget.
                 let samples_per_reading =
                     (cost.as_secs_f64() / PROCESS_READ_BUDGET.as_secs_f64()).ceil();
-                self.skip = (samples_per_reading as u32).clamp(1, 10) - 1;
+                self.skip = if first {
+                    0
+                } else {
+                    (samples_per_reading as u32).clamp(1, 10) - 1
+                };
                 self.processes = Some(reading.clone());
                 reading
             }
