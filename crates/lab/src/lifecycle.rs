@@ -133,23 +133,14 @@ impl Lab {
             dovecot: None,
             postfix: None,
         };
-        let dovecot_conf = layout.dovecot_conf().display().to_string();
-        state.dovecot = Some(spawn_in_new_session(
-            "/usr/sbin/dovecot",
-            &["-F", "-c", &dovecot_conf],
-            &layout.dovecot_console(),
-        )?);
-        // Saved before waiting, so that `down` can stop whatever did start.
-        state.save(&layout.state_file())?;
-        let postfix_dir = layout.postfix_dir().display().to_string();
-        state.postfix = Some(spawn_in_new_session(
-            "/usr/lib/postfix/sbin/master",
-            &["-c", &postfix_dir, "-d"],
-            &layout.postfix_console(),
-        )?);
-        state.save(&layout.state_file())?;
-
-        lab.wait_until_ready(&state)?;
+        if let Err(error) = lab.start_servers(&mut state) {
+            // A lab that did not come up leaves nothing running behind it.
+            lab.stop_masters(&state);
+            state.dovecot = None;
+            state.postfix = None;
+            let _ = state.save(&layout.state_file());
+            return Err(error);
+        }
         Ok(UpReport {
             status: lab.status()?,
             already_running: false,
@@ -176,6 +167,28 @@ impl Lab {
             state.save(&state_file)?;
         }
         Ok(report)
+    }
+
+    /// Starts Dovecot, then Postfix, each in its own session, and waits until
+    /// every endpoint answers. The state is saved after each start, so that
+    /// `down` can stop whatever did start even if this process dies.
+    fn start_servers(&self, state: &mut LabState) -> Result<(), LabError> {
+        let layout = &self.layout;
+        let dovecot_conf = layout.dovecot_conf().display().to_string();
+        state.dovecot = Some(spawn_in_new_session(
+            "/usr/sbin/dovecot",
+            &["-F", "-c", &dovecot_conf],
+            &layout.dovecot_console(),
+        )?);
+        state.save(&layout.state_file())?;
+        let postfix_dir = layout.postfix_dir().display().to_string();
+        state.postfix = Some(spawn_in_new_session(
+            "/usr/lib/postfix/sbin/master",
+            &["-c", &postfix_dir, "-d"],
+            &layout.postfix_console(),
+        )?);
+        state.save(&layout.state_file())?;
+        self.wait_until_ready(state)
     }
 
     fn stop_masters(&self, state: &LabState) -> DownReport {
