@@ -242,9 +242,6 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if !outcome.reconciled {
         println!("deliveries were not reconciled (the run was interrupted)");
     }
-    for lost in outcome.lost.iter().take(20) {
-        println!("lost: {} for {}", lost.message_id, plan.address(lost.user));
-    }
     println!("results: {}", dir.display());
     Ok(if outcome.interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
