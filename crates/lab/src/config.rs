@@ -97,12 +97,18 @@ impl Ports {
     /// parallel callers do not race for the same ports.
     pub fn free() -> Option<Self> {
         use std::sync::atomic::{AtomicU16, Ordering};
+        // Bases from 20000 to 31700 keep every port (base + 993 at most) below
+        // Linux's ephemeral range (32768 and up), from which the kernel picks
+        // the local ports of outgoing connections: a port found free there can
+        // be taken by any client socket a moment later.
+        const FIRST: u16 = 20_000;
+        const SLOTS: u16 = 118;
         // Spread processes apart by PID; within one, hand out bases in turn.
         static NEXT: AtomicU16 = AtomicU16::new(0);
-        let start = 20_000 + (std::process::id() % 40) as u16 * 1_000;
-        for _ in 0..400 {
-            let step = NEXT.fetch_add(1, Ordering::Relaxed) % 400;
-            let base = 20_000 + (start - 20_000 + step * 100) % 40_000;
+        let start = (std::process::id() % u32::from(SLOTS)) as u16;
+        for _ in 0..SLOTS {
+            let step = NEXT.fetch_add(1, Ordering::Relaxed) % SLOTS;
+            let base = FIRST + (start + step) % SLOTS * 100;
             let ports = Ports::from_base(base).ok()?;
             if ports
                 .named()

@@ -12,13 +12,21 @@ pub(crate) const PEAKHOUR: &str = env!("CARGO_BIN_EXE_peakhour");
 /// it stops when the guard is dropped and the directory goes with the TempDir.
 pub(crate) fn start_lab(users: u32) -> (tempfile::TempDir, LabGuard) {
     let dir = tempfile::tempdir().unwrap();
-    let config = LabConfig {
-        users,
-        ports: Ports::free().expect("free loopback ports"),
-        ..LabConfig::new(dir.path())
-    };
-    let lab = LabGuard::start(&config).unwrap_or_else(|e| panic!("cannot start the lab: {e}"));
-    (dir, lab)
+    // Ports found free can be taken before the lab binds them (tests run in
+    // parallel): try other free ports a few times before giving up.
+    let mut attempts = 0;
+    loop {
+        let config = LabConfig {
+            users,
+            ports: Ports::free().expect("free loopback ports"),
+            ..LabConfig::new(dir.path())
+        };
+        match LabGuard::start(&config) {
+            Ok(lab) => return (dir, lab),
+            Err(peakhour_lab::LabError::PortInUse { .. }) if attempts < 3 => attempts += 1,
+            Err(e) => panic!("cannot start the lab: {e}"),
+        }
+    }
 }
 
 /// Runs `peakhour ARGS`, echoing its output into the test's log.
