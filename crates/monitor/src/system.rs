@@ -169,6 +169,26 @@ pub fn cpu_shares(prev: &CpuCounters, cur: &CpuCounters) -> Option<CpuShares> {
     })
 }
 
+/// A source's previous reading, so that each new one becomes rates.
+#[derive(Debug, Default)]
+pub(crate) struct PreviousReading(Option<(std::time::Instant, SystemCounters)>);
+
+impl PreviousReading {
+    /// Rates between the previous reading and `counters`, read at `now`;
+    /// `counters` becomes the previous reading. The first call has no rates.
+    pub(crate) fn advance(
+        &mut self,
+        now: std::time::Instant,
+        counters: SystemCounters,
+    ) -> SystemSample {
+        let previous = self.0.as_ref();
+        let elapsed_s = previous.map_or(0.0, |(t, _)| now.duration_since(*t).as_secs_f64());
+        let system = system_sample(previous.map(|(_, c)| c), &counters, elapsed_s);
+        self.0 = Some((now, counters));
+        system
+    }
+}
+
 /// Turns a read (and the previous one, if any) into a [`SystemSample`].
 /// `elapsed_s` is the wall time between the two reads.
 pub fn system_sample(

@@ -16,7 +16,7 @@ use crate::groups::{GroupSpec, GroupTracker, ProcessCounters, assign_groups};
 use crate::mail::{MailProbes, postfix_queue_sizes};
 use crate::procfs::{self, PidStat};
 use crate::sample::{GroupSample, MailSample, Sample};
-use crate::system::{PressureCounters, SystemCounters, system_sample};
+use crate::system::{PressureCounters, PreviousReading, SystemCounters};
 
 /// What the local source reads.
 #[derive(Debug, Clone)]
@@ -49,7 +49,7 @@ pub struct LocalSource {
     config: LocalConfig,
     ticks_per_s: f64,
     own_pid: u32,
-    prev: Option<(Instant, SystemCounters)>,
+    prev: PreviousReading,
     tracker: GroupTracker,
     whole_disks: Option<HashSet<String>>,
     partitions: BTreeSet<String>,
@@ -96,7 +96,7 @@ impl LocalSource {
             config,
             ticks_per_s: ticks as f64,
             own_pid: std::process::id(),
-            prev: None,
+            prev: PreviousReading::default(),
             tracker: GroupTracker::new(),
             whole_disks: None,
             partitions: BTreeSet::new(),
@@ -269,12 +269,7 @@ impl LocalSource {
     /// happened at `now` (for tests over a fake `/proc`).
     pub fn sample_at(&mut self, now: Instant) -> Result<Sample, MonitorError> {
         let counters = self.read_system()?;
-        let elapsed_s = self
-            .prev
-            .as_ref()
-            .map_or(0.0, |(t, _)| now.duration_since(*t).as_secs_f64());
-        let system = system_sample(self.prev.as_ref().map(|(_, c)| c), &counters, elapsed_s);
-        self.prev = Some((now, counters));
+        let system = self.prev.advance(now, counters);
 
         let reading = match (&self.processes, self.skip) {
             (Some(cached), skip) if skip > 0 => {

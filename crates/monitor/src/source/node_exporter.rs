@@ -20,7 +20,7 @@ use super::{SampleFuture, Source};
 use crate::error::MonitorError;
 use crate::procfs::{is_pseudo_disk, looks_like_partition};
 use crate::sample::Sample;
-use crate::system::{CpuCounters, DiskCounters, NetCounters, SystemCounters, system_sample};
+use crate::system::{CpuCounters, DiskCounters, NetCounters, PreviousReading, SystemCounters};
 
 /// A response larger than this is refused (node_exporter's is ~100 KB).
 const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
@@ -33,7 +33,7 @@ pub struct NodeExporterSource {
     port: u16,
     path: String,
     timeout: Duration,
-    prev: Option<(Instant, SystemCounters)>,
+    prev: PreviousReading,
 }
 
 impl NodeExporterSource {
@@ -70,7 +70,7 @@ impl NodeExporterSource {
             port,
             path: path.to_owned(),
             timeout,
-            prev: None,
+            prev: PreviousReading::default(),
         })
     }
 
@@ -117,12 +117,7 @@ impl NodeExporterSource {
         let text = self.scrape().await?;
         let now = Instant::now();
         let counters = parse_exposition(&text)?;
-        let elapsed_s = self
-            .prev
-            .as_ref()
-            .map_or(0.0, |(t, _)| now.duration_since(*t).as_secs_f64());
-        let system = system_sample(self.prev.as_ref().map(|(_, c)| c), &counters, elapsed_s);
-        self.prev = Some((now, counters));
+        let system = self.prev.advance(now, counters);
         Ok(Sample {
             system,
             ..Sample::default()
