@@ -307,11 +307,13 @@ async fn reconcile(
             let run_id = settings.run_id.clone();
             let delivery = delivery.clone();
             let timeout = settings.connect_timeout;
+            let sent_folder = plan.params().sent_folder.clone();
             searches.spawn(async move {
                 let mut found = Vec::new();
                 for (user, address) in plan_addresses {
                     if let Ok(seen) =
-                        search_run_messages(&target, user, &address, &run_id, timeout).await
+                        search_run_messages(&target, user, &address, &run_id, &sent_folder, timeout)
+                            .await
                     {
                         let at = Instant::now();
                         for id in seen {
@@ -333,27 +335,51 @@ async fn reconcile(
     }
 }
 
-/// Message-IDs of this run's messages in `address`'s Inbox.
+/// Message-IDs of this run's messages anywhere in `address`'s mailbox but
+/// its Sent folder. Every folder, not just the Inbox: a user may have moved
+/// or deleted a copy before its arrival was noticed, and a copy filed away is
+/// still delivered. Sent is left out because the sender's own copy there
+/// carries the same Message-ID and would count a self-addressed copy twice.
 async fn search_run_messages(
     target: &Target,
     user: u32,
     address: &str,
     run_id: &str,
+    sent_folder: &str,
     timeout: Duration,
 ) -> Result<Vec<String>, peakhour_imap::ImapError> {
     let mut imap = target.connect_imap(timeout).await?;
     let (login, password) = target.login(user, address);
     imap.login(login, password).await?;
-    imap.examine("INBOX").await?;
-    let uids = imap
-        .search(
-            &SearchKey::Header("X-Peakhour-Run".into(), run_id.into()),
-            true,
-        )
+    let folders: Vec<String> = imap
+        .list("", "*")
         .await?
-        .value;
+        .value
+        .into_iter()
+        .filter(|entry| {
+            !entry
+                .attributes
+                .iter()
+                .any(|a| a.eq_ignore_ascii_case("\\Noselect"))
+                && !entry.name.eq_ignore_ascii_case(sent_folder)
+        })
+        .map(|entry| entry.name)
+        .collect();
     let mut ids = Vec::new();
-    if !uids.is_empty() {
+    for folder in folders {
+        if imap.examine(&folder).await?.value.exists == 0 {
+            continue;
+        }
+        let uids = imap
+            .search(
+                &SearchKey::Header("X-Peakhour-Run".into(), run_id.into()),
+                true,
+            )
+            .await?
+            .value;
+        if uids.is_empty() {
+            continue;
+        }
         let set = uids
             .iter()
             .map(u32::to_string)
@@ -363,10 +389,11 @@ async fn search_run_messages(
             .fetch(&set, &[FetchItem::Uid, FetchItem::Envelope], true)
             .await?
             .value;
-        ids = fetched
-            .into_iter()
-            .filter_map(|m| m.envelope.and_then(|e| e.message_id))
-            .collect();
+        ids.extend(
+            fetched
+                .into_iter()
+                .filter_map(|m| m.envelope.and_then(|e| e.message_id)),
+        );
     }
     let _ = imap.logout().await;
     Ok(ids)

@@ -300,14 +300,21 @@ impl User {
         let info = self.command("imap.SELECT", selected);
         let mut inbox = Vec::new();
         if info.exists > 0 {
+            // Envelopes too: mail that arrived while this user was offline is
+            // noticed now, before an action can move it out of the Inbox.
             let fetched = imap
-                .fetch("1:*", &[FetchItem::Uid, FetchItem::Flags], false)
+                .fetch(
+                    "1:*",
+                    &[FetchItem::Uid, FetchItem::Flags, FetchItem::Envelope],
+                    false,
+                )
                 .await?;
-            inbox = self
-                .command("imap.FETCH", fetched)
-                .iter()
-                .filter_map(known)
-                .collect();
+            let fetched = self.command("imap.FETCH", fetched);
+            let seen_at = Instant::now();
+            for message in &fetched {
+                self.notice(message, seen_at);
+            }
+            inbox = fetched.iter().filter_map(known).collect();
         }
         let highest_uid = inbox.iter().map(|k| k.uid).max().unwrap_or(0);
         let can_idle = imap.capabilities().has("IDLE");
@@ -411,8 +418,11 @@ impl User {
             session_lost: true,
         })?;
         merge(session, &fetched.value);
+        let mut seen = fetched.value;
         // Still out of step with the server (something expunged or added that
-        // we did not see): list the Inbox again rather than fetch in a loop.
+        // we did not see): list the Inbox again rather than fetch in a loop,
+        // with envelopes, so that no arrival joins the known Inbox unnoticed
+        // (and is then moved away before anyone saw it).
         if session
             .imap
             .mailbox()
@@ -420,12 +430,24 @@ impl User {
         {
             let all = session
                 .imap
-                .fetch("1:*", &[FetchItem::Uid, FetchItem::Flags], false)
+                .fetch(
+                    "1:*",
+                    &[FetchItem::Uid, FetchItem::Flags, FetchItem::Envelope],
+                    false,
+                )
                 .await?;
             self.shared.events.command("imap.FETCH", all.elapsed);
             session.inbox = all.value.iter().filter_map(known).collect();
+            session.highest_uid = session
+                .inbox
+                .iter()
+                .map(|k| k.uid)
+                .max()
+                .unwrap_or(0)
+                .max(session.highest_uid);
+            seen.extend(all.value);
         }
-        for message in &fetched.value {
+        for message in &seen {
             self.notice(message, seen_at);
         }
         Ok(())
