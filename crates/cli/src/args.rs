@@ -33,7 +33,10 @@ pub(crate) enum Command {
     /// Bring every mailbox to the profile's starting state (folders and messages).
     ///
     /// Idempotent and resumable: what is there already is counted and kept.
-    /// Into the lab it delivers over LMTP; elsewhere it uses IMAP APPEND.
+    /// It writes with IMAP APPEND, a folder's messages in one MULTIAPPEND
+    /// command where the server offers it (any IMAP server; the fastest way
+    /// into the lab, see docs/PERFORMANCE.md), or with `--via lmtp` over LMTP
+    /// straight into Dovecot's folders (user+Folder@domain).
     ///
     /// Example: peakhour init --profile mmb-medium --target lab
     Init(InitArgs),
@@ -246,7 +249,7 @@ pub(crate) struct TargetArgs {
     /// SMTP submission server: smtp://, smtp+starttls://, submission:// or submissions://host:port.
     #[arg(long, value_name = "URL")]
     pub(crate) smtp: Option<String>,
-    /// LMTP server for `init` (lmtp://host:port); without it, init uses IMAP APPEND.
+    /// LMTP server for `init --via lmtp` (lmtp://host:port).
     #[arg(long, value_name = "URL")]
     pub(crate) lmtp: Option<String>,
     /// CSV of `login,password` lines, one per simulated user, in user order.
@@ -303,9 +306,11 @@ pub(crate) struct InitArgs {
     /// Users initialized at once.
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub(crate) parallel: usize,
-    /// Write with IMAP APPEND even when an LMTP endpoint is known.
-    #[arg(long)]
-    pub(crate) append: bool,
+    /// How messages get in: `append` (IMAP APPEND, batched with MULTIAPPEND
+    /// when offered) or `lmtp` (LMTP delivery, one transaction per message;
+    /// needs the lab or --lmtp).
+    #[arg(long, value_name = "append|lmtp", default_value = "append", value_parser = ["append", "lmtp"])]
+    pub(crate) via: String,
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {

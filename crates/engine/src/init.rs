@@ -4,9 +4,13 @@
 //! * **Idempotent and resumable.** Each user's folders are counted first
 //!   (IMAP STATUS), and only the missing messages are added, in order, so a
 //!   second run adds nothing and an interrupted run continues where it stopped.
-//! * **Fast where it can be.** Into the lab, messages go straight to Dovecot
-//!   over LMTP (`user+Folder@domain`, with `lmtp_save_to_detail_mailbox`);
-//!   elsewhere with IMAP APPEND. Users are initialized in parallel.
+//! * **Fast where it can be.** Messages go in with IMAP APPEND, each folder's
+//!   in MULTIAPPEND batches (RFC 3502) when the server offers it: one command
+//!   and one mailbox transaction for many messages. Into the lab that is about
+//!   four times faster than LMTP delivery, which opens the mailbox, updates
+//!   its indexes and syncs once per message (docs/PERFORMANCE.md). LMTP
+//!   (`user+Folder@domain`, with `lmtp_save_to_detail_mailbox`) remains a
+//!   choice. Users are initialized in parallel.
 //! * **Deterministic.** Message bytes come from the plan's seed, so two labs
 //!   initialized with the same profile and seed hold the same mail.
 
@@ -14,8 +18,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use peakhour_imap::{ImapError, StatusItem};
-use peakhour_smtp::{Flavor, SmtpError};
+use peakhour_imap::{ImapConnection, ImapError, StatusItem};
+use peakhour_smtp::{Flavor, SmtpConnection, SmtpError};
 use peakhour_workload::{InitialMessage, MessageGenerator, MessageSpec, Plan};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -28,7 +32,7 @@ use crate::target::Target;
 pub enum Via {
     /// LMTP straight into the store (the lab).
     Lmtp,
-    /// IMAP APPEND (any server).
+    /// IMAP APPEND (any server), batched with MULTIAPPEND when offered.
     ImapAppend,
 }
 
@@ -137,9 +141,7 @@ pub async fn init(
         );
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await;
-            let result = init_user(&plan, &target, &settings, &progress, user).await;
-            progress.users_done.fetch_add(1, Ordering::Relaxed);
-            result
+            init_user(&plan, &target, &settings, &progress, user).await
         });
     }
     let mut report = InitReport {
@@ -187,13 +189,30 @@ fn initial_date(message: &InitialMessage) -> String {
     rfc5322(BASE - hours_back * 3600)
 }
 
-async fn init_user(
+/// A mailbox being initialized: what its folders hold already, and (for
+/// IMAP APPEND) the session that adds the rest.
+struct Mailbox {
+    address: String,
+    /// Messages in each of [`Plan::folders`] before this init.
+    present: Vec<u32>,
+    imap: Option<ImapConnection>,
+}
+
+impl Mailbox {
+    /// Whether `message` still has to be added. Messages go into a folder in
+    /// position order, so a count says which are there.
+    fn lacks(&self, message: &InitialMessage) -> bool {
+        message.position >= self.present[message.folder]
+    }
+}
+
+/// Logs on as `user`, creates the folders it lacks and counts what the others hold.
+async fn count_folders(
     plan: &Plan,
     target: &Target,
     settings: &InitSettings,
-    progress: &Progress,
     user: u32,
-) -> Result<UserReport, InitError> {
+) -> Result<Mailbox, InitError> {
     let address = plan.address(user);
     let imap_error = |source| InitError::Imap {
         user: address.clone(),
@@ -205,8 +224,6 @@ async fn init_user(
         .await
         .map_err(imap_error)?;
     imap.login(login, password).await.map_err(imap_error)?;
-
-    // Count what is there; create what is missing.
     let existing: Vec<String> = imap
         .list("", "*")
         .await
@@ -215,9 +232,8 @@ async fn init_user(
         .into_iter()
         .map(|e| e.name)
         .collect();
-    let folders = plan.folders();
-    let mut present = Vec::with_capacity(folders.len());
-    for folder in folders {
+    let mut present = Vec::with_capacity(plan.folders().len());
+    for folder in plan.folders() {
         if !existing
             .iter()
             .any(|n| n.eq_ignore_ascii_case(&folder.name))
@@ -233,11 +249,30 @@ async fn init_user(
             .value;
         present.push(status.messages.unwrap_or(0));
     }
+    let imap = if settings.via == Via::ImapAppend {
+        Some(imap)
+    } else {
+        let _ = imap.logout().await;
+        None
+    };
+    Ok(Mailbox {
+        address,
+        present,
+        imap,
+    })
+}
+
+/// Brings `user`'s mailbox to the starting state.
+async fn init_user(
+    plan: &Plan,
+    target: &Target,
+    settings: &InitSettings,
+    progress: &Progress,
+    user: u32,
+) -> Result<UserReport, InitError> {
+    let mut mailbox = count_folders(plan, target, settings, user).await?;
     let wanted = plan.initial_messages(user);
-    let missing: Vec<&InitialMessage> = wanted
-        .iter()
-        .filter(|m| m.position >= present[m.folder])
-        .collect();
+    let missing: Vec<&InitialMessage> = wanted.iter().filter(|m| mailbox.lacks(m)).collect();
     let mut report = UserReport {
         wanted: wanted.len() as u64,
         already_there: (wanted.len() - missing.len()) as u64,
@@ -246,91 +281,183 @@ async fn init_user(
     progress
         .to_add
         .fetch_add(missing.len() as u64, Ordering::Relaxed);
-    if missing.is_empty() {
-        let _ = imap.logout().await;
-        return Ok(report);
-    }
-
-    let generator = MessageGenerator::new(plan.seed());
-    let run_id = format!("init-{}", plan.seed());
-    let mut buffer = Vec::new();
-    let mut lmtp = match (settings.via, &target.lmtp) {
-        (Via::Lmtp, Some(endpoint)) => Some(
-            target
+    let writer = Writer {
+        plan,
+        generator: MessageGenerator::new(plan.seed()),
+        run_id: format!("init-{}", plan.seed()),
+        to: vec![mailbox.address.clone()],
+    };
+    let written = match (missing.is_empty(), settings.via, &target.lmtp) {
+        (true, _, _) => Ok(()),
+        (false, Via::Lmtp, Some(endpoint)) => {
+            match target
                 .connect_smtp(endpoint, Flavor::Lmtp, "init.peakhour", settings.timeout)
                 .await
-                .map_err(|source| InitError::Lmtp {
-                    user: address.clone(),
+            {
+                Ok(lmtp) => {
+                    writer
+                        .deliver(lmtp, &mailbox, &missing, progress, &mut report)
+                        .await
+                }
+                Err(source) => Err(InitError::Lmtp {
+                    user: mailbox.address.clone(),
                     source,
-                })?,
-        ),
-        _ => None,
+                }),
+            }
+        }
+        (false, _, _) => {
+            writer
+                .append(&mut mailbox, &missing, progress, &mut report)
+                .await
+        }
     };
-    for message in missing {
-        let folder = &folders[message.folder].name;
-        let to = [address.clone()];
-        let from = plan.address(message.from);
+    if let Some(imap) = mailbox.imap {
+        let _ = imap.logout().await;
+    }
+    progress.users_done.fetch_add(1, Ordering::Relaxed);
+    written.map(|()| report)
+}
+
+/// MULTIAPPEND batches stay below these, so that a command stays modest.
+const APPEND_BATCH_MESSAGES: usize = 64;
+const APPEND_BATCH_BYTES: usize = 4 << 20;
+
+/// Writes one mailbox's initial messages.
+struct Writer<'a> {
+    plan: &'a Plan,
+    generator: MessageGenerator,
+    run_id: String,
+    to: Vec<String>,
+}
+
+impl Writer<'_> {
+    /// The bytes of `message`, deterministic from the seed.
+    fn render(&self, message: &InitialMessage) -> Vec<u8> {
+        let from = self.plan.address(message.from);
         let date = initial_date(message);
-        buffer.clear();
-        generator.write(
+        let mut buffer = Vec::new();
+        self.generator.write(
             &MessageSpec {
-                run_id: &run_id,
+                run_id: &self.run_id,
                 id: &message.id,
                 from: &from,
-                to: &to,
+                to: &self.to,
                 date: &date,
-                kind: &plan.mix()[message.mix],
+                kind: &self.plan.mix()[message.mix],
             },
             &mut buffer,
         );
-        match lmtp.as_mut() {
-            Some(lmtp) => {
-                // Dovecot saves `user+Folder@domain` into Folder (lmtp_save_to_detail_mailbox).
-                let recipient = if folder.eq_ignore_ascii_case("INBOX") {
-                    address.clone()
-                } else {
-                    let (local, domain) = address.split_once('@').unwrap_or((&address, ""));
-                    format!("{local}+{folder}@{domain}")
-                };
-                let outcome = lmtp
-                    .send_mail(&from, std::slice::from_ref(&recipient), &buffer)
-                    .await
-                    .map_err(|source| InitError::Lmtp {
-                        user: address.clone(),
-                        source,
-                    })?
-                    .value;
-                if !outcome.all_delivered() {
-                    let reply = outcome
-                        .recipients
-                        .first()
-                        .map(|r| {
-                            r.delivery
-                                .as_ref()
-                                .map_or(&r.rcpt.value, |d| &d.value)
-                                .text()
-                        })
-                        .unwrap_or_default();
-                    return Err(InitError::Refused {
-                        user: address.clone(),
-                        folder: folder.clone(),
-                        reply,
-                    });
-                }
+        buffer
+    }
+
+    /// Over LMTP, one transaction per message, to `user+Folder@domain`.
+    async fn deliver(
+        &self,
+        mut lmtp: SmtpConnection,
+        mailbox: &Mailbox,
+        missing: &[&InitialMessage],
+        progress: &Progress,
+        report: &mut UserReport,
+    ) -> Result<(), InitError> {
+        for message in missing {
+            let folder = &self.plan.folders()[message.folder].name;
+            let from = self.plan.address(message.from);
+            let bytes = self.render(message);
+            let recipient = detail_address(&mailbox.address, folder);
+            let outcome = lmtp
+                .send_mail(&from, std::slice::from_ref(&recipient), &bytes)
+                .await
+                .map_err(|source| InitError::Lmtp {
+                    user: mailbox.address.clone(),
+                    source,
+                })?
+                .value;
+            if let Some(refused) = outcome.recipients.iter().find(|r| !r.delivered()) {
+                let reply = refused
+                    .delivery
+                    .as_ref()
+                    .map_or(&refused.rcpt.value, |d| &d.value)
+                    .text();
+                return Err(InitError::Refused {
+                    user: mailbox.address.clone(),
+                    folder: folder.clone(),
+                    reply,
+                });
             }
-            None => {
-                imap.append(folder, &["\\Seen"], None, &buffer)
-                    .await
-                    .map_err(imap_error)?;
+            report.added += 1;
+            report.bytes += bytes.len() as u64;
+            progress.added.fetch_add(1, Ordering::Relaxed);
+        }
+        let _ = lmtp.quit().await;
+        Ok(())
+    }
+
+    /// Over IMAP, a folder's missing messages go in MULTIAPPEND batches when
+    /// the server offers it (one command and one mailbox transaction per
+    /// batch), otherwise one APPEND each. Inbox mail arrives unread; filed
+    /// mail has been read.
+    async fn append(
+        &self,
+        mailbox: &mut Mailbox,
+        missing: &[&InitialMessage],
+        progress: &Progress,
+        report: &mut UserReport,
+    ) -> Result<(), InitError> {
+        let imap_error = |source| InitError::Imap {
+            user: mailbox.address.clone(),
+            source,
+        };
+        let Some(imap) = mailbox.imap.as_mut() else {
+            return Err(imap_error(ImapError::Closed { bye: None }));
+        };
+        let multi = imap.capabilities().has("MULTIAPPEND");
+        // Messages come folder by folder, in position order.
+        for in_folder in missing.chunk_by(|a, b| a.folder == b.folder) {
+            let folder = &self.plan.folders()[in_folder[0].folder].name;
+            let flags: &[&str] = if folder.eq_ignore_ascii_case("INBOX") {
+                &[]
+            } else {
+                &["\\Seen"]
+            };
+            let mut batch: Vec<Vec<u8>> = Vec::new();
+            let mut batch_bytes = 0;
+            for (i, message) in in_folder.iter().enumerate() {
+                let bytes = self.render(message);
+                batch_bytes += bytes.len();
+                batch.push(bytes);
+                let last = i + 1 == in_folder.len();
+                let full =
+                    batch.len() >= APPEND_BATCH_MESSAGES || batch_bytes >= APPEND_BATCH_BYTES;
+                if !(last || full || !multi) {
+                    continue;
+                }
+                let count = batch.len() as u64;
+                if multi && batch.len() > 1 {
+                    imap.multi_append(folder, flags, std::mem::take(&mut batch))
+                        .await
+                        .map_err(imap_error)?;
+                } else {
+                    for bytes in batch.drain(..) {
+                        imap.append(folder, flags, None, &bytes)
+                            .await
+                            .map_err(imap_error)?;
+                    }
+                }
+                report.added += count;
+                report.bytes += batch_bytes as u64;
+                progress.added.fetch_add(count, Ordering::Relaxed);
+                batch_bytes = 0;
             }
         }
-        report.added += 1;
-        report.bytes += buffer.len() as u64;
-        progress.added.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
-    if let Some(lmtp) = lmtp {
-        let _ = lmtp.quit().await;
+}
+
+/// Dovecot saves `user+Folder@domain` into Folder (`lmtp_save_to_detail_mailbox`).
+fn detail_address(address: &str, folder: &str) -> String {
+    if folder.eq_ignore_ascii_case("INBOX") {
+        return address.to_owned();
     }
-    let _ = imap.logout().await;
-    Ok(report)
+    let (local, domain) = address.split_once('@').unwrap_or((address, ""));
+    format!("{local}+{folder}@{domain}")
 }

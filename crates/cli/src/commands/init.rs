@@ -22,10 +22,12 @@ pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
     };
     let plan = resolve_plan(&profile, overrides, &resolved)?;
     let target = resolved.target.clone();
-    let via = if args.append || target.lmtp.is_none() {
-        Via::ImapAppend
-    } else {
-        Via::Lmtp
+    let via = match args.via.as_str() {
+        "lmtp" if target.lmtp.is_none() => anyhow::bail!(
+            "--via lmtp needs an LMTP endpoint: use --target lab, or give --lmtp lmtp://host:port"
+        ),
+        "lmtp" => Via::Lmtp,
+        _ => Via::ImapAppend,
     };
     let per_user: u64 = plan.folders().iter().map(|f| u64::from(f.messages)).sum();
     eprintln!(

@@ -339,6 +339,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
         }))
     }
 
+    /// APPEND of several messages in one command (MULTIAPPEND, RFC 3502):
+    /// stored all or none, with one round trip under LITERAL+.
+    /// [`ImapError::NotOffered`] when the server lacks MULTIAPPEND.
+    pub async fn multi_append(
+        &mut self,
+        mailbox: &str,
+        flags: &[&str],
+        messages: Vec<Vec<u8>>,
+    ) -> Result<Timed<()>, ImapError> {
+        self.ensure_capabilities().await?;
+        let request = Request::MultiAppend {
+            mailbox: mailbox.to_owned(),
+            flags: flags.iter().map(|f| (*f).to_owned()).collect(),
+            messages,
+        };
+        Ok(self.run(&request).await?.map(drop))
+    }
+
     /// SEARCH or UID SEARCH.
     pub async fn search(
         &mut self,

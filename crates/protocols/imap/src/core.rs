@@ -266,7 +266,9 @@ impl ClientCore {
                 (RequestKind::Other, Collected::Numbers(Vec::new()))
             }
             Request::Thread { .. } => (RequestKind::Other, Collected::Threads(Vec::new())),
-            Request::Append { .. } => (RequestKind::Other, Collected::Appended(None)),
+            Request::Append { .. } | Request::MultiAppend { .. } => {
+                (RequestKind::Other, Collected::Appended(None))
+            }
             Request::Copy { .. } | Request::Move { .. } => {
                 (RequestKind::Other, Collected::Copied(None))
             }

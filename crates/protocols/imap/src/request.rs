@@ -140,6 +140,16 @@ pub enum Request {
         /// The RFC 5322 message.
         message: Vec<u8>,
     },
+    /// APPEND of several messages to one mailbox in one command (RFC 3502
+    /// MULTIAPPEND): the server stores all of them or none, in one transaction.
+    MultiAppend {
+        /// Target mailbox.
+        mailbox: String,
+        /// Flags set on every message.
+        flags: Vec<String>,
+        /// The RFC 5322 messages, in order; at least one.
+        messages: Vec<Vec<u8>>,
+    },
     /// SEARCH / UID SEARCH.
     Search {
         /// Criteria; several are ANDed.
@@ -195,7 +205,7 @@ impl Request {
             Request::Move { uid: true, .. } => "UID MOVE",
             Request::Expunge => "EXPUNGE",
             Request::UidExpunge(_) => "UID EXPUNGE",
-            Request::Append { .. } => "APPEND",
+            Request::Append { .. } | Request::MultiAppend { .. } => "APPEND",
             Request::Search { uid: false, .. } => "SEARCH",
             Request::Search { uid: true, .. } => "UID SEARCH",
             Request::Sort { uid: false, .. } => "SORT",
@@ -254,6 +264,7 @@ impl Request {
             Request::Id(_) => Some("ID"),
             Request::AuthenticatePlain { .. } => Some("AUTH=PLAIN"),
             Request::Move { .. } => Some("MOVE"),
+            Request::MultiAppend { .. } => Some("MULTIAPPEND"),
             Request::UidExpunge(_) => Some("UIDPLUS"),
             Request::Idle => Some("IDLE"),
             Request::Thread { algorithm, .. } => Some(match algorithm {
@@ -310,21 +321,14 @@ impl Request {
                     }
                 }
             }
+            Request::MultiAppend {
+                mailbox,
+                flags: names,
+                messages,
+            } => return multi_append(tag, mailbox, names, messages, caps),
             other => other.body(caps)?,
         };
-        let command = Command { tag, body };
-        let mut out = Vec::new();
-        for fragment in CommandCodec::default().encode(&command) {
-            match fragment {
-                Fragment::Line { data } => out.push(Outgoing::Bytes(data)),
-                Fragment::Literal { data, mode } => {
-                    if mode == LiteralMode::Sync {
-                        out.push(Outgoing::AwaitContinuation);
-                    }
-                    out.push(Outgoing::Bytes(data));
-                }
-            }
-        }
+        let mut out = outgoing(&Command { tag, body });
         out.extend(tail);
         Ok(out)
     }
@@ -359,6 +363,13 @@ impl Request {
                 mechanism: AuthMechanism::Plain,
                 initial_response: None,
             },
+            // Handled in `encode`: imap-codec has no MULTIAPPEND.
+            Request::MultiAppend { .. } => {
+                return Err(ImapError::invalid(
+                    "MULTIAPPEND",
+                    "encoded by Request::encode only",
+                ));
+            }
             Request::List { reference, pattern } => CommandBody::List {
                 reference: mailbox(reference)?,
                 mailbox_wildcard: ListMailbox::try_from(pattern.as_str())
@@ -438,9 +449,7 @@ impl Request {
                 let mut literal = Literal::try_from(message.as_slice())
                     .map_err(|e| ImapError::invalid("message", e))?;
                 // A non-synchronizing literal saves a round trip per APPEND.
-                if caps.has("LITERAL+")
-                    || (caps.has("LITERAL-") && message.len() <= LITERAL_MINUS_MAX)
-                {
+                if non_sync_literal(caps, message.len()) {
                     literal = literal.into_non_sync();
                 }
                 CommandBody::Append {
@@ -510,6 +519,88 @@ fn mailbox(name: &str) -> Result<Mailbox<'_>, ImapError> {
 fn sequence_set(set: &str) -> Result<SequenceSet, ImapError> {
     SequenceSet::try_from(set)
         .map_err(|e| ImapError::invalid("sequence set", format!("{set:?}: {e:?}")))
+}
+
+/// The command's bytes, with a pause for the server's `+` before each
+/// synchronizing literal.
+fn outgoing(command: &Command<'_>) -> Vec<Outgoing> {
+    let mut out = Vec::new();
+    for fragment in CommandCodec::default().encode(command) {
+        match fragment {
+            Fragment::Line { data } => out.push(Outgoing::Bytes(data)),
+            Fragment::Literal { data, mode } => {
+                if mode == LiteralMode::Sync {
+                    out.push(Outgoing::AwaitContinuation);
+                }
+                out.push(Outgoing::Bytes(data));
+            }
+        }
+    }
+    out
+}
+
+/// Whether a literal of `len` bytes may go without waiting for the server's `+`.
+fn non_sync_literal(caps: &Capabilities, len: usize) -> bool {
+    caps.has("LITERAL+") || (caps.has("LITERAL-") && len <= LITERAL_MINUS_MAX)
+}
+
+/// MULTIAPPEND (RFC 3502): `APPEND mailbox (flags) {n}msg (flags) {n}msg ...`.
+/// imap-codec encodes APPEND of one message; the command for the first
+/// message comes from it (so the mailbox name is quoted or sent as a literal
+/// correctly), and each further message is added before the final CRLF.
+fn multi_append(
+    tag: imap_codec::imap_types::core::Tag<'_>,
+    mailbox_name: &str,
+    names: &[String],
+    messages: &[Vec<u8>],
+    caps: &Capabilities,
+) -> Result<Vec<Outgoing>, ImapError> {
+    let (first, rest) = messages
+        .split_first()
+        .ok_or_else(|| ImapError::invalid("MULTIAPPEND", "no message to append"))?;
+    let mut literal =
+        Literal::try_from(first.as_slice()).map_err(|e| ImapError::invalid("message", e))?;
+    if non_sync_literal(caps, first.len()) {
+        literal = literal.into_non_sync();
+    }
+    let body = CommandBody::Append {
+        mailbox: mailbox(mailbox_name)?,
+        flags: flags(names)?,
+        date: None,
+        message: LiteralOrLiteral8::Literal(literal),
+    };
+    let mut out = outgoing(&Command { tag, body });
+    // The command ends with the CRLF after the first message's literal.
+    match out.pop() {
+        Some(Outgoing::Bytes(end)) if end == b"\r\n" => {}
+        _ => {
+            return Err(ImapError::invalid(
+                "MULTIAPPEND",
+                "unexpected APPEND encoding",
+            ));
+        }
+    }
+    // Flags were checked by `flags` above: atoms and system flags print as they are.
+    let flag_list = if names.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", names.join(" "))
+    };
+    for message in rest {
+        // A message must be a valid literal (no NUL) just like the first.
+        Literal::try_from(message.as_slice()).map_err(|e| ImapError::invalid("message", e))?;
+        let non_sync = non_sync_literal(caps, message.len());
+        let plus = if non_sync { "+" } else { "" };
+        out.push(Outgoing::Bytes(
+            format!("{flag_list} {{{}{plus}}}\r\n", message.len()).into_bytes(),
+        ));
+        if !non_sync {
+            out.push(Outgoing::AwaitContinuation);
+        }
+        out.push(Outgoing::Bytes(message.clone()));
+    }
+    out.push(Outgoing::Bytes(b"\r\n".to_vec()));
+    Ok(out)
 }
 
 fn flags(names: &[String]) -> Result<Vec<Flag<'_>>, ImapError> {

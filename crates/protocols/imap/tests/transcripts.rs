@@ -274,6 +274,19 @@ fn parse_request(spec: &str) -> Request {
             internal_date: None,
             message: rest(3).replace("\\r\\n", "\r\n").into_bytes(),
         },
+        // Messages separated by ` | `.
+        "multiappend" => Request::MultiAppend {
+            mailbox: arg(1),
+            flags: arg(2)
+                .split(',')
+                .filter(|f| !f.is_empty() && *f != "-")
+                .map(str::to_owned)
+                .collect(),
+            messages: rest(3)
+                .split(" | ")
+                .map(|m| m.replace("\\r\\n", "\r\n").into_bytes())
+                .collect(),
+        },
         "search" => Request::Search {
             criteria: search_key(&words[1..]),
             uid,

@@ -1,0 +1,133 @@
+//! `peakhour init` against the real lab: both ways in (LMTP delivery and IMAP
+//! MULTIAPPEND) give the profile's starting state, agree on what is there,
+//! and a second init adds nothing.
+
+#![allow(clippy::unwrap_used)] // test helpers fail loudly by design
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use common::{peakhour, start_lab};
+use peakhour_imap::{FetchItem, ImapConnection, StatusItem};
+use peakhour_lab::LabStatus;
+use peakhour_net::{Secret, Security};
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+async fn log_in(status: &LabStatus, user: u32) -> ImapConnection {
+    let port: u16 = status
+        .endpoints
+        .imap
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut imap = ImapConnection::connect("127.0.0.1", port, Security::Plain, None, TIMEOUT)
+        .await
+        .unwrap()
+        .value;
+    imap.login(&status.user(user), &Secret::new(status.password.clone()))
+        .await
+        .unwrap();
+    imap
+}
+
+/// Folder name -> message count, for the folders of mmb-medium's starting state.
+async fn counts(imap: &mut ImapConnection) -> Vec<(String, u32)> {
+    let mut names = vec!["INBOX".to_owned(), "Trash".to_owned()];
+    names.extend((1..=40).map(|n| format!("Folder{n}")));
+    let mut out = Vec::new();
+    for name in names {
+        let status = imap
+            .status(&name, &[StatusItem::Messages])
+            .await
+            .unwrap()
+            .value;
+        out.push((name, status.messages.unwrap()));
+    }
+    out
+}
+
+fn init(lab_dir: &str, extra: &[&str]) -> String {
+    let mut args = vec!["init", "--profile", "mmb-medium", "--lab-dir", lab_dir];
+    args.extend_from_slice(extra);
+    let output = peakhour(&args);
+    assert!(output.status.success(), "init {extra:?} failed");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lmtp_and_multiappend_fill_the_same_folders_and_a_rerun_adds_nothing() {
+    let (_dir, lab) = start_lab(4);
+    let status = lab.status.clone();
+    let lab_dir = status.dir.clone();
+
+    // Users 1-2 over LMTP, then all four with IMAP MULTIAPPEND: the second
+    // init finds the first one's messages and only fills users 3 and 4.
+    let lmtp = init(&lab_dir, &["--users", "2", "--via", "lmtp"]);
+    assert!(lmtp.contains("0 already there, 410 added"), "{lmtp}");
+    let append = init(&lab_dir, &[]);
+    assert!(append.contains("410 already there, 410 added"), "{append}");
+    let again = init(&lab_dir, &[]);
+    assert!(again.contains("820 already there, 0 added"), "{again}");
+
+    for user in [1, 4] {
+        let mut imap = log_in(&status, user).await;
+        for (folder, count) in counts(&mut imap).await {
+            let want = match folder.as_str() {
+                "INBOX" => 4,
+                "Trash" => 1,
+                _ => 5,
+            };
+            assert_eq!(count, want, "user{user} {folder}");
+        }
+
+        // Every message is its own: unique Message-IDs across the mailbox,
+        // each addressed to this user.
+        let mut ids = HashSet::new();
+        let mut parts = Vec::new();
+        for folder in ["INBOX", "Folder1", "Folder2", "Folder3", "Folder40"] {
+            imap.examine(folder).await.unwrap();
+            let fetched = imap
+                .fetch(
+                    "1:*",
+                    &[
+                        FetchItem::Flags,
+                        FetchItem::Envelope,
+                        FetchItem::BodyStructure,
+                    ],
+                    false,
+                )
+                .await
+                .unwrap()
+                .value;
+            for message in fetched {
+                let envelope = message.envelope.unwrap();
+                assert_eq!(envelope.to, [status.user(user)], "user{user} {folder}");
+                assert!(
+                    ids.insert(envelope.message_id.unwrap()),
+                    "user{user} {folder}"
+                );
+                let flags = message.flags.unwrap();
+                let seen = flags.iter().any(|f| f.eq_ignore_ascii_case("\\Seen"));
+                // Inbox mail is unread either way; filed mail appended by
+                // init is read (LMTP cannot set flags).
+                if folder == "INBOX" || user == 1 {
+                    assert!(!seen, "user{user} {folder}: {flags:?}");
+                } else {
+                    assert!(seen, "user{user} {folder}: {flags:?}");
+                }
+                parts.extend(message.body_parts.unwrap());
+            }
+        }
+        assert_eq!(ids.len(), 4 + 4 * 5);
+        assert!(
+            parts.iter().any(|p| p.media_type == "text/plain"),
+            "user{user}: {parts:?}"
+        );
+        let _ = imap.logout().await;
+    }
+}
