@@ -228,7 +228,7 @@ pub struct ClientInterval {
     /// Mean CPU used by peakhour, percent of one core (may exceed 100 with
     /// several worker threads); `None` when not sampled.
     pub cpu_percent: Option<f64>,
-    /// Scheduling lag in µs: how late timers and tasks woke up.
+    /// Scheduling lag in µs: how long a woken task of the runtime waited to run.
     pub scheduling_lag: EncodedHistogram,
 }
 

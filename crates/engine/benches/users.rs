@@ -3,19 +3,21 @@
 //! * **RSS per connected idle user**: N users log on and idle (IMAP IDLE on
 //!   their Inbox); peakhour's resident memory before and during the steady
 //!   phase, divided by N.
-//! * **Scheduling lag**: the tokio timer probe's p50/p99/max while they idle.
+//! * **Scheduling lag**: the run's own probe (how long a woken task waits to
+//!   run) p50/p99/max while they idle; and, beside it, how late a 10 ms
+//!   tokio sleep ends (the timer wheel's 1 ms resolution plus that lag).
 //! * **CPU per action**: users running the mmb-medium profile at a high day
 //!   compression; peakhour's CPU time divided by the actions completed.
 //!
 //! `cargo bench -p peakhour-engine --bench users -- [IDLE_USERS] [ACTIVE_USERS]`
 //! (defaults 5000 and 200). It prints figures; it asserts nothing.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use peakhour_engine::{
-    Credentials, Endpoint, Event, Observer, Outcome, Phase, RunClock, RunSettings, SelfSample,
-    Target, process_cpu_time,
+    Credentials, Endpoint, Event, LAG_PROBE_PERIOD, Observer, Outcome, Phase, RunClock,
+    RunSettings, SelfSample, Target, process_cpu_time,
 };
 use peakhour_lab::{LabConfig, LabGuard, Ports};
 use peakhour_net::{Secret, TlsSettings};
@@ -57,6 +59,8 @@ struct Meter {
     steady_rss_max: u64,
     steady_users_min: Option<i64>,
     lags: Vec<Duration>,
+    /// First and last lag reading of the steady phase.
+    steady_window: Option<(Instant, Instant)>,
     actions_ok: u64,
     actions_failed: u64,
     errors: std::collections::BTreeMap<String, u64>,
@@ -84,6 +88,8 @@ impl Observer for Meter {
     fn lag(&mut self, clock: &RunClock, at: Instant, lag: Duration) {
         if clock.phase(at) == Phase::Steady {
             self.lags.push(lag);
+            let window = self.steady_window.get_or_insert((at, at));
+            window.1 = at;
         }
     }
 
@@ -173,6 +179,18 @@ fn main() {
     // Dovecot logs on about 100 new users a second here (LIST, CREATE, SELECT each).
     let ramp = Duration::from_secs_f64((f64::from(idle_users) / 80.0).max(5.0));
     let started = Instant::now();
+    let timer_lateness = Arc::new(Mutex::new(Vec::new()));
+    let timer_probe = runtime.spawn({
+        let readings = timer_lateness.clone();
+        async move {
+            loop {
+                let asked = Instant::now() + LAG_PROBE_PERIOD;
+                tokio::time::sleep_until(asked.into()).await;
+                let late = Instant::now().saturating_duration_since(asked);
+                readings.lock().expect("lock").push((asked, late));
+            }
+        }
+    });
     runtime.block_on(peakhour_engine::run(
         plan,
         target.clone(),
@@ -180,6 +198,18 @@ fn main() {
         stop,
         &mut meter,
     ));
+    timer_probe.abort();
+    let mut timer_late: Vec<Duration> = match meter.steady_window {
+        Some((from, to)) => timer_lateness
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(at, _)| (from..=to).contains(at))
+            .map(|(_, late)| *late)
+            .collect(),
+        None => Vec::new(),
+    };
+    timer_late.sort_unstable();
     let users = meter.steady_users_min.unwrap_or(0).max(1) as u64;
     let mut lags = meter.lags.clone();
     lags.sort_unstable();
@@ -196,11 +226,18 @@ fn main() {
         meter.steady_rss_max.saturating_sub(before) as f64 / users as f64
     );
     println!(
-        "  scheduling lag: p50 {:?}, p99 {:?}, max {:?} over {} probes",
+        "  scheduling lag (woken task waits to run): p50 {:?}, p99 {:?}, max {:?} over {} probes",
         percentile(&lags, 0.50),
         percentile(&lags, 0.99),
         lags.last().copied().unwrap_or_default(),
         lags.len()
+    );
+    println!(
+        "  10 ms tokio sleep ends late by: p50 {:?}, p99 {:?}, max {:?} over {} sleeps",
+        percentile(&timer_late, 0.50),
+        percentile(&timer_late, 0.99),
+        timer_late.last().copied().unwrap_or_default(),
+        timer_late.len()
     );
     println!(
         "  errors: {:?}; wall {:.0} s",

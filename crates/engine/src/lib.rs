@@ -15,8 +15,10 @@
 //! * Users never record anything themselves: they send [`Event`]s down a
 //!   channel to one [`Observer`] (the recorder and the live line).
 //! * Every submitted message is tracked by Message-ID until each recipient has
-//!   seen it; after the drain, a header search reconciles the rest, and what
-//!   is still missing is named as lost.
+//!   seen it; after the drain, a header search in every folder of each
+//!   waiting recipient (all but Sent: a copy may have been filed or deleted
+//!   before it was noticed) reconciles the rest, and what is still missing
+//!   is named as lost.
 //! * [`init`] brings mailboxes to a profile's starting state.
 #![deny(missing_docs)]
 

@@ -13,7 +13,7 @@ use tokio::task::JoinSet;
 
 use crate::delivery::{DeliveryTracker, Lost};
 use crate::events::{Event, EventSink};
-use crate::selfcheck::{CpuMeter, probe_lag};
+use crate::selfcheck::{CpuMeter, LagProbe};
 use crate::target::Target;
 use crate::user::{Shared, Timeline, User, sleep_until};
 
@@ -220,6 +220,7 @@ pub async fn run(
 
     // The observer runs here, on this task: events in arrival order, ticks once a second.
     let mut cpu = CpuMeter::start();
+    let mut probe = LagProbe::start();
     let mut max_lag = Duration::ZERO;
     let mut next_tick = Instant::now() + Duration::from_secs(1);
     let mut interrupted = false;
@@ -240,7 +241,7 @@ pub async fn run(
                 Some(event) => observer.event(&clock, Instant::now(), &event),
                 None => break, // every user is done
             },
-            lag = probe_lag() => {
+            Some(lag) = probe.next() => {
                 max_lag = max_lag.max(lag);
                 let now = Instant::now();
                 observer.lag(&clock, now, lag);
