@@ -33,6 +33,23 @@ target/debug/peakhour lab up --dir "$lab_dir" --users 200 --port-base 30000
 target/debug/peakhour lab status --dir "$lab_dir" >/dev/null
 python3 tests/lab_smoke.py --peakhour target/debug/peakhour --dir "$lab_dir"
 target/debug/peakhour lab check --dir "$lab_dir" --starttls >/dev/null
+
+say "independent check: HdrHistogram's own HistogramLogProcessor (Java) reads a run's latency.hlog"
+run_dir="$lab_dir/hlog-run"
+run_status=0
+target/debug/peakhour run --lab-dir "$lab_dir" --profile mmb-medium --users 20 --speed 120 \
+  --ramp-up 2s --duration 10s --drain 5s --out "$run_dir" >"$lab_dir/hlog-run.log" 2>&1 || run_status=$?
+if [ "$run_status" -gt 1 ]; then  # 1 is a failed QoS verdict: the mailboxes are empty, that is fine here
+  cat "$lab_dir/hlog-run.log" >&2
+  echo "error: the short run for the hlog check failed (exit $run_status)" >&2
+  exit 1
+fi
+hdr_version=2.2.2
+mvn -q -B dependency:get -Dartifact="org.hdrhistogram:HdrHistogram:$hdr_version"
+hdr_jar="$HOME/.m2/repository/org/hdrhistogram/HdrHistogram/$hdr_version/HdrHistogram-$hdr_version.jar"
+java -cp "$hdr_jar" org.HdrHistogram.HistogramLogProcessor -i "$run_dir/latency.hlog" \
+  -outputValueUnitRatio 1000 -csv >"$lab_dir/hlog.csv"
+python3 tests/hlog_check.py "$lab_dir/hlog.csv" "$run_dir/intervals.csv"
 pids=$(target/debug/peakhour lab status --dir "$lab_dir" --json | python3 -c \
   'import json,sys; print(" ".join(str(p["pid"]) for s in json.load(sys.stdin)["servers"] for p in s["processes"]))')
 target/debug/peakhour lab down --dir "$lab_dir"

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
-use peakhour_analysis::RunRecord;
+use peakhour_analysis::{LatencyHistogram, RunRecord};
 
 use crate::ReportError;
 use crate::time::parse_rfc3339_utc;
@@ -14,9 +14,11 @@ use crate::time::parse_rfc3339_utc;
 ///
 /// - `StartTime` and `BaseTime` are the run's `started_at`, so each entry's
 ///   timestamp is seconds since the run started.
-/// - One entry per action per interval, tagged with the action name (spaces
-///   and commas, which tags may not hold, become `_`), in time then name
-///   order.
+/// - Per interval, first one untagged entry, all actions merged, then one
+///   entry per action tagged with its name (spaces and commas, which tags
+///   may not hold, become `_`). `HistogramLogProcessor` without `-tag`
+///   reads only untagged entries (and fails on a log that has none), so
+///   the untagged one is what it summarizes by default.
 /// - Values are microseconds from the intended start, V2 + deflate encoded;
 ///   the human-readable max column is in milliseconds (divisor 1000).
 pub fn write_hlog<W: Write>(record: &RunRecord, out: &mut W) -> Result<(), ReportError> {
@@ -29,14 +31,27 @@ pub fn write_hlog<W: Write>(record: &RunRecord, out: &mut W) -> Result<(), Repor
             "peakhour {} run {} profile {} users {} seed {}",
             meta.peakhour_version, meta.run_id, meta.profile, meta.users, meta.seed
         ))
-        .add_comment("values: action latency in microseconds from the intended start; tag: action; max column: ms")
+        .add_comment("values: action latency in microseconds from the intended start; untagged: all actions, tag: one action; max column: ms")
+        .add_comment("read with: java -cp HdrHistogram.jar org.HdrHistogram.HistogramLogProcessor -i latency.hlog -outputValueUnitRatio 1000 [-tag ACTION]")
         .with_start_time(start)
         .with_base_time(start)
         .with_max_value_divisor(1000.0);
     let mut log = builder.begin_log_with(out, &mut serializer)?;
     for interval in &record.intervals {
-        for (action, a) in &interval.actions {
-            let h = a.latency.decode()?;
+        let decoded = interval
+            .actions
+            .iter()
+            .map(|(action, a)| Ok((action, a.latency.decode()?)))
+            .collect::<Result<Vec<_>, ReportError>>()?;
+        if !decoded.is_empty() {
+            let mut all = LatencyHistogram::new();
+            for (_, h) in &decoded {
+                all.add(h)?;
+            }
+            log.write_histogram(all.as_hdr(), interval.start, interval.length, None)
+                .map_err(|e| ReportError::Hlog(e.to_string()))?;
+        }
+        for (action, h) in decoded {
             let tag_text = action.replace([' ', ',', '\r', '\n'], "_");
             let tag = Tag::new(&tag_text);
             log.write_histogram(h.as_hdr(), interval.start, interval.length, tag)

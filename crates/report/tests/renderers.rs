@@ -212,17 +212,23 @@ fn hlog_reads_back_with_hdrhistogram() {
     }
     assert_eq!(start, Some(Duration::from_secs(1_777_636_800)));
     assert_eq!(base, start);
-    let tags: Vec<_> = entries.iter().map(|e| e.0.clone().unwrap()).collect();
-    assert_eq!(tags, ["read", "send", "read"]);
-    assert_eq!(entries[0].1, 10.0);
-    assert_eq!(entries[0].2, 10.0);
-    assert_eq!(entries[0].3, 4);
-    assert_eq!(entries[2].1, 20.0);
+    // Per interval: the untagged merge of all actions (what
+    // HistogramLogProcessor reads without -tag), then each action.
+    let tags: Vec<_> = entries.iter().map(|e| e.0.as_deref()).collect();
+    assert_eq!(tags, [None, Some("read"), Some("send"), None, Some("read")]);
+    assert_eq!(entries[1].1, 10.0);
+    assert_eq!(entries[1].2, 10.0);
+    assert_eq!(entries[1].3, 4);
+    let (all, read, send) = (&entries[0], &entries[1], &entries[2]);
+    assert_eq!((all.1, all.2), (10.0, 10.0));
+    assert_eq!(all.3, read.3 + send.3, "{entries:?}");
+    assert_eq!(all.4, read.4.max(send.4));
+    assert_eq!(entries[4].1, 20.0);
     // 1000 ms in µs, within the histogram's 3 significant digits.
     assert!(
-        (999_000..=1_001_000).contains(&entries[2].4),
+        (999_000..=1_001_000).contains(&entries[4].4),
         "{:?}",
-        entries[2]
+        entries[4]
     );
 }
 
