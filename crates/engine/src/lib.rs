@@ -34,7 +34,8 @@ mod user;
 pub use delivery::{DeliveryTracker, Lost, bare_message_id};
 pub use events::{Counter, Event, EventSink, Outcome};
 pub use run::{
-    Observer, Phase, RunClock, RunError, RunOutcome, RunSettings, SelfSample, preflight, run,
+    Observer, Phase, ReconcileProgress, RunClock, RunError, RunOutcome, RunSettings, SelfSample,
+    preflight, run,
 };
 pub use selfcheck::{CpuMeter, LAG_PROBE_PERIOD, process_cpu_time};
 pub use target::{Credentials, Endpoint, EndpointError, Target, TlsMode};

@@ -3,6 +3,7 @@
 //! the live line), in time order, from one task.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use peakhour_imap::{FetchItem, SearchKey};
@@ -93,6 +94,26 @@ pub trait Observer: Send {
     fn lag(&mut self, clock: &RunClock, at: Instant, lag: Duration);
     /// Once a second: the generator's own CPU and worst lag.
     fn tick(&mut self, clock: &RunClock, at: Instant, sample: SelfSample);
+    /// Once a second while deliveries are reconciled after the drain, which
+    /// on a loaded server can take minutes (a header search in every folder
+    /// of every waiting recipient).
+    fn reconciling(&mut self, _progress: ReconcileProgress) {}
+}
+
+/// How far the reconciliation after the drain has come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReconcileProgress {
+    /// Search round, from 1: mailboxes still waiting are searched again
+    /// until the drain time runs out.
+    pub round: u32,
+    /// Mailboxes searched in this round.
+    pub searched: usize,
+    /// Mailboxes this round searches.
+    pub mailboxes: usize,
+    /// Recipients of accepted submissions.
+    pub submitted_recipients: u64,
+    /// Recipients whose copy has been seen so far.
+    pub delivered_recipients: u64,
 }
 
 /// What a run ends with besides the observed events.
@@ -293,11 +314,14 @@ async fn reconcile(
     let deadline = Instant::now() + settings.drain.max(Duration::from_secs(5));
     let (never, _) = watch::channel(false);
     let mut never = never.subscribe();
+    let mut round = 0;
     loop {
         let waiting = delivery.outstanding_users();
         if waiting.is_empty() || Instant::now() >= deadline {
             return;
         }
+        round += 1;
+        let searched = Arc::new(AtomicUsize::new(0));
         let mut searches = JoinSet::new();
         // Bounded concurrency: a reconciliation must not become a load of its own.
         for chunk in waiting.chunks(waiting.len().div_ceil(16).max(1)) {
@@ -309,6 +333,7 @@ async fn reconcile(
             let delivery = delivery.clone();
             let timeout = settings.connect_timeout;
             let sent_folder = plan.params().sent_folder.clone();
+            let searched = searched.clone();
             searches.spawn(async move {
                 let mut found = Vec::new();
                 for (user, address) in plan_addresses {
@@ -323,13 +348,32 @@ async fn reconcile(
                             }
                         }
                     }
+                    searched.fetch_add(1, Ordering::Relaxed);
                 }
                 found
             });
         }
-        while let Some(result) = searches.join_next().await {
-            for latency in result.unwrap_or_default() {
-                observer.event(clock, Instant::now(), &Event::Delivered(latency));
+        let mut progress_tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                result = searches.join_next() => match result {
+                    Some(result) => {
+                        for latency in result.unwrap_or_default() {
+                            observer.event(clock, Instant::now(), &Event::Delivered(latency));
+                        }
+                    }
+                    None => break,
+                },
+                _ = progress_tick.tick() => {
+                    let (submitted_recipients, delivered_recipients) = delivery.totals();
+                    observer.reconciling(ReconcileProgress {
+                        round,
+                        searched: searched.load(Ordering::Relaxed),
+                        mailboxes: waiting.len(),
+                        submitted_recipients,
+                        delivered_recipients,
+                    });
+                }
             }
         }
         sleep_until(Instant::now() + Duration::from_millis(500), &mut never).await;

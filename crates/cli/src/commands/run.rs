@@ -13,7 +13,8 @@ use peakhour_analysis::{
 };
 use peakhour_engine::date::{compact, epoch_secs, rfc3339};
 use peakhour_engine::{
-    Event, LATE_AFTER, Observer, Outcome, Phase, RunClock, RunSettings, SelfSample,
+    Event, LATE_AFTER, Observer, Outcome, Phase, ReconcileProgress, RunClock, RunSettings,
+    SelfSample,
 };
 use peakhour_monitor::analysis::TimeWindow;
 use peakhour_monitor::{Monitor, MonitorConfig};
@@ -459,6 +460,10 @@ impl Observer for RunObserver {
         self.live
             .draw(clock.phase(at), offset, self.logged_on, sample.cpu_percent);
     }
+
+    fn reconciling(&mut self, progress: ReconcileProgress) {
+        self.live.draw_reconciling(progress);
+    }
 }
 
 /// The one-line view of a run in progress: phase, users, actions/s, p95 of
@@ -490,8 +495,9 @@ impl LiveLine {
         }
     }
 
-    fn draw(&mut self, phase: Phase, offset: Duration, users: i64, cpu: f64) {
-        // On a terminal, redraw every second; in a log, one line every 10 s.
+    /// Whether a line is due, and the time since the last one: on a
+    /// terminal every second, in a log every 10 s.
+    fn due(&mut self) -> Option<Duration> {
         let every = if self.terminal {
             Duration::from_secs(1)
         } else {
@@ -500,9 +506,14 @@ impl LiveLine {
         let now = Instant::now();
         let elapsed = self.last_draw.map_or(every, |last| now - last);
         if elapsed < every {
-            return;
+            return None;
         }
         self.last_draw = Some(now);
+        Some(elapsed)
+    }
+
+    fn draw(&mut self, phase: Phase, offset: Duration, users: i64, cpu: f64) {
+        let Some(elapsed) = self.due() else { return };
         let mut latencies: Vec<Duration> = self.window.iter().map(|(l, _)| *l).collect();
         latencies.sort_unstable();
         let p95 = latencies
@@ -522,6 +533,25 @@ impl LiveLine {
             self.errors
         );
         self.window.clear();
+        self.write(&line);
+    }
+
+    fn draw_reconciling(&mut self, p: ReconcileProgress) {
+        if self.due().is_none() {
+            return;
+        }
+        let round = if p.round > 1 {
+            format!(" (round {})", p.round)
+        } else {
+            String::new()
+        };
+        self.write(&format!(
+            "reconciling deliveries: {} of {} waiting mailboxes searched{round}, {} of {} recipients seen",
+            p.searched, p.mailboxes, p.delivered_recipients, p.submitted_recipients
+        ));
+    }
+
+    fn write(&self, line: &str) {
         let mut err = std::io::stderr().lock();
         if self.terminal {
             let _ = write!(err, "\r\x1b[2K{line}");

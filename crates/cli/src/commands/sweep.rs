@@ -727,7 +727,7 @@ fn statement(
         .collect();
     if !bound.is_empty() {
         out.push(format!(
-            "The client was the bottleneck at {} users: those steps describe the load generator, not the server; use a bigger client or fewer users per client.",
+            "peakhour flagged itself client-bound at {} users (its own CPU or scheduling lag passed its limits, see each step's summary.json): those steps' response times include the load generator's own delays, so they may describe the client rather than the server. When the client shares the server's host, as with the lab, this is also a sign that the host's CPUs are saturated; run the load from another host to separate the two.",
             bound.join(", ")
         ));
     }
