@@ -45,7 +45,12 @@ if [ "$run_status" -gt 1 ]; then  # 1 is a failed QoS verdict: the mailboxes are
   exit 1
 fi
 hdr_version=2.2.2
-mvn -q -B dependency:get -Dartifact="org.hdrhistogram:HdrHistogram:$hdr_version"
+# Maven prints colour codes even in batch mode: show its output only when it fails.
+if ! mvn -q -B dependency:get -Dartifact="org.hdrhistogram:HdrHistogram:$hdr_version" >"$lab_dir/mvn.log" 2>&1; then
+  cat "$lab_dir/mvn.log" >&2
+  echo "error: could not fetch HdrHistogram $hdr_version from Maven Central" >&2
+  exit 1
+fi
 hdr_jar="$HOME/.m2/repository/org/hdrhistogram/HdrHistogram/$hdr_version/HdrHistogram-$hdr_version.jar"
 java -cp "$hdr_jar" org.HdrHistogram.HistogramLogProcessor -i "$run_dir/latency.hlog" \
   -outputValueUnitRatio 1000 -csv >"$lab_dir/hlog.csv"
