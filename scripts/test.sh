@@ -51,7 +51,9 @@ if ! mvn -q -B dependency:get -Dartifact="org.hdrhistogram:HdrHistogram:$hdr_ver
   echo "error: could not fetch HdrHistogram $hdr_version from Maven Central" >&2
   exit 1
 fi
-hdr_jar="$HOME/.m2/repository/org/hdrhistogram/HdrHistogram/$hdr_version/HdrHistogram-$hdr_version.jar"
+# Maven's local repository is under Java's user.home, which comes from the passwd entry, not $HOME.
+maven_home=$(getent passwd "$(id -u)" | cut -d: -f6)
+hdr_jar="$maven_home/.m2/repository/org/hdrhistogram/HdrHistogram/$hdr_version/HdrHistogram-$hdr_version.jar"
 java -cp "$hdr_jar" org.HdrHistogram.HistogramLogProcessor -i "$run_dir/latency.hlog" \
   -outputValueUnitRatio 1000 -csv >"$lab_dir/hlog.csv"
 python3 tests/hlog_check.py "$lab_dir/hlog.csv" "$run_dir/intervals.csv"
