@@ -53,7 +53,8 @@ h1{font-size:1.5em;margin:0 0 4px}h2{font-size:1.15em;margin:28px 0 8px;border-b
 table{border-collapse:collapse;font-variant-numeric:tabular-nums;font-size:13px}th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:right}\
 th{background:#f6f8fa}td.l,th.l{text-align:left}svg{max-width:100%;height:auto;display:block;margin:8px 0}\
 svg text{font:12px system-ui,sans-serif;fill:#1b1f24}svg .muted{fill:#57606a}svg .grid{stroke:#eaeef2}svg .axis{stroke:#57606a}\
-.notes li{color:#57606a}@media print{body{margin:0}svg{break-inside:avoid}}";
+.notes li{color:#57606a}.wide{overflow-x:auto}\
+@media print{body{margin:0}svg{break-inside:avoid}.wide{overflow:visible}}";
 
 const BLUE: &str = "#0072b2";
 const ORANGE: &str = "#d55e00";
@@ -99,9 +100,13 @@ pub fn render_capacity_html(page: &CapacityPage<'_>) -> String {
     s.push_str(&parameters(a));
 
     if !page.table_header.is_empty() {
-        s.push_str("<section id=\"steps\"><h2>Steps</h2><table><tr>");
+        // capacity.csv's column names as headers: wide, so the table scrolls
+        // on its own rather than the page.
+        s.push_str("<section id=\"steps\"><h2>Steps</h2><div class=\"wide\"><table><tr>");
         for h in page.table_header {
-            let _ = write!(s, "<th>{}</th>", escape(h));
+            // Let the long column names break at their `_` and `.` only.
+            let breakable = escape(h).replace('_', "_<wbr>").replace('.', ".<wbr>");
+            let _ = write!(s, "<th>{breakable}</th>");
         }
         s.push_str("</tr>");
         for row in page.table_rows {
@@ -116,7 +121,7 @@ pub fn render_capacity_html(page: &CapacityPage<'_>) -> String {
             }
             s.push_str("</tr>");
         }
-        s.push_str("</table></section>");
+        s.push_str("</table></div></section>");
     }
     let notes: Vec<&String> = page.notes.iter().chain(a.warnings.iter()).collect();
     if !notes.is_empty() {
