@@ -190,6 +190,12 @@ pub struct DeliverySummary {
     pub p95_ms: Option<f64>,
     /// Largest delivery latency.
     pub max_ms: Option<f64>,
+    /// Messages in the server's mail queue (incoming + active + deferred)
+    /// at the monitor's last sample, when a queue was monitored. While it
+    /// is above zero, copies counted lost may still have been queued
+    /// (delivery fell behind) rather than gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mail_queue_at_end: Option<u64>,
 }
 
 /// peakhour's self-check over the steady state.
@@ -586,6 +592,7 @@ fn delivery(record: &RunRecord) -> Result<DeliverySummary, AnalysisError> {
         p50_ms: h.quantile_ms(0.50),
         p95_ms: h.quantile_ms(0.95),
         max_ms: h.max_ms(),
+        mail_queue_at_end: None,
     })
 }
 

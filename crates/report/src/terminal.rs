@@ -136,6 +136,12 @@ fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
         ms(d.p95_ms),
         ms(d.max_ms)
     )?;
+    if let Some(queued) = d.mail_queue_at_end.filter(|q| d.lost > 0 && *q > 0) {
+        writeln!(
+            out,
+            "  the mail queue still held {queued} messages when the run ended: delivery fell behind, so lost copies may still be queued rather than gone"
+        )?;
+    }
     for lost in d.lost_recipients.iter().take(10) {
         writeln!(out, "  lost: {} -> {}", lost.message_id, lost.recipient)?;
     }

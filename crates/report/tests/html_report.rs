@@ -172,6 +172,7 @@ fn warnings_are_prominent() {
     run.summary.client_bound = true;
     run.summary.client_bound_reasons = vec!["peakhour CPU was above 160%".into()];
     run.summary.delivery.lost = 2;
+    run.summary.delivery.mail_queue_at_end = Some(40);
     run.summary.errors_by_kind.insert("timeout".into(), 3);
     let html = html_of(&run, true);
     let warnings = &html[html.find("<section id=\"warnings\"").unwrap()..];
@@ -183,6 +184,7 @@ fn warnings_are_prominent() {
         "Errors:",
         "timeout × 3",
         "Lost messages",
+        "The mail queue still held 40 messages when the run ended",
     ] {
         assert!(warnings.contains(text), "{text}");
     }

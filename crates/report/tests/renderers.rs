@@ -289,6 +289,26 @@ fn terminal_summary_has_table_score_throughput_delivery_and_verdict() {
     assert!(!text.contains("client-bound"));
     assert!(text.contains("QoS verdict: FAIL\n"));
     assert!(text.contains("  - delivery: 1 recipients were never delivered"));
+    assert!(!text.contains("mail queue still held"), "{text}");
+}
+
+#[test]
+fn lost_copies_with_a_queue_at_the_end_may_still_be_queued() {
+    let mut summary = Summary::compute(&sample()).unwrap();
+    summary.delivery.mail_queue_at_end = Some(2621);
+    let text = render_terminal(&summary);
+    assert!(
+        text.contains("  the mail queue still held 2621 messages when the run ended: delivery fell behind, so lost copies may still be queued rather than gone"),
+        "{text}"
+    );
+    let value: Value = serde_json::from_str(&summary_json(&summary).unwrap()).unwrap();
+    if let Err(e) = validator().validate(&value) {
+        panic!("summary.json does not match the schema: {e}");
+    }
+    assert_eq!(value["delivery"]["mail_queue_at_end"], 2621);
+    // An empty queue at the end says nothing more.
+    summary.delivery.mail_queue_at_end = Some(0);
+    assert!(!render_terminal(&summary).contains("mail queue still held"));
 }
 
 #[test]

@@ -16,7 +16,7 @@ use peakhour_engine::{
     Event, LATE_AFTER, Observer, Outcome, Phase, ReconcileProgress, RunClock, RunSettings,
     SelfSample,
 };
-use peakhour_monitor::analysis::TimeWindow;
+use peakhour_monitor::analysis::{TimeWindow, mail_queue_at_end};
 use peakhour_monitor::{Monitor, MonitorConfig};
 use peakhour_workload::{ActionKind, Overrides, Plan};
 use tokio::sync::watch;
@@ -229,6 +229,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             let found = findings(&report.table, window, args.high_average_window);
             summary.bottleneck = Some(found.bottleneck);
             summary.resources = found.resources;
+            summary.delivery.mail_queue_at_end = mail_queue_at_end(&report.table);
             eprintln!("{}", cost_line(&report));
         }
         Some((Err(e), _)) => eprintln!("warning: the server monitor failed: {e}"),

@@ -134,8 +134,18 @@ fn warnings(out: &mut String, input: &ReportInput<'_>) {
             .take(10)
             .map(|l| format!("{} → {}", escape(&l.message_id), escape(&l.recipient)))
             .collect();
+        let queued = s
+            .delivery
+            .mail_queue_at_end
+            .filter(|q| *q > 0)
+            .map(|q| {
+                format!(
+                    " The mail queue still held {q} messages when the run ended: delivery fell behind, so these copies may still be queued rather than gone."
+                )
+            })
+            .unwrap_or_default();
         bad.push(format!(
-            "<b>Lost messages:</b> {} recipients were accepted but never seen delivered ({}{}).",
+            "<b>Lost messages:</b> {} recipients were accepted but never seen delivered ({}{}).{queued}",
             s.delivery.lost,
             shown.join(", "),
             if s.delivery.lost > 10 { ", …" } else { "" }
