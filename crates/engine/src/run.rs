@@ -300,9 +300,18 @@ pub async fn run(
     }
 }
 
+/// The longest reconciliation after the drain, however many copies are still
+/// arriving.
+const RECONCILE_LIMIT: Duration = Duration::from_secs(600);
+
 /// After the drain, looks for every copy not yet seen with a header search
-/// in each waiting recipient's mailbox, retrying until all are found or the
-/// drain time runs out. What is still missing then is lost.
+/// in each waiting recipient's mailbox, in rounds, until all are found or
+/// the drain time has run out *and* the last round found nothing new. A
+/// round that still finds copies means deliveries are still arriving (a
+/// server past saturation drains its mail queue for minutes): stopping then
+/// would call delivered copies lost, as an 800-user run did with 2,460 of
+/// them while Postfix's queue was still emptying. [`RECONCILE_LIMIT`] bounds
+/// it all. What is still missing at the end is lost.
 async fn reconcile(
     plan: &Plan,
     target: &Target,
@@ -311,15 +320,21 @@ async fn reconcile(
     observer: &mut dyn Observer,
     clock: &RunClock,
 ) {
-    let deadline = Instant::now() + settings.drain.max(Duration::from_secs(5));
+    let start = Instant::now();
+    let deadline = start + settings.drain.max(Duration::from_secs(5));
+    let limit = start + RECONCILE_LIMIT;
     let (never, _) = watch::channel(false);
     let mut never = never.subscribe();
     let mut round = 0;
+    let mut found_last_round = 0_usize;
     loop {
         let waiting = delivery.outstanding_users();
-        if waiting.is_empty() || Instant::now() >= deadline {
+        let now = Instant::now();
+        let still_arriving = round == 0 || found_last_round > 0;
+        if waiting.is_empty() || (now >= deadline && !still_arriving) || now >= limit {
             return;
         }
+        found_last_round = 0;
         round += 1;
         let searched = Arc::new(AtomicUsize::new(0));
         let mut searches = JoinSet::new();
@@ -358,7 +373,9 @@ async fn reconcile(
             tokio::select! {
                 result = searches.join_next() => match result {
                     Some(result) => {
-                        for latency in result.unwrap_or_default() {
+                        let found = result.unwrap_or_default();
+                        found_last_round += found.len();
+                        for latency in found {
                             observer.event(clock, Instant::now(), &Event::Delivered(latency));
                         }
                     }
