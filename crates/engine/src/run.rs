@@ -283,12 +283,14 @@ pub async fn run(
         observer.event(&clock, Instant::now(), &event);
     }
 
-    let reconciled = if interrupted {
-        false
-    } else {
-        reconcile(&plan, &target, &settings, &delivery, observer, &clock).await;
-        true
-    };
+    // A stop during the reconciliation (which can take minutes past
+    // saturation) ends it too: the run is then interrupted and unreconciled.
+    let reconciled = !interrupted
+        && reconcile(
+            &plan, &target, &settings, &delivery, observer, &clock, &mut stop,
+        )
+        .await;
+    let interrupted = interrupted || !reconciled;
     let (submitted_recipients, delivered_recipients) = delivery.totals();
     RunOutcome {
         started_at,
@@ -312,6 +314,8 @@ const RECONCILE_LIMIT: Duration = Duration::from_secs(600);
 /// would call delivered copies lost, as an 800-user run did with 2,460 of
 /// them while Postfix's queue was still emptying. [`RECONCILE_LIMIT`] bounds
 /// it all. What is still missing at the end is lost.
+///
+/// Returns false when `stop` was raised before it finished.
 async fn reconcile(
     plan: &Plan,
     target: &Target,
@@ -319,20 +323,22 @@ async fn reconcile(
     delivery: &Arc<DeliveryTracker>,
     observer: &mut dyn Observer,
     clock: &RunClock,
-) {
+    stop: &mut watch::Receiver<bool>,
+) -> bool {
     let start = Instant::now();
     let deadline = start + settings.drain.max(Duration::from_secs(5));
     let limit = start + RECONCILE_LIMIT;
-    let (never, _) = watch::channel(false);
-    let mut never = never.subscribe();
     let mut round = 0;
     let mut found_last_round = 0_usize;
     loop {
         let waiting = delivery.outstanding_users();
         let now = Instant::now();
         let still_arriving = round == 0 || found_last_round > 0;
+        if *stop.borrow() {
+            return false;
+        }
         if waiting.is_empty() || (now >= deadline && !still_arriving) || now >= limit {
-            return;
+            return true;
         }
         found_last_round = 0;
         round += 1;
@@ -369,8 +375,17 @@ async fn reconcile(
             });
         }
         let mut progress_tick = tokio::time::interval(Duration::from_secs(1));
+        let mut stop_open = true;
         loop {
             tokio::select! {
+                changed = stop.changed(), if stop_open => {
+                    if changed.is_err() {
+                        stop_open = false; // nobody can raise it any more
+                    } else if *stop.borrow() {
+                        searches.abort_all();
+                        return false;
+                    }
+                }
                 result = searches.join_next() => match result {
                     Some(result) => {
                         let found = result.unwrap_or_default();
@@ -393,7 +408,7 @@ async fn reconcile(
                 }
             }
         }
-        sleep_until(Instant::now() + Duration::from_millis(500), &mut never).await;
+        sleep_until(Instant::now() + Duration::from_millis(500), stop).await;
     }
 }
 
