@@ -71,6 +71,21 @@ pub fn window_stats(times: &[f64], values: &[f64], window: TimeWindow) -> Option
     })
 }
 
+/// Median of the values whose time is in `window`; `None` if there are none.
+pub(crate) fn window_median(times: &[f64], values: &[f64], window: TimeWindow) -> Option<f64> {
+    let (_, mut v) = points(times, values, window);
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
+    })
+}
+
 /// Seed 001's high average: the highest sustained level of a metric.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HighAverage {

@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 
 use super::Columns;
-use super::stats::{TimeWindow, window_stats};
+use super::stats::{TimeWindow, window_median, window_stats};
 use crate::columns as col;
 
 /// The limits above which an indicator counts as saturated.
@@ -158,22 +158,7 @@ impl Input<'_> {
     /// (a fork storm at a wave of logons) would drag the mean up.
     fn median(&self, name: &str) -> Option<f64> {
         let v = self.cols.values(name)?;
-        let times = self.cols.times();
-        let mut inside: Vec<f64> = (0..times.len().min(v.len()))
-            .filter(|&i| self.window.start_s <= times[i] && times[i] < self.window.end_s)
-            .map(|i| v[i])
-            .filter(|x| x.is_finite())
-            .collect();
-        if inside.is_empty() {
-            return None;
-        }
-        inside.sort_by(f64::total_cmp);
-        let mid = inside.len() / 2;
-        Some(if inside.len() % 2 == 1 {
-            inside[mid]
-        } else {
-            (inside[mid - 1] + inside[mid]) / 2.0
-        })
+        window_median(self.cols.times(), &v, self.window)
     }
 
     /// Means of all columns with this prefix and suffix, with the middle part.
