@@ -5,10 +5,24 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod help;
+use help::{
+    ANALYZE_EXAMPLES, COMPARE_EXAMPLES, COMPLETIONS_EXAMPLES, IMAP_URL_HELP, INIT_EXAMPLES,
+    LAB_UP_EXAMPLES, LMTP_URL_HELP, MAN_EXAMPLES, MONITOR_EXAMPLES, QUICK_START, REPORT_EXAMPLES,
+    RUN_EXAMPLES, SMTP_URL_HELP, SWEEP_EXAMPLES,
+};
+
 /// peakhour measures how many users a mail server carries through its peak
 /// hour, how fast it answers them, and what runs out first.
 #[derive(Debug, Parser)]
-#[command(name = "peakhour", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "peakhour",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_help = QUICK_START
+)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -37,8 +51,7 @@ pub(crate) enum Command {
     /// command where the server offers it (any IMAP server; the fastest way
     /// into the lab, see docs/PERFORMANCE.md), or with `--via lmtp` over LMTP
     /// straight into Dovecot's folders (user+Folder@domain).
-    ///
-    /// Example: peakhour init --profile mmb-medium --target lab
+    #[command(after_help = INIT_EXAMPLES)]
     Init(InitArgs),
     /// Simulate users following a profile against a server, and score the result.
     ///
@@ -46,8 +59,7 @@ pub(crate) enum Command {
     /// --duration), drain (no new actions; deliveries reconciled). Every action is timed
     /// from its intended start. Results go to a run directory; the exit code is 1 when
     /// the QoS verdict fails.
-    ///
-    /// Example: peakhour run --profile mmb-medium --target lab --users 200 --speed 60 --duration 120s
+    #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
     /// Run one `peakhour run` per user count and read the capacity curve: peak, shape,
     /// users at QoS, a Universal Scalability Law fit and the knee (docs/capacity.md).
@@ -56,22 +68,19 @@ pub(crate) enum Command {
     /// capacity.json and capacity.html go to --out. The sweep stops climbing after two
     /// QoS failures in a row or when errors pass --max-error-ratio. Exit code 0 when it
     /// finished (even early), 1 when a step could not run, 130 when interrupted.
-    ///
-    /// Example: peakhour sweep --profile mmb-medium --target lab --users 25,50,100,200,400
+    #[command(after_help = SWEEP_EXAMPLES)]
     Sweep(SweepArgs),
     /// Sample the server (CPU, memory, disks, network, Dovecot/Postfix processes, mail
     /// queues) into DIR/monitor.csv, as STAT.NLM did during someone else's test.
     ///
     /// Prints a live line on stderr, and at the end each key metric's high average and
     /// the bottleneck line. Columns: docs/metrics.md.
-    ///
-    /// Example: peakhour monitor --interval 1s --duration 10m --out runs/monitor-1
+    #[command(after_help = MONITOR_EXAMPLES)]
     Monitor(MonitorArgs),
     /// Analyse results offline: `analyze capacity` reads any CSV table of load against
     /// throughput (and optionally p95) and finds the peak, the shape after it, the QoS
     /// capacity, a Universal Scalability Law fit and the knee (docs/capacity.md).
-    ///
-    /// Example: peakhour analyze capacity netbench.csv --load-column clients --throughput-column bytes_per_sec
+    #[command(after_help = ANALYZE_EXAMPLES)]
     Analyze {
         #[command(subcommand)]
         command: AnalyzeCommand,
@@ -82,15 +91,47 @@ pub(crate) enum Command {
     /// counters; timelines with the phases shaded; high averages; delivery latency; the
     /// client host, server software, monitor and configuration (docs/report.md). Runs
     /// at the end of every `run`. With --format, also prints the summary.
-    ///
-    /// Example: peakhour report runs/20260501T120000Z-mmb-medium-200u --format markdown
+    #[command(after_help = REPORT_EXAMPLES)]
     Report(ReportArgs),
     /// Compare runs side by side: per-action p95, throughput and server resources,
     /// with the change in percent against the first run and whether it is within
     /// run-to-run noise (a bootstrap over the steady-state intervals).
-    ///
-    /// Example: peakhour compare runs/sdbox runs/maildir --format markdown --html compare.html
+    #[command(after_help = COMPARE_EXAMPLES)]
     Compare(CompareArgs),
+    /// Print a shell completion script on stdout.
+    ///
+    /// bash: `peakhour completions bash > /etc/bash_completion.d/peakhour` (or
+    /// `source <(peakhour completions bash)` in ~/.bashrc); zsh: write `_peakhour`
+    /// into a directory of $fpath; fish: `~/.config/fish/completions/peakhour.fish`.
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
+    Completions(CompletionsArgs),
+    /// Print a manual page in roff, or write every page to a directory.
+    ///
+    /// `peakhour man` is peakhour(1), which lists the commands; `peakhour man run`
+    /// is peakhour-run(1), `peakhour man lab up` is peakhour-lab-up(1). `--dir`
+    /// writes all of them (peakhour.1, peakhour-run.1, ...), ready for a man1
+    /// directory.
+    #[command(after_help = MAN_EXAMPLES)]
+    Man(ManArgs),
+}
+
+/// `peakhour completions`
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_name = "SHELL")]
+    pub(crate) shell: clap_complete::Shell,
+}
+
+/// `peakhour man`
+#[derive(Debug, Args)]
+pub(crate) struct ManArgs {
+    /// The command whose page to print, e.g. `run` or `lab up` (default: peakhour(1)).
+    #[arg(value_name = "COMMAND")]
+    pub(crate) command: Vec<String>,
+    /// Write every page (peakhour.1, peakhour-run.1, ...) into DIR instead of printing one.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub(crate) dir: Option<PathBuf>,
 }
 
 /// Output formats of `report --format` and `compare --format`.
@@ -122,8 +163,7 @@ pub(crate) struct CompareArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum LabCommand {
     /// Start the lab (harmless if it is already up) and print its endpoints.
-    ///
-    /// Example: peakhour lab up --users 200 --storage maildir
+    #[command(after_help = LAB_UP_EXAMPLES)]
     Up(LabUpArgs),
     /// Stop every process the lab started, and check that none is left.
     Down(LabDownArgs),
@@ -243,14 +283,16 @@ pub(crate) struct TargetArgs {
         env = "PEAKHOUR_LAB_DIR"
     )]
     pub(crate) lab_dir: PathBuf,
-    /// IMAP server: imap://host:port, imap+starttls://host:port or imaps://host:port.
-    #[arg(long, value_name = "URL")]
+    /// IMAP server (--target explicit): imap://, imap+starttls:// or imaps://HOST[:PORT]
+    /// (--help says what each means).
+    #[arg(long, value_name = "URL", long_help = IMAP_URL_HELP)]
     pub(crate) imap: Option<String>,
-    /// SMTP submission server: smtp://, smtp+starttls://, submission:// or submissions://host:port.
-    #[arg(long, value_name = "URL")]
+    /// SMTP submission server (--target explicit): smtp://, smtp+starttls://, submission://,
+    /// submission+starttls://, submissions:// or smtps://HOST[:PORT] (--help says what each means).
+    #[arg(long, value_name = "URL", long_help = SMTP_URL_HELP)]
     pub(crate) smtp: Option<String>,
-    /// LMTP server for `init --via lmtp` (lmtp://host:port).
-    #[arg(long, value_name = "URL")]
+    /// LMTP server for `init --via lmtp` (--target explicit): lmtp:// or lmtp+starttls://HOST[:PORT].
+    #[arg(long, value_name = "URL", long_help = LMTP_URL_HELP)]
     pub(crate) lmtp: Option<String>,
     /// CSV of `login,password` lines, one per simulated user, in user order.
     #[arg(long, value_name = "FILE")]

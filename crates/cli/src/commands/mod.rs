@@ -1,6 +1,7 @@
 //! One module per command group; each turns parsed arguments into library calls.
 
 mod analyze;
+mod completions;
 mod init;
 mod lab;
 mod lab_check;
@@ -27,5 +28,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Analyze { command } => analyze::run(command),
         Command::Report(args) => report::run(args),
         Command::Compare(args) => report::compare(args),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man(args) => completions::man(args),
     }
 }
