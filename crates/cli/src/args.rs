@@ -283,15 +283,15 @@ pub(crate) struct TargetArgs {
         env = "PEAKHOUR_LAB_DIR"
     )]
     pub(crate) lab_dir: PathBuf,
-    /// IMAP server (--target explicit): imap://, imap+starttls:// or imaps://HOST[:PORT]
+    /// IMAP server (--target explicit): imap://, imap+starttls:// or imaps://HOST:PORT
     /// (--help says what each means).
     #[arg(long, value_name = "URL", long_help = IMAP_URL_HELP)]
     pub(crate) imap: Option<String>,
     /// SMTP submission server (--target explicit): smtp://, smtp+starttls://, submission://,
-    /// submission+starttls://, submissions:// or smtps://HOST[:PORT] (--help says what each means).
+    /// submission+starttls://, submissions:// or smtps://HOST:PORT (--help says what each means).
     #[arg(long, value_name = "URL", long_help = SMTP_URL_HELP)]
     pub(crate) smtp: Option<String>,
-    /// LMTP server for `init --via lmtp` (--target explicit): lmtp:// or lmtp+starttls://HOST[:PORT].
+    /// LMTP server for `init --via lmtp` (--target explicit): lmtp:// or lmtp+starttls://HOST:PORT.
     #[arg(long, value_name = "URL", long_help = LMTP_URL_HELP)]
     pub(crate) lmtp: Option<String>,
     /// CSV of `login,password` lines, one per simulated user, in user order.
