@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use peakhour_imap::{BodySection, ClientCore, FetchItem, Limits, Output, Request};
+use peakhour_imap::{BodySection, ClientCore, FetchItem, Limits, Progress, Request};
 
 const GREETING: &[u8] = b"* OK [CAPABILITY IMAP4rev1 IDLE UIDPLUS MOVE SORT] ready\r\n";
 
@@ -13,8 +13,8 @@ fn drain(core: &mut ClientCore) {
     // Bounded: each call consumes input or returns NeedMoreInput/Err.
     for _ in 0..100_000 {
         match core.next() {
-            Ok(Output::NeedMoreInput) | Err(_) => return,
-            Ok(Output::Write(_) | Output::Event(_)) => {}
+            Ok(Progress::NeedMoreInput) | Err(_) => return,
+            Ok(Progress::Output(_) | Progress::Event(_)) => {}
         }
     }
 }
@@ -25,7 +25,8 @@ fn feed(core: &mut ClientCore, data: &[u8], split: usize) {
     drain(core);
     core.enqueue_input(&data[split..]);
     drain(core);
-    let _ = core.input_closed();
+    core.input_closed();
+    drain(core);
 }
 
 fn limits() -> Limits {

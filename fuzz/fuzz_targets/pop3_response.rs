@@ -76,7 +76,7 @@ fn start(state: State) -> Pop3Client {
         ],
         State::After(commands) => {
             client.enqueue_input(b"+OK ready <1.2@host>\r\n");
-            assert!(matches!(client.next_response(), Ok(Progress::Response(_))));
+            assert!(matches!(client.next(), Ok(Progress::Event(_))));
             commands()
         }
     };
@@ -92,9 +92,11 @@ fn run(state: State, pieces: &[&[u8]]) -> Vec<Result<Response, ProtocolError>> {
     let mut client = start(state);
     let mut log = Vec::new();
     let drain = |client: &mut Pop3Client, log: &mut Vec<_>| loop {
-        match client.next_response() {
-            Ok(Progress::Response(response)) => log.push(Ok(response)),
-            Ok(Progress::NeedsMoreData) => return true,
+        match client.next() {
+            // The commands' bytes; the same whatever the split.
+            Ok(Progress::Output(_)) => {}
+            Ok(Progress::Event(response)) => log.push(Ok(response)),
+            Ok(Progress::NeedMoreInput) => return true,
             Err(error) => {
                 log.push(Err(error));
                 return false;
@@ -107,7 +109,7 @@ fn run(state: State, pieces: &[&[u8]]) -> Vec<Result<Response, ProtocolError>> {
             return log;
         }
     }
-    client.close_input();
+    client.input_closed();
     drain(&mut client, &mut log);
     log
 }

@@ -7,24 +7,23 @@
 //! the stateless parser and then to the core.
 #![no_main]
 
-use std::time::Duration;
-
 use libfuzzer_sys::fuzz_target;
-use peakhour_smtp::{DecodeError, Event, Flavor, Secret, Session, decode_reply};
+use peakhour_smtp::{DecodeError, Flavor, Progress, Secret, Session, decode_reply};
 
-/// Runs the session until it needs input; false once it errs or goes idle.
+/// Runs the session until it needs input; false once it errs, or once no
+/// operation runs (an idle session needs input but will parse none of it).
 fn pump(session: &mut Session) -> bool {
     loop {
-        match session.next_event() {
-            Ok(Event::Send(_) | Event::Done(_)) => {}
-            Ok(Event::NeedsInput) => return true,
-            Ok(Event::Idle) | Err(_) => return false,
+        match session.next() {
+            Ok(Progress::Output(_) | Progress::Event(_)) => {}
+            Ok(Progress::NeedMoreInput) => return !session.is_idle(),
+            Err(_) => return false,
         }
     }
 }
 
 fn feed(session: &mut Session, bytes: &[u8]) -> bool {
-    session.enqueue_input(bytes, Duration::ZERO);
+    session.enqueue_input(bytes);
     pump(session)
 }
 

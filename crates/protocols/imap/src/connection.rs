@@ -1,13 +1,15 @@
-//! The thin tokio driver: writes what the core asks, reads until the core has
-//! an answer, and times each command. All protocol decisions stay in the core.
+//! The thin tokio driver: the shared [`Pump`] writes what the core asks and
+//! reads until the core has an answer; this module times each command and
+//! says what the events mean. All protocol decisions stay in the core.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use peakhour_net::{Secret, Security, Stopwatch, Timed, Transport};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use peakhour_net::{Progress, Pump, PumpError, Secret, Security, Stopwatch, Timed, Transport};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
 
-use crate::core::{ClientCore, Event, Output, Reply};
+use crate::core::{ClientCore, Event, Reply};
 use crate::error::ImapError;
 use crate::framer::Limits;
 use crate::request::Request;
@@ -43,12 +45,15 @@ pub enum Idle {
 /// future before it finishes leaves the protocol mid-command: drop the
 /// connection too. The one exception is [`ImapConnection::idle_wait`], which
 /// is cancel-safe.
+///
+/// Commands wait as long as the server takes unless a deadline is set with
+/// [`ImapConnection::set_command_timeout`]; after [`ImapError::Timeout`] the
+/// connection is mid-command: drop it.
 #[derive(Debug)]
 pub struct ImapConnection<S = Transport> {
-    stream: S,
-    core: ClientCore,
-    read_buf: Vec<u8>,
+    pump: Pump<S, ClientCore>,
     pending_updates: Vec<MailboxUpdate>,
+    command_timeout: Option<Duration>,
 }
 
 impl ImapConnection<Transport> {
@@ -77,8 +82,8 @@ impl ImapConnection<Transport> {
         let stopwatch = Stopwatch::start();
         self.ensure_capabilities().await?;
         self.run(&Request::StartTls).await?;
-        self.core.starttls_completed()?;
-        self.stream.upgrade(host, config).await?;
+        self.pump.core.starttls_completed()?;
+        self.pump.stream.upgrade(host, config).await?;
         Ok(stopwatch.finish(()))
     }
 }
@@ -88,38 +93,43 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
     pub async fn from_stream(stream: S, limits: Limits) -> Result<Timed<Self>, ImapError> {
         let stopwatch = Stopwatch::start();
         let mut connection = Self {
-            stream,
-            core: ClientCore::new(limits),
-            read_buf: Vec::new(),
+            pump: Pump::new(stream, ClientCore::new(limits), COMMAND_READ_CHUNK),
             pending_updates: Vec::new(),
+            command_timeout: None,
         };
         loop {
-            match connection.core.next()? {
-                Output::Event(Event::Greeting { .. }) => break,
-                Output::NeedMoreInput => connection.read_more(COMMAND_READ_CHUNK).await?,
-                Output::Write(_) | Output::Event(_) => {}
+            let event = connection.pump.next_event(&stopwatch, None).await;
+            if let Event::Greeting { .. } = event.map_err(|e| pump_error(e, "greeting", None))? {
+                break;
             }
         }
         connection.shrink();
         Ok(stopwatch.finish(connection))
     }
 
+    /// Bounds every later command, from its first write to its completion
+    /// (for IDLE: to the server's `+`, and DONE to the completion). `None`,
+    /// the default, waits as long as the server takes.
+    pub fn set_command_timeout(&mut self, timeout: Option<Duration>) {
+        self.command_timeout = timeout;
+    }
+
     /// What the server advertised most recently (see [`Capabilities::is_known`]).
     pub fn capabilities(&self) -> &Capabilities {
-        self.core.capabilities()
+        self.pump.core.capabilities()
     }
 
     /// The selected mailbox as tracked from the server's updates.
     pub fn mailbox(&self) -> Option<&MailboxState> {
-        self.core.mailbox()
+        self.pump.core.mailbox()
     }
 
     /// Runs any request and returns its reply; the typed methods below are
     /// built on it.
     pub async fn run(&mut self, request: &Request) -> Result<Timed<Reply>, ImapError> {
         let stopwatch = Stopwatch::start();
-        self.core.send(request)?;
-        let reply = self.drive(false).await;
+        self.pump.core.send(request)?;
+        let reply = self.drive(request.name(), false, &stopwatch).await;
         self.shrink();
         match reply? {
             Some(reply) => Ok(stopwatch.finish(reply)),
@@ -133,7 +143,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
     /// CAPABILITY.
     pub async fn capability(&mut self) -> Result<Timed<Capabilities>, ImapError> {
         let timed = self.run(&Request::Capability).await?;
-        Ok(timed.map(|_| self.core.capabilities().clone()))
+        Ok(timed.map(|_| self.pump.core.capabilities().clone()))
     }
 
     /// ID with the client's fields; returns the server's.
@@ -296,7 +306,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
         let stopwatch = Stopwatch::start();
         self.ensure_capabilities().await?;
         let mut copied = None;
-        for request in Request::move_messages(self.core.capabilities(), set, mailbox, uid) {
+        for request in Request::move_messages(self.pump.core.capabilities(), set, mailbox, uid) {
             if let Reply::Copied(uids) = self.run(&request).await?.value {
                 copied = uids;
             }
@@ -415,7 +425,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
     pub async fn logout(mut self) -> Result<Timed<()>, ImapError> {
         let timed = self.run(&Request::Logout).await?;
         // The server closes next; a failed shutdown changes nothing we measure.
-        let _ = self.stream.shutdown().await;
+        let _ = self.pump.stream.shutdown().await;
         Ok(timed.map(drop))
     }
 
@@ -425,8 +435,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
     pub async fn idle_start(&mut self) -> Result<Timed<()>, ImapError> {
         let stopwatch = Stopwatch::start();
         self.ensure_capabilities().await?;
-        self.core.send(&Request::Idle)?;
-        match self.drive(true).await? {
+        self.pump.core.send(&Request::Idle)?;
+        match self.drive("IDLE", true, &stopwatch).await? {
             None => Ok(stopwatch.finish(())),
             // Completed before `+`: the server ended IDLE at once.
             Some(_) => Err(ImapError::malformed(
@@ -444,14 +454,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
     /// nothing: the next `idle_wait`, `idle_done` or `noop` returns it, and
     /// [`ImapConnection::mailbox`] is always current.
     pub async fn idle_wait(&mut self, max: Duration) -> Result<Idle, ImapError> {
-        let deadline = tokio::time::Instant::now() + max;
+        // Not the pump's `next_event`: waiting for news is not a command.
+        // Running out of time is the normal end, not an error, and every
+        // update already here is returned before reading more.
+        let deadline = Instant::now() + max;
+        let clock = Stopwatch::start();
+        self.pump.set_read_chunk(IDLE_READ_CHUNK);
         loop {
             loop {
-                match self.core.next()? {
-                    Output::NeedMoreInput => break,
-                    Output::Event(event) => self.on_idle_event(event)?,
+                match self.pump.core.next()? {
+                    Progress::NeedMoreInput => break,
+                    Progress::Event(event) => self.on_idle_event(event)?,
                     // Nothing is written while idling; DONE comes from idle_done.
-                    Output::Write(_) => {
+                    Progress::Output(_) => {
                         return Err(ImapError::malformed("write requested while idling", &[]));
                     }
                 }
@@ -459,8 +474,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
             if !self.pending_updates.is_empty() {
                 return Ok(Idle::Updates(std::mem::take(&mut self.pending_updates)));
             }
-            match tokio::time::timeout_at(deadline, self.read_more(IDLE_READ_CHUNK)).await {
-                Ok(read) => read?,
+            match tokio::time::timeout_at(deadline, self.pump.read_once(&clock)).await {
+                Ok(read) => read.map_err(|e| pump_error(e, "IDLE", None))?,
                 Err(_elapsed) => return Ok(Idle::TimedOut),
             }
         }
@@ -470,10 +485,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
     /// not yet collected. The time covers DONE to the tagged OK.
     pub async fn idle_done(&mut self) -> Result<Timed<Vec<MailboxUpdate>>, ImapError> {
         let stopwatch = Stopwatch::start();
-        if self.core.is_busy() {
+        if self.pump.core.is_busy() {
             // Not busy: the server already ended IDLE by itself (seen in idle_wait).
-            self.core.idle_done();
-            self.drive(false).await?;
+            self.pump.core.idle_done();
+            self.drive("IDLE", false, &stopwatch).await?;
         }
         self.shrink();
         Ok(stopwatch.finish(std::mem::take(&mut self.pending_updates)))
@@ -489,20 +504,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
     }
 
     /// Writes and reads until the command in flight completes (`Some`), or,
-    /// with `until_idling`, until the server accepts IDLE (`None`).
-    async fn drive(&mut self, until_idling: bool) -> Result<Option<Reply>, ImapError> {
+    /// with `until_idling`, until the server accepts IDLE (`None`), within the
+    /// command timeout if one is set.
+    async fn drive(
+        &mut self,
+        command: &'static str,
+        until_idling: bool,
+        stopwatch: &Stopwatch,
+    ) -> Result<Option<Reply>, ImapError> {
+        let deadline = self.command_timeout.map(|after| Instant::now() + after);
+        self.pump.set_read_chunk(COMMAND_READ_CHUNK);
         loop {
-            match self.core.next()? {
-                Output::Write(bytes) => {
-                    self.stream.write_all(&bytes).await.map_err(transport)?;
-                    self.stream.flush().await.map_err(transport)?;
-                }
-                Output::NeedMoreInput => self.read_more(COMMAND_READ_CHUNK).await?,
-                Output::Event(Event::Completed { reply, .. }) => return Ok(Some(reply)),
-                Output::Event(Event::Rejected(rejection)) => return Err(rejected(rejection)),
-                Output::Event(Event::Update(update)) => self.keep_update(update),
-                Output::Event(Event::IdleAccepted) if until_idling => return Ok(None),
-                Output::Event(Event::IdleAccepted | Event::Greeting { .. }) => {}
+            let event = self.pump.next_event(stopwatch, deadline).await;
+            match event.map_err(|e| pump_error(e, command, self.command_timeout))? {
+                Event::Completed { reply, .. } => return Ok(Some(reply)),
+                Event::Rejected(rejection) => return Err(rejected(rejection)),
+                Event::Update(update) => self.keep_update(update),
+                Event::IdleAccepted if until_idling => return Ok(None),
+                Event::IdleAccepted | Event::Greeting { .. } => {}
             }
         }
     }
@@ -513,26 +532,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
         }
     }
 
-    /// Reads once and hands the bytes to the core. Cancel-safe: tokio's
-    /// `read_buf` either reads into `read_buf` or not at all.
-    async fn read_more(&mut self, chunk: usize) -> Result<(), ImapError> {
-        self.read_buf.clear();
-        self.read_buf.reserve(chunk);
-        let n = self
-            .stream
-            .read_buf(&mut self.read_buf)
-            .await
-            .map_err(transport)?;
-        if n == 0 {
-            return Err(self.core.input_closed());
-        }
-        self.core.enqueue_input(&self.read_buf);
-        self.read_buf.clear();
-        Ok(())
-    }
-
     async fn ensure_capabilities(&mut self) -> Result<(), ImapError> {
-        if !self.core.capabilities().is_known() {
+        if !self.pump.core.capabilities().is_known() {
             self.run(&Request::Capability).await?;
         }
         Ok(())
@@ -541,14 +542,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
     /// Gives back the read buffer between commands: an idle connection keeps
     /// only the core's small state.
     fn shrink(&mut self) {
-        if self.read_buf.capacity() > IDLE_READ_CHUNK {
-            self.read_buf = Vec::new();
-        }
+        self.pump.release_read_buffer();
     }
 }
 
-fn transport(error: std::io::Error) -> ImapError {
-    ImapError::Transport(error.into())
+/// What went wrong in the pump, as this crate's error. `after` is the
+/// command timeout, the only deadline the pump is given.
+fn pump_error(
+    error: PumpError<ImapError>,
+    during: &'static str,
+    after: Option<Duration>,
+) -> ImapError {
+    match error {
+        PumpError::Core(error) => error,
+        PumpError::Transport(error) => ImapError::Transport(error),
+        PumpError::DeadlineExceeded => ImapError::Timeout {
+            during,
+            after: after.unwrap_or_default(),
+        },
+        PumpError::Closed => ImapError::Closed { bye: None },
+    }
 }
 
 fn rejected(rejection: crate::types::Rejection) -> ImapError {

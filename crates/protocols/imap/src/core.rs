@@ -7,6 +7,8 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 
+use peakhour_net::{Progress, ProtocolCore};
+
 use imap_codec::decode::{Decoder, GreetingDecodeError, ResponseDecodeError};
 use imap_codec::imap_types::core::Vec1;
 use imap_codec::imap_types::fetch::MessageDataItem;
@@ -24,17 +26,6 @@ use crate::types::{
     AppendUid, Capabilities, CopyUid, FetchedMessage, ListEntry, MailboxState, MailboxUpdate,
     Rejection, StatusInfo, ThreadNode,
 };
-
-/// What [`ClientCore::next`] asks the caller to do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Output {
-    /// Write these bytes to the server.
-    Write(Vec<u8>),
-    /// Something happened.
-    Event(Event),
-    /// Nothing more until more server bytes arrive ([`ClientCore::enqueue_input`]).
-    NeedMoreInput,
-}
 
 /// Something the server told us.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,7 +152,8 @@ enum Phase {
 ///
 /// Feed it server bytes with [`ClientCore::enqueue_input`], start commands
 /// with [`ClientCore::send`], and call [`ClientCore::next`] until it says
-/// [`Output::NeedMoreInput`]. It never touches a socket or a clock.
+/// [`Progress::NeedMoreInput`]: the shape of every peakhour protocol core
+/// ([`ProtocolCore`]). It never touches a socket or a clock.
 #[derive(Debug)]
 pub struct ClientCore {
     framer: Framer,
@@ -173,6 +165,8 @@ pub struct ClientCore {
     events: VecDeque<Event>,
     /// The BYE text, kept so the error for the connection closing can show it.
     bye: Option<String>,
+    /// The server closed the connection; what is buffered is all there is.
+    input_closed: bool,
 }
 
 impl ClientCore {
@@ -187,6 +181,7 @@ impl ClientCore {
             in_flight: None,
             events: VecDeque::new(),
             bye: None,
+            input_closed: false,
         }
     }
 
@@ -311,9 +306,14 @@ impl ClientCore {
         }
     }
 
-    /// The server closed the connection. Returns the error describing it: a
-    /// truncated response if bytes of one were pending, else "closed".
-    pub fn input_closed(&mut self) -> ImapError {
+    /// The server closed the connection. Once the complete responses still
+    /// buffered are handed out, [`ClientCore::next`] reports it: a truncated
+    /// response if bytes of one were pending, else "closed".
+    pub fn input_closed(&mut self) {
+        self.input_closed = true;
+    }
+
+    fn end_of_input(&mut self) -> ImapError {
         let pending = self.framer.buffered();
         let error = if !pending.is_empty() {
             ImapError::malformed("truncated response at end of stream", pending)
@@ -345,29 +345,30 @@ impl ClientCore {
     /// must be dropped, and later calls keep failing.
     #[expect(
         clippy::should_implement_trait,
-        reason = "named like imap-next's `next`; it is not an iterator: it never ends"
+        reason = "the `next` of every peakhour protocol core, after imap-next; it never ends, so it is no iterator"
     )]
-    pub fn next(&mut self) -> Result<Output, ImapError> {
+    pub fn next(&mut self) -> Result<Progress<Event>, ImapError> {
         if self.phase == Phase::Closed {
             return Err(self.closed_error());
         }
         if let Some(bytes) = self.writable() {
-            return Ok(Output::Write(bytes));
+            return Ok(Progress::Output(bytes));
         }
         loop {
             if let Some(event) = self.events.pop_front() {
-                return Ok(Output::Event(event));
+                return Ok(Progress::Event(event));
             }
             let message = match self.framer.next_message() {
                 Ok(Some(range)) => range,
-                Ok(None) => return Ok(Output::NeedMoreInput),
+                Ok(None) if self.input_closed => return Err(self.end_of_input()),
+                Ok(None) => return Ok(Progress::NeedMoreInput),
                 Err(error) => return Err(self.fail(error)),
             };
             if let Err(error) = self.process(message) {
                 return Err(self.fail(error));
             }
             if let Some(bytes) = self.writable() {
-                return Ok(Output::Write(bytes));
+                return Ok(Progress::Output(bytes));
             }
         }
     }
@@ -778,6 +779,23 @@ impl ClientCore {
         {
             messages.push(message);
         }
+    }
+}
+
+impl ProtocolCore for ClientCore {
+    type Event = Event;
+    type Error = ImapError;
+
+    fn enqueue_input(&mut self, bytes: &[u8]) {
+        ClientCore::enqueue_input(self, bytes);
+    }
+
+    fn input_closed(&mut self) {
+        ClientCore::input_closed(self);
+    }
+
+    fn next(&mut self) -> Result<Progress<Event>, ImapError> {
+        ClientCore::next(self)
     }
 }
 

@@ -1,4 +1,7 @@
-use peakhour_net::TransportError;
+use std::borrow::Cow;
+use std::time::Duration;
+
+use peakhour_net::{ErrorKind, TransportError};
 
 /// How many bytes of offending server data an error keeps: enough to recognise
 /// the reply in a log, small enough that thousands of errors stay cheap.
@@ -74,6 +77,15 @@ pub enum ImapError {
         /// The command that could not start.
         command: &'static str,
     },
+    /// The command's answer did not arrive within the time set with
+    /// [`ImapConnection::set_command_timeout`](crate::ImapConnection::set_command_timeout).
+    #[error("{during} timed out after {after:?}")]
+    Timeout {
+        /// The command waited on.
+        during: &'static str,
+        /// The time allowed.
+        after: Duration,
+    },
 }
 
 fn bye_suffix(bye: &Option<String>) -> String {
@@ -101,7 +113,19 @@ impl ImapError {
             ImapError::NotOffered(_) => "not_offered",
             ImapError::InvalidArgument { .. } => "invalid_argument",
             ImapError::Busy { .. } => "busy",
+            ImapError::Timeout { .. } => "timeout",
         }
+    }
+
+    /// True if the connection can take the next command: the server refused
+    /// this one (`NO`, `BAD`), or it was refused before anything was sent.
+    pub fn is_recoverable(&self) -> bool {
+        matches!(
+            self,
+            ImapError::Rejected { .. }
+                | ImapError::NotOffered(_)
+                | ImapError::InvalidArgument { .. }
+        )
     }
 
     pub(crate) fn malformed(reason: &'static str, data: &[u8]) -> Self {
@@ -116,6 +140,16 @@ impl ImapError {
             what,
             reason: reason.to_string(),
         }
+    }
+}
+
+impl ErrorKind for ImapError {
+    fn kind(&self) -> Cow<'static, str> {
+        ImapError::kind(self).into()
+    }
+
+    fn is_recoverable(&self) -> bool {
+        ImapError::is_recoverable(self)
     }
 }
 

@@ -5,12 +5,15 @@
 //!
 //! * [`ClientCore`] is the protocol: feed it server bytes
 //!   ([`ClientCore::enqueue_input`]), start commands ([`ClientCore::send`]) and
-//!   call [`ClientCore::next`], which returns bytes to write, an [`Event`], or
-//!   "need more input". It has no socket and no clock, so transcripts and the
-//!   fuzzer drive it directly. It frames responses itself (enforcing
+//!   call [`ClientCore::next`], which returns a [`Progress`]: bytes to write,
+//!   an [`Event`], or "need more input" (the vocabulary every peakhour
+//!   protocol core shares, [`peakhour_net::ProtocolCore`]). It has no socket
+//!   and no clock, so transcripts and the fuzzer drive it directly. It frames responses itself (enforcing
 //!   [`Limits`] while bytes arrive) and decodes them with imap-codec.
-//! * [`ImapConnection`] runs the core over a [`peakhour_net::Transport`]; every
-//!   command returns a [`peakhour_net::Timed`] value or one [`ImapError`].
+//! * [`ImapConnection`] runs the core over a [`peakhour_net::Transport`] with
+//!   the shared [`peakhour_net::Pump`]; every command returns a
+//!   [`peakhour_net::Timed`] value or one [`ImapError`], and is bounded by a
+//!   deadline when one is set ([`ImapConnection::set_command_timeout`]).
 //!
 //! The client speaks IMAP4rev1. A server that also offers IMAP4rev2 keeps
 //! rev1 semantics unless the client ENABLEs rev2, which this client does not:
@@ -30,7 +33,7 @@ mod request;
 mod types;
 
 pub use crate::connection::{Idle, ImapConnection};
-pub use crate::core::{ClientCore, Event, Output, Reply};
+pub use crate::core::{ClientCore, Event, Reply};
 pub use crate::error::{ImapError, Refusal};
 pub use crate::framer::Limits;
 pub use crate::request::Request;
@@ -39,3 +42,6 @@ pub use crate::types::{
     FetchedMessage, ListEntry, MailboxInfo, MailboxState, MailboxUpdate, Rejection, SearchKey,
     SortCriterion, SortKey, StatusInfo, StatusItem, StoreMode, ThreadAlgorithm, ThreadNode,
 };
+/// Re-exported because [`ClientCore::next`] returns it: callers (and the fuzz
+/// target) need not depend on `peakhour-net` for it.
+pub use peakhour_net::{ErrorKind, Progress};

@@ -196,3 +196,35 @@ fn command_futures_are_send() {
         Duration::from_secs(1),
     ));
 }
+
+/// With a command timeout set, a server that never answers ends the command
+/// at the deadline instead of hanging the user. Paused clock: no real wait.
+#[tokio::test(start_paused = true)]
+async fn a_silent_server_times_out_when_a_command_timeout_is_set() {
+    let (client, server_end) = tokio::io::duplex(4096);
+    // Greets, reads NOOP, never answers (keeps its end open).
+    let server = tokio::spawn(async move {
+        let (read, mut write) = tokio::io::split(server_end);
+        let mut read = BufReader::new(read);
+        write.write_all(b"* OK hi\r\n").await.unwrap();
+        let mut line = String::new();
+        read.read_line(&mut line).await.unwrap();
+        assert_eq!(line, "A0001 NOOP\r\n");
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    });
+    let mut imap = ImapConnection::from_stream(client, Limits::default())
+        .await
+        .unwrap()
+        .value;
+    imap.set_command_timeout(Some(Duration::from_secs(30)));
+    let started = tokio::time::Instant::now();
+    let error = imap.noop().await.unwrap_err();
+    assert!(
+        matches!(error, ImapError::Timeout { during: "NOOP", after } if after == Duration::from_secs(30)),
+        "{error:?}"
+    );
+    assert_eq!(error.kind(), "timeout");
+    assert!(!error.is_recoverable());
+    assert_eq!(started.elapsed(), Duration::from_secs(30));
+    server.abort();
+}

@@ -1,22 +1,30 @@
 //! # peakhour-net
 //!
-//! What peakhour's protocol drivers share, and nothing protocol-specific: the
-//! [`Transport`] (plain TCP or rustls TLS, with STARTTLS upgrade), the
-//! [`TlsSettings`] (verification on by default), the [`Timed`] value every
-//! command returns, [`Secret`] for passwords, and the C:/S: [`transcript`]
-//! format the protocol crates test their sans-I/O cores with.
+//! What peakhour's protocol drivers share, and nothing protocol-specific:
+//!
+//! * the vocabulary of a sans-I/O core ([`ProtocolCore`]: `enqueue_input`,
+//!   `input_closed`, `next` returning a [`Progress`]) and how its errors are
+//!   counted ([`ErrorKind`]);
+//! * [`Pump`], the one loop that runs a core over a stream with a deadline;
+//! * the [`Transport`] (plain TCP or rustls TLS, with STARTTLS upgrade) and the
+//!   [`TlsSettings`] (verification on by default);
+//! * the [`Timed`] value every command returns, [`Secret`] for passwords, and
+//!   the C:/S: [`transcript`] format the protocol crates test their cores with.
 //!
 //! The protocol crates (`peakhour-smtp`, `peakhour-imap`, `peakhour-pop3`) each
-//! hold a sans-I/O core — bytes in, typed replies and bytes-to-send out — and a
-//! thin tokio driver built on this crate.
+//! hold a sans-I/O core and a thin tokio driver built on this crate.
 #![deny(missing_docs)]
 
+mod pump;
+mod sans_io;
 mod secret;
 mod timing;
 mod tls;
 pub mod transcript;
 mod transport;
 
+pub use pump::{Pump, PumpError};
+pub use sans_io::{ErrorKind, Progress, ProtocolCore};
 pub use secret::Secret;
 pub use timing::{Stopwatch, Timed};
 pub use tls::{TlsError, TlsSettings};

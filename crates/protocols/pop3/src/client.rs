@@ -4,6 +4,8 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 
+use peakhour_net::{Progress, ProtocolCore};
+
 use crate::command::{Command, CommandError, CommandKind, Shape};
 use crate::response::{
     self, Capabilities, ErrReply, ListEntry, Reply, Response, Status, UidlEntry,
@@ -39,19 +41,8 @@ impl Default for Limits {
     }
 }
 
-/// What [`Pop3Client::next_response`] found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Progress {
-    /// A complete response to the oldest outstanding command.
-    Response(Response),
-    /// No complete response yet: feed more bytes with
-    /// [`Pop3Client::enqueue_input`] (or report EOF with
-    /// [`Pop3Client::close_input`]). Also returned when nothing is outstanding.
-    NeedsMoreData,
-}
-
 /// The server broke the protocol. The session cannot go on: once the core has
-/// returned one, every later [`Pop3Client::next_response`] returns it again.
+/// returned one, every later [`Pop3Client::next`] returns it again.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProtocolError {
     /// A line that does not fit the grammar of the response expected.
@@ -182,9 +173,12 @@ struct Expected {
 
 /// A POP3 client session without I/O.
 ///
-/// The caller moves bytes: it writes [`Pop3Client::pending_output`] to the
-/// server, hands what the server sends to [`Pop3Client::enqueue_input`], and
-/// calls [`Pop3Client::next_response`] until it says [`Progress::NeedsMoreData`].
+/// The caller moves bytes, as with every peakhour protocol core
+/// ([`ProtocolCore`]): it queues commands with [`Pop3Client::send`] and calls
+/// [`Pop3Client::next`], which hands out the bytes to write
+/// ([`Progress::Output`]), each complete [`Response`] ([`Progress::Event`]),
+/// or [`Progress::NeedMoreInput`]; what the server sends goes to
+/// [`Pop3Client::enqueue_input`].
 /// The client remembers which commands are outstanding, in order, because
 /// only the command tells whether `+OK` starts a multi-line response. That
 /// also makes pipelining (RFC 2449 `PIPELINING`) work: send several commands,
@@ -270,21 +264,6 @@ impl Pop3Client {
         Ok(())
     }
 
-    /// Bytes queued for the server and not yet written.
-    pub fn pending_output(&self) -> &[u8] {
-        &self.output
-    }
-
-    /// Marks the first `n` bytes of [`Pop3Client::pending_output`] as written.
-    pub fn consume_output(&mut self, n: usize) {
-        self.output.drain(..n.min(self.output.len()));
-    }
-
-    /// Takes every queued byte at once (for callers that write all or nothing).
-    pub fn take_output(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.output)
-    }
-
     /// Hands over bytes received from the server.
     pub fn enqueue_input(&mut self, bytes: &[u8]) {
         // After a failure nothing will be parsed, so there is no reason to hold
@@ -296,7 +275,7 @@ impl Pop3Client {
 
     /// Reports that the server closed the connection (read returned 0). A
     /// response still incomplete then is an error: [`ProtocolError::Closed`].
-    pub fn close_input(&mut self) {
+    pub fn input_closed(&mut self) {
         self.closed = true;
     }
 
@@ -317,10 +296,20 @@ impl Pop3Client {
         self.awaiting_tls = false;
     }
 
-    /// Parses the next complete response, if one has arrived.
-    pub fn next_response(&mut self) -> Result<Progress, ProtocolError> {
+    /// What to do next: write the queued commands (all of them in one
+    /// [`Progress::Output`], so pipelined commands go together), take the
+    /// next complete response, or wait for more input. With nothing
+    /// outstanding and nothing buffered it needs input.
+    #[expect(
+        clippy::should_implement_trait,
+        reason = "the `next` of every peakhour protocol core; it never ends, so it is no iterator"
+    )]
+    pub fn next(&mut self) -> Result<Progress<Response>, ProtocolError> {
         if let Some(error) = &self.failed {
             return Err(error.clone());
+        }
+        if !self.output.is_empty() {
+            return Ok(Progress::Output(std::mem::take(&mut self.output)));
         }
         let result = self.step();
         // Consumed bytes are dropped on every return, so the buffer holds at
@@ -336,17 +325,17 @@ impl Pop3Client {
                 self.in_progress = None;
                 self.outstanding.clear();
             }
-            Ok(Progress::Response(_)) => {
+            Ok(Progress::Event(_)) => {
                 if self.input.capacity() > SHRINK_ABOVE {
                     self.input.shrink_to(self.input.len().max(16 * 1024));
                 }
             }
-            Ok(Progress::NeedsMoreData) => {}
+            Ok(Progress::Output(_) | Progress::NeedMoreInput) => {}
         }
         result
     }
 
-    fn step(&mut self) -> Result<Progress, ProtocolError> {
+    fn step(&mut self) -> Result<Progress<Response>, ProtocolError> {
         if self.awaiting_tls && self.buffered_input() > 0 {
             return Err(ProtocolError::DataAfterStls);
         }
@@ -397,7 +386,7 @@ impl Pop3Client {
     }
 
     /// Reads the lines of a multi-line response until its `.` terminator.
-    fn collect(&mut self, expected: Expected) -> Result<Progress, ProtocolError> {
+    fn collect(&mut self, expected: Expected) -> Result<Progress<Response>, ProtocolError> {
         let kind = expected.kind;
         let (limit, mode) = match expected.shape {
             Shape::Message => (self.limits.max_message_line, LineMode::Message),
@@ -460,32 +449,36 @@ impl Pop3Client {
         }
     }
 
-    fn complete(&mut self, kind: CommandKind, outcome: Result<Reply, ErrReply>) -> Progress {
+    fn complete(
+        &mut self,
+        kind: CommandKind,
+        outcome: Result<Reply, ErrReply>,
+    ) -> Progress<Response> {
         self.outstanding.pop_front();
-        Progress::Response(Response {
+        Progress::Event(Response {
             command: kind,
             outcome,
         })
     }
 
     /// No complete response in the buffer: wait, or fail if the server is gone.
-    fn incomplete(&self, kind: CommandKind) -> Result<Progress, ProtocolError> {
+    fn incomplete(&self, kind: CommandKind) -> Result<Progress<Response>, ProtocolError> {
         if self.closed {
             return Err(ProtocolError::Closed {
                 command: kind,
                 mid_response: self.in_progress.is_some() || self.buffered_input() > 0,
             });
         }
-        Ok(Progress::NeedsMoreData)
+        Ok(Progress::NeedMoreInput)
     }
 
     /// Nothing is outstanding. A POP3 server speaks only when spoken to, so
     /// any line now means client and server disagree about the session. The
     /// error waits for a whole line (or EOF) so that the excerpt, like every
     /// other result, does not depend on how the input was split.
-    fn unsolicited(&mut self) -> Result<Progress, ProtocolError> {
+    fn unsolicited(&mut self) -> Result<Progress<Response>, ProtocolError> {
         if self.buffered_input() == 0 {
-            return Ok(Progress::NeedsMoreData);
+            return Ok(Progress::NeedMoreInput);
         }
         let range = match self.take_line(
             CommandKind::Greeting,
@@ -493,7 +486,7 @@ impl Pop3Client {
             LineMode::Message,
         ) {
             Ok(Some(range)) => range,
-            Ok(None) if !self.closed => return Ok(Progress::NeedsMoreData),
+            Ok(None) if !self.closed => return Ok(Progress::NeedMoreInput),
             // The excerpt stops at the line limit, where a split input would
             // have stopped too.
             Ok(None) | Err(_) => {
@@ -551,6 +544,23 @@ impl Pop3Client {
     }
 }
 
+impl ProtocolCore for Pop3Client {
+    type Event = Response;
+    type Error = ProtocolError;
+
+    fn enqueue_input(&mut self, bytes: &[u8]) {
+        Pop3Client::enqueue_input(self, bytes);
+    }
+
+    fn input_closed(&mut self) {
+        Pop3Client::input_closed(self);
+    }
+
+    fn next(&mut self) -> Result<Progress<Response>, ProtocolError> {
+        Pop3Client::next(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -558,13 +568,23 @@ mod tests {
     fn ready() -> Pop3Client {
         let mut client = Pop3Client::default();
         client.enqueue_input(b"+OK hi\r\n");
-        assert!(matches!(client.next_response(), Ok(Progress::Response(_))));
+        assert!(matches!(client.next(), Ok(Progress::Event(_))));
         client
     }
 
+    /// The bytes the client asks to write next.
+    fn output(client: &mut Pop3Client) -> Vec<u8> {
+        match client.next() {
+            Ok(Progress::Output(bytes)) => bytes,
+            other => panic!("expected output, got {other:?}"),
+        }
+    }
+
+    /// The next response's outcome, past any output still to write.
     fn outcome(client: &mut Pop3Client) -> Result<Reply, ErrReply> {
-        match client.next_response() {
-            Ok(Progress::Response(r)) => r.outcome,
+        match client.next() {
+            Ok(Progress::Output(_)) => outcome(client),
+            Ok(Progress::Event(r)) => r.outcome,
             other => panic!("expected a response, got {other:?}"),
         }
     }
@@ -575,7 +595,7 @@ mod tests {
         client.send(&Command::List(None)).unwrap();
         client.send(&Command::List(Some(1))).unwrap();
         client.send(&Command::Stat).unwrap();
-        assert_eq!(client.take_output(), b"LIST\r\nLIST 1\r\nSTAT\r\n");
+        assert_eq!(output(&mut client), b"LIST\r\nLIST 1\r\nSTAT\r\n");
         client.enqueue_input(b"+OK\r\n1 10\r\n.\r\n+OK 1 10\r\n+OK 1 10\r\n");
         assert_eq!(
             outcome(&mut client),
@@ -586,7 +606,7 @@ mod tests {
             Ok(Reply::ListOne(ListEntry { msg: 1, octets: 10 }))
         );
         assert!(matches!(outcome(&mut client), Ok(Reply::Stat(_))));
-        assert_eq!(client.next_response(), Ok(Progress::NeedsMoreData));
+        assert_eq!(client.next(), Ok(Progress::NeedMoreInput));
         assert_eq!(client.outstanding(), 0);
     }
 
@@ -616,10 +636,10 @@ mod tests {
     fn errors_are_sticky_and_release_the_buffer() {
         let mut client = Pop3Client::default();
         client.enqueue_input(b"HTTP/1.1 400 Bad Request\r\n");
-        let first = client.next_response().unwrap_err();
+        let first = client.next().unwrap_err();
         assert!(matches!(first, ProtocolError::Malformed { .. }));
         client.enqueue_input(b"+OK\r\n");
-        assert_eq!(client.next_response(), Err(first));
+        assert_eq!(client.next(), Err(first));
         assert_eq!(client.buffered_input(), 0);
         assert!(matches!(
             client.send(&Command::Noop),
@@ -648,15 +668,5 @@ mod tests {
             "{}",
             client.input.capacity()
         );
-    }
-
-    #[test]
-    fn consume_output_is_partial_write_safe() {
-        let mut client = ready();
-        client.send(&Command::Noop).unwrap();
-        client.consume_output(2);
-        assert_eq!(client.pending_output(), b"OP\r\n");
-        client.consume_output(100);
-        assert!(client.pending_output().is_empty());
     }
 }

@@ -1,13 +1,18 @@
-//! The thin tokio driver: moves bytes between a stream and [`Pop3Client`].
+//! The thin tokio driver: the shared [`Pump`] moves bytes between a stream
+//! and [`Pop3Client`]; this module times the commands.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use peakhour_net::{Secret, Security, Stopwatch, Timed, Transport, TransportError};
+use peakhour_net::{
+    ErrorKind, Pump, PumpError, Secret, Security, Stopwatch, Timed, Transport, TransportError,
+};
 use rustls::ClientConfig;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
 
-use crate::client::{Limits, Pop3Client, Progress, ProtocolError};
+use crate::client::{Limits, Pop3Client, ProtocolError};
 use crate::command::{Command, CommandError, CommandKind};
 use crate::response::{
     Capabilities, ErrReply, Greeting, ListEntry, Reply, Response, Stat, UidlEntry,
@@ -42,11 +47,59 @@ pub enum Pop3Error {
         /// The time allowed.
         after: Duration,
     },
+    /// The response did not arrive within the time set with
+    /// [`Pop3Connection::set_command_timeout`]. The connection is mid-command.
+    #[error("{command} timed out after {after:?}")]
+    Timeout {
+        /// The command waited on.
+        command: CommandKind,
+        /// The time allowed.
+        after: Duration,
+    },
     /// An earlier command was cancelled or failed mid-way (its future dropped,
     /// or an I/O error), so it is unknown what the server has read and sent.
     /// Reconnect.
     #[error("the connection is unusable: an earlier command did not finish")]
     Unusable,
+}
+
+impl Pop3Error {
+    /// A short stable label for counting errors by kind (see
+    /// [`peakhour_net::ErrorKind`]): `transport`, `protocol`, `err`,
+    /// `command`, `connect-timeout`, `timeout`, `unusable`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Pop3Error::Transport(_) => "transport",
+            Pop3Error::Protocol(_) => "protocol",
+            Pop3Error::Server { .. } => "err",
+            Pop3Error::Command(_) => "command",
+            Pop3Error::ConnectTimeout { .. } => "connect-timeout",
+            Pop3Error::Timeout { .. } => "timeout",
+            Pop3Error::Unusable => "unusable",
+        }
+    }
+
+    /// True if the session can take the next command: the server answered
+    /// `-ERR`, or the command was refused before anything was sent.
+    pub fn is_recoverable(&self) -> bool {
+        match self {
+            Pop3Error::Server { command, .. } => *command != CommandKind::Greeting,
+            Pop3Error::Command(
+                CommandError::InvalidArgument { .. } | CommandError::MessageNumberZero { .. },
+            ) => true,
+            _ => false,
+        }
+    }
+}
+
+impl ErrorKind for Pop3Error {
+    fn kind(&self) -> Cow<'static, str> {
+        Pop3Error::kind(self).into()
+    }
+
+    fn is_recoverable(&self) -> bool {
+        Pop3Error::is_recoverable(self)
+    }
 }
 
 /// How much the driver reads at a time; its buffer keeps this size for the
@@ -63,15 +116,16 @@ const READ_CHUNK: usize = 16 * 1024;
 ///
 /// Commands are not cancel-safe: if a command's future is dropped (a timeout
 /// around it, for instance), the next command returns [`Pop3Error::Unusable`].
+/// Commands wait as long as the server takes unless a deadline is set with
+/// [`Pop3Connection::set_command_timeout`].
 #[derive(Debug)]
 pub struct Pop3Connection<S = Transport> {
-    stream: S,
-    core: Pop3Client,
-    read_buf: Vec<u8>,
+    pump: Pump<S, Pop3Client>,
     greeting: Greeting,
     /// Set while a command runs; still set at the start of the next one means
     /// the last one never finished.
     in_flight: bool,
+    command_timeout: Option<Duration>,
 }
 
 impl Pop3Connection<Transport> {
@@ -110,17 +164,17 @@ impl Pop3Connection<Transport> {
         self.execute(Command::Stls).await?;
         // Bytes that came with the +OK would be taken as if sent over TLS;
         // the core refuses them, and this call is where that surfaces.
-        self.core.next_response()?;
+        self.pump.core.next()?;
         self.in_flight = true;
-        self.stream.upgrade(host, config).await?;
+        self.pump.stream.upgrade(host, config).await?;
         self.in_flight = false;
-        self.core.tls_established();
+        self.pump.core.tls_established();
         Ok(watch.finish(()))
     }
 
     /// True once the connection is encrypted (implicit TLS or after STLS).
     pub fn is_tls(&self) -> bool {
-        self.stream.is_tls()
+        self.pump.stream.is_tls()
     }
 }
 
@@ -138,16 +192,17 @@ where
 
     async fn start(stream: S, limits: Limits) -> Result<Self, Pop3Error> {
         let mut connection = Self {
-            stream,
-            core: Pop3Client::new(limits),
-            read_buf: Vec::with_capacity(READ_CHUNK),
+            pump: Pump::new(stream, Pop3Client::new(limits), READ_CHUNK),
             greeting: Greeting {
                 text: String::new(),
                 apop_timestamp: None,
             },
             in_flight: true,
+            command_timeout: None,
         };
-        let response = connection.read_response().await?;
+        let response = connection
+            .next_response(&Stopwatch::start(), CommandKind::Greeting, None)
+            .await?;
         connection.in_flight = false;
         match response.outcome {
             Ok(Reply::Greeting(greeting)) => connection.greeting = greeting,
@@ -167,6 +222,12 @@ where
         &self.greeting
     }
 
+    /// Bounds every later command, from its first write to its response.
+    /// `None`, the default, waits as long as the server takes.
+    pub fn set_command_timeout(&mut self, timeout: Option<Duration>) {
+        self.command_timeout = timeout;
+    }
+
     /// Sends any command and returns its typed reply; the typed methods below
     /// are wrappers around this one.
     pub async fn execute(&mut self, command: Command) -> Result<Timed<Reply>, Pop3Error> {
@@ -174,22 +235,11 @@ where
             return Err(Pop3Error::Unusable);
         }
         let kind = command.kind();
-        self.core.send(&command)?;
+        self.pump.core.send(&command)?;
         self.in_flight = true;
         let watch = Stopwatch::start();
-        while !self.core.pending_output().is_empty() {
-            let n = self
-                .stream
-                .write(self.core.pending_output())
-                .await
-                .map_err(TransportError::Io)?;
-            if n == 0 {
-                return Err(TransportError::Io(std::io::ErrorKind::WriteZero.into()).into());
-            }
-            self.core.consume_output(n);
-        }
-        self.stream.flush().await.map_err(TransportError::Io)?;
-        let response = self.read_response().await?;
+        let deadline = self.command_timeout.map(|after| Instant::now() + after);
+        let response = self.next_response(&watch, kind, deadline).await?;
         let elapsed = watch.finish(());
         self.in_flight = false;
         match response.outcome {
@@ -201,31 +251,28 @@ where
         }
     }
 
-    async fn read_response(&mut self) -> Result<Response, Pop3Error> {
-        loop {
-            if let Progress::Response(response) = self.core.next_response()? {
-                return Ok(response);
+    /// Writes the queued command and reads until its response is complete.
+    async fn next_response(
+        &mut self,
+        watch: &Stopwatch,
+        command: CommandKind,
+        deadline: Option<Instant>,
+    ) -> Result<Response, Pop3Error> {
+        match self.pump.next_event(watch, deadline).await {
+            Ok(response) => Ok(response),
+            Err(PumpError::Core(error)) => Err(error.into()),
+            Err(PumpError::Transport(error)) => Err(error.into()),
+            Err(PumpError::DeadlineExceeded) => Err(Pop3Error::Timeout {
+                command,
+                after: self.command_timeout.unwrap_or_default(),
+            }),
+            // With the input closed the core completes the response or
+            // reports it truncated; this is the case of nothing outstanding.
+            Err(PumpError::Closed) => Err(ProtocolError::Closed {
+                command: CommandKind::Greeting,
+                mid_response: false,
             }
-            self.read_buf.clear();
-            let n = self
-                .stream
-                .read_buf(&mut self.read_buf)
-                .await
-                .map_err(TransportError::Io)?;
-            if n == 0 {
-                self.core.close_input();
-                // With the input closed the core either completes the response
-                // or reports it truncated; it cannot ask for more.
-                return match self.core.next_response()? {
-                    Progress::Response(response) => Ok(response),
-                    Progress::NeedsMoreData => Err(ProtocolError::Closed {
-                        command: CommandKind::Greeting,
-                        mid_response: false,
-                    }
-                    .into()),
-                };
-            }
-            self.core.enqueue_input(&self.read_buf);
+            .into()),
         }
     }
 
@@ -353,7 +400,7 @@ where
         let timed = self.execute(Command::Quit).await?;
         // The session is over and committed; a server that has already closed
         // its side makes shutdown fail, which changes nothing.
-        let _ = self.stream.shutdown().await;
+        let _ = self.pump.stream.shutdown().await;
         Ok(timed.map(drop))
     }
 }

@@ -330,3 +330,33 @@ fn command_futures_are_send() {
     }
     let _ = check;
 }
+
+/// With a command timeout set, a server that reads a command and never
+/// answers ends it at the deadline; the session is then unusable. Paused
+/// clock: no real wait.
+#[tokio::test(start_paused = true)]
+async fn a_silent_server_times_out_when_a_command_timeout_is_set() {
+    let (client, mut server) = tokio::io::duplex(4096);
+    let silent = tokio::spawn(async move {
+        server.write_all(b"+OK hi\r\n").await.unwrap();
+        let mut stat = [0u8; 6];
+        server.read_exact(&mut stat).await.unwrap();
+        assert_eq!(&stat, b"STAT\r\n");
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    });
+    let mut pop = Pop3Connection::from_stream(client, Limits::default())
+        .await
+        .unwrap()
+        .value;
+    pop.set_command_timeout(Some(Duration::from_secs(20)));
+    let started = tokio::time::Instant::now();
+    let error = pop.stat().await.unwrap_err();
+    assert!(
+        matches!(error, Pop3Error::Timeout { command: CommandKind::Stat, after } if after == Duration::from_secs(20)),
+        "{error:?}"
+    );
+    assert_eq!((error.kind(), error.is_recoverable()), ("timeout", false));
+    assert_eq!(started.elapsed(), Duration::from_secs(20));
+    assert!(matches!(pop.noop().await, Err(Pop3Error::Unusable)));
+    silent.abort();
+}

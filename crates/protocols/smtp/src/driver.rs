@@ -1,19 +1,20 @@
 //! The tokio driver: a [`Session`] over a stream, one `async fn` per command.
 //!
-//! All protocol decisions live in the session; this module only moves bytes,
-//! reads the clock and enforces the timeout.
+//! All protocol decisions live in the session; the shared
+//! [`Pump`] moves the bytes, and this module reads the clock and enforces the
+//! timeout.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use peakhour_net::{Secret, Security, Stopwatch, Timed, Transport, TransportError};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use peakhour_net::{Pump, PumpError, Secret, Security, Stopwatch, Timed, Transport};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::error::SmtpError;
 use crate::extensions::Extensions;
 use crate::outcome::TransactionOutcome;
 use crate::reply::Reply;
-use crate::session::{Completion, Event, Flavor, Session};
+use crate::session::{Completion, Flavor, Session};
 
 /// Bytes asked of each read. The buffer lives only while a command runs, so
 /// an idle connection holds none of it.
@@ -31,8 +32,7 @@ const READ_CHUNK: usize = 4096;
 /// connection is unusable (see [`SmtpError::is_recoverable`]): drop it.
 #[derive(Debug)]
 pub struct SmtpConnection<S = Transport> {
-    stream: S,
-    session: Session,
+    pump: Pump<S, Session>,
     timeout: Duration,
 }
 
@@ -67,12 +67,13 @@ impl SmtpConnection<Transport> {
         config: Arc<rustls::ClientConfig>,
     ) -> Result<Timed<()>, SmtpError> {
         let stopwatch = Stopwatch::start();
-        self.session.starttls()?;
+        self.pump.core.starttls()?;
         match self.run(stopwatch).await? {
             Completion::StartTls => {}
             _ => return Err(mismatch()),
         }
-        let upgrade = tokio::time::timeout(self.timeout, self.stream.upgrade(host, config)).await;
+        let upgrade =
+            tokio::time::timeout(self.timeout, self.pump.stream.upgrade(host, config)).await;
         let upgraded = match upgrade {
             Ok(result) => result.map_err(SmtpError::from),
             Err(_) => Err(SmtpError::Timeout {
@@ -81,10 +82,10 @@ impl SmtpConnection<Transport> {
             }),
         };
         if let Err(error) = upgraded {
-            self.session.poison();
+            self.pump.core.poison();
             return Err(error);
         }
-        self.session.tls_established()?;
+        self.pump.core.tls_established()?;
         Ok(stopwatch.finish(()))
     }
 }
@@ -107,8 +108,7 @@ where
 
     fn new(stream: S, flavor: Flavor, timeout: Duration) -> Self {
         Self {
-            stream,
-            session: Session::new(flavor),
+            pump: Pump::new(stream, Session::new(flavor), READ_CHUNK),
             timeout,
         }
     }
@@ -122,25 +122,25 @@ where
 
     /// SMTP or LMTP.
     pub fn flavor(&self) -> Flavor {
-        self.session.flavor()
+        self.pump.core.flavor()
     }
 
     /// What the latest EHLO/LHLO announced (empty before it and after STARTTLS).
     pub fn extensions(&self) -> &Extensions {
-        self.session.extensions()
+        self.pump.core.extensions()
     }
 
     /// EHLO, or LHLO in LMTP.
     pub async fn ehlo(&mut self, domain: &str) -> Result<Timed<Extensions>, SmtpError> {
         let stopwatch = Stopwatch::start();
-        self.session.ehlo(domain)?;
+        self.pump.core.ehlo(domain)?;
         self.hello(stopwatch).await
     }
 
     /// HELO, for servers that refuse EHLO (SMTP only).
     pub async fn helo(&mut self, domain: &str) -> Result<Timed<Extensions>, SmtpError> {
         let stopwatch = Stopwatch::start();
-        self.session.helo(domain)?;
+        self.pump.core.helo(domain)?;
         self.hello(stopwatch).await
     }
 
@@ -158,7 +158,7 @@ where
         password: &Secret<String>,
     ) -> Result<Timed<Reply>, SmtpError> {
         let stopwatch = Stopwatch::start();
-        self.session.auth_plain(user, password)?;
+        self.pump.core.auth_plain(user, password)?;
         self.authenticated(stopwatch).await
     }
 
@@ -169,7 +169,7 @@ where
         password: &Secret<String>,
     ) -> Result<Timed<Reply>, SmtpError> {
         let stopwatch = Stopwatch::start();
-        self.session.auth_login(user, password)?;
+        self.pump.core.auth_login(user, password)?;
         self.authenticated(stopwatch).await
     }
 
@@ -180,7 +180,7 @@ where
         user: &str,
         password: &Secret<String>,
     ) -> Result<Timed<Reply>, SmtpError> {
-        let extensions = self.session.extensions();
+        let extensions = self.pump.core.extensions();
         if extensions.offers_auth("PLAIN") {
             self.auth_plain(user, password).await
         } else if extensions.offers_auth("LOGIN") {
@@ -209,7 +209,7 @@ where
         message: &[u8],
     ) -> Result<Timed<TransactionOutcome>, SmtpError> {
         let stopwatch = Stopwatch::start();
-        self.session.send_mail(from, recipients, message)?;
+        self.pump.core.send_mail(from, recipients, message)?;
         match self.run(stopwatch).await? {
             Completion::Transaction(outcome) => Ok(stopwatch.finish(*outcome)),
             _ => Err(mismatch()),
@@ -219,14 +219,14 @@ where
     /// RSET.
     pub async fn rset(&mut self) -> Result<Timed<Reply>, SmtpError> {
         let stopwatch = Stopwatch::start();
-        self.session.rset()?;
+        self.pump.core.rset()?;
         self.simple(stopwatch).await
     }
 
     /// NOOP.
     pub async fn noop(&mut self) -> Result<Timed<Reply>, SmtpError> {
         let stopwatch = Stopwatch::start();
-        self.session.noop()?;
+        self.pump.core.noop()?;
         self.simple(stopwatch).await
     }
 
@@ -241,76 +241,42 @@ where
     /// follow.
     pub async fn quit(mut self) -> Result<Timed<Reply>, SmtpError> {
         let stopwatch = Stopwatch::start();
-        self.session.quit()?;
+        self.pump.core.quit()?;
         let reply = match self.run(stopwatch).await? {
             Completion::Quit(reply) => reply,
             _ => return Err(mismatch()),
         };
         let timed = stopwatch.finish(reply);
         // The server closes too; a failed shutdown changes nothing measured.
-        let _ = tokio::time::timeout(self.timeout, self.stream.shutdown()).await;
+        let _ = tokio::time::timeout(self.timeout, self.pump.stream.shutdown()).await;
         Ok(timed)
     }
 
     /// Runs the session's current operation to its end, within the timeout.
     async fn run(&mut self, stopwatch: Stopwatch) -> Result<Completion, SmtpError> {
-        let exchange = exchange(&mut self.stream, &mut self.session, stopwatch);
-        match tokio::time::timeout(self.timeout, exchange).await {
-            Ok(Ok(completion)) => Ok(completion),
-            Ok(Err(error)) => {
-                // The session poisons itself on protocol errors; transport
-                // errors happen outside it.
-                if !error.is_recoverable() {
-                    self.session.poison();
-                }
-                Err(error)
-            }
-            Err(_elapsed) => {
-                let during = self.session.current_command();
-                self.session.poison();
-                Err(SmtpError::Timeout {
-                    during,
-                    after: self.timeout,
-                })
-            }
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let completion = self.pump.next_event(&stopwatch, Some(deadline)).await;
+        self.pump.release_read_buffer();
+        let error = match completion {
+            Ok(completion) => return Ok(completion),
+            // The session poisons itself on protocol errors; the others
+            // happen outside it.
+            Err(PumpError::Core(error)) => error,
+            Err(PumpError::Transport(error)) => SmtpError::Transport(error),
+            Err(PumpError::DeadlineExceeded) => SmtpError::Timeout {
+                during: self.pump.core.current_command(),
+                after: self.timeout,
+            },
+            Err(PumpError::Closed) => SmtpError::ConnectionClosed {
+                during: self.pump.core.current_command(),
+                partial: Vec::new(),
+            },
+        };
+        if !error.is_recoverable() {
+            self.pump.core.poison();
         }
+        Err(error)
     }
-}
-
-/// Moves bytes between the stream and the session until the operation ends.
-async fn exchange<S>(
-    stream: &mut S,
-    session: &mut Session,
-    stopwatch: Stopwatch,
-) -> Result<Completion, SmtpError>
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send,
-{
-    let mut read_buffer = Vec::new();
-    loop {
-        match session.next_event()? {
-            Event::Send(bytes) => {
-                stream.write_all(&bytes).await.map_err(io_error)?;
-                stream.flush().await.map_err(io_error)?;
-            }
-            Event::NeedsInput => {
-                read_buffer.clear();
-                read_buffer.reserve(READ_CHUNK);
-                let read = stream.read_buf(&mut read_buffer).await.map_err(io_error)?;
-                if read == 0 {
-                    session.input_closed();
-                } else {
-                    session.enqueue_input(&read_buffer, stopwatch.elapsed());
-                }
-            }
-            Event::Done(completion) => return Ok(completion),
-            Event::Idle => return Err(mismatch()),
-        }
-    }
-}
-
-fn io_error(error: std::io::Error) -> SmtpError {
-    SmtpError::Transport(TransportError::Io(error))
 }
 
 /// The session ended an operation other than the one the driver started:

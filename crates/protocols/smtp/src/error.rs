@@ -1,8 +1,9 @@
 //! The one error type of this crate.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
-use peakhour_net::TransportError;
+use peakhour_net::{ErrorKind, TransportError};
 
 use crate::reply::{EnhancedStatus, MalformedReply, Reply, ReplyCode};
 
@@ -114,5 +115,15 @@ impl SmtpError {
             enhanced: reply.enhanced(),
             text,
         }
+    }
+}
+
+impl ErrorKind for SmtpError {
+    fn kind(&self) -> Cow<'static, str> {
+        SmtpError::kind(self).into()
+    }
+
+    fn is_recoverable(&self) -> bool {
+        SmtpError::is_recoverable(self)
     }
 }

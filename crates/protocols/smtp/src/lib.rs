@@ -9,14 +9,16 @@
 //!   "incomplete" until a whole multi-line reply is there and refuses hostile
 //!   input with a [`MalformedReply`] instead of buffering or panicking; and
 //!   [`Session`], the client state machine — start a command, feed it server
-//!   bytes, take [`Event`]s (bytes to send, "need input", a [`Completion`]).
+//!   bytes, ask [`Session::next`] for a [`Progress`] (bytes to send, "need
+//!   more input", a [`Completion`]), the vocabulary every peakhour protocol
+//!   core shares ([`peakhour_net::ProtocolCore`]).
 //!   It pipelines MAIL/RCPT/DATA when the server offers PIPELINING, counts
 //!   LMTP's one reply per accepted recipient (RFC 2033), and dot-stuffs
 //!   bodies ([`dot_stuff`]);
-//! * a thin **tokio driver**, [`SmtpConnection`], which moves bytes between a
-//!   [`peakhour_net::Transport`] and the session, times every command from its
-//!   first write to its final reply ([`peakhour_net::Timed`]) and enforces a
-//!   timeout.
+//! * a thin **tokio driver**, [`SmtpConnection`], which runs the session over
+//!   a [`peakhour_net::Transport`] with the shared [`peakhour_net::Pump`],
+//!   times every command from its first write to its final reply
+//!   ([`peakhour_net::Timed`]) and enforces a timeout.
 //!
 //! A refused recipient is part of a [`TransactionOutcome`], not an error;
 //! everything else that goes wrong is one [`SmtpError`], whose
@@ -43,7 +45,6 @@
 //! ```
 #![deny(missing_docs)]
 
-mod base64;
 mod dot_stuff;
 mod driver;
 mod error;
@@ -54,7 +55,7 @@ mod session;
 
 /// Re-exported because they appear in this crate's API: callers (and the fuzz
 /// target) need not depend on `peakhour-net` for them.
-pub use peakhour_net::{Secret, Security, Timed};
+pub use peakhour_net::{ErrorKind, Progress, Secret, Security, Timed};
 
 pub use dot_stuff::dot_stuff;
 pub use driver::SmtpConnection;
@@ -65,4 +66,4 @@ pub use reply::{
     DecodeError, EXCERPT_LEN, EnhancedStatus, MalformedReason, MalformedReply, Reply, ReplyClass,
     ReplyCode, ReplyLimits, ReplyReader, decode_reply, decode_reply_with,
 };
-pub use session::{Completion, Event, Flavor, Session};
+pub use session::{Completion, Flavor, Session};

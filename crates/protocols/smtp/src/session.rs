@@ -2,22 +2,32 @@
 //!
 //! A [`Session`] runs one operation at a time (the greeting, EHLO, AUTH, a
 //! mail transaction ...). The caller starts one with a method such as
-//! [`Session::send_mail`], then calls [`Session::next_event`] until it says
-//! [`Event::Done`]: in between it writes what [`Event::Send`] hands it and, on
-//! [`Event::NeedsInput`], reads from the server and calls
-//! [`Session::enqueue_input`]. The session never reads a clock: the caller
-//! passes the time with the input, so transcripts replay deterministically.
+//! [`Session::send_mail`], then calls [`Session::next`] until it reports a
+//! [`Completion`]: in between it writes what [`Progress::Output`] hands it and,
+//! on [`Progress::NeedMoreInput`], reads from the server and calls
+//! [`Session::enqueue_input`]. This is the shape every peakhour protocol core
+//! has ([`peakhour_net::ProtocolCore`]). The session never reads a clock: the
+//! caller passes the time with the input ([`Session::set_clock`]), so
+//! transcripts replay deterministically.
 
 use std::time::Duration;
 
-use peakhour_net::{Secret, Timed};
+use base64::Engine as _;
+use peakhour_net::{Progress, ProtocolCore, Secret, Timed};
 
-use crate::base64;
 use crate::dot_stuff::stuff;
 use crate::error::SmtpError;
 use crate::extensions::Extensions;
 use crate::outcome::{RecipientOutcome, TransactionOutcome};
 use crate::reply::{Reply, ReplyCode, ReplyReader};
+
+/// Standard base64 with padding (RFC 4648 §4), the encoding of SASL exchanges
+/// in AUTH (RFC 4954). Decoding refuses whitespace and misplaced padding but,
+/// like most clients, ignores non-zero bits after the last symbol.
+const SASL_BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
+);
 
 /// Which protocol the server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -27,21 +37,6 @@ pub enum Flavor {
     Smtp,
     /// LMTP (RFC 2033): LHLO, one reply per accepted recipient after the dot.
     Lmtp,
-}
-
-/// What the caller must do next.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Event {
-    /// Write these bytes to the server (in one write: with PIPELINING they
-    /// are a whole transaction), then ask again.
-    Send(Vec<u8>),
-    /// Read from the server and pass the bytes to [`Session::enqueue_input`]
-    /// (or call [`Session::input_closed`] at end of stream), then ask again.
-    NeedsInput,
-    /// The operation finished.
-    Done(Completion),
-    /// No operation is running.
-    Idle,
 }
 
 /// How an operation finished.
@@ -182,13 +177,17 @@ impl Session {
         matches!(self.operation, Operation::Idle)
     }
 
-    /// Adds bytes read from the server. `elapsed` is the time since the
-    /// current operation's first write (the caller's clock); replies parsed
-    /// from these bytes carry it. Drain [`Session::next_event`] before adding
-    /// more, so each reply gets the time of the read that completed it.
-    pub fn enqueue_input(&mut self, bytes: &[u8], elapsed: Duration) {
-        self.reader.push(bytes);
+    /// The caller's clock when the next input arrived: the time since the
+    /// current operation's first write. Replies parsed from that input carry
+    /// it. Without a call, replies carry zero (as in transcript replays).
+    pub fn set_clock(&mut self, elapsed: Duration) {
         self.input_elapsed = elapsed;
+    }
+
+    /// Adds bytes read from the server. Drain [`Session::next`] before adding
+    /// more, so each reply gets the time of the read that completed it.
+    pub fn enqueue_input(&mut self, bytes: &[u8]) {
+        self.reader.push(bytes);
     }
 
     /// The server closed the connection (a read returned 0 bytes).
@@ -275,7 +274,7 @@ impl Session {
         plain.extend_from_slice(user.as_bytes());
         plain.push(0);
         plain.extend_from_slice(password.expose().as_bytes());
-        let encoded = Secret::new(base64::encode(&plain));
+        let encoded = Secret::new(SASL_BASE64.encode(&plain));
         self.command(&["AUTH PLAIN ", encoded.expose()]);
         Ok(())
     }
@@ -283,8 +282,8 @@ impl Session {
     /// AUTH LOGIN: the user name and the password, each after a 334 challenge.
     pub fn auth_login(&mut self, user: &str, password: &Secret<String>) -> Result<(), SmtpError> {
         let answers = vec![
-            Secret::new(base64::encode(password.expose().as_bytes())),
-            Secret::new(base64::encode(user.as_bytes())),
+            Secret::new(SASL_BASE64.encode(password.expose().as_bytes())),
+            Secret::new(SASL_BASE64.encode(user.as_bytes())),
         ];
         self.begin(Operation::AuthLogin { answers })?;
         self.command(&["AUTH LOGIN"]);
@@ -368,22 +367,28 @@ impl Session {
         Ok(())
     }
 
-    /// What to do next; see [`Event`].
+    /// What to do next: bytes to write (with PIPELINING a whole transaction
+    /// in one [`Progress::Output`]), "need more input", or the [`Completion`]
+    /// of the running operation. With no operation running it needs input.
     ///
     /// An error ends the operation. If [`SmtpError::is_recoverable`] says so
     /// the session is idle again and can take the next command; otherwise it
     /// is unusable and every later call fails.
-    pub fn next_event(&mut self) -> Result<Event, SmtpError> {
+    #[expect(
+        clippy::should_implement_trait,
+        reason = "the `next` of every peakhour protocol core; it never ends, so it is no iterator"
+    )]
+    pub fn next(&mut self) -> Result<Progress<Completion>, SmtpError> {
         loop {
             if !self.output.is_empty() {
-                return Ok(Event::Send(std::mem::take(&mut self.output)));
+                return Ok(Progress::Output(std::mem::take(&mut self.output)));
             }
             if let Some(completion) = self.completed.take() {
-                return Ok(Event::Done(completion));
+                return Ok(Progress::Event(completion));
             }
             match self.operation {
                 Operation::Idle | Operation::AwaitingTls | Operation::Closed => {
-                    return Ok(Event::Idle);
+                    return Ok(Progress::NeedMoreInput);
                 }
                 Operation::Broken => {
                     return Err(SmtpError::InvalidState(
@@ -402,7 +407,7 @@ impl Session {
                     self.operation = Operation::Broken;
                     return Err(error);
                 }
-                Ok(None) => return Ok(Event::NeedsInput),
+                Ok(None) => return Ok(Progress::NeedMoreInput),
                 Err(malformed) => {
                     self.operation = Operation::Broken;
                     return Err(malformed.into());
@@ -535,7 +540,7 @@ impl Session {
                 // The prompts are "Username:" then "Password:" everywhere, but
                 // only their order matters; still, a challenge must be base64.
                 let challenge = reply_value.lines().first().map(String::as_str);
-                if base64::decode(challenge.unwrap_or_default()).is_err() {
+                if SASL_BASE64.decode(challenge.unwrap_or_default()).is_err() {
                     return Err(SmtpError::Protocol("an AUTH challenge is not base64"));
                 }
                 let Some(answer) = answers.pop() else {
@@ -571,7 +576,7 @@ impl Session {
                 },
             ),
             Operation::Idle | Operation::AwaitingTls | Operation::Closed | Operation::Broken => {
-                // next_event never parses a reply in these states.
+                // next never parses a reply in these states.
                 self.operation = operation;
                 Err(SmtpError::InvalidState(
                     "a reply arrived with no command running",
@@ -726,6 +731,27 @@ impl Session {
     }
 }
 
+impl ProtocolCore for Session {
+    type Event = Completion;
+    type Error = SmtpError;
+
+    fn enqueue_input(&mut self, bytes: &[u8]) {
+        Session::enqueue_input(self, bytes);
+    }
+
+    fn input_closed(&mut self) {
+        Session::input_closed(self);
+    }
+
+    fn next(&mut self) -> Result<Progress<Completion>, SmtpError> {
+        Session::next(self)
+    }
+
+    fn set_clock(&mut self, elapsed: Duration) {
+        Session::set_clock(self, elapsed);
+    }
+}
+
 /// Refuses what would end or split a command line.
 fn check_argument(what: &str, value: &str) -> Result<(), SmtpError> {
     if value.contains(['\r', '\n', '\0']) {
@@ -755,23 +781,50 @@ mod tests {
     fn pump(session: &mut Session) -> (Vec<u8>, Option<Completion>) {
         let mut sent = Vec::new();
         loop {
-            match session.next_event().unwrap() {
-                Event::Send(bytes) => sent.extend(bytes),
-                Event::Done(completion) => return (sent, Some(completion)),
-                Event::NeedsInput | Event::Idle => return (sent, None),
+            match session.next().unwrap() {
+                Progress::Output(bytes) => sent.extend(bytes),
+                Progress::Event(completion) => return (sent, Some(completion)),
+                Progress::NeedMoreInput => return (sent, None),
             }
         }
     }
 
     fn ready(extensions: &[u8]) -> Session {
         let mut session = Session::new(Flavor::Smtp);
-        session.enqueue_input(b"220 hi\r\n", Duration::ZERO);
+        session.enqueue_input(b"220 hi\r\n");
         pump(&mut session);
         session.ehlo("client").unwrap();
         pump(&mut session);
-        session.enqueue_input(extensions, Duration::ZERO);
+        session.enqueue_input(extensions);
         pump(&mut session);
         session
+    }
+
+    /// The engine keeps what the hand-written codec it replaced accepted and
+    /// refused: RFC 4648 §10's vectors, the SASL strings peakhour sends, and
+    /// the malformed challenges the old tests listed.
+    #[test]
+    fn sasl_base64_round_trips_and_is_strict() {
+        let vectors: &[(&[u8], &str)] = &[
+            (b"", ""),
+            (b"f", "Zg=="),
+            (b"fo", "Zm8="),
+            (b"foo", "Zm9v"),
+            (b"foobar", "Zm9vYmFy"),
+            (b"Username:", "VXNlcm5hbWU6"),
+            (b"\0user\0pass", "AHVzZXIAcGFzcw=="),
+            (b"\xff\xfe\x00", "//4A"),
+        ];
+        for (plain, encoded) in vectors {
+            assert_eq!(SASL_BASE64.encode(plain), *encoded);
+            assert_eq!(SASL_BASE64.decode(encoded).unwrap(), *plain);
+        }
+        for bad in [
+            "Zg=", "Zg===", "Z===", "Zm9v\r\n", "Zg==Zg==", "Zm9*", "=Zm9",
+        ] {
+            assert!(SASL_BASE64.decode(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(SASL_BASE64.decode("Zh==").unwrap(), b"f");
     }
 
     #[test]
@@ -782,12 +835,15 @@ mod tests {
             .unwrap();
         pump(&mut session);
         let ms = Duration::from_millis;
-        session.enqueue_input(b"250 ok\r\n", ms(1));
+        session.set_clock(ms(1));
+        session.enqueue_input(b"250 ok\r\n");
         pump(&mut session);
-        session.enqueue_input(b"250 ok\r\n354 go\r\n", ms(2));
+        session.set_clock(ms(2));
+        session.enqueue_input(b"250 ok\r\n354 go\r\n");
         let (body, _) = pump(&mut session);
         assert_eq!(body, b"hi\r\n.\r\n");
-        session.enqueue_input(b"250 queued\r\n", ms(5));
+        session.set_clock(ms(5));
+        session.enqueue_input(b"250 queued\r\n");
         let (_, Some(Completion::Transaction(outcome))) = pump(&mut session) else {
             panic!("no outcome");
         };
@@ -819,8 +875,8 @@ mod tests {
         let mut session = ready(b"250-mx\r\n250 STARTTLS\r\n");
         session.starttls().unwrap();
         pump(&mut session);
-        session.enqueue_input(b"220 go\r\n250 injected\r\n", Duration::ZERO);
-        assert_eq!(session.next_event().unwrap_err().kind(), "protocol");
+        session.enqueue_input(b"220 go\r\n250 injected\r\n");
+        assert_eq!(session.next().unwrap_err().kind(), "protocol");
     }
 
     #[test]
@@ -828,7 +884,7 @@ mod tests {
         let mut session = ready(b"250-mx\r\n250-PIPELINING\r\n250 STARTTLS\r\n");
         session.starttls().unwrap();
         pump(&mut session);
-        session.enqueue_input(b"220 go\r\n", Duration::ZERO);
+        session.enqueue_input(b"220 go\r\n");
         let (_, done) = pump(&mut session);
         assert_eq!(done, Some(Completion::StartTls));
         assert_eq!(session.noop().unwrap_err().kind(), "invalid-state");

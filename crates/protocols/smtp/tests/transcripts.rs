@@ -24,12 +24,11 @@
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::Duration;
 
 use peakhour_net::Secret;
 use peakhour_net::transcript::{Side, Step, Transcript};
 use peakhour_smtp::{
-    Completion, Event, Extensions, Flavor, Reply, Session, SmtpError, TransactionOutcome,
+    Completion, Extensions, Flavor, Progress, Reply, Session, SmtpError, TransactionOutcome,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,10 +60,10 @@ impl Replay {
 
     fn pump(&mut self) {
         while !self.halted {
-            match self.session.next_event() {
-                Ok(Event::Send(bytes)) => self.sent.extend(bytes),
-                Ok(Event::NeedsInput | Event::Idle) => return,
-                Ok(Event::Done(completion)) => self.report(summary(&completion)),
+            match self.session.next() {
+                Ok(Progress::Output(bytes)) => self.sent.extend(bytes),
+                Ok(Progress::NeedMoreInput) => return,
+                Ok(Progress::Event(completion)) => self.report(summary(&completion)),
                 Err(error) => {
                     self.report(error_summary(&error));
                     self.halted = true;
@@ -207,12 +206,12 @@ fn replay(transcript: &Transcript, feed: Feed) -> Result<Vec<String>, String> {
                 ..
             } => match replay.feed {
                 Feed::Whole => {
-                    replay.session.enqueue_input(bytes, Duration::ZERO);
+                    replay.session.enqueue_input(bytes);
                     replay.pump();
                 }
                 Feed::ByteAtATime => {
                     for byte in bytes {
-                        replay.session.enqueue_input(&[*byte], Duration::ZERO);
+                        replay.session.enqueue_input(&[*byte]);
                         replay.pump();
                     }
                 }
@@ -340,8 +339,8 @@ fn any_split_of_server_bytes_is_harmless() {
         for cut in (0..server.len()).step_by(7) {
             let mut session = Session::new(Flavor::Smtp);
             for part in [&server[..cut], &server[cut..]] {
-                session.enqueue_input(part, Duration::ZERO);
-                while let Ok(Event::Send(_) | Event::Done(_)) = session.next_event() {}
+                session.enqueue_input(part);
+                while let Ok(Progress::Output(_) | Progress::Event(_)) = session.next() {}
             }
         }
     }
