@@ -22,20 +22,23 @@
 //! * [`init`] brings mailboxes to a profile's starting state.
 #![deny(missing_docs)]
 
-pub mod date;
+mod connector;
 mod delivery;
 mod events;
 pub mod init;
+mod recording;
 mod run;
 mod selfcheck;
 mod target;
 mod user;
 
+pub use connector::{Connector, NetConnector};
 pub use delivery::{DeliveryTracker, Lost, bare_message_id};
 pub use events::{Counter, Event, EventSink, Outcome};
+pub use recording::{RunRecorder, qos_thresholds};
 pub use run::{
-    Observer, Phase, ReconcileProgress, RunClock, RunError, RunOutcome, RunSettings, SelfSample,
-    preflight, run,
+    Observer, Phase, RECONCILE_LIMIT, ReconcileProgress, RunClock, RunError, RunOutcome, RunResult,
+    RunSettings, STOP_GRACE, SelfSample, preflight, run, run_with,
 };
 pub use selfcheck::{CpuMeter, LAG_PROBE_PERIOD, process_cpu_time};
 pub use target::{Credentials, Endpoint, EndpointError, Target, TlsMode};
