@@ -689,3 +689,32 @@ impl MailboxSearch<'_> {
         Ok(ids)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reconciliation_stops_when_all_are_found_or_when_copies_stop_arriving_past_the_deadline() {
+        let at = |rounds, found_last_round, waiting, past_deadline, past_limit| RoundStart {
+            rounds,
+            found_last_round,
+            waiting,
+            past_deadline,
+            past_limit,
+        };
+        // (round start, done?)
+        let table = [
+            (at(0, 0, 0, false, false), true),  // nothing to look for
+            (at(0, 0, 5, true, false), false),  // the first round always runs
+            (at(3, 0, 5, false, false), false), // drain time left
+            (at(3, 2, 5, true, false), false),  // still arriving past the deadline
+            (at(3, 0, 5, true, false), true),   // past it, and the last round found nothing
+            (at(3, 2, 5, true, true), true),    // the limit, whatever arrives
+            (at(3, 2, 0, false, false), true),  // everything found
+        ];
+        for (start, done) in table {
+            assert_eq!(reconciliation_done(start), done, "{start:?}");
+        }
+    }
+}
