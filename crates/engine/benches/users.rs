@@ -163,8 +163,12 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
+    idle_users_cost(&runtime, &target, idle_users);
+    active_users_cost(&runtime, target, active_users);
+}
 
-    // 1. Idle users: memory and scheduling lag.
+/// Idle users: memory and scheduling lag.
+fn idle_users_cost(runtime: &tokio::runtime::Runtime, target: &Arc<Target>, idle_users: u32) {
     let profile = Profile::parse("idle.toml", IDLE_PROFILE).expect("idle profile");
     let plan = Arc::new(
         Plan::resolve(
@@ -249,8 +253,10 @@ fn main() {
         meter.errors,
         started.elapsed().as_secs_f64()
     );
+}
 
-    // 2. Active users: CPU per action.
+/// Active users: CPU per action.
+fn active_users_cost(runtime: &tokio::runtime::Runtime, target: Arc<Target>, active_users: u32) {
     let profile = builtin("mmb-medium")
         .expect("builtin")
         .profile()
