@@ -34,6 +34,7 @@ mod connector;
 mod delivery;
 mod events;
 pub mod init;
+mod reconcile;
 mod recording;
 mod run;
 mod selfcheck;
@@ -43,10 +44,11 @@ mod user;
 pub use connector::{Connector, NetConnector};
 pub use delivery::{DeliveryTracker, Lost, bare_message_id};
 pub use events::{Counter, Event, EventSink, Outcome};
+pub use reconcile::{RECONCILE_LIMIT, ReconcileProgress};
 pub use recording::{RunRecorder, qos_thresholds};
 pub use run::{
-    Observer, Phase, RECONCILE_LIMIT, ReconcileProgress, RunClock, RunError, RunOutcome, RunResult,
-    RunSettings, STOP_GRACE, SelfSample, preflight, run, run_with,
+    Observer, Phase, RunClock, RunError, RunOutcome, RunResult, RunSettings, STOP_GRACE,
+    SelfSample, preflight, run, run_with,
 };
 pub use selfcheck::{CpuMeter, LAG_PROBE_PERIOD, process_cpu_time};
 pub use target::{Credentials, Endpoint, EndpointError, Target, TlsMode};
