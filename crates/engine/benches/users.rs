@@ -13,7 +13,7 @@
 //! (defaults 5000 and 200). It prints figures; it asserts nothing.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use peakhour_engine::{
     Credentials, Endpoint, Event, LAG_PROBE_PERIOD, Observer, Outcome, Phase, RunClock,
@@ -23,6 +23,7 @@ use peakhour_lab::{LabConfig, LabGuard, Ports};
 use peakhour_net::{Secret, TlsSettings};
 use peakhour_workload::{Overrides, Plan, Profile, builtin};
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 /// A profile whose users log on and then only idle: one check per simulated week.
 const IDLE_PROFILE: &str = r#"
@@ -139,6 +140,8 @@ fn settings(name: &str, ramp_up: Duration, duration: Duration) -> RunSettings {
         action_timeout: Duration::from_secs(30),
         connect_timeout: Duration::from_secs(30),
         client_name: "bench.peakhour.test".into(),
+        interval: Duration::from_secs(10),
+        qos_p95_ms: None,
     }
 }
 
@@ -160,8 +163,12 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
+    idle_users_cost(&runtime, &target, idle_users);
+    active_users_cost(&runtime, target, active_users);
+}
 
-    // 1. Idle users: memory and scheduling lag.
+/// Idle users: memory and scheduling lag.
+fn idle_users_cost(runtime: &tokio::runtime::Runtime, target: &Arc<Target>, idle_users: u32) {
     let profile = Profile::parse("idle.toml", IDLE_PROFILE).expect("idle profile");
     let plan = Arc::new(
         Plan::resolve(
@@ -185,19 +192,21 @@ fn main() {
         async move {
             loop {
                 let asked = Instant::now() + LAG_PROBE_PERIOD;
-                tokio::time::sleep_until(asked.into()).await;
+                tokio::time::sleep_until(asked).await;
                 let late = Instant::now().saturating_duration_since(asked);
                 readings.lock().expect("lock").push((asked, late));
             }
         }
     });
-    runtime.block_on(peakhour_engine::run(
-        plan,
-        target.clone(),
-        settings("idle", ramp, Duration::from_secs(20)),
-        stop,
-        &mut meter,
-    ));
+    runtime
+        .block_on(peakhour_engine::run(
+            plan,
+            target.clone(),
+            settings("idle", ramp, Duration::from_secs(20)),
+            stop,
+            &mut meter,
+        ))
+        .expect("the idle run");
     timer_probe.abort();
     let mut timer_late: Vec<Duration> = match meter.steady_window {
         Some((from, to)) => timer_lateness
@@ -244,8 +253,10 @@ fn main() {
         meter.errors,
         started.elapsed().as_secs_f64()
     );
+}
 
-    // 2. Active users: CPU per action.
+/// Active users: CPU per action.
+fn active_users_cost(runtime: &tokio::runtime::Runtime, target: Arc<Target>, active_users: u32) {
     let profile = builtin("mmb-medium")
         .expect("builtin")
         .profile()
@@ -260,13 +271,15 @@ fn main() {
     let (_stop_tx, stop) = watch::channel(false);
     let cpu_before = process_cpu_time().unwrap_or_default();
     let wall = Instant::now();
-    runtime.block_on(peakhour_engine::run(
-        plan,
-        target,
-        settings("active", Duration::from_secs(5), Duration::from_secs(30)),
-        stop,
-        &mut meter,
-    ));
+    runtime
+        .block_on(peakhour_engine::run(
+            plan,
+            target,
+            settings("active", Duration::from_secs(5), Duration::from_secs(30)),
+            stop,
+            &mut meter,
+        ))
+        .expect("the active run");
     let cpu = process_cpu_time()
         .unwrap_or_default()
         .saturating_sub(cpu_before);

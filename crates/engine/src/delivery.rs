@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 /// A recipient that never saw its copy.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

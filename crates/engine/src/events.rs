@@ -2,10 +2,11 @@
 //! recorder directly: they send events over a channel, so recording costs a
 //! user one channel send and never a lock.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use peakhour_workload::ActionKind;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 /// How an action ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,16 +16,17 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use peakhour_imap::{ImapConnection, ImapError, StatusItem};
 use peakhour_smtp::{Flavor, SmtpConnection, SmtpError};
 use peakhour_workload::{InitialMessage, MessageGenerator, MessageSpec, Plan};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 
-use crate::date::rfc5322;
 use crate::target::Target;
+use crate::user::rfc5322;
 
 /// How messages get into the mailboxes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,9 +185,10 @@ struct UserReport {
 /// fixed day, so that the bytes (and hence a seed's mailboxes) never depend on
 /// when init ran.
 fn initial_date(message: &InitialMessage) -> String {
-    const BASE: u64 = 1_767_603_600; // Mon, 05 Jan 2026 09:00 UTC
-    let hours_back = u64::from(message.position) * 7 + message.folder as u64 * 3;
-    rfc5322(BASE - hours_back * 3600)
+    const BASE: i64 = 1_767_603_600; // Mon, 05 Jan 2026 09:00 UTC
+    let hours_back = i64::from(message.position) * 7 + message.folder as i64 * 3;
+    let at = chrono::DateTime::from_timestamp(BASE - hours_back * 3600, 0).unwrap_or_default();
+    rfc5322(at)
 }
 
 /// A mailbox being initialized: what its folders hold already, and (for

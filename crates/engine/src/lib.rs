@@ -1,8 +1,8 @@
 //! # peakhour-engine
 //!
 //! The engine layer of peakhour: simulated users as tokio tasks with state,
-//! the run's phases, timeouts, reconnects, cancellation, delivery tracking and
-//! the generator's self-check.
+//! the run's phases, timeouts, reconnects, cancellation, delivery tracking,
+//! the generator's self-check, and the run's record.
 //!
 //! * A user ([`run`]) keeps one IMAP session for the day, as an online client
 //!   does: it knows which messages its Inbox holds and which are unread, idles
@@ -13,29 +13,42 @@
 //!   not from when it happened to begin, so a server that falls behind is seen
 //!   falling behind (coordinated omission); late starts are counted.
 //! * Users never record anything themselves: they send [`Event`]s down a
-//!   channel to one [`Observer`] (the recorder and the live line).
+//!   channel to one task, which records them with a [`RunRecorder`] (the
+//!   analysis layer's interval and delivery recorders) and shows them to an
+//!   [`Observer`] the caller plugs in (the binary's live line). A run returns
+//!   a [`RunResult`]: its [`RunRecord`](peakhour_analysis::RunRecord), with
+//!   the metadata, and how it ended.
 //! * Every submitted message is tracked by Message-ID until each recipient has
 //!   seen it; after the drain, a header search in every folder of each
 //!   waiting recipient (all but Sent: a copy may have been filed or deleted
 //!   before it was noticed) reconciles the rest, and what is still missing
 //!   is named as lost.
+//! * Connections are opened by a [`Connector`]: [`NetConnector`] (TCP and
+//!   TLS) in a real run, in-memory streams to fake servers in tests. All
+//!   timing is on tokio's clock, so a whole run can be tested on a paused
+//!   clock ([`run_with`]).
 //! * [`init`] brings mailboxes to a profile's starting state.
 #![deny(missing_docs)]
 
-pub mod date;
+mod connector;
 mod delivery;
 mod events;
 pub mod init;
+mod reconcile;
+mod recording;
 mod run;
 mod selfcheck;
 mod target;
 mod user;
 
+pub use connector::{Connector, NetConnector};
 pub use delivery::{DeliveryTracker, Lost, bare_message_id};
 pub use events::{Counter, Event, EventSink, Outcome};
+pub use reconcile::{RECONCILE_LIMIT, ReconcileProgress};
+pub use recording::{RunRecorder, qos_thresholds};
 pub use run::{
-    Observer, Phase, ReconcileProgress, RunClock, RunError, RunOutcome, RunSettings, SelfSample,
-    preflight, run,
+    Observer, Phase, RunClock, RunError, RunOutcome, RunResult, RunSettings, STOP_GRACE,
+    SelfSample, preflight, run, run_with,
 };
 pub use selfcheck::{CpuMeter, LAG_PROBE_PERIOD, process_cpu_time};
 pub use target::{Credentials, Endpoint, EndpointError, Target, TlsMode};

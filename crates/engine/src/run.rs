@@ -1,22 +1,28 @@
 //! A run: log every user on over the ramp-up, measure the steady phase, drain,
-//! then reconcile deliveries. Events go to an [`Observer`] (the recorder and
-//! the live line), in time order, from one task.
+//! then reconcile deliveries. Events go, in time order and from one task, to
+//! the run's [`RunRecorder`] and then to an [`Observer`] (the live line).
+//!
+//! Every instant here is tokio's, so that tests can drive a whole run on a
+//! paused clock; only the recorded start date is the wall clock's.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
-use peakhour_imap::{FetchItem, SearchKey};
+use peakhour_analysis::{AnalysisError, RunRecord};
 use peakhour_smtp::Flavor;
 use peakhour_workload::{MessageGenerator, Plan};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
+use tokio::time::{Instant, MissedTickBehavior};
 
+use crate::connector::{Connector, NetConnector};
 use crate::delivery::{DeliveryTracker, Lost};
 use crate::events::{Event, EventSink};
+use crate::reconcile::{ReconcileProgress, reconcile};
+use crate::recording::RunRecorder;
 use crate::selfcheck::{CpuMeter, LagProbe};
 use crate::target::Target;
-use crate::user::{Shared, Timeline, User, sleep_until};
+use crate::user::{Shared, Timeline, User};
 
 /// The phase a moment of the run belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +52,10 @@ pub struct RunSettings {
     pub connect_timeout: Duration,
     /// Name given in EHLO.
     pub client_name: String,
+    /// The recorder's interval: one histogram per action per interval.
+    pub interval: Duration,
+    /// A p95 limit (ms) for every action, instead of the profile's.
+    pub qos_p95_ms: Option<f64>,
 }
 
 /// One second of the generator's own health.
@@ -69,6 +79,17 @@ pub struct RunClock {
 }
 
 impl RunClock {
+    /// The timeline of a run shaped by `settings` that starts now.
+    pub fn starting_now(settings: &RunSettings) -> Self {
+        let t0 = Instant::now();
+        let steady_start = t0 + settings.ramp_up;
+        RunClock {
+            t0,
+            steady_start,
+            steady_end: steady_start + settings.duration,
+        }
+    }
+
     /// Time since the run started.
     pub fn offset(&self, at: Instant) -> Duration {
         at.saturating_duration_since(self.t0)
@@ -100,27 +121,13 @@ pub trait Observer: Send {
     fn reconciling(&mut self, _progress: ReconcileProgress) {}
 }
 
-/// How far the reconciliation after the drain has come.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReconcileProgress {
-    /// Search round, from 1: mailboxes still waiting are searched again
-    /// until the drain time runs out.
-    pub round: u32,
-    /// Mailboxes searched in this round.
-    pub searched: usize,
-    /// Mailboxes this round searches.
-    pub mailboxes: usize,
-    /// Recipients of accepted submissions.
-    pub submitted_recipients: u64,
-    /// Recipients whose copy has been seen so far.
-    pub delivered_recipients: u64,
-}
-
 /// What a run ends with besides the observed events.
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
     /// When the run started (wall clock).
     pub started_at: SystemTime,
+    /// The run's timeline (tokio's clock).
+    pub clock: RunClock,
     /// Stopped by a signal before its end.
     pub interrupted: bool,
     /// Recipients of accepted submissions.
@@ -152,6 +159,10 @@ pub enum RunError {
         /// The error.
         reason: String,
     },
+    /// The recorder refused its settings (a zero interval) or could not
+    /// encode what it recorded.
+    #[error("recording the run failed: {0}")]
+    Record(#[from] AnalysisError),
 }
 
 /// Checks, before any load, that the first user can log on over IMAP and
@@ -188,31 +199,58 @@ pub async fn preflight(plan: &Plan, target: &Target, timeout: Duration) -> Resul
     Ok(())
 }
 
-/// Runs `plan` against `target`. Raising `stop` ends it early: scheduling
-/// stops, in-flight actions get two seconds, and the outcome says `interrupted`.
+/// What a run produces: its record (every measurement, the metadata and the
+/// reconciled deliveries) and how it ended.
+#[derive(Debug)]
+pub struct RunResult {
+    /// How the run ended.
+    pub outcome: RunOutcome,
+    /// Everything measured, ready for the summary and the output files.
+    pub record: RunRecord,
+}
+
+/// Runs `plan` against `target` over TCP (and TLS). Raising `stop` ends it
+/// early: scheduling stops, in-flight actions get two seconds, and the
+/// outcome says `interrupted`. Every event is recorded into the run's
+/// record, then shown to `observer` (the live line).
 pub async fn run(
+    plan: Arc<Plan>,
+    target: Arc<Target>,
+    settings: RunSettings,
+    stop: watch::Receiver<bool>,
+    observer: &mut dyn Observer,
+) -> Result<RunResult, RunError> {
+    run_with(
+        Arc::new(NetConnector),
+        plan,
+        target,
+        settings,
+        stop,
+        observer,
+    )
+    .await
+}
+
+/// [`run`] with the connections opened by `connector`: tests hand in one
+/// that connects users to fake servers over in-memory streams.
+pub async fn run_with<C: Connector>(
+    connector: Arc<C>,
     plan: Arc<Plan>,
     target: Arc<Target>,
     settings: RunSettings,
     mut stop: watch::Receiver<bool>,
     observer: &mut dyn Observer,
-) -> RunOutcome {
+) -> Result<RunResult, RunError> {
+    let mut recorder = RunRecorder::new(settings.interval)?;
     let started_at = SystemTime::now();
-    let t0 = Instant::now();
-    let steady_start = t0 + settings.ramp_up;
-    let steady_end = steady_start + settings.duration;
-    let clock = RunClock {
-        t0,
-        steady_start,
-        steady_end,
-    };
-
-    let (events, mut inbox) = EventSink::channel();
+    let clock = RunClock::starting_now(&settings);
     let delivery = Arc::new(DeliveryTracker::default());
+    let (events, inbox) = EventSink::channel();
     let shared = Arc::new(Shared {
+        connector: connector.clone(),
         plan: plan.clone(),
         target: target.clone(),
-        events: events.clone(),
+        events,
         delivery: delivery.clone(),
         generator: MessageGenerator::new(plan.seed()),
         run_id: settings.run_id.clone(),
@@ -220,258 +258,147 @@ pub async fn run(
         connect_timeout: settings.connect_timeout,
         client_name: settings.client_name.clone(),
     });
+    let tasks = spawn_users(shared, &clock, &settings, &stop);
 
-    let users = plan.users();
+    let mut both = Tee {
+        recorder: &mut recorder,
+        observer,
+    };
+    let drain_deadline = clock.steady_end + settings.drain + settings.action_timeout;
+    let interrupted = observe(&mut both, &clock, inbox, tasks, &mut stop, drain_deadline).await;
+    // A stop during the reconciliation (which can take minutes past
+    // saturation) ends it too: the run is then interrupted and unreconciled.
+    let reconciled = !interrupted
+        && reconcile(
+            &connector, &plan, &target, &settings, &delivery, &mut both, &clock, &mut stop,
+        )
+        .await;
+    let (submitted_recipients, delivered_recipients) = delivery.totals();
+    let outcome = RunOutcome {
+        started_at,
+        clock,
+        interrupted: interrupted || !reconciled,
+        submitted_recipients,
+        delivered_recipients,
+        lost: delivery.lost(),
+        reconciled,
+    };
+    let record = recorder.finish(&plan, &settings, &outcome)?;
+    Ok(RunResult { outcome, record })
+}
+
+/// Starts one task per user, each logging on at its slot of the ramp-up.
+/// `shared` is moved in, so the users hold the only senders of its event
+/// channel, which closes when the last one is done.
+fn spawn_users<C: Connector>(
+    shared: Arc<Shared<C>>,
+    clock: &RunClock,
+    settings: &RunSettings,
+    stop: &watch::Receiver<bool>,
+) -> JoinSet<()> {
+    let users = shared.plan.users();
     let mut tasks = JoinSet::new();
     for index in 0..users {
         let stagger = settings
             .ramp_up
             .mul_f64(f64::from(index) / f64::from(users.max(1)));
         let timeline = Timeline {
-            logon_at: t0 + stagger,
-            steady_start,
-            steady_end,
-            drain_end: steady_end + settings.drain,
+            logon_at: clock.t0 + stagger,
+            steady_start: clock.steady_start,
+            steady_end: clock.steady_end,
+            drain_end: clock.steady_end + settings.drain,
         };
         tasks.spawn(User::new(index, shared.clone()).run(timeline, stop.clone()));
     }
-    // The users hold the only senders now, so the channel closes when the last one is done.
-    drop(events);
-    drop(shared);
+    tasks
+}
 
-    // The observer runs here, on this task: events in arrival order, ticks once a second.
+/// Hands every event to `observer` in arrival order, with the generator's
+/// own health once a second, until every user is done, `drain_deadline`
+/// passes, or two seconds after `stop` was raised. Returns whether it was
+/// stopped.
+async fn observe(
+    observer: &mut dyn Observer,
+    clock: &RunClock,
+    mut inbox: mpsc::UnboundedReceiver<Event>,
+    mut tasks: JoinSet<()>,
+    stop: &mut watch::Receiver<bool>,
+    drain_deadline: Instant,
+) -> bool {
     let mut cpu = CpuMeter::start();
     let mut probe = LagProbe::start();
     let mut max_lag = Duration::ZERO;
-    let mut next_tick = Instant::now() + Duration::from_secs(1);
+    let mut ticks = tokio::time::interval_at(clock.t0 + TICK, TICK);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut interrupted = false;
-    let mut stop_deadline: Option<Instant> = None;
-    let drain_deadline = steady_end + settings.drain + settings.action_timeout;
+    let mut stop_open = true;
+    let mut deadline = drain_deadline;
     loop {
-        let deadline = stop_deadline.unwrap_or(drain_deadline);
         tokio::select! {
             biased;
-            changed = stop.changed(), if !interrupted => {
-                if changed.is_ok() && *stop.borrow() {
+            changed = stop.changed(), if stop_open && !interrupted => {
+                if changed.is_err() {
+                    stop_open = false; // nobody can raise it any more
+                } else if *stop.borrow() {
                     interrupted = true;
                     // In-flight actions get two seconds, then are abandoned.
-                    stop_deadline = Some(Instant::now() + Duration::from_secs(2));
+                    deadline = Instant::now() + STOP_GRACE;
                 }
             }
             event = inbox.recv() => match event {
-                Some(event) => observer.event(&clock, Instant::now(), &event),
+                Some(event) => observer.event(clock, Instant::now(), &event),
                 None => break, // every user is done
             },
             Some(lag) = probe.next() => {
                 max_lag = max_lag.max(lag);
-                let now = Instant::now();
-                observer.lag(&clock, now, lag);
-                if now >= next_tick {
-                    next_tick += Duration::from_secs(1);
-                    let sample = SelfSample { cpu_percent: cpu.percent(), max_lag };
-                    max_lag = Duration::ZERO;
-                    observer.tick(&clock, now, sample);
-                }
+                observer.lag(clock, Instant::now(), lag);
             }
-            _ = tokio::time::sleep_until(deadline.into()) => break,
+            _ = ticks.tick() => {
+                let sample = SelfSample { cpu_percent: cpu.percent(), max_lag };
+                max_lag = Duration::ZERO;
+                observer.tick(clock, Instant::now(), sample);
+            }
+            _ = tokio::time::sleep_until(deadline) => break,
         }
     }
     tasks.abort_all();
     while tasks.join_next().await.is_some() {}
     // Events users sent before being stopped still count.
     while let Ok(event) = inbox.try_recv() {
-        observer.event(&clock, Instant::now(), &event);
+        observer.event(clock, Instant::now(), &event);
     }
-
-    // A stop during the reconciliation (which can take minutes past
-    // saturation) ends it too: the run is then interrupted and unreconciled.
-    let reconciled = !interrupted
-        && reconcile(
-            &plan, &target, &settings, &delivery, observer, &clock, &mut stop,
-        )
-        .await;
-    let interrupted = interrupted || !reconciled;
-    let (submitted_recipients, delivered_recipients) = delivery.totals();
-    RunOutcome {
-        started_at,
-        interrupted,
-        submitted_recipients,
-        delivered_recipients,
-        lost: delivery.lost(),
-        reconciled,
-    }
+    interrupted
 }
 
-/// The longest reconciliation after the drain, however many copies are still
-/// arriving.
-const RECONCILE_LIMIT: Duration = Duration::from_secs(600);
+/// How often the generator's own CPU is sampled (and the live line drawn).
+pub(crate) const TICK: Duration = Duration::from_secs(1);
 
-/// After the drain, looks for every copy not yet seen with a header search
-/// in each waiting recipient's mailbox, in rounds, until all are found or
-/// the drain time has run out *and* the last round found nothing new. A
-/// round that still finds copies means deliveries are still arriving (a
-/// server past saturation drains its mail queue for minutes): stopping then
-/// would call delivered copies lost, as an 800-user run did with 2,460 of
-/// them while Postfix's queue was still emptying. [`RECONCILE_LIMIT`] bounds
-/// it all. What is still missing at the end is lost.
-///
-/// Returns false when `stop` was raised before it finished.
-async fn reconcile(
-    plan: &Plan,
-    target: &Target,
-    settings: &RunSettings,
-    delivery: &Arc<DeliveryTracker>,
-    observer: &mut dyn Observer,
-    clock: &RunClock,
-    stop: &mut watch::Receiver<bool>,
-) -> bool {
-    let start = Instant::now();
-    let deadline = start + settings.drain.max(Duration::from_secs(5));
-    let limit = start + RECONCILE_LIMIT;
-    let mut round = 0;
-    let mut found_last_round = 0_usize;
-    loop {
-        let waiting = delivery.outstanding_users();
-        let now = Instant::now();
-        let still_arriving = round == 0 || found_last_round > 0;
-        if *stop.borrow() {
-            return false;
-        }
-        if waiting.is_empty() || (now >= deadline && !still_arriving) || now >= limit {
-            return true;
-        }
-        found_last_round = 0;
-        round += 1;
-        let searched = Arc::new(AtomicUsize::new(0));
-        let mut searches = JoinSet::new();
-        // Bounded concurrency: a reconciliation must not become a load of its own.
-        for chunk in waiting.chunks(waiting.len().div_ceil(16).max(1)) {
-            let chunk = chunk.to_vec();
-            let plan_addresses: Vec<(u32, String)> =
-                chunk.iter().map(|&u| (u, plan.address(u))).collect();
-            let target = target.clone();
-            let run_id = settings.run_id.clone();
-            let delivery = delivery.clone();
-            let timeout = settings.connect_timeout;
-            let sent_folder = plan.params().sent_folder.clone();
-            let searched = searched.clone();
-            searches.spawn(async move {
-                let mut found = Vec::new();
-                for (user, address) in plan_addresses {
-                    if let Ok(seen) =
-                        search_run_messages(&target, user, &address, &run_id, &sent_folder, timeout)
-                            .await
-                    {
-                        let at = Instant::now();
-                        for id in seen {
-                            if let Some(latency) = delivery.noticed(&id, user, at) {
-                                found.push(latency);
-                            }
-                        }
-                    }
-                    searched.fetch_add(1, Ordering::Relaxed);
-                }
-                found
-            });
-        }
-        let mut progress_tick = tokio::time::interval(Duration::from_secs(1));
-        let mut stop_open = true;
-        loop {
-            tokio::select! {
-                changed = stop.changed(), if stop_open => {
-                    if changed.is_err() {
-                        stop_open = false; // nobody can raise it any more
-                    } else if *stop.borrow() {
-                        searches.abort_all();
-                        return false;
-                    }
-                }
-                result = searches.join_next() => match result {
-                    Some(result) => {
-                        let found = result.unwrap_or_default();
-                        found_last_round += found.len();
-                        for latency in found {
-                            observer.event(clock, Instant::now(), &Event::Delivered(latency));
-                        }
-                    }
-                    None => break,
-                },
-                _ = progress_tick.tick() => {
-                    let (submitted_recipients, delivered_recipients) = delivery.totals();
-                    observer.reconciling(ReconcileProgress {
-                        round,
-                        searched: searched.load(Ordering::Relaxed),
-                        mailboxes: waiting.len(),
-                        submitted_recipients,
-                        delivered_recipients,
-                    });
-                }
-            }
-        }
-        sleep_until(Instant::now() + Duration::from_millis(500), stop).await;
-    }
+/// How long in-flight actions may finish after `stop` is raised.
+pub const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// The record first, then the live view: one observer for the run's loop.
+struct Tee<'a> {
+    recorder: &'a mut RunRecorder,
+    observer: &'a mut dyn Observer,
 }
 
-/// Message-IDs of this run's messages anywhere in `address`'s mailbox but
-/// its Sent folder. Every folder, not just the Inbox: a user may have moved
-/// or deleted a copy before its arrival was noticed, and a copy filed away is
-/// still delivered. Sent is left out because the sender's own copy there
-/// carries the same Message-ID and would count a self-addressed copy twice.
-async fn search_run_messages(
-    target: &Target,
-    user: u32,
-    address: &str,
-    run_id: &str,
-    sent_folder: &str,
-    timeout: Duration,
-) -> Result<Vec<String>, peakhour_imap::ImapError> {
-    let mut imap = target.connect_imap(timeout).await?;
-    let (login, password) = target.login(user, address);
-    imap.login(login, password).await?;
-    let folders: Vec<String> = imap
-        .list("", "*")
-        .await?
-        .value
-        .into_iter()
-        .filter(|entry| {
-            !entry
-                .attributes
-                .iter()
-                .any(|a| a.eq_ignore_ascii_case("\\Noselect"))
-                && !entry.name.eq_ignore_ascii_case(sent_folder)
-        })
-        .map(|entry| entry.name)
-        .collect();
-    let mut ids = Vec::new();
-    for folder in folders {
-        if imap.examine(&folder).await?.value.exists == 0 {
-            continue;
-        }
-        let uids = imap
-            .search(
-                &SearchKey::Header("X-Peakhour-Run".into(), run_id.into()),
-                true,
-            )
-            .await?
-            .value;
-        if uids.is_empty() {
-            continue;
-        }
-        let set = uids
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
-        let fetched = imap
-            .fetch(&set, &[FetchItem::Uid, FetchItem::Envelope], true)
-            .await?
-            .value;
-        ids.extend(
-            fetched
-                .into_iter()
-                .filter_map(|m| m.envelope.and_then(|e| e.message_id)),
-        );
+impl Observer for Tee<'_> {
+    fn event(&mut self, clock: &RunClock, at: Instant, event: &Event) {
+        self.recorder.event(clock, at, event);
+        self.observer.event(clock, at, event);
     }
-    let _ = imap.logout().await;
-    Ok(ids)
+
+    fn lag(&mut self, clock: &RunClock, at: Instant, lag: Duration) {
+        self.recorder.lag(clock, at, lag);
+        self.observer.lag(clock, at, lag);
+    }
+
+    fn tick(&mut self, clock: &RunClock, at: Instant, sample: SelfSample) {
+        self.recorder.tick(clock, at, sample);
+        self.observer.tick(clock, at, sample);
+    }
+
+    fn reconciling(&mut self, progress: ReconcileProgress) {
+        self.observer.reconciling(progress);
+    }
 }

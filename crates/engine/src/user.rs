@@ -3,18 +3,19 @@
 //! and performs its scheduled actions on real messages.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use peakhour_imap::{
     BodySection, FetchItem, FetchedMessage, Idle, ImapConnection, ImapError, MailboxUpdate,
     StoreMode,
 };
 use peakhour_net::Timed;
-use peakhour_smtp::{Flavor, SmtpConnection, SmtpError};
+use peakhour_smtp::{Flavor, SmtpError};
 use peakhour_workload::{ActionKind, MessageGenerator, MessageSpec, Plan};
 use tokio::sync::watch;
+use tokio::time::Instant;
 
-use crate::date::rfc5322_now;
+use crate::connector::Connector;
 use crate::delivery::DeliveryTracker;
 use crate::events::{Counter, Event, EventSink, Outcome};
 use crate::target::{Target, TlsMode};
@@ -28,7 +29,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(8);
 
 /// What every user of a run shares.
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub(crate) struct Shared<C> {
+    pub(crate) connector: Arc<C>,
     pub(crate) plan: Arc<Plan>,
     pub(crate) target: Arc<Target>,
     pub(crate) events: EventSink,
@@ -73,8 +75,8 @@ impl From<SmtpError> for Failure {
     }
 }
 
-struct Session {
-    imap: ImapConnection,
+struct Session<S> {
+    imap: ImapConnection<S>,
     inbox: Vec<Known>,
     highest_uid: u32,
     calendar_item: Option<u32>,
@@ -91,18 +93,18 @@ pub(crate) struct Timeline {
     pub(crate) drain_end: Instant,
 }
 
-pub(crate) struct User {
+pub(crate) struct User<C: Connector> {
     index: u32,
     address: String,
-    shared: Arc<Shared>,
-    session: Option<Session>,
+    shared: Arc<Shared<C>>,
+    session: Option<Session<C::Stream>>,
     failures_in_a_row: u32,
     /// Sessions established so far: any after the first is a reconnect.
     logons: u32,
 }
 
-impl User {
-    pub(crate) fn new(index: u32, shared: Arc<Shared>) -> Self {
+impl<C: Connector> User<C> {
+    pub(crate) fn new(index: u32, shared: Arc<Shared<C>>) -> Self {
         let address = shared.plan.address(index);
         User {
             index,
@@ -255,21 +257,18 @@ impl User {
         sleep_until(Instant::now() + backoff, stop).await;
     }
 
-    async fn log_on(&self) -> Result<Session, Failure> {
+    async fn log_on(&self) -> Result<Session<C::Stream>, Failure> {
         let target = &self.shared.target;
+        let connector = &self.shared.connector;
         let endpoint = &target.imap;
-        let tls = Some(target.tls.clone());
-        let connected = ImapConnection::connect(
-            &endpoint.host,
-            endpoint.port,
-            endpoint.security(),
-            tls,
-            self.shared.connect_timeout,
-        )
-        .await?;
+        let connected = connector
+            .connect_imap(endpoint, &target.tls, self.shared.connect_timeout)
+            .await?;
         let mut imap = self.command("imap.CONNECT", connected);
         if endpoint.tls == TlsMode::StartTls {
-            let done = imap.starttls(&endpoint.host, target.tls.clone()).await?;
+            let done = connector
+                .starttls_imap(&mut imap, endpoint, &target.tls)
+                .await?;
             self.command("imap.STARTTLS", done);
         }
         let (login, password) = target.login(self.index, &self.address);
@@ -476,7 +475,7 @@ impl User {
         }
     }
 
-    fn session(&mut self) -> Result<&mut Session, Failure> {
+    fn session(&mut self) -> Result<&mut Session<C::Stream>, Failure> {
         self.session.as_mut().ok_or(Failure {
             kind: "no-session".into(),
             session_lost: true,
@@ -595,7 +594,7 @@ impl User {
         if let Some(list) = choice.list {
             to.push(plan.list_address(list));
         }
-        let date = rfc5322_now();
+        let date = rfc5322(chrono::Utc::now());
         let message = shared.generator.generate(&MessageSpec {
             run_id: &shared.run_id,
             id: &choice.id,
@@ -611,20 +610,18 @@ impl User {
 
         let target = &shared.target;
         let endpoint = &target.smtp;
-        let connected = SmtpConnection::connect(
-            &endpoint.host,
-            endpoint.port,
-            Flavor::Smtp,
-            endpoint.security(),
-            Some(target.tls.clone()),
-            shared.connect_timeout,
-        )
-        .await?;
+        let connected = shared
+            .connector
+            .connect_smtp(endpoint, Flavor::Smtp, &target.tls, shared.connect_timeout)
+            .await?;
         let mut smtp = self.command("smtp.CONNECT", connected);
         let done = smtp.ehlo(&shared.client_name).await?;
         self.command("smtp.EHLO", done);
         if endpoint.tls == TlsMode::StartTls {
-            let done = smtp.starttls(&endpoint.host, target.tls.clone()).await?;
+            let done = shared
+                .connector
+                .starttls_smtp(&mut smtp, endpoint, &target.tls)
+                .await?;
             self.command("smtp.STARTTLS", done);
             let done = smtp.ehlo(&shared.client_name).await?;
             self.command("smtp.EHLO", done);
@@ -718,7 +715,7 @@ fn known(message: &FetchedMessage) -> Option<Known> {
 }
 
 /// Adds fetched messages to the known Inbox, updating ones already known.
-fn merge(session: &mut Session, fetched: &[FetchedMessage]) {
+fn merge<S>(session: &mut Session<S>, fetched: &[FetchedMessage]) {
     for message in fetched {
         let Some(new) = known(message) else { continue };
         match session.inbox.iter_mut().find(|k| k.uid == new.uid) {
@@ -735,9 +732,15 @@ pub(crate) async fn sleep_until(deadline: Instant, stop: &mut watch::Receiver<bo
         return false;
     }
     tokio::select! {
-        _ = tokio::time::sleep_until(deadline.into()) => true,
+        _ = tokio::time::sleep_until(deadline) => true,
         _ = stop.changed() => false,
     }
+}
+
+/// An RFC 5322 date in UTC, as a client writes into a message's `Date:`
+/// header (`Sat, 21 Nov 2026 09:00:00 +0000`).
+pub(crate) fn rfc5322(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.format("%a, %d %b %Y %H:%M:%S +0000").to_string()
 }
 
 /// The value of the first header `name` in a message.
@@ -756,7 +759,7 @@ pub(crate) fn header(message: &[u8], name: &str) -> Option<String> {
 
 /// A calendar item as a client that stores calendars in IMAP writes it.
 fn calendar_item(run_id: &str, user: u32, nth: u64, address: &str) -> Vec<u8> {
-    let date = rfc5322_now();
+    let date = rfc5322(chrono::Utc::now());
     let uid = format!("{run_id}-u{user}-e{}", nth / 2);
     format!(
         "From: {address}\r\nTo: {address}\r\nSubject: Meeting {nth}\r\nDate: {date}\r\n\
@@ -782,5 +785,16 @@ mod tests {
         let message = b"Subject: x\r\nmessage-id: <a@b>\r\n\r\nMessage-ID: <body@b>\r\n";
         assert_eq!(header(message, "Message-ID").as_deref(), Some("<a@b>"));
         assert_eq!(header(message, "From"), None);
+    }
+
+    #[test]
+    fn dates_are_rfc5322_in_utc() {
+        let at = |secs| chrono::DateTime::from_timestamp(secs, 0).unwrap();
+        assert_eq!(rfc5322(at(0)), "Thu, 01 Jan 1970 00:00:00 +0000");
+        assert_eq!(
+            rfc5322(at(1_795_251_600)),
+            "Sat, 21 Nov 2026 09:00:00 +0000"
+        );
+        assert_eq!(rfc5322(at(951_782_400)), "Tue, 29 Feb 2000 00:00:00 +0000");
     }
 }

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use peakhour_analysis::{Bottleneck, ResourceHighAverage};
-use peakhour_engine::date::{compact, epoch_secs};
 use peakhour_lab::{Lab, LabStatus, Layout};
 use peakhour_monitor::analysis::{Thresholds, TimeWindow, high_average, use_summary};
 use peakhour_monitor::{
@@ -246,7 +245,7 @@ pub(crate) fn run(args: MonitorArgs) -> anyhow::Result<ExitCode> {
     let dir = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("runs").join(format!(
             "{}-monitor",
-            compact(epoch_secs(std::time::SystemTime::now()))
+            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
         ))
     });
     std::fs::create_dir_all(&dir)

@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use anyhow::{Context as _, bail};
 use peakhour_analysis::capacity::{CapacityAnalysis, CapacityBound, CapacityOptions, CurvePoint};
-use peakhour_engine::date::{compact, epoch_secs};
 use peakhour_lab::Lab;
 use peakhour_report::capacity_html::{CapacityPage, render_capacity_html};
 use peakhour_workload::HumanDuration;
@@ -775,7 +774,7 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
     let dir = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("runs").join(format!(
             "{}-sweep-{}",
-            compact(epoch_secs(std::time::SystemTime::now())),
+            chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
             profile_slug(&profile.name)
         ))
     });

@@ -8,7 +8,6 @@ use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::{TcpStream, ToSocketAddrs as _};
 use std::time::Duration;
 
-use peakhour_engine::date::{epoch_secs, rfc3339};
 use peakhour_report::{HostFacts, ServerSoftware};
 
 use super::toml_value;
@@ -23,7 +22,7 @@ pub(crate) fn collect(config_toml: Option<&str>) -> HostFacts {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let mut facts = HostFacts {
-        collected_at: Some(rfc3339(epoch_secs(std::time::SystemTime::now()))),
+        collected_at: Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
         cpu_model: cpu_model(&cpuinfo),
         cpu_cores: cpu_cores(&cpuinfo),
         memory_kb: mem_total_kb(&meminfo),

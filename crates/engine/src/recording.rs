@@ -1,0 +1,226 @@
+//! From events to the run record: the bridge between the engine and the
+//! analysis layer's recorders.
+//!
+//! [`RunRecorder`] is the [`Observer`] every run feeds first: actions,
+//! commands, counters, logons, deliveries, the generator's own CPU and
+//! scheduling lag go into an [`IntervalRecorder`] (one HdrHistogram per
+//! action per interval) and a [`DeliveryRecorder`]. When the run is over it
+//! adds the run's metadata and returns the [`RunRecord`] the summary, the
+//! report and every output file are computed from.
+
+use std::time::Duration;
+
+use peakhour_analysis::{
+    ActionTiming, AnalysisError, Completion, DeliveryRecorder, IntervalRecorder,
+    Outcome as Recorded, Phase as RecordedPhase, PhaseLengths, QosThresholds, RecorderConfig,
+    RunMeta, RunRecord,
+};
+use peakhour_workload::{Mode, Plan};
+use tokio::time::Instant;
+
+use crate::events::{Counter, Event, Outcome};
+use crate::run::{Observer, Phase, RunClock, RunOutcome, RunSettings, SelfSample};
+use crate::user::LATE_AFTER;
+
+/// Records everything a run measures, in the run's own time (offsets since
+/// its start), and builds the [`RunRecord`] at the end.
+#[derive(Debug)]
+pub struct RunRecorder {
+    recorder: IntervalRecorder,
+    delivery: DeliveryRecorder,
+    logged_on: u32,
+    refused: u64,
+    /// The latest offset seen: where the record ends.
+    last_offset: Duration,
+    /// Users of a fixed-count profile that did all their actions, and when
+    /// the last one did (since the steady phase started).
+    finished_users: u32,
+    last_finish: Duration,
+}
+
+impl RunRecorder {
+    /// A recorder cutting the run into intervals of `interval`.
+    pub fn new(interval: Duration) -> Result<Self, AnalysisError> {
+        let recorder = IntervalRecorder::new(RecorderConfig {
+            interval,
+            late_start_threshold: LATE_AFTER,
+        })?;
+        Ok(RunRecorder {
+            recorder,
+            delivery: DeliveryRecorder::new(),
+            logged_on: 0,
+            refused: 0,
+            last_offset: Duration::ZERO,
+            finished_users: 0,
+            last_finish: Duration::ZERO,
+        })
+    }
+
+    /// Users logged on now, as the events have told.
+    pub fn logged_on(&self) -> u32 {
+        self.logged_on
+    }
+
+    /// Moves the recorder into the phase `at` falls in, and returns `at` as
+    /// an offset since the run started.
+    fn sync(&mut self, clock: &RunClock, at: Instant) -> Duration {
+        let offset = clock.offset(at);
+        let phase = recorded_phase(clock.phase(at));
+        if phase > self.recorder.phase() {
+            self.recorder.enter_phase(phase, offset);
+        }
+        self.recorder.advance(offset);
+        self.last_offset = self.last_offset.max(offset);
+        offset
+    }
+
+    /// Ends the recording: the intervals, the deliveries reconciled by
+    /// `outcome`, and the metadata from `plan` and `settings`.
+    pub fn finish(
+        self,
+        plan: &Plan,
+        settings: &RunSettings,
+        outcome: &RunOutcome,
+    ) -> Result<RunRecord, AnalysisError> {
+        let mut meta = run_meta(plan, settings, outcome);
+        if plan.mode() == Mode::Fixed {
+            meta.completion = Some(Completion {
+                users_finished: self.finished_users,
+                time_to_finish: self.last_finish,
+            });
+        }
+        let mut delivery = self.delivery;
+        delivery.submitted(outcome.submitted_recipients);
+        delivery.failed(self.refused);
+        for lost in &outcome.lost {
+            delivery.lost(&lost.message_id, plan.address(lost.user));
+        }
+        let intervals = self.recorder.finish(self.last_offset);
+        Ok(RunRecord::new(meta, intervals, delivery.finish()?))
+    }
+
+    fn action(&mut self, clock: &RunClock, offset: Duration, event: &Event) {
+        let Event::Action {
+            kind,
+            intended,
+            started,
+            finished,
+            outcome,
+        } = event
+        else {
+            return;
+        };
+        let timing = ActionTiming {
+            intended_start: clock.offset(*intended),
+            actual_start: clock.offset(*started),
+            end: clock.offset(*finished),
+        };
+        match outcome {
+            Outcome::Ok => self
+                .recorder
+                .record_action(kind.name(), timing, Recorded::Ok),
+            Outcome::Error(error) => {
+                self.recorder
+                    .record_action(kind.name(), timing, Recorded::Error(error))
+            }
+            Outcome::Skipped(why) => self.recorder.count(offset, &format!("skipped_{why}"), 1),
+        }
+    }
+}
+
+impl Observer for RunRecorder {
+    fn event(&mut self, clock: &RunClock, at: Instant, event: &Event) {
+        let offset = self.sync(clock, at);
+        match event {
+            Event::Action { .. } => self.action(clock, offset, event),
+            Event::Command { name, elapsed } => {
+                self.recorder.record_command(offset, name, *elapsed)
+            }
+            Event::Count { counter, by } => {
+                if *counter == Counter::RecipientsRefused {
+                    self.refused += by;
+                }
+                self.recorder.count(offset, counter.name(), *by);
+            }
+            Event::LoggedOn(change) => {
+                self.logged_on = self.logged_on.saturating_add_signed(*change);
+                self.recorder.set_users_logged_on(offset, self.logged_on);
+            }
+            Event::LogonFailed(kind) => self.recorder.error(offset, "logon", kind),
+            Event::SessionError(kind) => self.recorder.error(offset, "session", kind),
+            Event::Delivered(latency) => {
+                self.delivery.delivered(*latency);
+                self.recorder.count(offset, "recipients_delivered", 1);
+            }
+            Event::Finished => {
+                self.finished_users += 1;
+                self.last_finish = at.saturating_duration_since(clock.steady_start);
+            }
+        }
+    }
+
+    fn lag(&mut self, clock: &RunClock, at: Instant, lag: Duration) {
+        let offset = self.sync(clock, at);
+        self.recorder.record_scheduling_lag(offset, lag);
+    }
+
+    fn tick(&mut self, clock: &RunClock, at: Instant, sample: SelfSample) {
+        let offset = self.sync(clock, at);
+        self.recorder.record_client_cpu(offset, sample.cpu_percent);
+    }
+}
+
+fn recorded_phase(phase: Phase) -> RecordedPhase {
+    match phase {
+        Phase::Logon => RecordedPhase::Logon,
+        Phase::Steady => RecordedPhase::Steady,
+        Phase::Drain => RecordedPhase::Drain,
+    }
+}
+
+/// The QoS limits a run is judged by: `override_ms` for every action when
+/// given, else each action's limit from the profile.
+pub fn qos_thresholds(plan: &Plan, override_ms: Option<f64>) -> QosThresholds {
+    let mut qos = QosThresholds::default();
+    if let Some(ms) = override_ms {
+        qos.default_p95_ms = ms;
+        return qos;
+    }
+    for kind in plan.actions() {
+        qos.p95_ms
+            .insert(kind.name().to_owned(), plan.qos_p95_ms(kind));
+    }
+    qos
+}
+
+/// What describes the run in its record: identity, shape, and scoring rules.
+fn run_meta(plan: &Plan, settings: &RunSettings, outcome: &RunOutcome) -> RunMeta {
+    let started_at = chrono::DateTime::<chrono::Utc>::from(outcome.started_at)
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let mut meta = RunMeta::new(
+        settings.run_id.clone(),
+        plan.name(),
+        plan.users(),
+        plan.seed(),
+        started_at,
+    );
+    meta.interval = settings.interval;
+    meta.phases = PhaseLengths {
+        logon: settings.ramp_up,
+        steady: settings.duration,
+        drain: settings.drain,
+    };
+    meta.day = plan.day();
+    meta.speed = plan.speed();
+    meta.late_start_threshold = LATE_AFTER;
+    meta.client_cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    meta.interrupted = outcome.interrupted;
+    meta.peakhour_version = env!("CARGO_PKG_VERSION").to_owned();
+    meta.action_weights = plan
+        .rates()
+        .iter()
+        .map(|r| (r.kind.name().to_owned(), r.per_day))
+        .collect();
+    meta.qos = qos_thresholds(plan, settings.qos_p95_ms);
+    meta
+}

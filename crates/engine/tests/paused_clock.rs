@@ -1,0 +1,513 @@
+//! Whole runs against fake servers over in-memory streams, on tokio's paused
+//! clock: every instant below is exact, and a ten-minute reconciliation
+//! takes milliseconds.
+//!
+//! The three regression tests of the last round's reconciliation fixes are
+//! named after what they fix (commits 36c7a6d, 2aae581 and ee6acaf).
+#![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use peakhour_analysis::{Phase as RecordedPhase, RunRecord};
+use peakhour_engine::{
+    Event, LATE_AFTER, Outcome, RECONCILE_LIMIT, RunResult, RunSettings, STOP_GRACE, run_with,
+};
+use peakhour_workload::Plan;
+use support::{FakeMail, Seen, fake_mail, plan, settings, target};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+const SECOND: Duration = Duration::from_secs(1);
+const MS: Duration = Duration::from_millis(1);
+
+/// Runs `plan` against `mail`; `stop_at`, if given, raises the stop signal
+/// then (as SIGINT does in the binary).
+async fn run_fake(
+    plan: &Arc<Plan>,
+    mail: &FakeMail,
+    settings: RunSettings,
+    stop_at: Option<Instant>,
+    seen: &mut Seen,
+) -> RunResult {
+    let (stop_tx, stop) = watch::channel(false);
+    let stopper = tokio::spawn(async move {
+        if let Some(at) = stop_at {
+            tokio::time::sleep_until(at).await;
+            stop_tx.send(true).unwrap();
+        }
+        // Keep the sender: a dropped one is not a stop.
+        std::future::pending::<()>().await;
+    });
+    let result = run_with(
+        Arc::new(mail.clone()),
+        plan.clone(),
+        target(),
+        settings,
+        stop,
+        seen,
+    )
+    .await
+    .unwrap();
+    stopper.abort();
+    result
+}
+
+fn sum_over_intervals(
+    record: &RunRecord,
+    f: impl Fn(&peakhour_analysis::IntervalRecord) -> u64,
+) -> u64 {
+    record.intervals.iter().map(f).sum()
+}
+
+fn logon_errors(record: &RunRecord) -> u64 {
+    sum_over_intervals(record, |i| {
+        i.actions.get("logon").map_or(0, |a| a.error_count())
+    })
+}
+
+fn late_starts(record: &RunRecord) -> u64 {
+    sum_over_intervals(record, |i| i.actions.values().map(|a| a.late_starts).sum())
+}
+
+/// Profile of users who only send, one message every 3 s on average, to
+/// the other user, and keep no copy.
+const SENDERS: &str = "[actions.send]\nper_day = 20\nsave_copy = false";
+
+#[tokio::test(start_paused = true)]
+async fn phases_start_and_end_where_the_settings_put_them() {
+    let plan = plan(4, "[actions.check_inbox]\nper_day = 240");
+    let mail = fake_mail(&plan);
+    let mut seen = Seen::default();
+    let t0 = Instant::now();
+    let result = run_fake(&plan, &mail, settings(10, 60, 10), None, &mut seen).await;
+
+    let clock = result.outcome.clock;
+    assert_eq!(clock.t0, t0);
+    assert_eq!(clock.steady_start, t0 + 10 * SECOND);
+    assert_eq!(clock.steady_end, t0 + 70 * SECOND);
+    // Logons are staggered evenly over the ramp-up; everyone logs off when
+    // the steady phase ends (no delivery is outstanding), and the run is
+    // over then.
+    let stagger = Duration::from_millis(2500);
+    assert_eq!(
+        seen.logged_on(1),
+        (0..4).map(|i| t0 + stagger * i).collect::<Vec<_>>()
+    );
+    assert_eq!(seen.logged_on(-1), vec![clock.steady_end; 4]);
+    assert_eq!(Instant::now(), clock.steady_end);
+
+    // Actions are scheduled only inside the steady phase.
+    let mut actions = 0;
+    for (_, event) in &seen.events {
+        if let Event::Action {
+            intended, outcome, ..
+        } = event
+        {
+            actions += 1;
+            assert!((clock.steady_start..clock.steady_end).contains(intended));
+            assert_eq!(*outcome, Outcome::Ok);
+        }
+    }
+    assert!(actions > 100, "{actions} actions");
+
+    // The record's intervals follow the phases: the logon phase, six
+    // steady intervals from 10 s to 70 s, then the drain.
+    let record = &result.record;
+    let phases: Vec<(RecordedPhase, u64, u64)> = record
+        .intervals
+        .iter()
+        .map(|i| (i.phase, i.start.as_secs(), i.length.as_secs()))
+        .collect();
+    let mut expected = vec![(RecordedPhase::Logon, 0, 10)];
+    expected.extend((1..7).map(|i| (RecordedPhase::Steady, i * 10, 10)));
+    assert_eq!(phases[..7], expected[..], "{phases:?}");
+    assert!(phases[7..].iter().all(|p| p.0 == RecordedPhase::Drain));
+    assert!(!record.intervals[0].actions.contains_key("check_inbox"));
+    for steady in record.steady_intervals() {
+        assert_eq!(steady.users_logged_on, 4);
+        assert!(
+            !steady.actions["check_inbox"]
+                .latency
+                .decode()
+                .unwrap()
+                .is_empty()
+        );
+    }
+    assert_eq!(record.meta.phases.steady, 60 * SECOND);
+    assert!(!record.meta.interrupted);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_logon_is_retried_with_doubling_backoff_up_to_eight_seconds() {
+    let plan = plan(1, "[actions.check_inbox]\nper_day = 60");
+    let mail = fake_mail(&plan);
+    mail.store().refuse_imap_connects = 6;
+    let mut seen = Seen::default();
+    let t0 = Instant::now();
+    let result = run_fake(&plan, &mail, settings(0, 60, 5), None, &mut seen).await;
+
+    // 0.5 s after the first failure, then 1, 2, 4, 8 and 8 s.
+    let attempts: Vec<Duration> = mail.store().imap_connects[..7]
+        .iter()
+        .map(|at| *at - t0)
+        .collect();
+    let expected: Vec<Duration> = [0, 500, 1500, 3500, 7500, 15_500, 23_500]
+        .into_iter()
+        .map(Duration::from_millis)
+        .collect();
+    assert_eq!(attempts, expected);
+    assert_eq!(seen.logged_on(1), vec![t0 + expected[6]]);
+    assert_eq!(logon_errors(&result.record), 6);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_action_that_starts_late_counts_its_lateness_and_is_counted_late() {
+    // Every SELECT takes 3 s, so a check that is due while the previous one
+    // is still running starts late: its latency runs from when it was due.
+    let slow = 3 * SECOND;
+    let plan = plan(1, "[actions.check_inbox]\nper_day = 30");
+    let mail = fake_mail(&plan);
+    mail.store().delay = Box::new(move |command, _| {
+        if command == "SELECT" {
+            slow
+        } else {
+            Duration::ZERO
+        }
+    });
+    let mut seen = Seen::default();
+    let result = run_fake(&plan, &mail, settings(10, 60, 5), None, &mut seen).await;
+    let clock = result.outcome.clock;
+
+    // What must happen, from the user's schedule: each check starts when it
+    // is due (the timer ends on the next millisecond) or when the previous
+    // one ends, whichever is later; those still running when the drain is
+    // over are abandoned.
+    let settings = support::settings(10, 60, 5);
+    let abandoned_at = clock.steady_end + settings.drain + settings.action_timeout;
+    let mut expected = Vec::new();
+    let mut previous_end = clock.steady_start;
+    for scheduled in plan.schedule(0) {
+        let intended = clock.steady_start + scheduled.at;
+        let started = intended.max(previous_end);
+        if intended >= clock.steady_end || started + slow > abandoned_at {
+            break;
+        }
+        previous_end = started + slow;
+        expected.push((intended, started, previous_end));
+    }
+    let actual: Vec<(Instant, Instant, Instant)> = seen
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::Action {
+                intended,
+                started,
+                finished,
+                ..
+            } => Some((*intended, *started, *finished)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(actual.len(), expected.len());
+    for (actual, expected) in actual.iter().zip(&expected) {
+        assert_eq!(actual.0, expected.0, "intended");
+        assert!(
+            actual.1 >= expected.1 && actual.1 - expected.1 <= MS,
+            "started {:?} after the model",
+            actual.1 - expected.1
+        );
+        assert_eq!(
+            actual.2 - actual.1,
+            slow,
+            "SELECT's delay is the action's time"
+        );
+    }
+
+    let late = actual
+        .iter()
+        .filter(|(intended, started, _)| *started - *intended > LATE_AFTER)
+        .count() as u64;
+    assert!(
+        late >= 3,
+        "the schedule should make some checks late: {late}"
+    );
+    assert_eq!(late_starts(&result.record), late);
+    // The longest latency is from the intended start, lateness included.
+    let longest = actual
+        .iter()
+        .map(|(intended, _, finished)| *finished - *intended)
+        .max()
+        .unwrap();
+    assert!(longest > slow + SECOND, "{longest:?}");
+    let recorded_max: u64 = result
+        .record
+        .intervals
+        .iter()
+        .filter_map(|i| i.actions.get("check_inbox"))
+        .filter_map(|a| a.latency.decode().unwrap().max_ms())
+        .fold(0.0_f64, f64::max) as u64;
+    let longest_ms = longest.as_millis() as u64;
+    assert!(
+        recorded_max.abs_diff(longest_ms) <= longest_ms / 500,
+        "recorded {recorded_max} ms, expected {longest_ms} ms"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stop_during_the_steady_phase_ends_the_run_within_two_seconds() {
+    let plan = plan(2, "[actions.check_inbox]\nper_day = 240");
+    let mail = fake_mail(&plan);
+    let t0 = Instant::now();
+    let steady_start = t0 + 10 * SECOND;
+    // The server stops answering SELECT once the load starts: actions hang.
+    mail.store().delay = Box::new(move |command, _| {
+        if command == "SELECT" && Instant::now() >= steady_start {
+            Duration::from_secs(3600)
+        } else {
+            Duration::ZERO
+        }
+    });
+    let stop_at = steady_start + 20 * SECOND;
+    let mut seen = Seen::default();
+    let result = run_fake(&plan, &mail, settings(10, 60, 10), Some(stop_at), &mut seen).await;
+
+    let ended = Instant::now();
+    assert!(
+        ended >= stop_at && ended - stop_at <= STOP_GRACE,
+        "{:?}",
+        ended - stop_at
+    );
+    assert!(result.outcome.interrupted);
+    assert!(!result.outcome.reconciled);
+    assert!(result.record.meta.interrupted);
+}
+
+/// Deliveries are held by the fake mail queue until `release`, then go out
+/// one every `every`.
+fn queue_from(release: Instant, every: Duration) -> support::DeliveryPlan {
+    Box::new(move |n, _| Some(release + every * n as u32))
+}
+
+/// Where the reconciliation starts: at the end of the drain, since users
+/// wait through it for copies still due.
+fn reconciliation_start(result: &RunResult, drain: Duration) -> Instant {
+    result.outcome.clock.steady_end + drain
+}
+
+#[tokio::test(start_paused = true)]
+async fn copies_still_arriving_past_the_drain_deadline_are_not_counted_lost() {
+    // 36c7a6d: reconciliation stopped at the drain deadline while Postfix's
+    // queue was still emptying, and called 2,460 delivered copies lost.
+    let plan = plan(2, SENDERS);
+    let mail = fake_mail(&plan);
+    let drain = 10 * SECOND;
+    // The queue holds everything until 5 s into the reconciliation, then
+    // delivers a copy every 250 ms: the last ones arrive well past its
+    // 10 s deadline.
+    let t0 = Instant::now();
+    let release = t0 + (10 + 60 + 10 + 5) * SECOND;
+    mail.store().delivery = queue_from(release, 250 * MS);
+    let mut seen = Seen::default();
+    let result = run_fake(&plan, &mail, settings(10, 60, 10), None, &mut seen).await;
+
+    let start = reconciliation_start(&result, drain);
+    // EXAMINE is the reconciliation's (users SELECT).
+    assert_eq!(mail.command_times("EXAMINE")[0], start);
+    let searches = mail.command_times("UID SEARCH");
+    let outcome = &result.outcome;
+    let accepted = mail.store().accepted;
+    assert!(accepted >= 30, "{accepted} messages");
+    let last_arrival = release + 250 * MS * (accepted as u32 - 1);
+    assert!(last_arrival > start + drain + 2 * SECOND);
+    assert!(*searches.last().unwrap() >= last_arrival);
+    assert!(outcome.reconciled && !outcome.interrupted);
+    assert_eq!(outcome.delivered_recipients, outcome.submitted_recipients);
+    assert!(outcome.lost.is_empty(), "{:?}", outcome.lost);
+    assert!(result.record.delivery.lost.is_empty());
+    assert_eq!(
+        result.record.delivery.delivered_recipients,
+        outcome.submitted_recipients
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn reconciliation_stops_at_the_drain_deadline_once_a_round_finds_nothing() {
+    let plan = plan(2, SENDERS);
+    let mail = fake_mail(&plan);
+    mail.store().delivery = Box::new(|_, _| None); // nothing is ever delivered
+    let drain = 10 * SECOND;
+    let mut seen = Seen::default();
+    let result = run_fake(&plan, &mail, settings(10, 60, 10), None, &mut seen).await;
+
+    let start = reconciliation_start(&result, drain);
+    let ended = Instant::now();
+    // Rounds every half second until the deadline, then one more check.
+    assert!(
+        ended >= start + drain && ended <= start + drain + SECOND,
+        "{:?}",
+        ended - start
+    );
+    let outcome = &result.outcome;
+    assert!(outcome.reconciled && !outcome.interrupted);
+    assert_eq!(outcome.delivered_recipients, 0);
+    assert_eq!(outcome.lost.len() as u64, outcome.submitted_recipients);
+    assert_eq!(
+        result.record.delivery.lost.len() as u64,
+        outcome.submitted_recipients
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn reconciliation_gives_up_after_ten_minutes_even_while_copies_arrive() {
+    let plan = plan(2, "[actions.send]\nper_day = 40\nsave_copy = false");
+    let mail = fake_mail(&plan);
+    let drain = 10 * SECOND;
+    let t0 = Instant::now();
+    let start = t0 + (10 + 60 + 10) * SECOND;
+    // A slow server (20 s a login once the load is over) whose queue
+    // delivers a copy every 15 s from the start of the reconciliation:
+    // every round finds something.
+    mail.store().delivery = queue_from(start, 15 * SECOND);
+    mail.store().delay = Box::new(move |command, _| {
+        if command == "LOGIN" && Instant::now() >= start {
+            20 * SECOND
+        } else {
+            Duration::ZERO
+        }
+    });
+    let mut seen = Seen::default();
+    let result = run_fake(&plan, &mail, settings(10, 60, 10), None, &mut seen).await;
+
+    assert_eq!(reconciliation_start(&result, drain), start);
+    let ended = Instant::now();
+    // A round is not cut short: the one running at the limit finishes.
+    assert!(
+        ended >= start + RECONCILE_LIMIT && ended <= start + RECONCILE_LIMIT + 21 * SECOND,
+        "{:?}",
+        ended - start
+    );
+    let outcome = &result.outcome;
+    assert!(outcome.reconciled && !outcome.interrupted);
+    assert!(outcome.delivered_recipients >= 30, "{outcome:?}");
+    assert!(
+        !outcome.lost.is_empty(),
+        "copies due after the limit are lost"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn sigint_during_reconciliation_ends_it_and_marks_the_run_interrupted() {
+    // 2aae581: a stop during the reconciliation (minutes past saturation)
+    // was not honoured until it finished.
+    let plan = plan(2, SENDERS);
+    let mail = fake_mail(&plan);
+    mail.store().delivery = Box::new(|_, _| None);
+    // The reconciliation's EXAMINE hangs: only the stop can end it.
+    mail.store().delay = Box::new(|command, _| {
+        if command == "EXAMINE" {
+            Duration::from_secs(3600)
+        } else {
+            Duration::ZERO
+        }
+    });
+    let t0 = Instant::now();
+    let stop_at = t0 + (10 + 60 + 10 + 3) * SECOND;
+    let mut seen = Seen::default();
+    let result = run_fake(&plan, &mail, settings(10, 60, 10), Some(stop_at), &mut seen).await;
+
+    assert!(!mail.command_times("EXAMINE").is_empty());
+    let ended = Instant::now();
+    assert!(
+        ended >= stop_at && ended - stop_at <= STOP_GRACE,
+        "{:?}",
+        ended - stop_at
+    );
+    assert!(result.outcome.interrupted);
+    assert!(!result.outcome.reconciled);
+    assert!(result.record.meta.interrupted);
+}
+
+#[tokio::test(start_paused = true)]
+async fn arrivals_listed_at_logon_count_as_delivered() {
+    // ee6acaf: mail that arrived while a user was offline joined its known
+    // Inbox at logon without being noticed, and could be moved away and
+    // called lost.
+    let plan = plan(2, SENDERS);
+    let mail = fake_mail(&plan);
+    let t0 = Instant::now();
+    let late_user = plan.address(1);
+    mail.store()
+        .refuse_login_until
+        .insert(late_user.clone(), t0 + 40 * SECOND);
+    let mut seen = Seen::default();
+    let result = run_fake(&plan, &mail, settings(10, 60, 10), None, &mut seen).await;
+
+    let logged_in = mail
+        .store()
+        .log
+        .iter()
+        .find(|(_, login, command)| *login == late_user && command == "LOGGED IN")
+        .map(|(at, _, _)| *at)
+        .unwrap();
+    assert!(logged_in >= t0 + 40 * SECOND);
+    // Copies sent to the late user before it logged on were noticed at
+    // logon, in the listing of its Inbox.
+    assert!(seen.delivered().contains(&logged_in));
+    let outcome = &result.outcome;
+    assert!(outcome.submitted_recipients > 0);
+    assert_eq!(outcome.delivered_recipients, outcome.submitted_recipients);
+    assert!(outcome.lost.is_empty());
+    assert!(
+        mail.command_times("UID SEARCH").is_empty(),
+        "every copy was noticed online; nothing was left to reconcile"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn arrivals_listed_on_a_relist_count_as_delivered() {
+    // ee6acaf, the other path: when `UID FETCH n:*` does not return an
+    // announced message, the Inbox is listed again, and what that listing
+    // shows is noticed.
+    let plan = plan(2, SENDERS);
+    let mail = fake_mail(&plan);
+    mail.store().hide_from_uid_fetch = usize::MAX;
+    let mut seen = Seen::default();
+    let result = run_fake(&plan, &mail, settings(10, 60, 10), None, &mut seen).await;
+
+    let outcome = &result.outcome;
+    assert!(outcome.submitted_recipients > 10);
+    assert_eq!(outcome.delivered_recipients, outcome.submitted_recipients);
+    assert!(mail.command_times("UID SEARCH").is_empty());
+    // Noticed as they arrived, in the steady phase, not after it.
+    assert!(
+        seen.delivered()
+            .iter()
+            .all(|at| *at < result.outcome.clock.steady_end + 10 * SECOND)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn reconciliation_searches_every_folder_but_sent() {
+    // ee6acaf: copies filed away before they were noticed are delivered;
+    // a copy in Sent is the sender's and does not count.
+    let plan = plan(2, SENDERS);
+    let filed = fake_mail(&plan);
+    filed.store().delivery_folder = "Archive".into();
+    let mut seen = Seen::default();
+    let result = run_fake(&plan, &filed, settings(10, 60, 10), None, &mut seen).await;
+    let outcome = &result.outcome;
+    assert!(!filed.command_times("UID SEARCH").is_empty());
+    assert_eq!(outcome.delivered_recipients, outcome.submitted_recipients);
+    assert!(outcome.lost.is_empty());
+
+    let in_sent = fake_mail(&plan);
+    in_sent.store().delivery_folder = "Sent".into();
+    let mut seen = Seen::default();
+    let result = run_fake(&plan, &in_sent, settings(10, 60, 10), None, &mut seen).await;
+    let outcome = &result.outcome;
+    assert_eq!(outcome.delivered_recipients, 0);
+    assert_eq!(outcome.lost.len() as u64, outcome.submitted_recipients);
+}
