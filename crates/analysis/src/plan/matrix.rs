@@ -39,6 +39,13 @@ pub const MATRIX_FORMAT_VERSION: u32 = 1;
 /// 100% → 69% from one to four CPUs).
 pub const DEFAULT_RELATIONSHIP_THRESHOLD_PCT: f64 = 10.0;
 
+/// The metric name of the weighted p95 score, ms: the first grid of
+/// `matrix.html` (seed 003's Graph 1, response time).
+pub const METRIC_WEIGHTED_P95_MS: &str = "weighted_p95_ms";
+/// The metric name of the server's CPU utilization, percent of the CPUs it
+/// was limited to: the second grid (seed 003's Table 2).
+pub const METRIC_CPU_PCT: &str = "cpu_pct";
+
 /// One shape of the grid and what the run on it measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MatrixCell {
@@ -46,7 +53,7 @@ pub struct MatrixCell {
     pub cpus: f64,
     /// Memory the lab was limited to, bytes.
     pub memory_bytes: u64,
-    /// Metric name → value, e.g. `weighted_p95_ms`, `cpu_pct`,
+    /// Metric name → value, e.g. [`METRIC_WEIGHTED_P95_MS`], [`METRIC_CPU_PCT`],
     /// `memory_used_bytes`, `disk_read_share_pct`, `run_queue`,
     /// `p95_ms.read`. Missing metrics are absent.
     pub metrics: BTreeMap<String, f64>,

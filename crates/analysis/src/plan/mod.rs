@@ -34,8 +34,8 @@ mod qos;
 mod tasks;
 
 pub use matrix::{
-    DEFAULT_RELATIONSHIP_THRESHOLD_PCT, Direction, LineTrend, MATRIX_FORMAT_VERSION, Matrix,
-    MatrixCell, Relationship, Trend, change_pct,
+    DEFAULT_RELATIONSHIP_THRESHOLD_PCT, Direction, LineTrend, MATRIX_FORMAT_VERSION,
+    METRIC_CPU_PCT, METRIC_WEIGHTED_P95_MS, Matrix, MatrixCell, Relationship, Trend, change_pct,
 };
 pub use memory::{MemoryFit, MemoryPoint, fit_memory};
 pub use model::{
