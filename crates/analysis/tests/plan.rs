@@ -55,6 +55,7 @@ fn cost(
         p50_ms: Some(p95 / 2.0),
         p95_ms: Some(p95),
         latency_samples: 1000,
+        cpu_samples: 60,
     }
 }
 
@@ -464,6 +465,7 @@ fn task_cost_from_a_run_worked_by_hand() {
     close(c.net_kib_per_task, 19.0, 1e-12);
     assert_eq!(c.p95_ms, Some(12.0));
     assert!(!c.high_average_short);
+    assert_eq!(c.cpu_samples, 60);
 
     let mut none = run.clone();
     none.tasks_completed = 0.0;

@@ -263,6 +263,9 @@ pub struct TaskCost {
     pub p95_ms: Option<f64>,
     /// Executions with a response time.
     pub latency_samples: u64,
+    /// Monitor samples of the CPU series in the window: the n behind the
+    /// standard errors.
+    pub cpu_samples: u64,
 }
 
 /// A per-task share of a window total, with its standard error, after the
@@ -410,6 +413,7 @@ pub fn derive_task_cost(
         p50_ms: run.latency.map(|l| l.p50_ms),
         p95_ms: run.latency.map(|l| l.p95_ms),
         latency_samples: run.latency.map_or(0, |l| l.samples),
+        cpu_samples: m.cpu_pct.mean_sd().map_or(0, |(_, _, n)| n as u64),
     })
 }
 

@@ -13,7 +13,7 @@ use peakhour_analysis::plan::{Direction, Matrix, Plan, Resource, TaskSet, Trend}
 use crate::ReportError;
 
 /// Header of `tasks.csv`, one row per task in rank order.
-pub const TASKS_CSV_HEADER: &str = "rank,name,unit,stressful,workstations,tasks_completed,window_s,server_cpu_ms_per_task,server_cpu_ms_per_task_sd,cpu_high_average_pct,cpu_high_average_sd,disk_high_average_kib_s,disk_high_average_sd,net_high_average_kib_s,net_high_average_sd,disk_read_kib_per_task,disk_write_kib_per_task,disk_kib_per_task,disk_kib_per_task_sd,disk_ios_per_task,net_kib_per_task,net_kib_per_task_sd,memory_per_session_bytes,p50_ms,p95_ms,latency_samples";
+pub const TASKS_CSV_HEADER: &str = "rank,name,unit,stressful,workstations,tasks_completed,window_s,server_cpu_ms_per_task,server_cpu_ms_per_task_sd,cpu_high_average_pct,cpu_high_average_sd,disk_high_average_kib_s,disk_high_average_sd,net_high_average_kib_s,net_high_average_sd,disk_read_kib_per_task,disk_write_kib_per_task,disk_kib_per_task,disk_kib_per_task_sd,disk_ios_per_task,net_kib_per_task,net_kib_per_task_sd,memory_per_session_bytes,p50_ms,p95_ms,latency_samples,cpu_samples";
 
 /// Header of `plan.csv`, one row per user count (the sizing table). The
 /// `*_pct` columns are the use of the host's capacity, empty without a host.
@@ -76,6 +76,7 @@ pub fn write_tasks_csv<W: Write>(tasks: &TaskSet, out: &mut W) -> Result<(), Rep
             opt(t.p50_ms),
             opt(t.p95_ms),
             t.latency_samples.to_string(),
+            t.cpu_samples.to_string(),
         ];
         writeln!(out, "{}", cells.join(","))?;
     }
