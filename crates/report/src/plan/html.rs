@@ -166,6 +166,15 @@ pub fn render_tasks_html(tasks: &TaskSet) -> String {
         &pairs(&|t| (t.net_high_average_kib_s, t.net_high_average_sd)),
     ));
     s.push_str("</section><section id=\"memory\"><h2>Memory per open session</h2>");
+    s.push_str(&memory_section(tasks));
+    s.push_str("</section>");
+    list_section(&mut s, "warnings", "Warnings", &tasks.warnings, "None.");
+    close_page(s)
+}
+
+/// The memory fit, its points and residuals.
+fn memory_section(tasks: &TaskSet) -> String {
+    let mut s = String::new();
     match &tasks.memory {
         Some(m) => {
             let rows: Vec<Vec<String>> = m
@@ -198,9 +207,7 @@ pub fn render_tasks_html(tasks: &TaskSet) -> String {
         }
         None => s.push_str("<p class=\"nodata\">Not measured: no idle-session points.</p>"),
     }
-    s.push_str("</section>");
-    list_section(&mut s, "warnings", "Warnings", &tasks.warnings, "None.");
-    close_page(s)
+    s
 }
 
 fn sizing_table(plan: &Plan) -> String {
