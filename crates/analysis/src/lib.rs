@@ -54,6 +54,7 @@
 
 pub mod capacity;
 mod histogram;
+pub mod plan;
 mod record;
 mod recorder;
 mod summary;

@@ -25,6 +25,7 @@ mod csv;
 mod hlog;
 pub mod html;
 mod json;
+pub mod plan;
 mod summary_formats;
 mod terminal;
 mod time;
