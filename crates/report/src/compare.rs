@@ -163,6 +163,48 @@ pub fn compare(runs: &[CompareRun<'_>]) -> Result<Comparison, ReportError> {
         .iter()
         .map(|r| Blocks::of(r.record))
         .collect::<Result<_, _>>()?;
+    let warnings = warnings(runs, &blocks);
+    let labels: Vec<&str> = runs.iter().map(|r| r.label).collect();
+    // The resample picks, one set per run, shared by every figure so that
+    // figures of one resample come from the same intervals.
+    let picks = resample_picks(&blocks.iter().map(Blocks::len).collect::<Vec<_>>());
+    let mut metrics: Vec<MetricComparison> = specs(runs)
+        .iter()
+        .filter_map(|spec| bootstrap_metric(spec, &blocks, &picks, &labels))
+        .collect();
+    resources(runs, &labels, &mut metrics);
+
+    Ok(Comparison {
+        format_version: COMPARE_FORMAT_VERSION,
+        runs: runs
+            .iter()
+            .map(|r| RunInfo {
+                label: r.label.to_owned(),
+                run_id: r.summary.run_id.clone(),
+                profile: r.summary.profile.clone(),
+                users: r.summary.users,
+                seed: r.summary.seed,
+                speed: r.summary.meta.speed,
+                steady_s: r.summary.steady.length_s,
+                steady_intervals: r.summary.steady.intervals,
+                verdict: r.summary.verdict.as_str().to_owned(),
+                interrupted: r.summary.interrupted,
+                client_bound: r.summary.client_bound,
+            })
+            .collect(),
+        warnings,
+        bootstrap: BootstrapSettings {
+            resamples: BOOTSTRAP_RESAMPLES,
+            seed: BOOTSTRAP_SEED,
+            confidence: 0.95,
+            unit: "steady-state interval (blocks of consecutive intervals beyond 200)".into(),
+        },
+        metrics,
+    })
+}
+
+/// Why the runs may not be comparable, or their noise estimate coarse.
+fn warnings(runs: &[CompareRun<'_>], blocks: &[Blocks]) -> Vec<String> {
     let mut warnings = Vec::new();
     if let Some(base) = runs.first() {
         let b = base.summary;
@@ -193,7 +235,7 @@ pub fn compare(runs: &[CompareRun<'_>]) -> Result<Comparison, ReportError> {
             }
         }
     }
-    for (r, bl) in runs.iter().zip(&blocks) {
+    for (r, bl) in runs.iter().zip(blocks) {
         if r.summary.interrupted {
             warnings.push(format!(
                 "{} was interrupted: its figures are partial",
@@ -214,9 +256,13 @@ pub fn compare(runs: &[CompareRun<'_>]) -> Result<Comparison, ReportError> {
             ));
         }
     }
+    warnings
+}
 
+/// The figures the bootstrap judges: each action's p95, then the rates.
+fn specs(runs: &[CompareRun<'_>]) -> Vec<Spec<'static>> {
     let actions: BTreeSet<&String> = runs.iter().flat_map(|r| r.summary.actions.keys()).collect();
-    let mut specs: Vec<Spec<'_>> = Vec::new();
+    let mut specs: Vec<Spec<'static>> = Vec::new();
     for action in actions {
         let a = action.clone();
         specs.push(Spec {
@@ -263,97 +309,68 @@ pub fn compare(runs: &[CompareRun<'_>]) -> Result<Comparison, ReportError> {
             figure: counter_rate(name, per),
         });
     }
+    specs
+}
 
-    let labels: Vec<&str> = runs.iter().map(|r| r.label).collect();
-    let mut metrics = Vec::new();
-    // The resample picks, one set per run, shared by every figure so that
-    // figures of one resample come from the same intervals.
-    let picks = resample_picks(&blocks.iter().map(Blocks::len).collect::<Vec<_>>());
+/// One figure across the runs, each later run's change with its bootstrap
+/// interval; `None` when no run has the figure.
+fn bootstrap_metric(
+    spec: &Spec<'_>,
+    blocks: &[Blocks],
+    picks: &[Vec<Vec<usize>>],
+    labels: &[&str],
+) -> Option<MetricComparison> {
     let mut scratch = Vec::new();
-    for spec in &specs {
-        let all: Vec<Vec<usize>> = blocks.iter().map(Blocks::all).collect();
-        let values: Vec<Option<f64>> = blocks
-            .iter()
-            .zip(&all)
-            .map(|(b, pick)| (spec.figure)(b, pick, &mut scratch).map(round3))
-            .collect();
-        if values.iter().all(Option::is_none) {
-            continue;
-        }
-        let base_resampled: Vec<Option<f64>> = picks[0]
-            .iter()
-            .map(|p| (spec.figure)(&blocks[0], p, &mut scratch))
-            .collect();
-        let mut changes = Vec::new();
-        for i in 1..runs.len() {
-            let change = pct(values[0], values[i]);
-            let mut diffs: Vec<f64> = picks[i]
-                .iter()
-                .zip(&base_resampled)
-                .filter_map(|(p, base)| pct(*base, (spec.figure)(&blocks[i], p, &mut scratch)))
-                .collect();
-            // Fewer than half the resamples with a figure: no interval.
-            let interval = (diffs.len() >= BOOTSTRAP_RESAMPLES / 2)
-                .then(|| percentile_interval(&mut diffs, 0.025, 0.975))
-                .flatten();
-            let (lo, hi) = (interval.map(|i| round3(i.0)), interval.map(|i| round3(i.1)));
-            let within = match (lo, hi) {
-                (Some(l), Some(h)) => Some(l <= 0.0 && h >= 0.0),
-                _ => None,
-            };
-            changes.push(change_of(
-                labels[i],
-                &spec.metric,
-                spec.lower_is_better,
-                change,
-                lo,
-                hi,
-                if within.is_some() {
-                    "bootstrap"
-                } else {
-                    "none"
-                },
-                within,
-            ));
-        }
-        metrics.push(MetricComparison {
-            kind: spec.kind.into(),
-            metric: spec.metric.clone(),
-            action: spec.action.clone(),
-            unit: spec.unit.into(),
-            lower_is_better: spec.lower_is_better,
-            values,
-            changes,
-        });
+    let values: Vec<Option<f64>> = blocks
+        .iter()
+        .map(|b| (spec.figure)(b, &b.all(), &mut scratch).map(round3))
+        .collect();
+    if values.iter().all(Option::is_none) {
+        return None;
     }
-    resources(runs, &labels, &mut metrics);
-
-    Ok(Comparison {
-        format_version: COMPARE_FORMAT_VERSION,
-        runs: runs
+    let base_resampled: Vec<Option<f64>> = picks[0]
+        .iter()
+        .map(|p| (spec.figure)(&blocks[0], p, &mut scratch))
+        .collect();
+    let mut changes = Vec::new();
+    for i in 1..blocks.len() {
+        let change = pct(values[0], values[i]);
+        let mut diffs: Vec<f64> = picks[i]
             .iter()
-            .map(|r| RunInfo {
-                label: r.label.to_owned(),
-                run_id: r.summary.run_id.clone(),
-                profile: r.summary.profile.clone(),
-                users: r.summary.users,
-                seed: r.summary.seed,
-                speed: r.summary.meta.speed,
-                steady_s: r.summary.steady.length_s,
-                steady_intervals: r.summary.steady.intervals,
-                verdict: r.summary.verdict.as_str().to_owned(),
-                interrupted: r.summary.interrupted,
-                client_bound: r.summary.client_bound,
-            })
-            .collect(),
-        warnings,
-        bootstrap: BootstrapSettings {
-            resamples: BOOTSTRAP_RESAMPLES,
-            seed: BOOTSTRAP_SEED,
-            confidence: 0.95,
-            unit: "steady-state interval (blocks of consecutive intervals beyond 200)".into(),
-        },
-        metrics,
+            .zip(&base_resampled)
+            .filter_map(|(p, base)| pct(*base, (spec.figure)(&blocks[i], p, &mut scratch)))
+            .collect();
+        // Fewer than half the resamples with a figure: no interval.
+        let interval = (diffs.len() >= BOOTSTRAP_RESAMPLES / 2)
+            .then(|| percentile_interval(&mut diffs, 0.025, 0.975))
+            .flatten();
+        let rounded = interval.map(|(l, h)| (round3(l), round3(h)));
+        let (lo, hi) = (rounded.map(|r| r.0), rounded.map(|r| r.1));
+        let within = rounded.map(|(l, h)| l <= 0.0 && h >= 0.0);
+        let method = if within.is_some() {
+            "bootstrap"
+        } else {
+            "none"
+        };
+        changes.push(change_of(
+            labels[i],
+            &spec.metric,
+            spec.lower_is_better,
+            change,
+            lo,
+            hi,
+            method,
+            within,
+        ));
+    }
+    Some(MetricComparison {
+        kind: spec.kind.into(),
+        metric: spec.metric.clone(),
+        action: spec.action.clone(),
+        unit: spec.unit.into(),
+        lower_is_better: spec.lower_is_better,
+        values,
+        changes,
     })
 }
 
