@@ -12,6 +12,14 @@
 //! | `errors.csv` | [`write_errors_csv`] | errors by interval, action and kind ([`ERRORS_CSV_HEADER`]) |
 //! | terminal | [`render_terminal`] | per-action table, score, throughput, delivery, server high averages and bottleneck, warnings, verdict |
 //! | terminal | [`render_monitor`] | the server part alone, for `peakhour monitor` |
+//! | `capacity.csv` | [`capacity::write_capacity_csv`] | one row per sweep step ([`capacity::CAPACITY_CSV_COLUMNS`]) |
+//! | `capacity.json` | [`capacity::capacity_json`] | the capacity analysis of a sweep, checked against [`capacity::CAPACITY_SCHEMA`] |
+//! | `capacity.html` | [`capacity::render_sweep_html`] | the capacity curve's charts, statement and steps |
+//!
+//! Every page shares one style sheet and one SVG chart kit ([`html`]),
+//! every number one formatter ([`number`]), and every CSV one writer (the
+//! `csv` crate). [`curve_csv`] reads the tables `peakhour analyze capacity`
+//! is given.
 //!
 //! The meaning of every field and column is in this crate's README.
 //!
@@ -19,12 +27,15 @@
 //! [`RunRecord`]: peakhour_analysis::RunRecord
 #![deny(missing_docs)]
 
+pub mod capacity;
 pub mod capacity_html;
 mod compare;
 mod csv;
+pub mod curve_csv;
 mod hlog;
 pub mod html;
 mod json;
+pub mod number;
 pub mod plan;
 mod summary_formats;
 mod terminal;
@@ -63,6 +74,9 @@ pub enum ReportError {
     /// The run's `started_at` is not an RFC 3339 UTC time.
     #[error("started_at {0:?} is not an RFC 3339 UTC time like 2026-05-01T12:00:00Z")]
     StartTime(String),
+    /// Writing a CSV file failed.
+    #[error("CSV: {0}")]
+    Csv(#[from] ::csv::Error),
     /// The HdrHistogram log writer failed.
     #[error("interval log: {0}")]
     Hlog(String),
