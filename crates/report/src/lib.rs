@@ -12,6 +12,7 @@
 //! | `errors.csv` | [`write_errors_csv`] | errors by interval, action and kind ([`ERRORS_CSV_HEADER`]) |
 //! | terminal | [`render_terminal`] | per-action table, score, throughput, delivery, server high averages and bottleneck, warnings, verdict |
 //! | terminal | [`render_monitor`] | the server part alone, for `peakhour monitor` |
+//! | report.html | [`monitor_view`] | `monitor.csv` reduced to the report's server timelines and counter table |
 //!
 //! The meaning of every field and column is in this crate's README.
 //!
@@ -25,6 +26,7 @@ mod csv;
 mod hlog;
 pub mod html;
 mod json;
+mod monitor_view;
 mod summary_formats;
 mod terminal;
 mod time;
@@ -44,6 +46,7 @@ pub use html::{
     ServerSoftware, render_compare_html, render_html,
 };
 pub use json::{SUMMARY_SCHEMA, summary_json};
+pub use monitor_view::monitor_view;
 pub use summary_formats::{SUMMARY_CSV_HEADER, render_summary_markdown, write_summary_csv};
 pub use terminal::{render_monitor, render_terminal};
 

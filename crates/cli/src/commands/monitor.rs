@@ -4,21 +4,20 @@
 //! bottleneck) are the monitor crate's `analysis::findings`.
 
 use std::io::{IsTerminal as _, Write as _};
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use peakhour_engine::date::{compact, epoch_secs};
 use peakhour_lab::{Lab, LabStatus, Layout};
-pub(crate) use peakhour_monitor::analysis::findings;
 use peakhour_monitor::analysis::TimeWindow;
+pub(crate) use peakhour_monitor::analysis::findings;
 use peakhour_monitor::{
     GroupSpec, LocalConfig, LocalSource, MailProbes, Monitor, MonitorConfig, MonitorReport,
     NodeExporterSource, Sample,
 };
+use peakhour_rundir::{DirKind, RunDir, RunFile, default_dir};
 
 use crate::args::MonitorArgs;
 
@@ -131,17 +130,13 @@ pub(crate) fn run(args: MonitorArgs) -> anyhow::Result<ExitCode> {
     if args.interval.is_zero() {
         bail!("--interval must be more than zero");
     }
-    let dir = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from("runs").join(format!(
-            "{}-monitor",
-            compact(epoch_secs(std::time::SystemTime::now()))
-        ))
-    });
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
-    let csv_path = dir.join("monitor.csv");
-    let csv = std::fs::File::create(&csv_path)
-        .with_context(|| format!("cannot create {}", csv_path.display()))?;
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_dir(std::time::SystemTime::now(), DirKind::Monitor));
+    let run_dir = RunDir::create(&dir).context("cannot create the output directory")?;
+    let csv = run_dir.create_monitor_csv()?;
+    let csv_path = run_dir.file(RunFile::Monitor);
     let config = MonitorConfig {
         interval: args.interval,
         duration: args.duration,
@@ -224,7 +219,7 @@ pub(crate) fn run(args: MonitorArgs) -> anyhow::Result<ExitCode> {
     text.push_str(&cost_line(&report));
     text.push('\n');
     print!("{text}");
-    write_summary(&dir, &text)?;
+    run_dir.write_monitor_summary(&text)?;
     println!("results: {}", dir.display());
     runtime.shutdown_timeout(Duration::from_millis(100));
     let stopped_early = interrupted.load(Ordering::SeqCst) && !args.until_signal;
@@ -233,11 +228,6 @@ pub(crate) fn run(args: MonitorArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-fn write_summary(dir: &Path, text: &str) -> anyhow::Result<()> {
-    let path = dir.join("monitor-summary.txt");
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// `--postfix-queue` and `--dovecot-port`, else the lab's if `--lab-dir` holds one.

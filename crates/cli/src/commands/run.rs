@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal as _, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -11,14 +11,15 @@ use peakhour_analysis::{
     ActionTiming, DeliveryRecorder, IntervalRecorder, Outcome as Recorded, Phase as RecordedPhase,
     PhaseLengths, QosThresholds, RecorderConfig, RunMeta, RunRecord, Summary, Verdict,
 };
-use peakhour_engine::date::{compact, epoch_secs, rfc3339};
+use peakhour_engine::date::{epoch_secs, rfc3339};
 use peakhour_engine::{
     Event, LATE_AFTER, Observer, Outcome, Phase, ReconcileProgress, RunClock, RunSettings,
     SelfSample,
 };
 use peakhour_monitor::analysis::{TimeWindow, mail_queue_at_end};
 use peakhour_monitor::{Monitor, MonitorConfig};
-use peakhour_workload::{ActionKind, Overrides, Plan};
+use peakhour_rundir::{DirKind, MonitorSection, RunConfig, RunDir, RunSection, TargetSection};
+use peakhour_workload::{ActionKind, HumanDuration, Overrides, Plan};
 use tokio::sync::watch;
 
 use super::monitor::{cost_line, findings, lab_probes, local_source, wait_for_signal};
@@ -44,11 +45,12 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let target = resolved.target.clone();
 
     let now = std::time::SystemTime::now();
-    let run_id = format!(
-        "{}-{}-{}u",
-        compact(epoch_secs(now)),
-        plan.name(),
-        plan.users()
+    let run_id = peakhour_rundir::dir_name(
+        now,
+        DirKind::Run {
+            profile: plan.name(),
+            users: plan.users(),
+        },
     );
     let dir = args
         .out
@@ -62,7 +64,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
-    write_config(&dir, &plan, &args, &target)?;
+    RunDir::new(&dir).write_config(&run_config(&plan, &args, &target)?)?;
 
     let qos = qos_thresholds(&plan, args.shape.qos_p95_ms);
     let settings = RunSettings {
@@ -235,7 +237,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Some((Err(e), _)) => eprintln!("warning: the server monitor failed: {e}"),
         None => {}
     }
-    write_results(&dir, &record, &summary)?;
+    RunDir::new(&dir).write_results(&record, &summary)?;
     if let Err(e) = super::report::write_report(&dir) {
         eprintln!("warning: report.html was not written: {e:#}");
     }
@@ -272,54 +274,31 @@ fn qos_thresholds(plan: &Plan, override_ms: Option<f64>) -> QosThresholds {
 }
 
 /// The resolved configuration, with every setting and no password.
-fn write_config(
-    dir: &Path,
+fn run_config(
     plan: &Plan,
     args: &RunArgs,
     target: &peakhour_engine::Target,
-) -> anyhow::Result<()> {
-    let mut text = format!(
-        "# peakhour {} run configuration (no credentials are stored)\n[run]\nramp_up = \"{}\"\nduration = \"{}\"\ndrain = \"{}\"\ninterval = \"{}\"\naction_timeout = \"{}\"\n\n[target]\nimap = \"{}\"\nsmtp = \"{}\"\n\n",
-        env!("CARGO_PKG_VERSION"),
-        humantime(args.shape.ramp_up),
-        humantime(args.shape.duration),
-        humantime(args.shape.drain),
-        humantime(args.shape.interval),
-        humantime(args.shape.action_timeout),
-        target.imap,
-        target.smtp,
-    );
-    text.push_str(&format!(
-        "[monitor]\ninterval = \"{}\"\nhigh_average_window = \"{}\"\nbaseline = \"{}\"\n\n",
-        humantime(MONITOR_INTERVAL),
-        humantime(args.high_average_window),
-        humantime(args.monitor_baseline),
-    ));
-    text.push_str(&plan.to_toml()?);
-    std::fs::write(dir.join("config.toml"), text).context("cannot write config.toml")?;
-    Ok(())
-}
-
-fn write_results(dir: &Path, record: &RunRecord, summary: &Summary) -> anyhow::Result<()> {
-    let write = |name: &str, bytes: &[u8]| {
-        std::fs::write(dir.join(name), bytes)
-            .with_context(|| format!("cannot write {}", dir.join(name).display()))
-    };
-    write(
-        "summary.json",
-        peakhour_report::summary_json(summary)?.as_bytes(),
-    )?;
-    write("record.json", serde_json::to_string(record)?.as_bytes())?;
-    let mut csv = Vec::new();
-    peakhour_report::write_intervals_csv(record, &mut csv)?;
-    write("intervals.csv", &csv)?;
-    let mut errors = Vec::new();
-    peakhour_report::write_errors_csv(record, &mut errors)?;
-    write("errors.csv", &errors)?;
-    let mut hlog = Vec::new();
-    peakhour_report::write_hlog(record, &mut hlog)?;
-    write("latency.hlog", &hlog)?;
-    Ok(())
+) -> anyhow::Result<RunConfig> {
+    let shape = &args.shape;
+    Ok(RunConfig::new(
+        RunSection {
+            ramp_up: HumanDuration(shape.ramp_up),
+            duration: HumanDuration(shape.duration),
+            drain: HumanDuration(shape.drain),
+            interval: HumanDuration(shape.interval),
+            action_timeout: HumanDuration(shape.action_timeout),
+        },
+        TargetSection {
+            imap: target.imap.to_string(),
+            smtp: target.smtp.to_string(),
+        },
+        MonitorSection {
+            interval: HumanDuration(MONITOR_INTERVAL),
+            high_average_window: HumanDuration(args.high_average_window),
+            baseline: HumanDuration(args.monitor_baseline),
+        },
+        plan,
+    )?)
 }
 
 fn signed_secs(at: Instant, origin: Instant) -> f64 {
