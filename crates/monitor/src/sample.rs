@@ -213,80 +213,9 @@ impl Sample {
     /// [`Sample::metrics`] with typed keys.
     pub fn keyed_metrics(&self) -> Vec<(MetricKey, Option<f64>)> {
         let mut out = Vec::with_capacity(64);
-        let sys = &self.system;
-        let total = sys.cpu.as_ref().map(|c| c.total);
-        let shares = |s: Option<CpuShares>| {
-            [
-                (CoreField::BusyPct, s.map(|s| s.busy_pct())),
-                (CoreField::UserPct, s.map(|s| s.user_pct)),
-                (CoreField::SystemPct, s.map(|s| s.system_pct)),
-                (CoreField::IowaitPct, s.map(|s| s.iowait_pct)),
-                (CoreField::StealPct, s.map(|s| s.steal_pct)),
-                (CoreField::IdlePct, s.map(|s| s.idle_pct)),
-            ]
-        };
-        // The machine's shares are the system fields of the same names.
-        let machine = [
-            SystemField::CpuBusyPct,
-            SystemField::CpuUserPct,
-            SystemField::CpuSystemPct,
-            SystemField::CpuIowaitPct,
-            SystemField::CpuStealPct,
-            SystemField::CpuIdlePct,
-        ];
-        for (field, (_, value)) in machine.into_iter().zip(shares(total)) {
-            out.push((MetricKey::system(field), value));
-        }
-        for core in 0..sys.cores {
-            let per_core = sys.cpu.as_ref().and_then(|c| c.per_core.get(core)).copied();
-            for (field, value) in shares(per_core) {
-                out.push((MetricKey::core(core, field), value));
-            }
-        }
-        let p = &sys.pressure;
-        let m = &sys.memory;
-        let system = [
-            (SystemField::Cores, Some(sys.cores as f64)),
-            (SystemField::RunQueue, sys.run_queue),
-            (SystemField::Load1, sys.load1),
-            (SystemField::PsiCpuSomePct, p.cpu_some_pct),
-            (SystemField::PsiIoSomePct, p.io_some_pct),
-            (SystemField::PsiIoFullPct, p.io_full_pct),
-            (SystemField::PsiMemorySomePct, p.memory_some_pct),
-            (SystemField::PsiMemoryFullPct, p.memory_full_pct),
-            (SystemField::MemTotalKb, Some(m.total_kb as f64)),
-            (SystemField::MemAvailableKb, Some(m.available_kb as f64)),
-            (SystemField::MemCachedKb, Some(m.cached_kb as f64)),
-            (SystemField::SwapTotalKb, Some(m.swap_total_kb as f64)),
-            (SystemField::SwapUsedKb, Some(m.swap_used_kb as f64)),
-            (SystemField::MajorFaultsPerS, m.major_faults_per_s),
-            (SystemField::SwapInPagesPerS, m.swap_in_pages_per_s),
-            (SystemField::SwapOutPagesPerS, m.swap_out_pages_per_s),
-        ];
-        out.extend(system.map(|(f, v)| (MetricKey::system(f), v)));
-        for d in &sys.disks {
-            let fields = [
-                (DiskField::ReadsPerS, d.reads_per_s),
-                (DiskField::WritesPerS, d.writes_per_s),
-                (DiskField::ReadKbPerS, d.read_kb_per_s),
-                (DiskField::WriteKbPerS, d.write_kb_per_s),
-                (DiskField::UtilPct, d.util_pct),
-                (DiskField::QueueLen, d.queue_len),
-                (DiskField::AwaitMs, d.await_ms),
-            ];
-            out.extend(fields.map(|(f, v)| (MetricKey::disk(&d.device, f), v)));
-        }
-        for n in &sys.networks {
-            let fields = [
-                (NetField::RxBytesPerS, n.rx_bytes_per_s),
-                (NetField::TxBytesPerS, n.tx_bytes_per_s),
-                (NetField::RxPacketsPerS, n.rx_packets_per_s),
-                (NetField::TxPacketsPerS, n.tx_packets_per_s),
-                (NetField::ErrorsPerS, n.errors_per_s),
-                (NetField::DropsPerS, n.drops_per_s),
-            ];
-            out.extend(fields.map(|(f, v)| (MetricKey::network(&n.interface, f), v)));
-        }
+        self.system.cpu_metrics(&mut out);
+        self.system.memory_metrics(&mut out);
+        self.system.device_metrics(&mut out);
         for g in &self.groups {
             let fields = [
                 (GroupField::CpuPct, g.cpu_pct),
@@ -323,5 +252,101 @@ impl Sample {
         ];
         out.extend(mail.map(|(f, v)| (MetricKey::system(f), v)));
         out
+    }
+}
+
+/// The shares of one core, or of all of them, as core fields.
+fn shares(s: Option<CpuShares>) -> [(CoreField, Option<f64>); 6] {
+    [
+        (CoreField::BusyPct, s.map(|s| s.busy_pct())),
+        (CoreField::UserPct, s.map(|s| s.user_pct)),
+        (CoreField::SystemPct, s.map(|s| s.system_pct)),
+        (CoreField::IowaitPct, s.map(|s| s.iowait_pct)),
+        (CoreField::StealPct, s.map(|s| s.steal_pct)),
+        (CoreField::IdlePct, s.map(|s| s.idle_pct)),
+    ]
+}
+
+impl SystemSample {
+    /// CPU shares of the machine and of each core, the run queue, load and
+    /// pressure, in column order.
+    fn cpu_metrics(&self, out: &mut Vec<(MetricKey, Option<f64>)>) {
+        // The machine's shares are the system fields of the same names.
+        let machine = [
+            SystemField::CpuBusyPct,
+            SystemField::CpuUserPct,
+            SystemField::CpuSystemPct,
+            SystemField::CpuIowaitPct,
+            SystemField::CpuStealPct,
+            SystemField::CpuIdlePct,
+        ];
+        let total = self.cpu.as_ref().map(|c| c.total);
+        for (field, (_, value)) in machine.into_iter().zip(shares(total)) {
+            out.push((MetricKey::system(field), value));
+        }
+        for core in 0..self.cores {
+            let per_core = self
+                .cpu
+                .as_ref()
+                .and_then(|c| c.per_core.get(core))
+                .copied();
+            for (field, value) in shares(per_core) {
+                out.push((MetricKey::core(core, field), value));
+            }
+        }
+        let p = &self.pressure;
+        let fields = [
+            (SystemField::Cores, Some(self.cores as f64)),
+            (SystemField::RunQueue, self.run_queue),
+            (SystemField::Load1, self.load1),
+            (SystemField::PsiCpuSomePct, p.cpu_some_pct),
+            (SystemField::PsiIoSomePct, p.io_some_pct),
+            (SystemField::PsiIoFullPct, p.io_full_pct),
+            (SystemField::PsiMemorySomePct, p.memory_some_pct),
+            (SystemField::PsiMemoryFullPct, p.memory_full_pct),
+        ];
+        out.extend(fields.map(|(f, v)| (MetricKey::system(f), v)));
+    }
+
+    fn memory_metrics(&self, out: &mut Vec<(MetricKey, Option<f64>)>) {
+        let m = &self.memory;
+        let fields = [
+            (SystemField::MemTotalKb, Some(m.total_kb as f64)),
+            (SystemField::MemAvailableKb, Some(m.available_kb as f64)),
+            (SystemField::MemCachedKb, Some(m.cached_kb as f64)),
+            (SystemField::SwapTotalKb, Some(m.swap_total_kb as f64)),
+            (SystemField::SwapUsedKb, Some(m.swap_used_kb as f64)),
+            (SystemField::MajorFaultsPerS, m.major_faults_per_s),
+            (SystemField::SwapInPagesPerS, m.swap_in_pages_per_s),
+            (SystemField::SwapOutPagesPerS, m.swap_out_pages_per_s),
+        ];
+        out.extend(fields.map(|(f, v)| (MetricKey::system(f), v)));
+    }
+
+    /// Every disk's columns, then every interface's.
+    fn device_metrics(&self, out: &mut Vec<(MetricKey, Option<f64>)>) {
+        for d in &self.disks {
+            let fields = [
+                (DiskField::ReadsPerS, d.reads_per_s),
+                (DiskField::WritesPerS, d.writes_per_s),
+                (DiskField::ReadKbPerS, d.read_kb_per_s),
+                (DiskField::WriteKbPerS, d.write_kb_per_s),
+                (DiskField::UtilPct, d.util_pct),
+                (DiskField::QueueLen, d.queue_len),
+                (DiskField::AwaitMs, d.await_ms),
+            ];
+            out.extend(fields.map(|(f, v)| (MetricKey::disk(&d.device, f), v)));
+        }
+        for n in &self.networks {
+            let fields = [
+                (NetField::RxBytesPerS, n.rx_bytes_per_s),
+                (NetField::TxBytesPerS, n.tx_bytes_per_s),
+                (NetField::RxPacketsPerS, n.rx_packets_per_s),
+                (NetField::TxPacketsPerS, n.tx_packets_per_s),
+                (NetField::ErrorsPerS, n.errors_per_s),
+                (NetField::DropsPerS, n.drops_per_s),
+            ];
+            out.extend(fields.map(|(f, v)| (MetricKey::network(&n.interface, f), v)));
+        }
     }
 }
