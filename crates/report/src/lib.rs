@@ -20,6 +20,7 @@
 //! every number one formatter ([`number`]), and every CSV one writer (the
 //! `csv` crate). [`curve_csv`] reads the tables `peakhour analyze capacity`
 //! is given.
+//! | report.html | [`monitor_view`] | `monitor.csv` reduced to the report's server timelines and counter table |
 //!
 //! The meaning of every field and column is in this crate's README.
 //!
@@ -37,6 +38,7 @@ pub mod html;
 mod json;
 pub mod number;
 pub mod plan;
+mod monitor_view;
 mod summary_formats;
 mod terminal;
 mod time;
@@ -56,6 +58,7 @@ pub use html::{
     ServerSoftware, render_compare_html, render_html,
 };
 pub use json::{SUMMARY_SCHEMA, summary_json};
+pub use monitor_view::monitor_view;
 pub use summary_formats::{SUMMARY_CSV_HEADER, render_summary_markdown, write_summary_csv};
 pub use terminal::{render_monitor, render_terminal};
 

@@ -6,17 +6,18 @@
 
 mod live_line;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use peakhour_analysis::{RunRecord, Summary, Verdict};
+use peakhour_analysis::{Summary, Verdict};
 use peakhour_engine::{RunResult, RunSettings, Target};
 use peakhour_monitor::analysis::{TimeWindow, mail_queue_at_end};
 use peakhour_monitor::{LocalSource, Monitor, MonitorConfig, MonitorReport};
-use peakhour_workload::{Overrides, Plan};
+use peakhour_rundir::{DirKind, MonitorSection, RunConfig, RunDir, RunSection, TargetSection};
+use peakhour_workload::{HumanDuration, Overrides, Plan};
 use tokio::runtime::Runtime;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -52,7 +53,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(monitor) = monitor {
         monitor.add_findings(&mut summary, &result, args.high_average_window);
     }
-    write_results(&prepared.dir, &result.record, &summary)?;
+    RunDir::new(&prepared.dir).write_results(&result.record, &summary)?;
     if let Err(e) = super::report::write_report(&prepared.dir) {
         eprintln!("warning: report.html was not written: {e:#}");
     }
@@ -94,11 +95,12 @@ impl Prepared {
         let plan = resolve_plan(&profile, overrides, &resolved)?;
         let target = resolved.target.clone();
 
-        let run_id = format!(
-            "{}-{}-{}u",
-            chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
-            plan.name(),
-            plan.users()
+        let run_id = peakhour_rundir::dir_name(
+            std::time::SystemTime::now(),
+            DirKind::Run {
+                profile: plan.name(),
+                users: plan.users(),
+            },
         );
         let dir = args
             .out
@@ -112,7 +114,7 @@ impl Prepared {
         }
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
-        write_config(&dir, &plan, args, &target)?;
+        RunDir::new(&dir).write_config(&run_config(&plan, args, &target)?)?;
 
         let settings = RunSettings {
             run_id,
@@ -276,54 +278,31 @@ fn humantime(d: Duration) -> String {
 }
 
 /// The resolved configuration, with every setting and no password.
-fn write_config(
-    dir: &Path,
+fn run_config(
     plan: &Plan,
     args: &RunArgs,
     target: &peakhour_engine::Target,
-) -> anyhow::Result<()> {
-    let mut text = format!(
-        "# peakhour {} run configuration (no credentials are stored)\n[run]\nramp_up = \"{}\"\nduration = \"{}\"\ndrain = \"{}\"\ninterval = \"{}\"\naction_timeout = \"{}\"\n\n[target]\nimap = \"{}\"\nsmtp = \"{}\"\n\n",
-        env!("CARGO_PKG_VERSION"),
-        humantime(args.shape.ramp_up),
-        humantime(args.shape.duration),
-        humantime(args.shape.drain),
-        humantime(args.shape.interval),
-        humantime(args.shape.action_timeout),
-        target.imap,
-        target.smtp,
-    );
-    text.push_str(&format!(
-        "[monitor]\ninterval = \"{}\"\nhigh_average_window = \"{}\"\nbaseline = \"{}\"\n\n",
-        humantime(MONITOR_INTERVAL),
-        humantime(args.high_average_window),
-        humantime(args.monitor_baseline),
-    ));
-    text.push_str(&plan.to_toml()?);
-    std::fs::write(dir.join("config.toml"), text).context("cannot write config.toml")?;
-    Ok(())
-}
-
-fn write_results(dir: &Path, record: &RunRecord, summary: &Summary) -> anyhow::Result<()> {
-    let write = |name: &str, bytes: &[u8]| {
-        std::fs::write(dir.join(name), bytes)
-            .with_context(|| format!("cannot write {}", dir.join(name).display()))
-    };
-    write(
-        "summary.json",
-        peakhour_report::summary_json(summary)?.as_bytes(),
-    )?;
-    write("record.json", serde_json::to_string(record)?.as_bytes())?;
-    let mut csv = Vec::new();
-    peakhour_report::write_intervals_csv(record, &mut csv)?;
-    write("intervals.csv", &csv)?;
-    let mut errors = Vec::new();
-    peakhour_report::write_errors_csv(record, &mut errors)?;
-    write("errors.csv", &errors)?;
-    let mut hlog = Vec::new();
-    peakhour_report::write_hlog(record, &mut hlog)?;
-    write("latency.hlog", &hlog)?;
-    Ok(())
+) -> anyhow::Result<RunConfig> {
+    let shape = &args.shape;
+    Ok(RunConfig::new(
+        RunSection {
+            ramp_up: HumanDuration(shape.ramp_up),
+            duration: HumanDuration(shape.duration),
+            drain: HumanDuration(shape.drain),
+            interval: HumanDuration(shape.interval),
+            action_timeout: HumanDuration(shape.action_timeout),
+        },
+        TargetSection {
+            imap: target.imap.to_string(),
+            smtp: target.smtp.to_string(),
+        },
+        MonitorSection {
+            interval: HumanDuration(MONITOR_INTERVAL),
+            high_average_window: HumanDuration(args.high_average_window),
+            baseline: HumanDuration(args.monitor_baseline),
+        },
+        plan,
+    )?)
 }
 
 fn signed_secs(at: Instant, origin: Instant) -> f64 {

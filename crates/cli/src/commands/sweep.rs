@@ -34,13 +34,9 @@ use crate::args::SweepArgs;
 /// Exit code of a sweep stopped by SIGINT or SIGTERM, as `peakhour run`'s.
 const EXIT_INTERRUPTED: u8 = 130;
 
-/// A step's `summary.json` as the typed [`Summary`]. The one place a step's
-/// results are read, so that a shared run-directory reader can replace it.
+/// A step's `summary.json` as the typed [`Summary`], through the run directory's reader.
 fn read_summary(dir: &Path) -> anyhow::Result<Summary> {
-    let path = dir.join("summary.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("in {}", path.display()))
+    Ok(peakhour_rundir::RunDir::new(dir).read_summary()?)
 }
 
 fn write_file(path: &Path, bytes: impl AsRef<[u8]>) -> anyhow::Result<()> {
@@ -76,8 +72,10 @@ fn plan(args: &SweepArgs) -> anyhow::Result<Plan> {
     let profile = load_profile(&args.profile.profile)?.name;
     check_lab(args, steps[steps.len() - 1])?;
     let dir = args.out.clone().unwrap_or_else(|| {
-        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
-        PathBuf::from("runs").join(format!("{stamp}-sweep-{}", profile_slug(&profile)))
+        peakhour_rundir::default_dir(
+            std::time::SystemTime::now(),
+            peakhour_rundir::DirKind::Sweep { profile: &profile },
+        )
     });
     let taken = |n: &u32| dir.join(format!("step-{n}u")).join("summary.json").exists();
     if dir.join("capacity.csv").exists() || steps.iter().any(taken) {
@@ -299,14 +297,3 @@ fn check_lab(args: &SweepArgs, max_users: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn profile_slug(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
-}
