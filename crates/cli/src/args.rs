@@ -194,10 +194,10 @@ pub(crate) struct LabUpArgs {
     #[arg(long, value_name = "CHAR", default_value_t = '/')]
     pub(crate) namespace_separator: char,
     /// Cap every lab server process at this many CPU cores (e.g. 0.5), with a cgroup.
-    #[arg(long, value_name = "CORES")]
+    #[arg(long, value_name = "CORES", value_parser = peakhour_lab::Limits::parse_cpus)]
     pub(crate) cpus: Option<f64>,
     /// Cap the lab servers' memory, page cache included (e.g. 256M, 1G), with a cgroup.
-    #[arg(long, value_name = "SIZE", value_parser = peakhour_lab::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = peakhour_lab::Limits::parse_memory)]
     pub(crate) memory: Option<u64>,
     /// SMTP port without AUTH or STARTTLS, for clients on loopback. Overrides --port-base.
     #[arg(long, value_name = "PORT")]

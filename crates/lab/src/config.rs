@@ -319,7 +319,7 @@ impl Limits {
         let range = f64::from(Self::MIN_MILLICPUS)..=f64::from(Self::MAX_MILLICPUS);
         if !millis.is_finite() || !range.contains(&millis) {
             return Err(format!(
-                "--cpus {cpus} is out of range: from 0.01 to {} cores",
+                "a CPU cap of {cpus} is out of range: from 0.01 to {} cores",
                 Self::MAX_MILLICPUS / 1000
             ));
         }
@@ -341,6 +341,23 @@ impl Limits {
             memory_bytes: Some(bytes),
             ..self
         })
+    }
+
+    /// Parses and checks a CPU cap as `lab up --cpus` takes it (cores, e.g. `0.5`).
+    pub fn parse_cpus(text: &str) -> Result<f64, String> {
+        let cpus: f64 = text
+            .trim()
+            .parse()
+            .map_err(|_| format!("{text:?} is not a number of cores (e.g. 0.5)"))?;
+        Limits::default().with_cpus(cpus)?;
+        Ok(cpus)
+    }
+
+    /// Parses and checks a memory cap as `lab up --memory` takes it (e.g. `256M`).
+    pub fn parse_memory(text: &str) -> Result<u64, String> {
+        let bytes = parse_size(text)?;
+        Limits::default().with_memory(bytes)?;
+        Ok(bytes)
     }
 
     /// The CPU cap in cores.
@@ -373,15 +390,16 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(trimmed.len());
     let (number, unit) = trimmed.split_at(split);
-    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+    let unit = unit.trim();
+    let shift = match unit.to_ascii_uppercase().as_str() {
         "" | "B" => 0,
         "K" | "KB" | "KIB" => 10,
         "M" | "MB" | "MIB" => 20,
         "G" | "GB" | "GIB" => 30,
         "T" | "TB" | "TIB" => 40,
-        other => {
+        _ => {
             return Err(format!(
-                "size {text:?}: unknown unit {other:?} (use K, M, G or T, e.g. 256M)"
+                "size {text:?}: unknown unit {unit:?} (use K, M, G or T, e.g. 256M)"
             ));
         }
     };
@@ -471,6 +489,15 @@ mod tests {
         assert!(Limits::default().with_cpus(0.001).is_err());
         assert!(Limits::default().with_cpus(f64::NAN).is_err());
         assert!(Limits::default().with_memory(1 << 20).is_err());
+        assert_eq!(Limits::parse_cpus("0.5"), Ok(0.5));
+        assert!(Limits::parse_cpus("lots").is_err());
+        assert!(
+            Limits::parse_cpus("5000")
+                .unwrap_err()
+                .contains("out of range")
+        );
+        assert_eq!(Limits::parse_memory("1G"), Ok(1 << 30));
+        assert!(Limits::parse_memory("1M").unwrap_err().contains("from 32M"));
         let both = half.with_memory(256 << 20).unwrap();
         assert_eq!(both.memory_bytes, Some(256 << 20));
         assert!(!both.is_unlimited());

@@ -52,3 +52,7 @@ pub use lifecycle::{DownReport, Lab, LabGuard, UpReport};
 pub use probe::PortProbe;
 pub use process::{ProcessId, ProcessInfo};
 pub use state::{ComponentStatus, Endpoints, LabStatus, LimitsStatus};
+
+/// The JSON schema [`LabStatus`] follows (`peakhour lab status --json`);
+/// the tests check real output against it.
+pub const STATUS_SCHEMA: &str = include_str!("../../../schemas/lab-status.schema.json");

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{config, scratch_dir};
+use common::{assert_matches_schema, config, scratch_dir};
 use peakhour_lab::{LabConfig, LabGuard, Namespace};
 
 /// Runs tests/lab_smoke.py against `lab` with `extra` arguments.
@@ -46,6 +46,7 @@ fn issue_12_a_courier_style_namespace_puts_every_folder_under_inbox() {
     };
     let lab = LabGuard::start(&courier).unwrap();
     assert_eq!(lab.status.namespace.prefix, "INBOX.");
+    assert_matches_schema(&lab.status);
     let said = python_smoke(&lab, &["--expect-namespace", "INBOX."]);
     assert!(
         said.contains("folders under 'INBOX.' (separator '.')"),

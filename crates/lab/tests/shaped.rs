@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{config, lab_processes, scratch_dir};
+use common::{assert_matches_schema, config, lab_processes, scratch_dir};
 use peakhour_lab::{CgroupStatus, Lab, LabConfig, LabGuard, LabStatus, Limits};
 
 fn group_members(cgroup: &CgroupStatus) -> Vec<Vec<i32>> {
@@ -82,6 +82,7 @@ fn issue_13_a_shaped_lab_holds_its_servers_to_half_a_core_and_reports_its_limits
     assert_eq!(status.limits.memory_bytes, Some(256 << 20));
     let cgroup = status.limits.cgroup.clone().expect("a cgroup");
     assert!(cgroup.name.starts_with("peakhour-lab-"), "{cgroup:?}");
+    assert_matches_schema(&status);
     let json = serde_json::to_value(&status).unwrap();
     assert_eq!(json["limits"]["cpus"], 0.5);
     assert_eq!(json["limits"]["memory_bytes"], 268_435_456);
@@ -183,6 +184,7 @@ fn an_unshaped_lab_has_no_cgroup_and_out_of_range_limits_are_refused() {
     assert_eq!(lab.status.limits.cpus, None);
     assert_eq!(lab.status.limits.memory_bytes, None);
     assert!(lab.status.limits.cgroup.is_none());
+    assert_matches_schema(&lab.status);
     drop(lab);
 
     let other = scratch_dir();
@@ -194,5 +196,10 @@ fn an_unshaped_lab_has_no_cgroup_and_out_of_range_limits_are_refused() {
         ..config(other.path(), 2)
     };
     let error = Lab::up(&tiny).unwrap_err();
-    assert!(error.to_string().contains("--cpus"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("CPU cap of 0.001 is out of range"),
+        "{error}"
+    );
 }

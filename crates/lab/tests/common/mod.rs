@@ -34,3 +34,19 @@ pub(crate) fn lab_processes(status: &peakhour_lab::LabStatus) -> Vec<i32> {
         .flat_map(|s| s.processes.iter().map(|p| p.pid))
         .collect()
 }
+
+/// Fails unless `status`, as `lab status --json` prints it, follows the
+/// committed schema.
+pub(crate) fn assert_matches_schema(status: &peakhour_lab::LabStatus) {
+    let schema: serde_json::Value = serde_json::from_str(peakhour_lab::STATUS_SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let json = serde_json::to_value(status).unwrap();
+    let problems: Vec<String> = validator
+        .iter_errors(&json)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "lab status does not match schemas/lab-status.schema.json: {problems:#?}\n{json:#}"
+    );
+}
