@@ -16,7 +16,8 @@ fn process_limit(users: u32) -> u32 {
     (users.saturating_mul(2) + 100).max(1000)
 }
 
-/// `dovecot.conf` for the lab.
+/// `dovecot.conf` for the lab. One template over 120 lines, kept whole so
+/// that it reads as the file Dovecot will read.
 pub(crate) fn dovecot_conf(config: &LabConfig, layout: &Layout) -> String {
     let mail_location = match config.storage {
         crate::Storage::Sdbox => "sdbox:~/mail",
