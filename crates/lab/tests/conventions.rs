@@ -26,11 +26,25 @@ fn python_smoke(lab: &LabGuard, extra: &[&str]) -> String {
         .output()
         .expect("python3");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "lab_smoke.py {extra:?} failed:\n{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    if !output.status.success() {
+        // The servers' own account of what happened, to tell a server's fault from ours.
+        let log_tail = |path: std::path::PathBuf| {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            format!(
+                "--- {}\n{}",
+                path.display(),
+                lines[lines.len().saturating_sub(30)..].join("\n")
+            )
+        };
+        let layout = lab.lab().layout();
+        panic!(
+            "lab_smoke.py {extra:?} failed:\n{stdout}{}\n{}\n{}",
+            String::from_utf8_lossy(&output.stderr),
+            log_tail(layout.dovecot_log()),
+            log_tail(layout.postfix_log())
+        );
+    }
     stdout
 }
 
