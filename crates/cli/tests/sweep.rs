@@ -23,7 +23,11 @@ fn capacity_validator() -> jsonschema::Validator {
 
 #[test]
 fn a_three_step_sweep_on_the_lab_gives_a_capacity_curve() {
-    let lab_root = tempfile::tempdir().unwrap();
+    // 0755: the lab refuses (and does not chmod) a 0700 directory its servers cannot reach.
+    let lab_root = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .tempdir()
+        .unwrap();
     let config = LabConfig {
         users: 12,
         ports: Ports::free().expect("free loopback ports"),
