@@ -48,10 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let per_10k = |n: u64| n as f64 * 10_000.0 / total as f64;
     println!("{path}: {total} operations, {bytes} bytes read and written");
-    println!(
-        "bytes per operation: {:.0}",
-        bytes as f64 / total as f64
-    );
+    println!("bytes per operation: {:.0}", bytes as f64 / total as f64);
     for (name, n) in &ops {
         println!("{name:<24} {n:>8}  {:>7.1} per 10,000", per_10k(*n));
     }
@@ -68,7 +65,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("  {size:>6}: {n:>7}  {:>6.1}", per_10k(**n));
         }
         let rest: u64 = by_count.iter().skip(8).map(|(_, n)| **n).sum();
-        let rest_bytes: u64 = by_count.iter().skip(8).map(|(s, n)| u64::from(**s) * **n).sum();
+        let rest_bytes: u64 = by_count
+            .iter()
+            .skip(8)
+            .map(|(s, n)| u64::from(**s) * **n)
+            .sum();
         if rest > 0 {
             println!(
                 "  other: {rest:>7}  {:>6.1}, {:.0} bytes on average",

@@ -526,10 +526,7 @@ fn tokenize(line: &str) -> Result<Vec<Token>, String> {
                     break;
                 }
                 if c == '"' {
-                    return Err(format!(
-                        "a quote in the middle of `{}`",
-                        &line[start..=i]
-                    ));
+                    return Err(format!("a quote in the middle of `{}`", &line[start..=i]));
                 }
                 chars.next();
             }
@@ -546,7 +543,11 @@ fn tokenize(line: &str) -> Result<Vec<Token>, String> {
 fn number(t: &Token, name: &str) -> Result<u64, String> {
     let parsed = if t.quoted {
         None
-    } else if let Some(hex) = t.text.strip_prefix("0x").or_else(|| t.text.strip_prefix("0X")) {
+    } else if let Some(hex) = t
+        .text
+        .strip_prefix("0x")
+        .or_else(|| t.text.strip_prefix("0X"))
+    {
         u64::from_str_radix(hex, 16).ok()
     } else if t.text.starts_with(|c: char| c.is_ascii_digit()) {
         t.text.parse().ok()

@@ -5,8 +5,10 @@
 //! clients run and whatever the other iterations drew. The drawn operations are made
 //! runnable by the schedule, which keeps track of what the client has open: a read with
 //! no file open first opens one, a delete with no scratch file first creates one. Those
-//! added operations are what any real client would have to do, and they are counted like
-//! any other.
+//! added operations are what any real client would have to do. So that they do not skew
+//! the mix, each added open or create is paid back: the next open or create drawn is
+//! skipped. A close drawn with nothing open is skipped too, since every open file is
+//! closed anyway (at the latest when its iteration ends).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -84,7 +86,10 @@ fn small(v: i64) -> u32 {
 
 impl FilePlan {
     /// Resolves a (validated) profile with the command-line overrides.
-    pub fn resolve(profile: &FileProfile, overrides: &FileOverrides) -> Result<FilePlan, PlanError> {
+    pub fn resolve(
+        profile: &FileProfile,
+        overrides: &FileOverrides,
+    ) -> Result<FilePlan, PlanError> {
         let clients = overrides
             .clients
             .unwrap_or_else(|| small(*profile.clients.get_ref()));
@@ -250,6 +255,8 @@ impl FilePlan {
             scratch: VecDeque::new(),
             next_scratch: 0,
             next_handle: 1,
+            owed_opens: 0,
+            owed_creates: 0,
             iteration: 0,
             work: 0,
             rng: None,
@@ -302,6 +309,9 @@ pub struct ClientScript<'a> {
     scratch: VecDeque<(String, u64)>,
     next_scratch: u64,
     next_handle: Handle,
+    /// Opens and creates added to make a drawn operation runnable, not yet paid back.
+    owed_opens: u32,
+    owed_creates: u32,
     iteration: u32,
     work: u32,
     rng: Option<Rng>,
@@ -378,6 +388,7 @@ impl ClientScript<'_> {
     fn ensure_open(&mut self, rng: &mut Rng, ops: &mut Vec<FileOp>) -> &mut OpenFile {
         if self.open.is_none() {
             self.open_workspace_file(rng, ops);
+            self.owed_opens += 1;
         }
         self.open.as_mut().expect("a file was just opened")
     }
@@ -412,10 +423,13 @@ impl ClientScript<'_> {
         if self.scratch.is_empty() {
             if !self.open.as_ref().is_some_and(|f| f.scratch) {
                 self.create_scratch(ops);
+                self.owed_creates += 1;
             }
             self.close(ops);
         }
-        self.scratch.pop_front().expect("a scratch file was just closed")
+        self.scratch
+            .pop_front()
+            .expect("a scratch file was just closed")
     }
 
     fn write(&mut self, rng: &mut Rng, size: u64, ops: &mut Vec<FileOp>) {
@@ -451,7 +465,9 @@ impl ClientScript<'_> {
     fn step(&mut self, rng: &mut Rng, ops: &mut Vec<FileOp>) {
         let step = self.plan.draw(rng);
         match step.op {
+            ScriptOp::Open if self.owed_opens > 0 => self.owed_opens -= 1,
             ScriptOp::Open => self.open_workspace_file(rng, ops),
+            ScriptOp::Create if self.owed_creates > 0 => self.owed_creates -= 1,
             ScriptOp::Create => self.create_scratch(ops),
             ScriptOp::Read => self.read(rng, step.size, ops),
             ScriptOp::Write => self.write(rng, step.size, ops),
@@ -468,10 +484,7 @@ impl ClientScript<'_> {
                     offset,
                 });
             }
-            ScriptOp::Close => {
-                self.ensure_open(rng, ops);
-                self.close(ops);
-            }
+            ScriptOp::Close => self.close(ops),
             ScriptOp::Delete => {
                 let (path, _) = self.take_scratch(ops);
                 ops.push(FileOp::Delete { path });

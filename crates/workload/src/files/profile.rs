@@ -282,7 +282,13 @@ impl FileProfile {
             src,
         )?;
         at_least(&self.iterations.ramp_up, 0, "iterations.ramp_up", file, src)?;
-        at_least(&self.iterations.measured, 1, "iterations.measured", file, src)?;
+        at_least(
+            &self.iterations.measured,
+            1,
+            "iterations.measured",
+            file,
+            src,
+        )?;
         at_least(
             &self.iterations.ramp_down,
             0,
@@ -313,13 +319,20 @@ impl FileProfile {
     fn validate_directory(&self, file: &str, src: &str) -> Result<(), ProfileError> {
         let dir = self.workspace.directory.get_ref();
         let bad = if !dir.contains("{n}") {
-            Some(format!("`{dir}` must contain `{{n}}` so clients do not share a workspace"))
+            Some(format!(
+                "`{dir}` must contain `{{n}}` so clients do not share a workspace"
+            ))
         } else if dir.starts_with('/') || dir.contains('\\') {
             Some(format!(
                 "`{dir}` must be relative to the target's root, with `/` between names"
             ))
-        } else if dir.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
-            Some(format!("`{dir}` must not contain empty, `.` or `..` components"))
+        } else if dir
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..")
+        {
+            Some(format!(
+                "`{dir}` must not contain empty, `.` or `..` components"
+            ))
         } else {
             None
         };
@@ -411,7 +424,10 @@ fn at_least(
             src,
             Some(v.span()),
             field,
-            format!("must be a whole number from {min} to {} (got {x})", u32::MAX),
+            format!(
+                "must be a whole number from {min} to {} (got {x})",
+                u32::MAX
+            ),
         ));
     }
     Ok(x)

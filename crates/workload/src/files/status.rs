@@ -60,7 +60,10 @@ impl NtStatus {
             return u32::from_str_radix(hex, 16).ok().map(NtStatus);
         }
         let name = text.strip_prefix("NT_STATUS_")?;
-        NAMES.iter().find(|(_, n)| *n == name).map(|(c, _)| NtStatus(*c))
+        NAMES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(c, _)| NtStatus(*c))
     }
 
     /// The name without the `NT_STATUS_` prefix, if the code is in the table.
@@ -96,7 +99,10 @@ mod tests {
         }
         let codes: std::collections::BTreeSet<u32> = NAMES.iter().map(|(c, _)| *c).collect();
         assert_eq!(codes.len(), NAMES.len(), "no code is named twice");
-        assert_eq!(NtStatus::parse("0xc0000034"), Some(NtStatus::OBJECT_NAME_NOT_FOUND));
+        assert_eq!(
+            NtStatus::parse("0xc0000034"),
+            Some(NtStatus::OBJECT_NAME_NOT_FOUND)
+        );
         assert_eq!(NtStatus(0xC000_9999).to_string(), "0xc0009999");
         assert_eq!(NtStatus::parse("NT_STATUS_NOPE"), None);
         assert_eq!(NtStatus::parse("0x"), None);
