@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 # Servers the lab runs, and the tools it runs them with.
 PACKAGES=(dovecot-imapd dovecot-lmtpd dovecot-pop3d postfix openssl util-linux python3 ca-certificates chromium
   prometheus-node-exporter   # the monitor's remote source is tested against it
-  openjdk-17-jre-headless maven)  # HdrHistogram's own Java log tools read a run's latency.hlog in tests
+  openjdk-17-jre-headless maven  # HdrHistogram's own Java log tools read a run's latency.hlog in tests
+  radicale)  # the CalDAV server peakhour-caldav's live test runs against
 
 say() { printf '==> %s\n' "$*"; }
 
