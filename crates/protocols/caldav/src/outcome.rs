@@ -1,6 +1,8 @@
 //! What CalDAV responses mean: status codes and multistatus bodies turned
 //! into typed outcomes. Sans-I/O, like the builders in [`crate::requests`].
 
+use std::borrow::Cow;
+
 use peakhour_http::{HttpError, Response};
 
 use crate::multistatus::{Multistatus, XmlError, XmlLimits, parse_multistatus};
@@ -41,14 +43,21 @@ pub enum CalDavError {
 }
 
 impl CalDavError {
-    /// A stable label for counting errors by kind.
-    pub fn kind(&self) -> &'static str {
+    /// A stable label for counting errors by kind: the HTTP layer's kinds,
+    /// `status:NNN`, `bad-xml` or `missing-property`.
+    pub fn kind(&self) -> Cow<'static, str> {
         match self {
-            CalDavError::Http(error) => error.kind(),
-            CalDavError::Status { .. } => "status",
-            CalDavError::Xml { .. } => "bad_xml",
-            CalDavError::MissingProperty { .. } => "missing_property",
+            CalDavError::Http(error) => Cow::Borrowed(error.kind()),
+            CalDavError::Status { status, .. } => Cow::Owned(format!("status:{status}")),
+            CalDavError::Xml { .. } => Cow::Borrowed("bad-xml"),
+            CalDavError::MissingProperty { .. } => Cow::Borrowed("missing-property"),
         }
+    }
+
+    /// True if the connection is still in step after this error: the whole
+    /// response was read, only its meaning was wrong.
+    pub fn is_recoverable(&self) -> bool {
+        !matches!(self, CalDavError::Http(_))
     }
 }
 

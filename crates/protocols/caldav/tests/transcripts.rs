@@ -220,7 +220,7 @@ fn replay(transcript: &Transcript, split: Split) -> Vec<String> {
                     client.enqueue_input(piece);
                     match client.next_response() {
                         Ok(Progress::NeedMoreInput) => {}
-                        Ok(Progress::Ready(response)) => {
+                        Ok(Progress::Event(response)) => {
                             let read = reader.take().expect("a response without a call");
                             log.push(match read(&response) {
                                 Ok(line) => line,
@@ -238,9 +238,9 @@ fn replay(transcript: &Transcript, split: Split) -> Vec<String> {
     }
     check_output(&mut client, &mut expected_out);
     if !failed && reader.is_some() {
-        client.close_input();
+        client.input_closed();
         match client.next_response() {
-            Ok(Progress::Ready(response)) => {
+            Ok(Progress::Event(response)) => {
                 let read = reader.take().expect("call");
                 log.push(read(&response).unwrap_or_else(|e| format!("error {}: {e}", e.kind())));
             }

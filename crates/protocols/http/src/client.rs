@@ -11,8 +11,8 @@ use crate::{Progress, excerpt};
 ///
 /// The caller writes [`HttpClient::pending_output`] to the server, passes
 /// what it reads to [`HttpClient::enqueue_input`] (and calls
-/// [`HttpClient::close_input`] at end of stream), and asks
-/// [`HttpClient::next_response`] until it is [`Progress::Ready`]. A body to
+/// [`HttpClient::input_closed`] at end of stream), and asks
+/// [`HttpClient::next_response`] until it is [`Progress::Event`]. A body to
 /// be read as it arrives (an event stream) is sent with
 /// [`HttpClient::send_streaming`] and read with [`HttpClient::next_event`].
 ///
@@ -109,8 +109,8 @@ impl HttpClient {
 
     /// The server closed its side: a body framed by the close ends here, and
     /// any other incomplete response is an error.
-    pub fn close_input(&mut self) {
-        self.decoder.close_input();
+    pub fn input_closed(&mut self) {
+        self.decoder.input_closed();
     }
 
     /// True while a request's response is awaited or being read.
@@ -142,20 +142,20 @@ impl HttpClient {
             self.body = sink;
             match step? {
                 Progress::NeedMoreInput => return Ok(Progress::NeedMoreInput),
-                Progress::Ready(Decoded::Head(head)) => self.head = Some(head),
-                Progress::Ready(Decoded::Data) => {
+                Progress::Event(Decoded::Head(head)) => self.head = Some(head),
+                Progress::Event(Decoded::Data) => {
                     // Already enforced for collected bodies; this covers a
                     // streaming request read with this method.
                     if self.body.len() > max_body {
                         return Err(ProtocolError::BodyTooLarge { limit: max_body });
                     }
                 }
-                Progress::Ready(Decoded::End) => {
+                Progress::Event(Decoded::End) => {
                     let Some(head) = self.head.take() else {
                         continue;
                     };
                     let body = std::mem::take(&mut self.body);
-                    return Ok(Progress::Ready(Response { head, body }));
+                    return Ok(Progress::Event(Response { head, body }));
                 }
             }
         }
@@ -167,9 +167,9 @@ impl HttpClient {
         let mut sink = Vec::new();
         Ok(match self.decoder.next_event(&mut sink)? {
             Progress::NeedMoreInput => Progress::NeedMoreInput,
-            Progress::Ready(Decoded::Head(head)) => Progress::Ready(BodyEvent::Head(head)),
-            Progress::Ready(Decoded::Data) => Progress::Ready(BodyEvent::Data(sink)),
-            Progress::Ready(Decoded::End) => Progress::Ready(BodyEvent::End),
+            Progress::Event(Decoded::Head(head)) => Progress::Event(BodyEvent::Head(head)),
+            Progress::Event(Decoded::Data) => Progress::Event(BodyEvent::Data(sink)),
+            Progress::Event(Decoded::End) => Progress::Event(BodyEvent::End),
         })
     }
 }

@@ -39,17 +39,24 @@ pub enum HttpError {
 
 impl HttpError {
     /// A stable label for counting errors by kind (`timeout`,
-    /// `body_too_large`, ...).
+    /// `body-too-large`, ...; words joined with `-`).
     pub fn kind(&self) -> &'static str {
         match self {
             HttpError::Transport(TransportError::Connect { .. }) => "connect",
-            HttpError::Transport(TransportError::ConnectTimeout { .. }) => "connect_timeout",
-            HttpError::Transport(TransportError::Handshake { .. }) => "tls_handshake",
+            HttpError::Transport(TransportError::ConnectTimeout { .. }) => "connect-timeout",
+            HttpError::Transport(TransportError::Handshake { .. }) => "tls-handshake",
             HttpError::Transport(_) => "io",
             HttpError::Protocol(error) => error.kind(),
-            HttpError::Request(_) => "bad_request",
+            HttpError::Request(_) => "bad-request",
             HttpError::Timeout { .. } => "timeout",
         }
+    }
+
+    /// Always false: after any of these the connection is closed (the next
+    /// request opens a new one). A response with an error status is not an
+    /// `HttpError`.
+    pub fn is_recoverable(&self) -> bool {
+        false
     }
 }
 
@@ -241,7 +248,7 @@ impl<D: Dial> HttpConnection<D> {
     async fn exchange(&mut self, request: &Request) -> Result<Response, HttpError> {
         self.start(request, true).await?;
         loop {
-            if let Progress::Ready(response) = self.core.next_response()? {
+            if let Progress::Event(response) = self.core.next_response()? {
                 return Ok(response);
             }
             self.read_more().await?;
@@ -282,7 +289,7 @@ impl<D: Dial> HttpConnection<D> {
             .await
             .map_err(TransportError::Io)?;
         if n == 0 {
-            self.core.close_input();
+            self.core.input_closed();
         } else {
             self.core.enqueue_input(&self.read_buf);
         }
@@ -303,8 +310,8 @@ impl<D: Dial> HttpConnection<D> {
             self.start(request, false).await?;
             loop {
                 match self.core.next_event()? {
-                    Progress::Ready(BodyEvent::Head(head)) => return Ok(head),
-                    Progress::Ready(_) => {
+                    Progress::Event(BodyEvent::Head(head)) => return Ok(head),
+                    Progress::Event(_) => {
                         return Err(HttpError::Protocol(ProtocolError::Closed {
                             mid_response: true,
                         }));
@@ -367,9 +374,9 @@ impl<D: Dial> ResponseStream<D> {
     pub async fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, HttpError> {
         while !self.ended {
             match self.connection.core.next_event()? {
-                Progress::Ready(BodyEvent::Data(bytes)) => return Ok(Some(bytes)),
-                Progress::Ready(BodyEvent::End) => self.ended = true,
-                Progress::Ready(BodyEvent::Head(_)) => {
+                Progress::Event(BodyEvent::Data(bytes)) => return Ok(Some(bytes)),
+                Progress::Event(BodyEvent::End) => self.ended = true,
+                Progress::Event(BodyEvent::Head(_)) => {
                     return Err(ProtocolError::MalformedHead {
                         reason: "a second head in one response".into(),
                         excerpt: excerpt(b""),

@@ -103,18 +103,18 @@ pub enum ProtocolError {
 }
 
 impl ProtocolError {
-    /// A stable label for counting errors by kind.
+    /// A stable label for counting errors by kind (words joined with `-`).
     pub fn kind(&self) -> &'static str {
         match self {
-            ProtocolError::MalformedHead { .. } => "malformed_head",
-            ProtocolError::HeadTooLarge { .. } => "head_too_large",
-            ProtocolError::TooManyHeaders { .. } => "too_many_headers",
-            ProtocolError::BadContentLength { .. } => "bad_content_length",
-            ProtocolError::UnsupportedTransferEncoding(_) => "unsupported_transfer_encoding",
-            ProtocolError::BodyTooLarge { .. } => "body_too_large",
-            ProtocolError::BadChunk { .. } => "bad_chunk",
-            ProtocolError::ChunkSizeOverflow { .. } => "chunk_size_overflow",
-            ProtocolError::SwitchingProtocols => "switching_protocols",
+            ProtocolError::MalformedHead { .. } => "malformed-head",
+            ProtocolError::HeadTooLarge { .. } => "head-too-large",
+            ProtocolError::TooManyHeaders { .. } => "too-many-headers",
+            ProtocolError::BadContentLength { .. } => "bad-content-length",
+            ProtocolError::UnsupportedTransferEncoding(_) => "unsupported-transfer-encoding",
+            ProtocolError::BodyTooLarge { .. } => "body-too-large",
+            ProtocolError::BadChunk { .. } => "bad-chunk",
+            ProtocolError::ChunkSizeOverflow { .. } => "chunk-size-overflow",
+            ProtocolError::SwitchingProtocols => "switching-protocols",
             ProtocolError::Closed { .. } => "closed",
         }
     }
@@ -256,7 +256,7 @@ impl ResponseDecoder {
         }
     }
 
-    pub(crate) fn close_input(&mut self) {
+    pub(crate) fn input_closed(&mut self) {
         self.closed = true;
     }
 
@@ -286,7 +286,7 @@ impl ResponseDecoder {
                 State::Head(expectation) => match self.parse_head(expectation)? {
                     HeadStep::NeedMore => return Ok(Progress::NeedMoreInput),
                     HeadStep::Interim => continue,
-                    HeadStep::Head(head) => return Ok(Progress::Ready(Decoded::Head(head))),
+                    HeadStep::Head(head) => return Ok(Progress::Event(Decoded::Head(head))),
                 },
                 State::Body {
                     framing,
@@ -324,12 +324,12 @@ impl ResponseDecoder {
                                 seen,
                             };
                             if added > 0 {
-                                return Ok(Progress::Ready(Decoded::Data));
+                                return Ok(Progress::Event(Decoded::Data));
                             }
                         }
                         BodyStep::End => {
                             self.finish();
-                            return Ok(Progress::Ready(Decoded::End));
+                            return Ok(Progress::Event(Decoded::End));
                         }
                     }
                 }

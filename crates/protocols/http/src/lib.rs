@@ -69,11 +69,14 @@ pub use peakhour_net::{Secret, Security, Timed};
 pub use request::{Method, Request, RequestError};
 pub use response::{Headers, Response, ResponseHead};
 
-/// What a sans-I/O step produced.
+/// What a sans-I/O step produced. The names follow the vocabulary the
+/// other cores share (`Event`, `NeedMoreInput`); the HTTP core hands its
+/// output out through [`HttpClient::pending_output`] instead of an `Output`
+/// step, because a request is written whole before its response is read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Progress<T> {
     /// A complete item.
-    Ready(T),
+    Event(T),
     /// Not enough input yet: read more from the server and enqueue it (or
     /// close the input at end of stream), then ask again.
     NeedMoreInput,

@@ -61,17 +61,17 @@ impl Replay {
         while !self.failed {
             let step = if self.stream {
                 self.client.next_event().map(|p| match p {
-                    Progress::Ready(BodyEvent::Head(head)) => {
+                    Progress::Event(BodyEvent::Head(head)) => {
                         self.log
                             .push(format!("head {} {}", head.status, head.reason));
                         true
                     }
-                    Progress::Ready(BodyEvent::Data(bytes)) => {
+                    Progress::Event(BodyEvent::Data(bytes)) => {
                         assert!(!bytes.is_empty(), "an empty Data event");
                         self.streamed.extend_from_slice(&bytes);
                         true
                     }
-                    Progress::Ready(BodyEvent::End) => {
+                    Progress::Event(BodyEvent::End) => {
                         let body = std::mem::take(&mut self.streamed);
                         self.log
                             .push(format!("end {} \"{}\"", body.len(), body.escape_ascii()));
@@ -81,7 +81,7 @@ impl Replay {
                 })
             } else {
                 self.client.next_response().map(|p| match p {
-                    Progress::Ready(response) => {
+                    Progress::Event(response) => {
                         self.log.push(render(&response));
                         true
                     }
@@ -261,7 +261,7 @@ fn replay(transcript: &Transcript, split: Split) -> Vec<String> {
     }
     flush_request(&mut replay, &mut pending_client, pending_line);
     if !replay.failed {
-        replay.client.close_input();
+        replay.client.input_closed();
         replay.drain();
     }
     replay.log
@@ -320,10 +320,10 @@ fn a_huge_close_delimited_body_is_refused_at_the_cap() {
         assert!(fed < 1024 * 1024, "never refused");
         match client.next_response() {
             Ok(Progress::NeedMoreInput) => continue,
-            Ok(Progress::Ready(r)) => panic!("got a response of {}", r.body.len()),
+            Ok(Progress::Event(r)) => panic!("got a response of {}", r.body.len()),
             Err(error) => break error,
         }
     };
-    assert_eq!(error.kind(), "body_too_large");
+    assert_eq!(error.kind(), "body-too-large");
     assert!(fed <= 64 * 1024 + 16 * 1024, "fed {fed}");
 }
