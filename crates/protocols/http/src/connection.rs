@@ -178,6 +178,12 @@ impl<D: Dial> HttpConnection<D> {
         }
     }
 
+    /// What this connection dials (to open a second connection to the same
+    /// server, such as a push stream).
+    pub fn dialer(&self) -> &D {
+        &self.dialer
+    }
+
     /// How many connections have been opened so far (1 for a user whose
     /// connection was kept alive throughout).
     pub fn connects(&self) -> u64 {
