@@ -33,7 +33,15 @@ fuzz_target!(|input: &[u8]| {
 
     let mut client = HttpClient::new("fuzz.test", None, Limits::default());
     let start = UtcDateTime::from_unix(0);
-    if client.send(&query_events("/c/", start, start.plus_seconds(86_400), true)).is_err() {
+    if client
+        .send(&query_events(
+            "/c/",
+            start,
+            start.plus_seconds(86_400),
+            true,
+        ))
+        .is_err()
+    {
         return;
     }
     client.enqueue_input(input);

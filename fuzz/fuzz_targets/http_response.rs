@@ -68,7 +68,9 @@ fn run(state: State, pieces: &[&[u8]]) -> Log {
                     streamed.extend_from_slice(&bytes);
                     Some(String::new())
                 }
-                Progress::Event(BodyEvent::End) => Some(format!("end {:?}", std::mem::take(&mut streamed))),
+                Progress::Event(BodyEvent::End) => {
+                    Some(format!("end {:?}", std::mem::take(&mut streamed)))
+                }
                 Progress::Event(head) => Some(format!("{head:?}")),
                 Progress::NeedMoreInput => None,
             }),
@@ -102,7 +104,9 @@ fn run(state: State, pieces: &[&[u8]]) -> Log {
 }
 
 fuzz_target!(|input: &[u8]| {
-    let hash = input.iter().fold(0usize, |h, &b| h.wrapping_mul(31).wrapping_add(usize::from(b)));
+    let hash = input.iter().fold(0usize, |h, &b| {
+        h.wrapping_mul(31).wrapping_add(usize::from(b))
+    });
     let at = hash % (input.len() + 1);
     let (head, tail) = input.split_at(at);
     let bytes: Vec<&[u8]> = input.chunks(1).collect();

@@ -43,7 +43,9 @@ fn run(pieces: &[&[u8]]) -> (Vec<ServerEvent>, Option<String>) {
 }
 
 fuzz_target!(|input: &[u8]| {
-    let hash = input.iter().fold(0usize, |h, &b| h.wrapping_mul(31).wrapping_add(usize::from(b)));
+    let hash = input.iter().fold(0usize, |h, &b| {
+        h.wrapping_mul(31).wrapping_add(usize::from(b))
+    });
     let at = hash % (input.len() + 1);
     let (head, tail) = input.split_at(at);
     let whole = run(&[input]);

@@ -13,7 +13,9 @@
 
 use libfuzzer_sys::fuzz_target;
 use peakhour_http::{HttpClient, Limits, Progress, Response};
-use peakhour_jmap::envelope::{Email, GetResponse, Identity, Mailbox, QueryResponse, SetResponse, Upload};
+use peakhour_jmap::envelope::{
+    Email, GetResponse, Identity, Mailbox, QueryResponse, SetResponse, Upload,
+};
 use peakhour_jmap::{JmapResponse, Session, calls, exchange};
 
 fn read_all(envelope: &JmapResponse) {
@@ -31,7 +33,11 @@ fn read_response(response: &Response) {
         read_all(&envelope);
     }
     if let Ok(exchange::SessionStep::Session(session)) = exchange::session(response) {
-        let _ = (session.api_path(), session.upload_path("u"), session.event_source_path("*", 30));
+        let _ = (
+            session.api_path(),
+            session.upload_path("u"),
+            session.event_source_path("*", 30),
+        );
         let _ = session.primary_account(peakhour_jmap::session::MAIL);
     }
     let _ = exchange::upload(response);
