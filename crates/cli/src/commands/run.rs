@@ -23,8 +23,9 @@ use tokio::time::Instant;
 
 use self::live_line::LiveLine;
 use super::monitor::{cost_line, findings, lab_probes, local_source, wait_for_signal};
-use super::target::{ResolvedTarget, load_profile, resolve_plan, resolve_target};
+use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::RunArgs;
+use crate::config::{CONNECT_TIMEOUT, RunConfig, usage_exit};
 
 /// The server monitor samples every second during a run.
 const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
@@ -33,7 +34,15 @@ const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
 const EXIT_INTERRUPTED: u8 = 130;
 
 pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let prepared = Prepared::new(&args)?;
+    // Bounds first, then the profile, the target and the population: all
+    // before any connection, and bad usage exits with code 2.
+    let prepared = match RunConfig::check(&args)
+        .map_err(anyhow::Error::from)
+        .and_then(|config| Prepared::new(&args, config))
+    {
+        Ok(prepared) => prepared,
+        Err(error) => return usage_exit(error),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -41,16 +50,16 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .block_on(peakhour_engine::preflight(
             &prepared.plan,
             &prepared.target,
-            Duration::from_secs(10),
+            CONNECT_TIMEOUT,
         ))
         .context("the target failed its check before the load; nothing was run")?;
-    prepared.announce(&args);
+    prepared.announce();
 
-    let (result, monitor) = prepared.execute(&args, &runtime)?;
+    let (result, monitor) = prepared.execute(&runtime)?;
     let outcome = &result.outcome;
     let mut summary = Summary::compute(&result.record)?;
     if let Some(monitor) = monitor {
-        monitor.add_findings(&mut summary, &result, args.high_average_window);
+        monitor.add_findings(&mut summary, &result, prepared.config.high_average_window);
     }
     write_results(&prepared.dir, &result.record, &summary)?;
     if let Err(e) = super::report::write_report(&prepared.dir) {
@@ -61,6 +70,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if !outcome.reconciled {
         println!("deliveries were not reconciled (the run was interrupted)");
     }
+    print_safety_notes(&summary);
     println!("results: {}", prepared.dir.display());
     Ok(if outcome.interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
@@ -71,9 +81,37 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// What the summary holds that the terminal table does not say: panics,
+/// and lost copies that were never looked for.
+fn print_safety_notes(summary: &Summary) {
+    if summary.panics > 0 {
+        println!(
+            "FAILED: {} of peakhour's tasks panicked (a bug in peakhour); their work is missing \
+             from the figures and counted as errors of kind `panic`",
+            summary.panics
+        );
+    }
+    let d = &summary.delivery;
+    if d.lost_unsearched > 0 {
+        println!(
+            "{} of the {} lost copies are in mailboxes the reconciliation could not search \
+             (the search failed, timed out or panicked): not seen, but not looked for either",
+            d.lost_unsearched, d.lost
+        );
+    }
+    if d.lost_not_listed > 0 {
+        println!(
+            "summary.json names the first {} lost copies; {} more are counted, not named",
+            d.lost_recipients.len(),
+            d.lost_not_listed
+        );
+    }
+}
+
 /// A run ready to start: its plan, target, directory (with `config.toml`
 /// written) and engine settings.
 struct Prepared {
+    config: RunConfig,
     plan: Arc<Plan>,
     target: Arc<Target>,
     resolved: ResolvedTarget,
@@ -82,16 +120,19 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn new(args: &RunArgs) -> anyhow::Result<Self> {
+    fn new(args: &RunArgs, config: RunConfig) -> anyhow::Result<Self> {
         let profile = load_profile(&args.profile.profile)?;
         let resolved = resolve_target(&args.target)?;
+        let shape = &config.shape;
         let overrides = Overrides {
-            users: args.users,
-            day: args.shape.day,
-            speed: args.shape.speed,
-            seed: args.shape.seed,
+            users: config.users,
+            day: shape.day,
+            speed: shape.speed,
+            seed: shape.seed,
         };
         let plan = resolve_plan(&profile, overrides, &resolved)?;
+        // Mail goes only to the test population, checked before any connection.
+        check_population(&plan, &resolved, &config.allow_domains)?;
         let target = resolved.target.clone();
 
         let run_id = format!(
@@ -112,20 +153,21 @@ impl Prepared {
         }
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
-        write_config(&dir, &plan, args, &target)?;
+        write_config(&dir, &plan, &config, &target)?;
 
         let settings = RunSettings {
             run_id,
-            ramp_up: args.shape.ramp_up,
-            duration: args.shape.duration,
-            drain: args.shape.drain,
-            action_timeout: args.shape.action_timeout,
-            connect_timeout: Duration::from_secs(10),
+            ramp_up: shape.ramp_up,
+            duration: shape.duration,
+            drain: shape.drain,
+            action_timeout: shape.action_timeout,
+            connect_timeout: CONNECT_TIMEOUT,
             client_name: "client.peakhour.test".into(),
-            interval: args.shape.interval,
-            qos_p95_ms: args.shape.qos_p95_ms,
+            interval: shape.interval,
+            qos_p95_ms: shape.qos_p95_ms,
         };
         Ok(Prepared {
+            config,
             plan,
             target,
             resolved,
@@ -134,8 +176,9 @@ impl Prepared {
         })
     }
 
-    fn announce(&self, args: &RunArgs) {
+    fn announce(&self) {
         let plan = &self.plan;
+        let shape = &self.config.shape;
         eprintln!(
             "run {}: {} users of {}, day {} at speed {} (seed {}), ramp-up {:?}, steady {:?}, drain up to {:?}",
             self.settings.run_id,
@@ -144,9 +187,9 @@ impl Prepared {
             humantime(plan.day()),
             plan.speed(),
             plan.seed(),
-            args.shape.ramp_up,
-            args.shape.duration,
-            args.shape.drain
+            shape.ramp_up,
+            shape.duration,
+            shape.drain
         );
     }
 
@@ -163,11 +206,8 @@ impl Prepared {
 
     /// Runs the users with the monitor sampling beside them, until the run
     /// ends or SIGINT/SIGTERM stops it.
-    fn execute(
-        &self,
-        args: &RunArgs,
-        runtime: &Runtime,
-    ) -> anyhow::Result<(RunResult, Option<MonitorRun>)> {
+    fn execute(&self, runtime: &Runtime) -> anyhow::Result<(RunResult, Option<MonitorRun>)> {
+        let baseline = self.config.monitor_baseline;
         let monitor_source = self.monitor_source();
         // The monitor samples on a runtime (and thread) of its own: a sample reads
         // /proc for every process, and must not delay the simulated users' timers.
@@ -188,7 +228,7 @@ impl Prepared {
             });
             // The monitor's time_s counts from the run's start; a baseline samples the
             // idle server before it (negative time_s).
-            let origin = Instant::now() + args.monitor_baseline;
+            let origin = Instant::now() + baseline;
             let monitor = monitor_source.and_then(|(source, csv)| {
                 let config = MonitorConfig {
                     interval: MONITOR_INTERVAL,
@@ -207,10 +247,10 @@ impl Prepared {
                     None
                 }
             };
-            if monitor.is_some() && !args.monitor_baseline.is_zero() {
+            if monitor.is_some() && !baseline.is_zero() {
                 eprintln!(
                     "monitor: sampling the idle server for {} before the load",
-                    humantime(args.monitor_baseline)
+                    humantime(baseline)
                 );
                 tokio::time::sleep_until(origin).await;
             }
@@ -279,26 +319,38 @@ fn humantime(d: Duration) -> String {
 fn write_config(
     dir: &Path,
     plan: &Plan,
-    args: &RunArgs,
+    config: &RunConfig,
     target: &peakhour_engine::Target,
 ) -> anyhow::Result<()> {
+    let shape = &config.shape;
     let mut text = format!(
         "# peakhour {} run configuration (no credentials are stored)\n[run]\nramp_up = \"{}\"\nduration = \"{}\"\ndrain = \"{}\"\ninterval = \"{}\"\naction_timeout = \"{}\"\n\n[target]\nimap = \"{}\"\nsmtp = \"{}\"\n\n",
         env!("CARGO_PKG_VERSION"),
-        humantime(args.shape.ramp_up),
-        humantime(args.shape.duration),
-        humantime(args.shape.drain),
-        humantime(args.shape.interval),
-        humantime(args.shape.action_timeout),
+        humantime(shape.ramp_up),
+        humantime(shape.duration),
+        humantime(shape.drain),
+        humantime(shape.interval),
+        humantime(shape.action_timeout),
         target.imap,
         target.smtp,
     );
     text.push_str(&format!(
         "[monitor]\ninterval = \"{}\"\nhigh_average_window = \"{}\"\nbaseline = \"{}\"\n\n",
         humantime(MONITOR_INTERVAL),
-        humantime(args.high_average_window),
-        humantime(args.monitor_baseline),
+        humantime(config.high_average_window),
+        humantime(config.monitor_baseline),
     ));
+    if !config.allow_domains.is_empty() {
+        text.push_str(&format!(
+            "[population]\nallowed_domains = [{}]\n\n",
+            config
+                .allow_domains
+                .iter()
+                .map(|d| format!("\"{d}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     text.push_str(&plan.to_toml()?);
     std::fs::write(dir.join("config.toml"), text).context("cannot write config.toml")?;
     Ok(())

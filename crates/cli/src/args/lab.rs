@@ -1,0 +1,107 @@
+//! `peakhour lab ...`: the lab's commands and their arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use super::help::LAB_UP_EXAMPLES;
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum LabCommand {
+    /// Start the lab (harmless if it is already up) and print its endpoints.
+    #[command(after_help = LAB_UP_EXAMPLES)]
+    Up(LabUpArgs),
+    /// Stop every process the lab started, and check that none is left.
+    Down(LabDownArgs),
+    /// Report every lab process and whether each endpoint answers.
+    ///
+    /// Exit code 0 when healthy, 1 otherwise. `--json` prints the endpoints,
+    /// users and password for scripts.
+    Status(LabStatusArgs),
+    /// Send a message through the lab and read it back: SMTP in, IMAP and POP3 out.
+    ///
+    /// Uses peakhour's own protocol clients, and prints every command's time.
+    Check(LabCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LabDirArg {
+    /// The lab's private directory (configuration, logs, queue, mail store).
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = ".peakhour/lab",
+        env = "PEAKHOUR_LAB_DIR"
+    )]
+    pub(crate) dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LabUpArgs {
+    #[command(flatten)]
+    pub(crate) dir: LabDirArg,
+    /// Number of users: user1 ... userN in bench.test, sharing one generated password.
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub(crate) users: u32,
+    /// Dovecot's mail storage: sdbox (one file per message, Dovecot's fastest) or maildir.
+    #[arg(long, value_name = "FORMAT", default_value = "sdbox", value_parser = ["sdbox", "maildir"])]
+    pub(crate) storage: String,
+    /// Add N to every standard port (25, 465, 143, 993, 110, 24): 10000 gives 10025, 10143 ...
+    #[arg(long, value_name = "N", default_value_t = 10000)]
+    pub(crate) port_base: u16,
+    /// SMTP port (Postfix; STARTTLS and AUTH offered). Overrides --port-base.
+    #[arg(long, value_name = "PORT")]
+    pub(crate) smtp_port: Option<u16>,
+    /// SMTP with implicit TLS ("submissions") port. Overrides --port-base.
+    #[arg(long, value_name = "PORT")]
+    pub(crate) submissions_port: Option<u16>,
+    /// IMAP port (Dovecot; STARTTLS offered). Overrides --port-base.
+    #[arg(long, value_name = "PORT")]
+    pub(crate) imap_port: Option<u16>,
+    /// IMAP with implicit TLS port. Overrides --port-base.
+    #[arg(long, value_name = "PORT")]
+    pub(crate) imaps_port: Option<u16>,
+    /// POP3 port (Dovecot; STLS offered). Overrides --port-base.
+    #[arg(long, value_name = "PORT")]
+    pub(crate) pop3_port: Option<u16>,
+    /// LMTP port (Dovecot; Postfix delivers here). Overrides --port-base.
+    #[arg(long, value_name = "PORT")]
+    pub(crate) lmtp_port: Option<u16>,
+    /// Connections one Dovecot imap process serves (Dovecot's default is 1: a process
+    /// per connected user). Raise it (e.g. 100) for thousands of users.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub(crate) imap_client_limit: u32,
+    /// Print the resulting status as JSON instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LabDownArgs {
+    #[command(flatten)]
+    pub(crate) dir: LabDirArg,
+    /// Also delete the lab directory: mail store, queue, certificates and password.
+    #[arg(long)]
+    pub(crate) purge: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LabStatusArgs {
+    #[command(flatten)]
+    pub(crate) dir: LabDirArg,
+    /// Print JSON: {"healthy", "domain", "users", "password", "endpoints": {...}, ...}.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LabCheckArgs {
+    #[command(flatten)]
+    pub(crate) dir: LabDirArg,
+    /// The user (by number) the test message is sent to.
+    #[arg(long, value_name = "N", default_value_t = 42)]
+    pub(crate) user: u32,
+    /// Use STARTTLS (verified against the lab's CA) on every connection.
+    #[arg(long)]
+    pub(crate) starttls: bool,
+}
