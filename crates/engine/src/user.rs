@@ -132,16 +132,25 @@ impl<C: Connector> User<C> {
         if !sleep_until(timeline.logon_at, &mut stop).await {
             return;
         }
-        self.ensure_session(&mut stop, timeline.steady_end).await;
         let plan = self.shared.plan.clone();
         let schedule = plan.schedule(self.index);
         // A closed loop (seed 000's scripted sends) starts each action when the
         // previous one ended, plus the pause; an open (Poisson) schedule keeps
         // to its own clock whatever the server does.
         let closed_loop = schedule.is_closed_loop();
+        let mut schedule = schedule.peekable();
+        let action_timeout = self.shared.action_timeout;
+        // Logging on is retried until the first action is past saving (its
+        // intended time plus the action timeout), not through the whole
+        // steady phase: the actions that fall due meanwhile are counted as
+        // they fall due, not all at once at the end.
+        let first_due = schedule
+            .peek()
+            .map(|first| timeline.steady_start + first.at + action_timeout);
+        let until = first_due.map_or(timeline.steady_end, |due| due.min(timeline.steady_end));
+        self.ensure_session(&mut stop, until).await;
         let mut previous_end = timeline.steady_start;
         let mut completed = true;
-        let action_timeout = self.shared.action_timeout;
         for scheduled in schedule {
             let mut intended = timeline.steady_start + scheduled.at;
             if closed_loop {
@@ -168,7 +177,8 @@ impl<C: Connector> User<C> {
                 continue;
             }
             if self.session.is_none() {
-                self.ensure_session(&mut stop, timeline.steady_end).await;
+                let until = (intended + action_timeout).min(timeline.steady_end);
+                self.ensure_session(&mut stop, until).await;
                 if self.session.is_none() {
                     // Could not log back on: the action failed, and it is counted.
                     let now = Instant::now();
