@@ -316,7 +316,7 @@ fn issue_11_absurd_options_exit_with_code_2_and_say_why() {
 }
 
 #[test]
-fn issue_11_absurd_profile_numbers_exit_with_a_clear_error() {
+fn issue_11_absurd_profile_numbers_exit_with_code_2_and_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("absurd.toml");
     let shown = peakhour(&["profiles", "show", "mmb-medium"]);
@@ -324,9 +324,9 @@ fn issue_11_absurd_profile_numbers_exit_with_a_clear_error() {
     let absurd = text.replacen("count = ", "count = 99999999999 # ", 1);
     assert_ne!(absurd, text);
     std::fs::write(&profile, absurd).unwrap();
-    let output = peakhour(&["profiles", "show", profile.to_str().unwrap(), "--resolved"]);
+    let output = peakhour(&["run", "--profile", profile.to_str().unwrap()]);
     let text = stderr(&output);
-    assert_ne!(output.status.code(), Some(0));
+    assert_eq!(output.status.code(), Some(2), "{text}");
     assert!(text.contains("users.count"), "{text}");
     assert!(text.contains("limit"), "{text}");
     assert!(!text.contains("panicked"), "{text}");

@@ -33,16 +33,20 @@ impl fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
-/// Prints `error` and returns exit code 2 if it is (or wraps) a
-/// [`UsageError`]; gives any other error back.
+/// Prints `error` and returns exit code 2 if it is bad usage: a
+/// [`UsageError`], or a profile that does not parse, breaks a bound or does
+/// not resolve with the options given. Gives any other error back.
 pub(crate) fn usage_exit(error: anyhow::Error) -> anyhow::Result<ExitCode> {
-    match error.downcast_ref::<UsageError>() {
-        Some(usage) => {
-            eprintln!("error: {usage}");
-            Ok(ExitCode::from(EXIT_USAGE))
-        }
-        None => Err(error),
+    let is_usage = error.chain().any(|cause| {
+        cause.is::<UsageError>()
+            || cause.is::<peakhour_workload::ProfileError>()
+            || cause.is::<peakhour_workload::PlanError>()
+    });
+    if is_usage {
+        eprintln!("error: {error:#}");
+        return Ok(ExitCode::from(EXIT_USAGE));
     }
+    Err(error)
 }
 
 /// `value` of `--flag`, if it lies within `min..=max`.
