@@ -646,22 +646,7 @@ impl<C: Connector> User<C> {
         // personal list: the envelope names every member, and every member
         // is a member of the population.
         let recipients = plan.delivered_to(&choice);
-        let envelope = recipients
-            .iter()
-            .map(|&u| population.address(u))
-            .collect::<Result<Vec<String>, _>>()
-            .and_then(|envelope| population.admit(&envelope).map(|()| envelope));
-        let envelope = match envelope {
-            Ok(envelope) => envelope,
-            Err(error) => {
-                // A bug: stop the run rather than send to anyone else.
-                shared.halt.raise(error);
-                return Err(Failure {
-                    kind: "outside-population".into(),
-                    session_lost: false,
-                });
-            }
-        };
+        let envelope = self.envelope(&recipients)?;
         let mut to: Vec<String> = choice
             .direct
             .iter()
@@ -754,6 +739,25 @@ impl<C: Connector> User<C> {
             return Ok(Outcome::Error("smtp:recipient-refused".into()));
         }
         Ok(Outcome::Ok)
+    }
+
+    /// The addresses of `recipients`, each checked against the population
+    /// before any SMTP transaction starts. One outside it is a bug: the run
+    /// is halted rather than send to anyone else.
+    fn envelope(&self, recipients: &[u32]) -> Result<Vec<String>, Failure> {
+        let population = &self.shared.population;
+        recipients
+            .iter()
+            .map(|&u| population.address(u))
+            .collect::<Result<Vec<String>, _>>()
+            .and_then(|envelope| population.admit(&envelope).map(|()| envelope))
+            .map_err(|error| {
+                self.shared.halt.raise(error);
+                Failure {
+                    kind: "outside-population".into(),
+                    session_lost: false,
+                }
+            })
     }
 
     async fn update_calendar(&mut self, nth: u64) -> Result<Outcome, Failure> {

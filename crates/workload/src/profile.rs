@@ -850,6 +850,31 @@ impl Profile {
                 ));
             }
         }
+        self.check_mailbox_bounds(file, src)?;
+        number(&self.qos.p95_ms, "qos.p95_ms", bounds::MAX_QOS_MS)?;
+        for (kind, v) in &self.qos.actions {
+            number(v, &format!("qos.actions.{kind}"), bounds::MAX_QOS_MS)?;
+        }
+        Ok(())
+    }
+
+    /// The starting mailbox's part of [`Profile::check_bounds`].
+    fn check_mailbox_bounds(&self, file: &str, src: &str) -> Result<(), ProfileError> {
+        let too_big = |span: Range<usize>, field: &str, got: String, max: String| {
+            ProfileError::at(
+                file,
+                src,
+                Some(span),
+                field,
+                format!("{got} is more than the limit of {max}"),
+            )
+        };
+        let count = |v: &Spanned<i64>, field: &str, max: i64| {
+            let x = *v.get_ref();
+            (x <= max)
+                .then_some(())
+                .ok_or_else(|| too_big(v.span(), field, x.to_string(), max.to_string()))
+        };
         let mut folders = 0_i64;
         let mut messages = 0_i64;
         for (i, f) in self.mailbox.folders.iter().enumerate() {
@@ -877,10 +902,6 @@ impl Profile {
                     ),
                 ));
             }
-        }
-        number(&self.qos.p95_ms, "qos.p95_ms", bounds::MAX_QOS_MS)?;
-        for (kind, v) in &self.qos.actions {
-            number(v, &format!("qos.actions.{kind}"), bounds::MAX_QOS_MS)?;
         }
         Ok(())
     }
