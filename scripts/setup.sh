@@ -12,7 +12,10 @@ cd "$(dirname "$0")/.."
 PACKAGES=(dovecot-imapd dovecot-lmtpd dovecot-pop3d postfix openssl util-linux python3 ca-certificates chromium
   prometheus-node-exporter   # the monitor's remote source is tested against it
   openjdk-17-jre-headless maven  # HdrHistogram's own Java log tools read a run's latency.hlog in tests
-  man-db)  # `man -l -` renders `peakhour man` in tests
+  man-db         # `man -l -` renders `peakhour man` in tests
+  dbench                         # its NBENCH load file, /usr/share/dbench/client.txt, for trace replay and tests
+  samba smbclient                # the SMB backend's live tests start a private smbd; smbclient checks what it wrote
+  radicale)                      # the CalDAV server peakhour-caldav's live test runs against
 
 say() { printf '==> %s\n' "$*"; }
 

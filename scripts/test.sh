@@ -23,6 +23,8 @@ cargo test --locked --workspace
 
 say "independent check: Python's smtplib/imaplib/poplib against a fresh lab"
 lab_dir=$(mktemp -d /tmp/peakhour-ci-lab.XXXXXX)
+# mktemp makes 0700, which the lab refuses (its servers could not reach it) and does not change.
+chmod 755 "$lab_dir"
 cleanup() {
   target/debug/peakhour lab down --dir "$lab_dir" --purge >/dev/null 2>&1 || true
   rm -rf "$lab_dir"

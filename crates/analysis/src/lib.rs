@@ -15,6 +15,9 @@
 //!   merged per action into p50/p95/p99/max/mean, the weighted p95 score,
 //!   MMB-style throughput, delivery reconciliation, the client-bound check and
 //!   the QoS verdict.
+//! - **Statistics shared by every layer**: the one quantile definition
+//!   ([`quantile`], nearest rank, HdrHistogram's) and the bootstrap of
+//!   `peakhour compare` ([`bootstrap`]).
 //!
 //! # Measurement rules
 //!
@@ -52,8 +55,11 @@
 //! beside it as [`Score::pooled_p95_ms`].
 #![deny(missing_docs)]
 
+pub mod bootstrap;
 pub mod capacity;
 mod histogram;
+pub mod plan;
+pub mod quantile;
 mod record;
 mod recorder;
 mod summary;

@@ -103,3 +103,70 @@ fn bad_column_names_say_which_flag() {
         "{err}"
     );
 }
+
+/// The fixture as a spreadsheet would export it: a UTF-8 byte order mark,
+/// CRLF line ends, and a quoted header and note that span two lines.
+fn spreadsheet_export() -> tempfile::NamedTempFile {
+    let fixture = std::fs::read_to_string(fixture()).unwrap();
+    let mut text = String::from("\u{feff}");
+    for line in fixture.lines().filter(|l| !l.starts_with('#')) {
+        let line = line.replacen("bytes_per_sec", "\"bytes\nper sec\"", 1);
+        text.push_str(&line);
+        if line.starts_with("dm_1_client") {
+            text.push_str(",\"one client,\nwarming up\"");
+        }
+        text.push_str("\r\n");
+    }
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), text).unwrap();
+    file
+}
+
+#[test]
+fn a_byte_order_mark_and_quoted_line_breaks_read_like_the_plain_table() {
+    let file = spreadsheet_export();
+    let out = Command::new(env!("CARGO_BIN_EXE_peakhour"))
+        .args(["analyze", "capacity"])
+        .arg(file.path())
+        // The first column's name has no BOM stuck to it.
+        .args([
+            "--load-column",
+            "mix",
+            "--throughput-column",
+            "bytes\nper sec",
+        ])
+        .arg("--json")
+        .output()
+        .unwrap();
+    // `mix` holds names, not numbers: the error names the line and the cell.
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("column \"mix\"") && err.contains("is not a number"),
+        "{err}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_peakhour"))
+        .args(["analyze", "capacity"])
+        .arg(file.path())
+        .args([
+            "--load-column",
+            "clients",
+            "--throughput-column",
+            "bytes\nper sec",
+        ])
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let plain = analyze(&["--json"]);
+    let plain: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert_eq!(v["points"], plain["points"]);
+    assert_eq!(v["peak"]["load"], 56.0);
+    assert_eq!(v["knee"]["load"], 32.0);
+}

@@ -1,6 +1,7 @@
 //! `peakhour sweep` end to end against a small real lab: three steps, then
-//! capacity.csv, capacity.json (peak, USL fit and its few-points warning),
-//! capacity.html and the capacity statement.
+//! capacity.csv (its columns exactly), capacity.json (valid against the
+//! committed schemas/capacity.schema.json; peak, USL fit and its few-points
+//! warning), capacity.html and the capacity statement.
 #![allow(clippy::unwrap_used)] // test helpers fail loudly by design
 
 use std::process::Command;
@@ -10,9 +11,23 @@ use peakhour_lab::{LabConfig, LabGuard, Ports};
 
 const PEAKHOUR: &str = env!("CARGO_BIN_EXE_peakhour");
 
+fn capacity_validator() -> jsonschema::Validator {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schemas/capacity.schema.json"
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::draft202012::new(&schema).unwrap()
+}
+
 #[test]
 fn a_three_step_sweep_on_the_lab_gives_a_capacity_curve() {
-    let lab_root = tempfile::tempdir().unwrap();
+    // 0755: the lab refuses (and does not chmod) a 0700 directory its servers cannot reach.
+    let lab_root = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .tempdir()
+        .unwrap();
     let config = LabConfig {
         users: 12,
         ports: Ports::free().expect("free loopback ports"),
@@ -78,13 +93,15 @@ fn a_three_step_sweep_on_the_lab_gives_a_capacity_curve() {
         );
     }
 
-    // capacity.csv: a header and one row per step.
+    // capacity.csv: a header and one row per step, the columns as they
+    // have always been: 13 fixed ones, then one p95 column per action in
+    // name order.
     let csv = std::fs::read_to_string(sweep_dir.join("capacity.csv")).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 4, "{csv}");
     let header: Vec<&str> = lines[0].split(',').collect();
     assert_eq!(
-        &header[..11],
+        &header[..13],
         [
             "users",
             "throughput_actions_per_s",
@@ -96,19 +113,59 @@ fn a_three_step_sweep_on_the_lab_gives_a_capacity_curve() {
             "cpu_busy_pct",
             "bottleneck",
             "client_bound",
-            "verdict"
+            "verdict",
+            "interrupted",
+            "run_dir"
         ]
     );
-    assert!(header.contains(&"p95_ms.send"), "{header:?}");
+    let action_columns = &header[13..];
+    assert!(action_columns.contains(&"p95_ms.send"), "{header:?}");
+    assert!(
+        action_columns.iter().all(|c| c.starts_with("p95_ms.")),
+        "{header:?}"
+    );
+    assert!(action_columns.is_sorted(), "{header:?}");
     for (line, users) in lines[1..].iter().zip(["3", "6", "12"]) {
         let fields: Vec<&str> = line.split(',').collect();
+        assert_eq!(fields.len(), header.len(), "{line}");
         assert_eq!(fields[0], users);
         assert!(
             fields[1].parse::<f64>().unwrap() > 0.0,
             "throughput: {line}"
         );
+        let (attempts, errors) = (
+            fields[4].parse::<u64>().unwrap(),
+            fields[5].parse::<u64>().unwrap(),
+        );
+        assert!(attempts > 0 && errors <= attempts, "{line}");
         assert!(["pass", "fail"].contains(&fields[10]), "verdict: {line}");
+        assert_eq!(fields[11], "false", "interrupted: {line}");
+        assert_eq!(fields[12], format!("step-{users}u"));
     }
+
+    // capacity.json: valid against the committed schema, and the schema is
+    // strict enough to notice a missing or a stray field.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sweep_dir.join("capacity.json")).unwrap())
+            .unwrap();
+    let validator = capacity_validator();
+    let errors: Vec<String> = validator
+        .iter_errors(&json)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "capacity.json breaks the schema: {errors:#?}"
+    );
+    let mut missing = json.clone();
+    missing["sweep"]
+        .as_object_mut()
+        .unwrap()
+        .remove("steps_run");
+    assert!(!validator.is_valid(&missing), "a missing field must fail");
+    let mut stray = json.clone();
+    stray["peak"]["extra"] = serde_json::json!(1);
+    assert!(!validator.is_valid(&stray), "a stray field must fail");
 
     // capacity.json: the analysis, with the few-points warning of the USL fit.
     let json: serde_json::Value =
@@ -129,6 +186,8 @@ fn a_three_step_sweep_on_the_lab_gives_a_capacity_curve() {
     assert_eq!(json["sweep"]["p95_basis"], "weighted");
     assert_eq!(json["sweep"]["qos_p95_ms"], 60000.0);
     assert_eq!(json["sweep"]["seed"], 7);
+    assert_eq!(json["sweep"]["steps_run"], serde_json::json!([3, 6, 12]));
+    assert_eq!(json["sweep"]["speed"], 300.0);
 
     // capacity.html: self-contained, with the charts.
     let html = std::fs::read_to_string(sweep_dir.join("capacity.html")).unwrap();

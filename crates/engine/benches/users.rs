@@ -149,7 +149,11 @@ fn main() {
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with('-'));
     let idle_users: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(5000);
     let active_users: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(200);
-    let dir = tempfile::tempdir().expect("tempdir");
+    // 0755: the lab refuses (and does not chmod) a 0700 directory its servers cannot reach.
+    let dir = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .tempdir()
+        .expect("tempdir");
     let config = LabConfig {
         users: idle_users.max(active_users),
         ports: Ports::free().expect("free ports"),

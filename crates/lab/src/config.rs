@@ -63,6 +63,11 @@ impl FromStr for Storage {
 pub struct Ports {
     /// Postfix SMTP with STARTTLS and AUTH.
     pub smtp: u16,
+    /// Postfix SMTP that offers neither AUTH nor STARTTLS and takes mail only
+    /// from loopback (`mynetworks`), like a relay port on a trusted network.
+    /// 0 in the state of a lab started before this port existed.
+    #[serde(default)]
+    pub smtp_noauth: u16,
     /// Postfix SMTP with implicit TLS (RFC 8314 "submissions").
     pub submissions: u16,
     /// Dovecot IMAP with STARTTLS.
@@ -84,6 +89,8 @@ impl Ports {
         };
         Ok(Ports {
             smtp: shift(25)?,
+            // Not a standard port: the one after SMTP's, easy to remember.
+            smtp_noauth: shift(26)?,
             submissions: shift(465)?,
             imap: shift(143)?,
             imaps: shift(993)?,
@@ -121,16 +128,21 @@ impl Ports {
         None
     }
 
-    /// Every port with its service name, in a stable order.
-    pub fn named(&self) -> [(&'static str, u16); 6] {
+    /// Every port with its service name, in a stable order (a port of 0, not
+    /// offered, is left out).
+    pub fn named(&self) -> Vec<(&'static str, u16)> {
         [
             ("smtp", self.smtp),
+            ("smtp_noauth", self.smtp_noauth),
             ("submissions", self.submissions),
             ("imap", self.imap),
             ("imaps", self.imaps),
             ("pop3", self.pop3),
             ("lmtp", self.lmtp),
         ]
+        .into_iter()
+        .filter(|(_, port)| *port != 0)
+        .collect()
     }
 
     /// The first port number that appears twice, if any.
@@ -148,6 +160,7 @@ impl Default for Ports {
     fn default() -> Self {
         Ports {
             smtp: 10025,
+            smtp_noauth: 10026,
             submissions: 10465,
             imap: 10143,
             imaps: 10993,
@@ -176,6 +189,12 @@ pub struct LabConfig {
     /// of memory before peakhour does.
     #[serde(default = "one")]
     pub imap_client_limit: u32,
+    /// Dovecot's personal namespace: its prefix and hierarchy separator.
+    #[serde(default)]
+    pub namespace: Namespace,
+    /// CPU and memory caps on every server process (Linux cgroups).
+    #[serde(default)]
+    pub limits: Limits,
 }
 
 fn one() -> u32 {
@@ -192,13 +211,207 @@ impl LabConfig {
             storage: Storage::default(),
             ports: Ports::default(),
             imap_client_limit: 1,
+            namespace: Namespace::default(),
+            limits: Limits::default(),
         }
+    }
+
+    /// Checks what the types cannot: the namespace and the limits.
+    pub fn validate(&self) -> Result<(), String> {
+        self.namespace.validate()?;
+        self.limits.validate()
     }
 
     /// The login name of user `n` (1-based), e.g. `user42@bench.test`.
     pub fn user_address(&self, n: u32) -> String {
         format!("user{n}@{}", self.domain)
     }
+}
+
+/// Dovecot's personal (`inbox = yes`) namespace as IMAP clients see it.
+///
+/// The default, no prefix and `/`, is Dovecot's usual layout: `Sent` is a
+/// top-level folder. `INBOX.` with `.` is how Courier, Cyrus and many hosted
+/// servers look: every folder lives under `INBOX.`, so `CREATE Sent` is refused
+/// and `CREATE INBOX.Sent` works. The lab can play either, so clients can be
+/// tested against both.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Namespace {
+    /// Prefix of every folder but INBOX, ending with the separator, or empty.
+    pub prefix: String,
+    /// The hierarchy separator.
+    pub separator: char,
+}
+
+impl Default for Namespace {
+    fn default() -> Self {
+        Namespace {
+            prefix: String::new(),
+            separator: '/',
+        }
+    }
+}
+
+impl Namespace {
+    /// Characters a separator may not be: IMAP's list wildcards and quoted
+    /// specials, and what Dovecot's configuration syntax would misread.
+    const FORBIDDEN_SEPARATORS: &'static str = "\"\\*%{}#=";
+
+    /// Fails with a sentence saying what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        let separator = self.separator;
+        if !separator.is_ascii_punctuation() || Self::FORBIDDEN_SEPARATORS.contains(separator) {
+            return Err(format!(
+                "namespace separator {separator:?} is not usable: give one ASCII punctuation \
+                 character other than {} (usually / or .)",
+                Self::FORBIDDEN_SEPARATORS
+            ));
+        }
+        let prefix = &self.prefix;
+        if prefix.is_empty() {
+            return Ok(());
+        }
+        if prefix.len() > 64
+            || !prefix
+                .chars()
+                .all(|c| c.is_ascii_graphic() && !Self::FORBIDDEN_SEPARATORS.contains(c))
+        {
+            return Err(format!(
+                "namespace prefix {prefix:?} is not usable: at most 64 printable ASCII characters, \
+                 none of {}",
+                Self::FORBIDDEN_SEPARATORS
+            ));
+        }
+        if !prefix.ends_with(separator) || prefix.starts_with(separator) {
+            return Err(format!(
+                "namespace prefix {prefix:?} must end with the separator {separator:?} (and not \
+                 start with it), as Dovecot requires: e.g. INBOX{separator}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// CPU and memory caps for every process of a lab's servers, enforced with a
+/// Linux cgroup of the lab's own. None of either means no cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Limits {
+    /// CPU time per wall time, in thousandths of a core (500 is half a core).
+    /// Kept as an integer so that a configuration compares exactly.
+    pub millicpus: Option<u32>,
+    /// Memory, page cache included, in bytes.
+    pub memory_bytes: Option<u64>,
+}
+
+impl Limits {
+    /// The smallest CPU cap: the kernel's minimum CFS quota is 1 ms per 100 ms period.
+    pub const MIN_MILLICPUS: u32 = 10;
+    /// The largest CPU cap taken (1,024 cores).
+    pub const MAX_MILLICPUS: u32 = 1_024_000;
+    /// Below this, Dovecot's and Postfix's processes do not start reliably.
+    pub const MIN_MEMORY_BYTES: u64 = 32 << 20;
+    /// The largest memory cap taken (1 PiB).
+    pub const MAX_MEMORY_BYTES: u64 = 1 << 50;
+
+    /// A cap of `cpus` cores (0.5 is half a core).
+    pub fn with_cpus(self, cpus: f64) -> Result<Limits, String> {
+        let millis = cpus * 1000.0;
+        let range = f64::from(Self::MIN_MILLICPUS)..=f64::from(Self::MAX_MILLICPUS);
+        if !millis.is_finite() || !range.contains(&millis) {
+            return Err(format!(
+                "a CPU cap of {cpus} is out of range: from 0.01 to {} cores",
+                Self::MAX_MILLICPUS / 1000
+            ));
+        }
+        Ok(Limits {
+            // In range, so the cast cannot truncate.
+            millicpus: Some(millis.round() as u32),
+            ..self
+        })
+    }
+
+    /// A cap of `bytes` of memory.
+    pub fn with_memory(self, bytes: u64) -> Result<Limits, String> {
+        if !(Self::MIN_MEMORY_BYTES..=Self::MAX_MEMORY_BYTES).contains(&bytes) {
+            return Err(format!(
+                "memory limit {bytes} bytes is out of range: from 32M to 1P"
+            ));
+        }
+        Ok(Limits {
+            memory_bytes: Some(bytes),
+            ..self
+        })
+    }
+
+    /// Parses and checks a CPU cap as `lab up --cpus` takes it (cores, e.g. `0.5`).
+    pub fn parse_cpus(text: &str) -> Result<f64, String> {
+        let cpus: f64 = text
+            .trim()
+            .parse()
+            .map_err(|_| format!("{text:?} is not a number of cores (e.g. 0.5)"))?;
+        Limits::default().with_cpus(cpus)?;
+        Ok(cpus)
+    }
+
+    /// Parses and checks a memory cap as `lab up --memory` takes it (e.g. `256M`).
+    pub fn parse_memory(text: &str) -> Result<u64, String> {
+        let bytes = parse_size(text)?;
+        Limits::default().with_memory(bytes)?;
+        Ok(bytes)
+    }
+
+    /// The CPU cap in cores.
+    pub fn cpus(&self) -> Option<f64> {
+        self.millicpus.map(|m| f64::from(m) / 1000.0)
+    }
+
+    /// True if nothing is capped (no cgroup is made).
+    pub fn is_unlimited(&self) -> bool {
+        self.millicpus.is_none() && self.memory_bytes.is_none()
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if let Some(millis) = self.millicpus {
+            Limits::default().with_cpus(f64::from(millis) / 1000.0)?;
+        }
+        if let Some(bytes) = self.memory_bytes {
+            Limits::default().with_memory(bytes)?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses a size as `lab up --memory` takes it: bytes, or a number with a
+/// binary suffix `K`, `M`, `G`, `T` (also `KiB`, `MB` ...; all are powers of 1024,
+/// as cgroups and `free` count them), e.g. `256M`, `1.5G`.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let unit = unit.trim();
+    let shift = match unit.to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => {
+            return Err(format!(
+                "size {text:?}: unknown unit {unit:?} (use K, M, G or T, e.g. 256M)"
+            ));
+        }
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("size {text:?} is not a number with an optional unit (e.g. 256M)"))?;
+    // Powers of two up to 2^40 are exact in an f64.
+    let bytes = value * (1u64 << shift) as f64;
+    if !bytes.is_finite() || !(1.0..=1e18).contains(&bytes) {
+        return Err(format!("size {text:?} is out of range"));
+    }
+    Ok(bytes.round() as u64)
 }
 
 #[cfg(test)]
@@ -219,6 +432,76 @@ mod tests {
         assert_eq!(ports.duplicate(), None);
         ports.pop3 = ports.imap;
         assert_eq!(ports.duplicate(), Some(10143));
+    }
+
+    #[test]
+    fn namespaces_are_checked_as_dovecot_would() {
+        let courier = Namespace {
+            prefix: "INBOX.".into(),
+            separator: '.',
+        };
+        assert!(courier.validate().is_ok());
+        assert!(Namespace::default().validate().is_ok());
+        let no_trailing = Namespace {
+            prefix: "INBOX".into(),
+            separator: '.',
+        };
+        assert!(
+            no_trailing
+                .validate()
+                .unwrap_err()
+                .contains("must end with")
+        );
+        let wildcard = Namespace {
+            prefix: String::new(),
+            separator: '*',
+        };
+        assert!(wildcard.validate().unwrap_err().contains("not usable"));
+        let spaced = Namespace {
+            prefix: "My Box.".into(),
+            separator: '.',
+        };
+        assert!(spaced.validate().is_err());
+    }
+
+    #[test]
+    fn sizes_parse_in_powers_of_1024() {
+        assert_eq!(parse_size("256M").unwrap(), 256 << 20);
+        assert_eq!(parse_size("1G").unwrap(), 1 << 30);
+        assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("2T").unwrap(), 2 << 40);
+        assert!(
+            parse_size("12 parsecs")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
+        assert!(parse_size("M").is_err());
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn limits_are_bounded() {
+        let half = Limits::default().with_cpus(0.5).unwrap();
+        assert_eq!(half.millicpus, Some(500));
+        assert_eq!(half.cpus(), Some(0.5));
+        assert!(Limits::default().with_cpus(0.001).is_err());
+        assert!(Limits::default().with_cpus(f64::NAN).is_err());
+        assert!(Limits::default().with_memory(1 << 20).is_err());
+        assert_eq!(Limits::parse_cpus("0.5"), Ok(0.5));
+        assert!(Limits::parse_cpus("lots").is_err());
+        assert!(
+            Limits::parse_cpus("5000")
+                .unwrap_err()
+                .contains("out of range")
+        );
+        assert_eq!(Limits::parse_memory("1G"), Ok(1 << 30));
+        assert!(Limits::parse_memory("1M").unwrap_err().contains("from 32M"));
+        let both = half.with_memory(256 << 20).unwrap();
+        assert_eq!(both.memory_bytes, Some(256 << 20));
+        assert!(!both.is_unlimited());
+        assert!(Limits::default().is_unlimited());
     }
 
     #[test]

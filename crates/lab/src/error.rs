@@ -83,6 +83,20 @@ pub enum LabError {
         /// Which endpoints did not answer, and why.
         detail: String,
     },
+    /// The lab directory is not one the lab may use.
+    #[error("refusing the lab directory {dir}: {reason}")]
+    UnsafeDir {
+        /// The directory.
+        dir: PathBuf,
+        /// Why, and what to do instead.
+        reason: String,
+    },
+    /// A lab setting is out of range or malformed.
+    #[error("{0}")]
+    BadConfig(String),
+    /// The lab's cgroup could not be made, filled or removed.
+    #[error("cannot confine the lab with a cgroup: {0}")]
+    Cgroup(String),
     /// A file or directory operation failed.
     #[error("{path}: {source}")]
     Io {

@@ -13,11 +13,24 @@
 //! every process the lab started, by PID, even after a crash. Nothing is read
 //! from `/etc/postfix` or `/etc/dovecot`, and nothing listens beyond 127.0.0.1.
 //!
+//! Because it runs as root, the lab is careful with what it touches: it uses
+//! only a new, empty or lab-made directory that only root can change, never
+//! follows a symbolic link when it writes, removes on purge only what its
+//! manifest lists, and signals only processes it recognises as its own by
+//! start time, command line and executable.
+//!
+//! A lab can imitate other servers' conventions ([`Namespace`]: Courier-style
+//! `INBOX.` folders; an SMTP port without AUTH) and can be *shaped* with
+//! [`Limits`]: a cgroup (v1 or v2) caps the CPU and memory of every server
+//! process, and [`LimitsStatus`] names the files that account for them.
+//!
 //! The packages come from Debian (`scripts/setup.sh` installs them); a missing
 //! one is reported by [`Lab::up`] with the command that installs it.
 #![deny(missing_docs)]
 
+mod cgroup;
 mod config;
+mod dir;
 mod error;
 mod layout;
 mod lifecycle;
@@ -28,10 +41,18 @@ mod render;
 mod state;
 mod tls;
 
-pub use config::{DEFAULT_DOMAIN, LabConfig, MAIL_UID, Ports, Storage};
+pub use cgroup::{CgroupStatus, CgroupVersion};
+pub use config::{
+    DEFAULT_DOMAIN, LabConfig, Limits, MAIL_UID, Namespace, Ports, Storage, parse_size,
+};
+pub use dir::PurgeReport;
 pub use error::{LabError, SETUP_COMMAND};
 pub use layout::Layout;
 pub use lifecycle::{DownReport, Lab, LabGuard, UpReport};
 pub use probe::PortProbe;
 pub use process::{ProcessId, ProcessInfo};
-pub use state::{ComponentStatus, Endpoints, LabStatus};
+pub use state::{ComponentStatus, Endpoints, LabStatus, LimitsStatus};
+
+/// The JSON schema [`LabStatus`] follows (`peakhour lab status --json`);
+/// the tests check real output against it.
+pub const STATUS_SCHEMA: &str = include_str!("../../../schemas/lab-status.schema.json");

@@ -1,15 +1,16 @@
 //! `up`, `down` and `status`: the lab's lifecycle.
 
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rand::Rng as _;
 use rand::distr::Alphanumeric;
 
+use crate::cgroup::{LabCgroup, group_name};
+use crate::dir::{self, PurgeReport};
 use crate::probe::{self, PortProbe};
-use crate::process::spawn_in_new_session;
-use crate::state::{ComponentStatus, Endpoints, LabState, LabStatus};
+use crate::process::{Recognised, ServerCommand, spawn_in_new_session};
+use crate::state::{ComponentStatus, Endpoints, LabState, LabStatus, LimitsStatus};
 use crate::{LabConfig, LabError, Layout, MAIL_UID, prerequisites, render, tls};
 
 /// How long `up` waits for every endpoint to answer.
@@ -42,6 +43,13 @@ pub struct DownReport {
     pub killed: usize,
     /// Lab processes still alive afterwards (should be empty).
     pub remaining: Vec<i32>,
+    /// Processes `state.json` named that are not the lab's (another command
+    /// line, or not a server's executable): left alone, and said why.
+    pub not_ours: Vec<String>,
+    /// Things that did not go as they should but did not stop `down`.
+    pub warnings: Vec<String>,
+    /// What `--purge` removed and kept, if it ran.
+    pub purge: Option<PurgeReport>,
 }
 
 /// The lab in one directory.
@@ -68,15 +76,13 @@ impl Lab {
     pub fn up(config: &LabConfig) -> Result<UpReport, LabError> {
         let started = Instant::now();
         prerequisites::check()?;
+        config.validate().map_err(LabError::BadConfig)?;
         if let Some(port) = config.ports.duplicate() {
             return Err(LabError::DuplicatePort(port));
         }
-        std::fs::create_dir_all(&config.dir).map_err(|e| LabError::io(&config.dir, e))?;
-        // The servers are configured with absolute paths.
-        let dir = config
-            .dir
-            .canonicalize()
-            .map_err(|e| LabError::io(&config.dir, e))?;
+        // A new, empty or lab-made directory only, never a link; and the
+        // servers are configured with its absolute path.
+        let dir = dir::claim(&config.dir)?;
         let config = LabConfig {
             dir: dir.clone(),
             ..config.clone()
@@ -86,9 +92,12 @@ impl Lab {
         let previous = LabState::load(&layout.state_file())?;
 
         let mut cleaned_up = 0;
+        let mut warnings = Vec::new();
         if let Some(state) = &previous {
-            let all_running = state.dovecot.is_some_and(|p| p.is_alive())
-                && state.postfix.is_some_and(|p| p.is_alive());
+            let all_running = state.masters().count() == 2
+                && state
+                    .masters()
+                    .all(|(name, p)| p.recognise(&lab.command(name)) == Recognised::Running);
             if all_running {
                 if state.config != config {
                     return Err(LabError::RunningWithOtherSettings {
@@ -108,8 +117,12 @@ impl Lab {
                 }
             }
             // A half-running or crashed lab: stop what is left, then start afresh.
-            cleaned_up = lab.stop_masters(state).killed
-                + state.masters().filter(|(_, p)| p.is_alive()).count();
+            let stopped = lab.stop_masters(state);
+            cleaned_up = stopped.killed + stopped.stopped.len();
+            warnings.extend(stopped.not_ours);
+            if let Err(e) = lab.remove_cgroup(state) {
+                warnings.push(e.to_string());
+            }
         }
 
         for (service, port) in config.ports.named() {
@@ -122,7 +135,7 @@ impl Lab {
             .map(|state| state.password)
             .unwrap_or_else(generate_password);
         prepare_directories(&config, &layout)?;
-        let warnings = ensure_inotify_instances(config.users).into_iter().collect();
+        warnings.extend(ensure_inotify_instances(config.users));
         tls::ensure_certificates(&layout)?;
         write_configuration(&config, &layout, &password)?;
         create_postfix_queue(&layout)?;
@@ -132,12 +145,22 @@ impl Lab {
             password,
             dovecot: None,
             postfix: None,
+            cgroup: None,
         };
+        if !config.limits.is_unlimited() {
+            let cgroup = LabCgroup::locate(&group_name(&dir))?;
+            // Saved before it is made, so that `down` removes it whatever happens next.
+            state.cgroup = Some(cgroup.clone());
+            state.save(&layout.state_file())?;
+            cgroup.create(&config.limits)?;
+        }
         if let Err(error) = lab.start_servers(&mut state) {
             // A lab that did not come up leaves nothing running behind it.
             lab.stop_masters(&state);
+            let _ = lab.remove_cgroup(&state);
             state.dovecot = None;
             state.postfix = None;
+            state.cgroup = None;
             let _ = state.save(&layout.state_file());
             return Err(error);
         }
@@ -150,44 +173,101 @@ impl Lab {
         })
     }
 
-    /// Stops every process the lab started and checks that none is left.
-    /// With `purge`, also deletes the lab directory (mail, queue, password).
+    /// Stops every process the lab started and checks that none is left,
+    /// then removes the lab's cgroup. With `purge`, also deletes what the lab
+    /// made in its directory (mail, queue, password; see [`PurgeReport`]).
+    ///
+    /// Only processes the lab recognises as its own are signalled: a
+    /// `state.json` naming other processes gets them listed in
+    /// [`DownReport::not_ours`], never killed.
     pub fn down(&self, purge: bool) -> Result<DownReport, LabError> {
-        let state_file = self.layout.state_file();
+        let lab = self.resolved()?;
+        let state_file = lab.layout.state_file();
         let Some(mut state) = LabState::load(&state_file)? else {
-            return Err(LabError::NoLab(self.layout.root().to_owned()));
+            return Err(LabError::NoLab(lab.layout.root().to_owned()));
         };
-        let report = self.stop_masters(&state);
+        let mut report = lab.stop_masters(&state);
+        if report.remaining.is_empty() {
+            match lab.remove_cgroup(&state) {
+                Ok(()) => state.cgroup = None,
+                Err(e) => report.warnings.push(e.to_string()),
+            }
+        }
         state.dovecot = None;
         state.postfix = None;
-        if purge && report.remaining.is_empty() {
-            let root = self.layout.root();
-            std::fs::remove_dir_all(root).map_err(|e| LabError::io(root, e))?;
+        if purge && report.remaining.is_empty() && state.cgroup.is_none() {
+            report.purge = Some(dir::purge(lab.layout.root())?);
         } else {
             state.save(&state_file)?;
         }
         Ok(report)
     }
 
-    /// Starts Dovecot, then Postfix, each in its own session, and waits until
-    /// every endpoint answers. The state is saved after each start, so that
-    /// `down` can stop whatever did start even if this process dies.
+    /// This lab with its directory checked (a real directory, owned by root,
+    /// writable by nobody else) and its path made absolute, as `up` wrote it
+    /// into the servers' command lines.
+    fn resolved(&self) -> Result<Lab, LabError> {
+        let root = self.layout.root();
+        dir::check_existing(root)?;
+        let root = root.canonicalize().map_err(|e| LabError::io(root, e))?;
+        Ok(Lab::new(root))
+    }
+
+    /// The command line the lab runs `server` with, from this directory.
+    fn command(&self, server: &str) -> ServerCommand {
+        let layout = &self.layout;
+        if server == "dovecot" {
+            ServerCommand {
+                argv: vec![
+                    "/usr/sbin/dovecot".into(),
+                    "-F".into(),
+                    "-c".into(),
+                    layout.dovecot_conf().display().to_string(),
+                ],
+                helpers_dir: "/usr/lib/dovecot/",
+            }
+        } else {
+            ServerCommand {
+                argv: vec![
+                    "/usr/lib/postfix/sbin/master".into(),
+                    "-c".into(),
+                    layout.postfix_dir().display().to_string(),
+                    "-d".into(),
+                ],
+                helpers_dir: "/usr/lib/postfix/sbin/",
+            }
+        }
+    }
+
+    /// Starts Dovecot, then Postfix, each in its own session (and in the
+    /// lab's cgroup, if it has one), and waits until every endpoint answers.
+    /// The state is saved after each start, so that `down` can stop whatever
+    /// did start even if this process dies.
     fn start_servers(&self, state: &mut LabState) -> Result<(), LabError> {
         let layout = &self.layout;
-        let dovecot_conf = layout.dovecot_conf().display().to_string();
-        state.dovecot = Some(spawn_in_new_session(
-            "/usr/sbin/dovecot",
-            &["-F", "-c", &dovecot_conf],
-            &layout.dovecot_console(),
-        )?);
-        state.save(&layout.state_file())?;
-        let postfix_dir = layout.postfix_dir().display().to_string();
-        state.postfix = Some(spawn_in_new_session(
-            "/usr/lib/postfix/sbin/master",
-            &["-c", &postfix_dir, "-d"],
-            &layout.postfix_console(),
-        )?);
-        state.save(&layout.state_file())?;
+        let cgroup_procs = state
+            .cgroup
+            .as_ref()
+            .map(LabCgroup::procs_files)
+            .unwrap_or_default();
+        for (name, console) in [
+            ("dovecot", layout.dovecot_console()),
+            ("postfix", layout.postfix_console()),
+        ] {
+            let command = self.command(name);
+            let (program, args) = command
+                .argv
+                .split_first()
+                .unwrap_or((&command.argv[0], &[]));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let started = spawn_in_new_session(program, &args, &console, &cgroup_procs)?;
+            if name == "dovecot" {
+                state.dovecot = Some(started);
+            } else {
+                state.postfix = Some(started);
+            }
+            state.save(&layout.state_file())?;
+        }
         self.wait_until_ready(state)
     }
 
@@ -196,47 +276,92 @@ impl Lab {
             stopped: Vec::new(),
             killed: 0,
             remaining: Vec::new(),
+            not_ours: Vec::new(),
+            warnings: Vec::new(),
+            purge: None,
         };
         // Postfix first: it stops accepting mail before its delivery target goes.
         for (name, master) in state.masters() {
-            if master.is_alive() {
-                report.stopped.push(name.to_owned());
+            let command = self.command(name);
+            match master.recognise(&command) {
+                Recognised::Foreign(why) => {
+                    report.not_ours.push(format!(
+                        "{name}: state.json names {why}; it was not started by this lab and was                          left alone"
+                    ));
+                    continue;
+                }
+                Recognised::Running => report.stopped.push(name.to_owned()),
+                Recognised::Gone => {}
             }
-            report.killed += master.stop_session(STOP_GRACE);
+            report.killed += master.stop_server(&command, STOP_GRACE);
             report
                 .remaining
-                .extend(master.session_members().iter().map(|p| p.pid));
+                .extend(master.server_processes(&command).iter().map(|p| p.pid));
         }
         report
     }
 
+    /// Removes the lab's cgroup, if the state names one and it is this lab's.
+    fn remove_cgroup(&self, state: &LabState) -> Result<(), LabError> {
+        let Some(cgroup) = &state.cgroup else {
+            return Ok(());
+        };
+        let name = group_name(self.layout.root());
+        if !cgroup.is_named(&name) {
+            return Err(LabError::Cgroup(format!(
+                "state.json names the cgroup {:?}, which is not this lab's ({name}); left alone",
+                cgroup.dirs()
+            )));
+        }
+        cgroup.remove()
+    }
+
     /// Reports every server process and probes every endpoint.
     pub fn status(&self) -> Result<LabStatus, LabError> {
-        let Some(state) = LabState::load(&self.layout.state_file())? else {
-            return Err(LabError::NoLab(self.layout.root().to_owned()));
+        let lab = self.resolved()?;
+        let Some(state) = LabState::load(&lab.layout.state_file())? else {
+            return Err(LabError::NoLab(lab.layout.root().to_owned()));
         };
         let config = &state.config;
         let servers: Vec<ComponentStatus> =
             [("dovecot", state.dovecot), ("postfix", state.postfix)]
                 .into_iter()
-                .map(|(name, master)| ComponentStatus {
-                    name: name.to_owned(),
-                    master_pid: master.map(|p| p.pid),
-                    running: master.is_some_and(|p| p.is_alive()),
-                    processes: master.map(|p| p.session_members()).unwrap_or_default(),
+                .map(|(name, master)| {
+                    let command = lab.command(name);
+                    ComponentStatus {
+                        name: name.to_owned(),
+                        master_pid: master.map(|p| p.pid),
+                        running: master
+                            .is_some_and(|p| p.recognise(&command) == Recognised::Running),
+                        processes: master
+                            .map(|p| p.server_processes(&command))
+                            .unwrap_or_default(),
+                    }
                 })
                 .collect();
         let ports = probe_all(config, Duration::from_secs(2));
         let healthy = servers.iter().all(|s| s.running) && ports.iter().all(|p| p.answers);
+        let name = group_name(lab.layout.root());
+        let cgroup = state
+            .cgroup
+            .as_ref()
+            .filter(|c| c.is_named(&name))
+            .map(|c| c.status(&name));
         Ok(LabStatus {
             healthy,
-            dir: self.layout.root().display().to_string(),
+            dir: lab.layout.root().display().to_string(),
             domain: config.domain.clone(),
             users: config.users,
             password: state.password.clone(),
             storage: config.storage,
+            namespace: config.namespace.clone(),
+            limits: LimitsStatus {
+                cpus: config.limits.cpus(),
+                memory_bytes: config.limits.memory_bytes,
+                cgroup,
+            },
             endpoints: Endpoints::of(config),
-            ca_file: self.layout.ca_cert().display().to_string(),
+            ca_file: lab.layout.ca_cert().display().to_string(),
             servers,
             ports,
         })
@@ -344,13 +469,24 @@ fn probe_all(config: &LabConfig, timeout: Duration) -> Vec<PortProbe> {
 }
 
 fn describe(config: &LabConfig) -> String {
+    let cpus = config
+        .limits
+        .cpus()
+        .map_or_else(|| "no CPU cap".to_owned(), |c| format!("{c} CPUs"));
+    let memory = config.limits.memory_bytes.map_or_else(
+        || "no memory cap".to_owned(),
+        |b| format!("{b} bytes of memory"),
+    );
     format!(
-        "{} users, {} storage, imap port {}, smtp port {}, {} IMAP connections per process",
+        "{} users, {} storage, imap port {}, smtp port {}, {} IMAP connections per process, \
+         namespace prefix {:?} separator {:?}, {cpus}, {memory}",
         config.users,
         config.storage,
         config.ports.imap,
         config.ports.smtp,
-        config.imap_client_limit
+        config.imap_client_limit,
+        config.namespace.prefix,
+        config.namespace.separator,
     )
 }
 
@@ -390,72 +526,38 @@ fn generate_password() -> String {
         .collect()
 }
 
-fn mkdir(path: &Path, mode: u32) -> Result<(), LabError> {
-    std::fs::create_dir_all(path).map_err(|e| LabError::io(path, e))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .map_err(|e| LabError::io(path, e))
-}
-
+/// The lab's directories inside its (already claimed) root. Every one is
+/// the lab's own, so its mode is set; a symbolic link in the place of one is
+/// refused, never followed.
 fn prepare_directories(config: &LabConfig, layout: &Layout) -> Result<(), LabError> {
-    // Postfix's and Dovecot's unprivileged processes must traverse the lab
-    // directory to reach their queue, sockets and mail store.
-    check_traversable(layout.root())?;
-    mkdir(layout.root(), 0o755)?;
-    mkdir(&layout.dovecot_dir(), 0o755)?;
-    mkdir(&layout.dovecot_base_dir(), 0o755)?;
-    mkdir(&layout.dovecot_state_dir(), 0o750)?;
-    mkdir(&layout.postfix_dir(), 0o755)?;
+    // Postfix's and Dovecot's unprivileged processes must traverse these to
+    // reach their queue, sockets and mail store.
+    dir::ensure_dir(&layout.dovecot_dir(), 0o755, None)?;
+    dir::ensure_dir(&layout.dovecot_base_dir(), 0o755, None)?;
+    dir::ensure_dir(&layout.dovecot_state_dir(), 0o750, None)?;
+    dir::ensure_dir(&layout.postfix_dir(), 0o755, None)?;
     // A fresh queue on every start: mail left over from an earlier run would
     // otherwise be delivered during the next measurement.
     let queue = layout.postfix_queue();
-    if queue.exists() {
-        std::fs::remove_dir_all(&queue).map_err(|e| LabError::io(&queue, e))?;
-    }
-    mkdir(&queue, 0o755)?;
-    mkdir(&layout.postfix_data(), 0o755)?;
+    dir::remove_if_present(&queue)?;
+    dir::ensure_dir(&queue, 0o755, None)?;
     let mail = layout.mail_dir();
     let domain_dir = mail.join(&config.domain);
-    for dir in [&mail, &domain_dir] {
-        mkdir(dir, 0o750)?;
-        std::os::unix::fs::chown(dir, Some(MAIL_UID), Some(MAIL_UID))
-            .map_err(|e| LabError::io(dir, e))?;
+    for path in [&mail, &domain_dir] {
+        dir::ensure_dir(path, 0o750, Some((MAIL_UID, MAIL_UID)))?;
     }
     Ok(())
 }
 
-/// Every ancestor of the lab directory must be searchable by others, or
-/// Postfix (as user postfix) cannot reach its queue.
-fn check_traversable(dir: &Path) -> Result<(), LabError> {
-    for ancestor in dir.ancestors().skip(1) {
-        let Ok(meta) = std::fs::metadata(ancestor) else {
-            continue;
-        };
-        if meta.permissions().mode() & 0o001 == 0 {
-            return Err(LabError::io(
-                ancestor,
-                std::io::Error::other(
-                    "not searchable by other users, so Postfix and Dovecot cannot reach the lab; \
-                     choose a lab directory elsewhere with --dir (e.g. under /var/tmp)",
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn write_file(path: &Path, contents: &str, mode: u32) -> Result<(), LabError> {
-    std::fs::write(path, contents).map_err(|e| LabError::io(path, e))?;
+fn write_file(path: &Path, contents: &str, mode: u32) -> Result<std::fs::File, LabError> {
+    let file = dir::write_file(path, contents.as_bytes(), mode)?;
     // Postfix will not load a table or main.cf modified within the last
     // second ("being modified"); it polls every 0.3 s until the file is older,
     // which added 1.5 s to every start. Our files are complete once written.
     let settled = std::time::SystemTime::now() - Duration::from_secs(2);
-    std::fs::File::options()
-        .write(true)
-        .open(path)
-        .and_then(|file| file.set_modified(settled))
+    file.set_modified(settled)
         .map_err(|e| LabError::io(path, e))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .map_err(|e| LabError::io(path, e))
+    Ok(file)
 }
 
 fn write_configuration(
@@ -470,7 +572,7 @@ fn write_configuration(
     )?;
     // Read by Dovecot's auth process, which runs as user dovecot.
     let users = layout.dovecot_users();
-    write_file(
+    let users_file = write_file(
         &users,
         &render::dovecot_users(config, layout, password),
         0o640,
@@ -479,7 +581,7 @@ fn write_configuration(
         .ok()
         .flatten()
         .map(|g| g.gid.as_raw());
-    std::os::unix::fs::chown(&users, Some(0), dovecot_group)
+    std::os::unix::fs::fchown(&users_file, Some(0), dovecot_group)
         .map_err(|e| LabError::io(&users, e))?;
     let postfix = layout.postfix_dir();
     write_file(
@@ -496,7 +598,8 @@ fn write_configuration(
         &layout.postfix_recipients(),
         &render::postfix_recipients(config),
         0o644,
-    )
+    )?;
+    Ok(())
 }
 
 /// Creates Postfix's queue directories with the owners and modes Debian's
@@ -536,16 +639,15 @@ fn create_postfix_queue(layout: &Layout) -> Result<(), LabError> {
     dirs.push((queue.join("public"), postfix, postdrop, 0o2710));
     dirs.push((queue.join("pid"), 0, 0, 0o755));
     dirs.push((layout.postfix_data(), postfix, 0, 0o700));
-    for (dir, uid, gid, mode) in dirs {
-        mkdir(&dir, mode)?;
-        std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).map_err(|e| LabError::io(&dir, e))?;
+    for (path, uid, gid, mode) in dirs {
+        dir::ensure_dir(&path, mode, Some((uid, gid)))?;
     }
     Ok(())
 }
 
 /// The last lines of a log file, if it has any.
 fn tail(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = dir::read_to_string(path).ok()?;
     let lines: Vec<&str> = text.lines().collect();
     let start = lines.len().saturating_sub(8);
     let tail = lines[start..].join("\n");

@@ -4,10 +4,16 @@
 //! Each server master is started under `setsid`, so the master and every
 //! process it forks share a session id equal to the master's PID. That makes
 //! "every process this lab started" a question `/proc` can answer exactly,
-//! even after a crash left children behind, without matching names.
+//! even after a crash left children behind.
+//!
+//! `state.json` says which PIDs those were, but a state file can be wrong or
+//! planted, so nothing is signalled on its word alone: a master must have the
+//! recorded start time and the very command line the lab runs for that
+//! directory (derived from the directory, never read from the state), and a
+//! leftover child must be in the master's session, younger than it, and run
+//! one of the server's own executables.
 
-use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -35,6 +41,43 @@ pub struct ProcessInfo {
     pub pid: i32,
     /// Command name (`/proc/PID/comm`).
     pub name: String,
+}
+
+/// What the lab runs for one server, to recognise its processes by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServerCommand {
+    /// The program and its arguments, exactly as the lab starts it.
+    pub(crate) argv: Vec<String>,
+    /// The directory holding the server's helper executables; a process in the
+    /// master's session that runs anything else is not the server's.
+    pub(crate) helpers_dir: &'static str,
+}
+
+impl ServerCommand {
+    /// True if `pid` runs one of this server's executables: the master's
+    /// program, or a helper from its directory.
+    fn runs_our_executable(&self, pid: i32) -> bool {
+        let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
+            return false;
+        };
+        // An executable replaced by a package upgrade reads "PATH (deleted)".
+        let exe = exe.to_string_lossy();
+        let exe = exe.strip_suffix(" (deleted)").unwrap_or(&exe);
+        Some(exe) == self.argv.first().map(String::as_str) || exe.starts_with(self.helpers_dir)
+    }
+}
+
+/// Whether the master a state file names is the lab's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Recognised {
+    /// It runs, with the recorded start time and the lab's command line.
+    Running,
+    /// No process has that PID and start time any more (children of a
+    /// crashed master may remain).
+    Gone,
+    /// A process with that PID and start time runs something else: the
+    /// state is not to be trusted, and the process is left alone.
+    Foreign(String),
 }
 
 /// The fields of `/proc/PID/stat` the lab needs.
@@ -78,11 +121,48 @@ impl ProcessId {
         read_stat(self.pid).is_some_and(|stat| stat.start_ticks == self.start_ticks && !stat.zombie)
     }
 
+    /// Whether this is the master the lab started with `command`.
+    pub(crate) fn recognise(&self, command: &ServerCommand) -> Recognised {
+        if !self.is_alive() {
+            return Recognised::Gone;
+        }
+        let cmdline = command_line(self.pid);
+        if cmdline.as_ref() == Some(&command.argv) {
+            Recognised::Running
+        } else {
+            Recognised::Foreign(format!(
+                "pid {} runs {:?}, not {:?}",
+                self.pid,
+                cmdline.unwrap_or_default().join(" "),
+                command.argv.join(" ")
+            ))
+        }
+    }
+
+    /// Every live process of the server `command` started as this master:
+    /// the master and its children, known by session, age and executable.
+    ///
+    /// If the master is gone (a crash), its children keep the session id; they
+    /// are still found, unless a different process now owns the PID as a
+    /// session leader, in which case the session is not ours and nothing is
+    /// returned. If the PID and start time are a process that is not the
+    /// server, nothing is returned either.
+    pub(crate) fn server_processes(&self, command: &ServerCommand) -> Vec<ProcessInfo> {
+        if matches!(self.recognise(command), Recognised::Foreign(_)) {
+            return Vec::new();
+        }
+        self.session_members()
+            .into_iter()
+            .filter(|p| command.runs_our_executable(p.pid))
+            .collect()
+    }
+
     /// Every live process in this process's session: the master and its children.
     ///
     /// If the master is gone (a crash), its children keep the session id; they
     /// are still found, unless a different process now owns the PID as a
     /// session leader, in which case the session is not ours and nothing is returned.
+    /// This does not check what the processes run: see the lab's own use in `down`.
     pub fn session_members(&self) -> Vec<ProcessInfo> {
         if let Some(leader) = read_stat(self.pid)
             && leader.start_ticks != self.start_ticks
@@ -115,33 +195,50 @@ impl ProcessId {
         members
     }
 
-    /// Stops the master with SIGTERM, waits up to `grace` for it and its
-    /// children to exit, then SIGKILLs whatever of its session remains.
-    /// Returns how many processes had to be killed.
-    pub fn stop_session(&self, grace: Duration) -> usize {
-        if self.is_alive() {
-            let _ = kill(Pid::from_raw(self.pid), Signal::SIGTERM);
+    /// Stops the server `command` started as this master: SIGTERM to the
+    /// master, up to `grace` for it and its children to exit, then SIGKILL to
+    /// whatever of the server remains. A master that is not the lab's is not
+    /// signalled, nor is anything of its session. Returns how many processes
+    /// had to be killed.
+    pub(crate) fn stop_server(&self, command: &ServerCommand, grace: Duration) -> usize {
+        match self.recognise(command) {
+            Recognised::Foreign(_) => return 0,
+            Recognised::Running => {
+                let _ = kill(Pid::from_raw(self.pid), Signal::SIGTERM);
+            }
+            Recognised::Gone => {}
         }
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
-            if !self.is_alive() && self.session_members().is_empty() {
+            if !self.is_alive() && self.server_processes(command).is_empty() {
                 reap_exited_children();
                 return 0;
             }
             thread::sleep(Duration::from_millis(20));
         }
-        let leftovers = self.session_members();
+        let leftovers = self.server_processes(command);
         for process in &leftovers {
             let _ = kill(Pid::from_raw(process.pid), Signal::SIGKILL);
         }
         // Give the kernel a moment to reap them so that ports are free on return.
         let deadline = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < deadline && !self.session_members().is_empty() {
+        while Instant::now() < deadline && !self.server_processes(command).is_empty() {
             thread::sleep(Duration::from_millis(10));
         }
         reap_exited_children();
         leftovers.len()
     }
+}
+
+/// The command line of `pid` (`/proc/PID/cmdline`), one string per argument.
+fn command_line(pid: i32) -> Option<Vec<String>> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    Some(
+        raw.split(|&b| b == 0)
+            .filter(|arg| !arg.is_empty())
+            .map(|arg| String::from_utf8_lossy(arg).into_owned())
+            .collect(),
+    )
 }
 
 /// Children this process spawned and has not reaped yet.
@@ -157,23 +254,42 @@ fn reap_exited_children() {
     spawned().retain_mut(|child| !matches!(child.try_wait(), Ok(Some(_)) | Err(_)));
 }
 
+/// Joins the cgroups whose `cgroup.procs` files are given ($2 ... $(n+1)),
+/// then becomes the server. Run as `sh -c SCRIPT peakhour-lab N FILES... PROGRAM ARGS...`.
+const JOIN_CGROUPS_THEN_EXEC: &str = r#"n=$1; shift
+while [ "$n" -gt 0 ]; do
+  echo $$ > "$1" || { echo "peakhour lab: cannot join the cgroup $1" >&2; exit 125; }
+  shift; n=$((n - 1))
+done
+exec setsid "$@""#;
+
 /// Starts `program args` in a new session (`setsid`), with stdout and stderr
-/// appended to `console`. The process is not waited for: it outlives peakhour
-/// and is stopped by `lab down`.
+/// appended to `console`. With `cgroup_procs`, the process first writes its
+/// own PID into each of those files, so it runs, and everything it forks is
+/// born, inside the lab's cgroup. The process is not waited for: it outlives
+/// peakhour and is stopped by `lab down`.
 pub(crate) fn spawn_in_new_session(
     program: &str,
     args: &[&str],
     console: &Path,
+    cgroup_procs: &[PathBuf],
 ) -> Result<ProcessId, LabError> {
-    let log = File::options()
-        .create(true)
-        .append(true)
-        .open(console)
-        .map_err(|e| LabError::io(console, e))?;
+    let log = crate::dir::append_file(console, 0o644)?;
     let log_err = log.try_clone().map_err(|e| LabError::io(console, e))?;
     // `setsid` execs the program directly (the child is not a group leader),
-    // so the PID we get is the server's own PID and its session id.
-    let child = Command::new("setsid")
+    // and so does the shell, so the PID we get is the server's own PID and
+    // its session id.
+    let mut command = if cgroup_procs.is_empty() {
+        Command::new("setsid")
+    } else {
+        let mut shell = Command::new("/bin/sh");
+        shell
+            .args(["-c", JOIN_CGROUPS_THEN_EXEC, "peakhour-lab"])
+            .arg(cgroup_procs.len().to_string())
+            .args(cgroup_procs);
+        shell
+    };
+    let child = command
         .arg(program)
         .args(args)
         .stdin(Stdio::null())
@@ -226,7 +342,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let console = dir.path().join("console.log");
         // A shell that forks a child sleeping in the same session, then waits.
-        let master = spawn_in_new_session("sh", &["-c", "sleep 30 & wait"], &console).unwrap();
+        let master = spawn_in_new_session("sh", &["-c", "sleep 30 & wait"], &console, &[]).unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);
         while master.session_members().len() < 2 && Instant::now() < deadline {
             thread::sleep(Duration::from_millis(10));
@@ -236,8 +352,37 @@ mod tests {
             2,
             "shell and its sleep child"
         );
-        master.stop_session(Duration::from_millis(500));
+        let command = ServerCommand {
+            argv: vec!["sh".into(), "-c".into(), "sleep 30 & wait".into()],
+            helpers_dir: "/usr/bin/",
+        };
+        assert_eq!(master.recognise(&command), Recognised::Running);
+        master.stop_server(&command, Duration::from_millis(500));
         assert!(!master.is_alive());
         assert!(master.session_members().is_empty());
+    }
+
+    #[test]
+    fn a_process_with_another_command_line_is_foreign_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let console = dir.path().join("console.log");
+        let sleeper = spawn_in_new_session("sleep", &["30"], &console, &[]).unwrap();
+        let dovecot = ServerCommand {
+            argv: vec!["/usr/sbin/dovecot".into(), "-F".into()],
+            helpers_dir: "/usr/lib/dovecot/",
+        };
+        assert!(matches!(
+            sleeper.recognise(&dovecot),
+            Recognised::Foreign(_)
+        ));
+        assert!(sleeper.server_processes(&dovecot).is_empty());
+        assert_eq!(sleeper.stop_server(&dovecot, Duration::from_millis(100)), 0);
+        assert!(sleeper.is_alive(), "a foreign process was signalled");
+        let _ = kill(Pid::from_raw(sleeper.pid), Signal::SIGKILL);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while sleeper.is_alive() && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(10));
+        }
+        reap_exited_children();
     }
 }

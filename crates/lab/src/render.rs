@@ -16,7 +16,8 @@ fn process_limit(users: u32) -> u32 {
     (users.saturating_mul(2) + 100).max(1000)
 }
 
-/// `dovecot.conf` for the lab.
+/// `dovecot.conf` for the lab. One template over 120 lines, kept whole so
+/// that it reads as the file Dovecot will read.
 pub(crate) fn dovecot_conf(config: &LabConfig, layout: &Layout) -> String {
     let mail_location = match config.storage {
         crate::Storage::Sdbox => "sdbox:~/mail",
@@ -65,9 +66,13 @@ default_process_limit = {processes}
 default_client_limit = {clients}
 default_vsz_limit = 512M
 
+# The personal namespace. An empty prefix makes `Sent` a top-level folder;
+# `INBOX.` with `.` imitates Courier- and Cyrus-like servers, where every
+# folder lives under INBOX and a top-level `Sent` is refused.
 namespace inbox {{
   inbox = yes
-  separator = /
+  prefix = {ns_prefix}
+  separator = {ns_separator}
   mailbox Drafts {{
     special_use = \\Drafts
     auto = subscribe
@@ -161,6 +166,8 @@ protocol lmtp {{
         cert = layout.server_cert().display(),
         key = layout.server_key().display(),
         domain = config.domain,
+        ns_prefix = config.namespace.prefix,
+        ns_separator = config.namespace.separator,
         uid = MAIL_UID,
         clients = processes.saturating_mul(2),
         imap_clients = config.imap_client_limit.max(1),
@@ -266,15 +273,32 @@ biff = no
 }
 
 /// Postfix's `master.cf`: the stock Debian services, none chrooted (a chroot
-/// would need copies of system files in the queue directory), plus the two
+/// would need copies of system files in the queue directory), plus the
 /// loopback listeners.
 pub(crate) fn postfix_master_cf(config: &LabConfig) -> String {
+    let noauth = if config.ports.smtp_noauth == 0 {
+        String::new()
+    } else {
+        // A relay port for a trusted network: no AUTH and no STARTTLS on
+        // offer, mail taken from mynetworks (loopback) only.
+        format!(
+            "\
+127.0.0.1:{} inet n - n - - smtpd
+  -o syslog_name=peakhour-lab/postfix/noauth
+  -o smtpd_sasl_auth_enable=no
+  -o smtpd_tls_security_level=none
+  -o smtpd_client_restrictions=permit_mynetworks,reject
+  -o smtpd_relay_restrictions=permit_mynetworks,reject
+",
+            config.ports.smtp_noauth
+        )
+    };
     format!(
         "\
 # Written by `peakhour lab up`.
 # service      type  private unpriv chroot wakeup maxproc command
 127.0.0.1:{smtp} inet n - n - - smtpd
-127.0.0.1:{submissions} inet n - n - - smtpd
+{noauth}127.0.0.1:{submissions} inet n - n - - smtpd
   -o smtpd_tls_wrappermode=yes
   -o smtpd_tls_security_level=encrypt
 pickup     unix  n - n 60 1 pickup
@@ -371,6 +395,25 @@ mod tests {
         assert!(master.starts_with("# Written"));
         assert!(master.contains("127.0.0.1:10025 inet n - n - - smtpd\n"));
         assert!(master.contains("127.0.0.1:10465 inet n - n - - smtpd\n"));
+        assert!(master.contains(
+            "127.0.0.1:10026 inet n - n - - smtpd\n  -o syslog_name=peakhour-lab/postfix/noauth\n  -o smtpd_sasl_auth_enable=no\n"
+        ));
+    }
+
+    #[test]
+    fn the_namespace_is_configurable() {
+        let (mut config, layout) = lab();
+        let conf = dovecot_conf(&config, &layout);
+        assert!(conf.contains("  prefix = \n  separator = /\n"), "{conf}");
+        config.namespace = crate::Namespace {
+            prefix: "INBOX.".into(),
+            separator: '.',
+        };
+        let conf = dovecot_conf(&config, &layout);
+        assert!(
+            conf.contains("  prefix = INBOX.\n  separator = .\n"),
+            "{conf}"
+        );
     }
 
     #[test]

@@ -5,9 +5,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cgroup::{CgroupStatus, LabCgroup};
 use crate::probe::PortProbe;
 use crate::process::{ProcessId, ProcessInfo};
-use crate::{LabConfig, LabError, Storage};
+use crate::{LabConfig, LabError, Namespace, Storage};
 
 /// The lab's memory, kept in `state.json` (mode 0600: it holds the password).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -18,11 +19,15 @@ pub(crate) struct LabState {
     pub(crate) password: String,
     pub(crate) dovecot: Option<ProcessId>,
     pub(crate) postfix: Option<ProcessId>,
+    /// The cgroup the servers run in, for a shaped lab. Kept because it
+    /// depends on the cgroup `up` ran in, which `down` may not share.
+    #[serde(default)]
+    pub(crate) cgroup: Option<LabCgroup>,
 }
 
 impl LabState {
     pub(crate) fn load(path: &Path) -> Result<Option<LabState>, LabError> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match crate::dir::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(LabError::io(path, e)),
@@ -36,25 +41,13 @@ impl LabState {
     }
 
     pub(crate) fn save(&self, path: &Path) -> Result<(), LabError> {
-        use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
         let json = serde_json::to_string_pretty(self).map_err(|e| LabError::BadState {
             path: path.to_owned(),
             reason: e.to_string(),
         })?;
-        // Write a sibling and rename, so a crash never leaves half a state file.
-        let tmp = path.with_extension("json.tmp");
-        let mut file = std::fs::File::options()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(|e| LabError::io(&tmp, e))?;
-        file.write_all(json.as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(|e| LabError::io(&tmp, e))?;
-        std::fs::rename(&tmp, path).map_err(|e| LabError::io(path, e))
+        // A fresh sibling renamed over the old file: a crash never leaves half
+        // a state file, and a planted link is replaced rather than followed.
+        crate::dir::replace_file(path, json.as_bytes(), 0o600)
     }
 
     pub(crate) fn masters(&self) -> impl Iterator<Item = (&'static str, ProcessId)> + '_ {
@@ -69,6 +62,11 @@ impl LabState {
 pub struct Endpoints {
     /// SMTP (STARTTLS, AUTH) into Postfix.
     pub smtp: String,
+    /// SMTP into Postfix that offers neither AUTH nor STARTTLS and takes mail
+    /// from loopback only, as a relay on a trusted network does. Absent for a
+    /// lab started before this port existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smtp_noauth: Option<String>,
     /// SMTP with implicit TLS into Postfix.
     pub submissions: String,
     /// IMAP (STARTTLS) on Dovecot.
@@ -87,6 +85,7 @@ impl Endpoints {
         let p = config.ports;
         Endpoints {
             smtp: at(p.smtp),
+            smtp_noauth: (p.smtp_noauth != 0).then(|| at(p.smtp_noauth)),
             submissions: at(p.submissions),
             imap: at(p.imap),
             imaps: at(p.imaps),
@@ -124,6 +123,10 @@ pub struct LabStatus {
     pub password: String,
     /// Dovecot's storage format.
     pub storage: Storage,
+    /// Dovecot's personal namespace (prefix and hierarchy separator).
+    pub namespace: Namespace,
+    /// CPU and memory caps, and the cgroup that enforces them.
+    pub limits: LimitsStatus,
     /// Where to connect.
     pub endpoints: Endpoints,
     /// The CA certificate to trust for the lab's TLS.
@@ -132,6 +135,18 @@ pub struct LabStatus {
     pub servers: Vec<ComponentStatus>,
     /// Each endpoint and whether it answered.
     pub ports: Vec<PortProbe>,
+}
+
+/// A lab's caps as `lab status` reports them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LimitsStatus {
+    /// CPU cap in cores (0.5 is half a core), or none.
+    pub cpus: Option<f64>,
+    /// Memory cap in bytes, or none.
+    pub memory_bytes: Option<u64>,
+    /// The cgroup the servers run in, with the files that account for their
+    /// CPU time and memory; none for a lab without caps.
+    pub cgroup: Option<CgroupStatus>,
 }
 
 impl LabStatus {

@@ -5,22 +5,41 @@ use std::process::Command;
 
 use crate::{LabError, Layout};
 
+/// Every file the openssl commands below write.
+const OPENSSL_OUTPUTS: [&str; 6] = [
+    "ca.key",
+    "ca.pem",
+    "ca.srl",
+    "server.key",
+    "server.csr",
+    "server.pem",
+];
+
 /// Creates the CA and the server certificate if they do not exist yet.
+/// Files are checked without following links (a link is not a certificate
+/// the lab made), and whatever stands in the place of a file openssl is about
+/// to write is removed first, so openssl never writes through a link.
 pub(crate) fn ensure_certificates(layout: &Layout) -> Result<(), LabError> {
-    if layout.ca_cert().exists() && layout.server_cert().exists() && layout.server_key().exists() {
+    let dir = layout.tls_dir();
+    crate::dir::ensure_dir(&dir, 0o755, None)?;
+    if [layout.ca_cert(), layout.server_cert(), layout.server_key()]
+        .iter()
+        .all(|path| crate::dir::is_regular_file(path))
+    {
         return Ok(());
     }
-    let dir = layout.tls_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| LabError::io(&dir, e))?;
+    for name in OPENSSL_OUTPUTS {
+        crate::dir::remove_if_present(&dir.join(name))?;
+    }
     let ext = dir.join("server.ext");
-    std::fs::write(
+    crate::dir::write_file(
         &ext,
-        "subjectAltName = DNS:localhost, IP:127.0.0.1\n\
+        b"subjectAltName = DNS:localhost, IP:127.0.0.1\n\
          basicConstraints = CA:FALSE\n\
          keyUsage = digitalSignature, keyEncipherment\n\
          extendedKeyUsage = serverAuth\n",
-    )
-    .map_err(|e| LabError::io(&ext, e))?;
+        0o644,
+    )?;
     let path = |name: &str| dir.join(name).display().to_string();
     let ec_key = [
         "-newkey",

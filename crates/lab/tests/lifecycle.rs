@@ -1,30 +1,17 @@
 //! The lab's lifecycle against the real Postfix and Dovecot (run as root,
 //! with the packages from scripts/setup.sh installed).
 
+mod common;
+
 use std::net::TcpListener;
 use std::time::Duration;
 
-use peakhour_lab::{Lab, LabConfig, LabError, LabGuard, Ports, ProcessId};
-
-fn config(dir: &std::path::Path, users: u32) -> LabConfig {
-    LabConfig {
-        users,
-        ports: Ports::free().expect("free loopback ports"),
-        ..LabConfig::new(dir)
-    }
-}
-
-fn lab_processes(status: &peakhour_lab::LabStatus) -> Vec<i32> {
-    status
-        .servers
-        .iter()
-        .flat_map(|s| s.processes.iter().map(|p| p.pid))
-        .collect()
-}
+use common::{config, lab_processes, scratch_dir};
+use peakhour_lab::{Lab, LabConfig, LabError, LabGuard, ProcessId};
 
 #[test]
 fn up_twice_is_harmless_and_down_leaves_no_process_or_port() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let config = config(dir.path(), 5);
     let first = Lab::up(&config).unwrap();
     assert!(!first.already_running);
@@ -70,7 +57,7 @@ fn up_twice_is_harmless_and_down_leaves_no_process_or_port() {
 
 #[test]
 fn down_cleans_up_after_a_crashed_master() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let config = config(dir.path(), 3);
     let status = Lab::up(&config).unwrap().status;
     let dovecot = status.servers.iter().find(|s| s.name == "dovecot").unwrap();
@@ -108,7 +95,7 @@ fn down_cleans_up_after_a_crashed_master() {
 
 #[test]
 fn a_taken_port_is_named_before_anything_starts() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let config = config(dir.path(), 2);
     let _squatter = TcpListener::bind(("127.0.0.1", config.ports.imap)).unwrap();
     let error = Lab::up(&config).unwrap_err();
@@ -125,7 +112,7 @@ fn a_taken_port_is_named_before_anything_starts() {
 
 #[test]
 fn up_with_other_settings_while_running_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let config = config(dir.path(), 2);
     let _lab = LabGuard::start(&config).unwrap();
     let bigger = LabConfig { users: 3, ..config };

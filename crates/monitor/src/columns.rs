@@ -1,8 +1,9 @@
 //! The stable column names of `monitor.csv` (documented in `docs/metrics.md`).
 //!
 //! Names are `snake_case` with the unit as suffix (`_pct`, `_kb`, `_per_s`,
-//! `_ms`, `_us`). Per-device, per-interface and per-group columns embed the
-//! kernel's (or the configuration's) name after [`sanitize`].
+//! `_ms`, `_us`). Per-core, per-device, per-interface and per-group columns
+//! embed the instance (after [`sanitize`]): [`crate::MetricKey`] builds and
+//! parses every name, these constants are the machine-wide ones.
 
 /// Time of the sample in seconds since the run's start.
 pub const TIME_S: &str = "time_s";
@@ -65,26 +66,6 @@ pub const DOVECOT_CONNECTIONS: &str = "dovecot_connections";
 /// CPU time the monitor spent on this sample, µs.
 pub const MONITOR_CPU_US: &str = "monitor_cpu_us";
 
-/// Prefix of per-core columns: `cpu<N>_<field>`.
-pub fn core(index: usize, field: &str) -> String {
-    format!("cpu{index}_{field}")
-}
-
-/// Per-device column: `disk_<device>_<field>`.
-pub fn disk(device: &str, field: &str) -> String {
-    format!("disk_{}_{field}", sanitize(device))
-}
-
-/// Per-interface column: `net_<interface>_<field>`.
-pub fn net(interface: &str, field: &str) -> String {
-    format!("net_{}_{field}", sanitize(interface))
-}
-
-/// Per-group column: `group_<group>_<field>`.
-pub fn group(name: &str, field: &str) -> String {
-    format!("group_{}_{field}", sanitize(name))
-}
-
 /// Makes a kernel or user name safe inside a column name: ASCII letters and
 /// digits are kept (lowercased), everything else becomes `_`.
 /// `dm-0` → `dm_0`, `br-lan.10` → `br_lan_10`.
@@ -106,12 +87,8 @@ mod tests {
 
     #[test]
     fn names_are_sanitized() {
-        assert_eq!(disk("dm-0", "util_pct"), "disk_dm_0_util_pct");
-        assert_eq!(
-            net("br-lan.10", "rx_bytes_per_s"),
-            "net_br_lan_10_rx_bytes_per_s"
-        );
-        assert_eq!(group("Dovecot", "cpu_pct"), "group_dovecot_cpu_pct");
-        assert_eq!(core(3, "busy_pct"), "cpu3_busy_pct");
+        assert_eq!(sanitize("dm-0"), "dm_0");
+        assert_eq!(sanitize("br-lan.10"), "br_lan_10");
+        assert_eq!(sanitize("Dovecot"), "dovecot");
     }
 }

@@ -11,7 +11,7 @@
 //!   node_exporter for the system part of a remote host.
 //! * A [`Monitor`] is a tokio task that samples a source every interval,
 //!   aligned to the run's start, writes `monitor.csv` through a
-//!   [`CsvWriter`] (columns in [`columns`], documented in
+//!   [`CsvWriter`] (columns named by [`MetricKey`], documented in
 //!   `docs/metrics.md`), keeps the samples in a bounded [`MetricTable`], and
 //!   measures its own CPU cost ([`MonitorCost`]).
 //! * [`analysis`] is pure: steady-state mean, p95 and max per metric, seed
@@ -41,6 +41,7 @@ mod csv;
 mod error;
 mod groups;
 mod mail;
+mod metric_key;
 mod monitor;
 mod procfs;
 mod sample;
@@ -56,6 +57,10 @@ pub use groups::{
     assign_groups,
 };
 pub use mail::{MailProbes, count_files, postfix_queue_sizes};
+pub use metric_key::{
+    CoreField, DiskField, Family, Field, GroupField, MetricKey, NetField, SystemField, Unit,
+    instances_with,
+};
 pub use monitor::{Monitor, MonitorConfig, MonitorReport, StopHandle};
 pub use procfs::{PidStat, parse_pid_stat};
 pub use sample::{

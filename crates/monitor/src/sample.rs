@@ -5,7 +5,7 @@
 //! (a reset, a 32-bit wrap, a device that came back) gives none for one tick
 //! instead of a negative or huge number.
 
-use crate::columns;
+use crate::metric_key::{CoreField, DiskField, GroupField, MetricKey, NetField, SystemField};
 
 /// Shares of CPU time over one interval, in percent; they add up to 100.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -202,136 +202,151 @@ pub struct Sample {
 impl Sample {
     /// The sample flattened into named metrics, in a stable order: the
     /// columns of `monitor.csv` (without `time_s`). The names are documented
-    /// in `docs/metrics.md`; [`crate::columns`] builds them.
+    /// in `docs/metrics.md`; [`MetricKey`] builds them.
     pub fn metrics(&self) -> Vec<(String, Option<f64>)> {
-        let mut out: Vec<(String, Option<f64>)> = Vec::with_capacity(64);
-        let mut put = |name: String, value: Option<f64>| out.push((name, value));
-        let sys = &self.system;
-        let total = sys.cpu.as_ref().map(|c| c.total);
-        put(columns::CPU_BUSY_PCT.into(), total.map(|t| t.busy_pct()));
-        put(columns::CPU_USER_PCT.into(), total.map(|t| t.user_pct));
-        put(columns::CPU_SYSTEM_PCT.into(), total.map(|t| t.system_pct));
-        put(columns::CPU_IOWAIT_PCT.into(), total.map(|t| t.iowait_pct));
-        put(columns::CPU_STEAL_PCT.into(), total.map(|t| t.steal_pct));
-        put(columns::CPU_IDLE_PCT.into(), total.map(|t| t.idle_pct));
-        for core in 0..sys.cores {
-            let shares = sys.cpu.as_ref().and_then(|c| c.per_core.get(core)).copied();
-            put(
-                columns::core(core, "busy_pct"),
-                shares.map(|s| s.busy_pct()),
-            );
-            put(columns::core(core, "user_pct"), shares.map(|s| s.user_pct));
-            put(
-                columns::core(core, "system_pct"),
-                shares.map(|s| s.system_pct),
-            );
-            put(
-                columns::core(core, "iowait_pct"),
-                shares.map(|s| s.iowait_pct),
-            );
-            put(
-                columns::core(core, "steal_pct"),
-                shares.map(|s| s.steal_pct),
-            );
-            put(columns::core(core, "idle_pct"), shares.map(|s| s.idle_pct));
-        }
-        put(columns::CORES.into(), Some(sys.cores as f64));
-        put(columns::RUN_QUEUE.into(), sys.run_queue);
-        put(columns::LOAD1.into(), sys.load1);
-        let p = &sys.pressure;
-        put(columns::PSI_CPU_SOME_PCT.into(), p.cpu_some_pct);
-        put(columns::PSI_IO_SOME_PCT.into(), p.io_some_pct);
-        put(columns::PSI_IO_FULL_PCT.into(), p.io_full_pct);
-        put(columns::PSI_MEMORY_SOME_PCT.into(), p.memory_some_pct);
-        put(columns::PSI_MEMORY_FULL_PCT.into(), p.memory_full_pct);
-        let m = &sys.memory;
-        put(columns::MEM_TOTAL_KB.into(), Some(m.total_kb as f64));
-        put(
-            columns::MEM_AVAILABLE_KB.into(),
-            Some(m.available_kb as f64),
-        );
-        put(columns::MEM_CACHED_KB.into(), Some(m.cached_kb as f64));
-        put(columns::SWAP_TOTAL_KB.into(), Some(m.swap_total_kb as f64));
-        put(columns::SWAP_USED_KB.into(), Some(m.swap_used_kb as f64));
-        put(columns::MAJOR_FAULTS_PER_S.into(), m.major_faults_per_s);
-        put(columns::SWAP_IN_PAGES_PER_S.into(), m.swap_in_pages_per_s);
-        put(columns::SWAP_OUT_PAGES_PER_S.into(), m.swap_out_pages_per_s);
-        for d in &sys.disks {
-            put(columns::disk(&d.device, "reads_per_s"), d.reads_per_s);
-            put(columns::disk(&d.device, "writes_per_s"), d.writes_per_s);
-            put(columns::disk(&d.device, "read_kb_per_s"), d.read_kb_per_s);
-            put(columns::disk(&d.device, "write_kb_per_s"), d.write_kb_per_s);
-            put(columns::disk(&d.device, "util_pct"), d.util_pct);
-            put(columns::disk(&d.device, "queue_len"), d.queue_len);
-            put(columns::disk(&d.device, "await_ms"), d.await_ms);
-        }
-        for n in &sys.networks {
-            put(
-                columns::net(&n.interface, "rx_bytes_per_s"),
-                n.rx_bytes_per_s,
-            );
-            put(
-                columns::net(&n.interface, "tx_bytes_per_s"),
-                n.tx_bytes_per_s,
-            );
-            put(
-                columns::net(&n.interface, "rx_packets_per_s"),
-                n.rx_packets_per_s,
-            );
-            put(
-                columns::net(&n.interface, "tx_packets_per_s"),
-                n.tx_packets_per_s,
-            );
-            put(columns::net(&n.interface, "errors_per_s"), n.errors_per_s);
-            put(columns::net(&n.interface, "drops_per_s"), n.drops_per_s);
-        }
+        self.keyed_metrics()
+            .into_iter()
+            .map(|(key, value)| (key.column(), value))
+            .collect()
+    }
+
+    /// [`Sample::metrics`] with typed keys.
+    pub fn keyed_metrics(&self) -> Vec<(MetricKey, Option<f64>)> {
+        let mut out = Vec::with_capacity(64);
+        self.system.cpu_metrics(&mut out);
+        self.system.memory_metrics(&mut out);
+        self.system.device_metrics(&mut out);
         for g in &self.groups {
-            put(columns::group(&g.name, "cpu_pct"), g.cpu_pct);
-            put(columns::group(&g.name, "rss_kb"), Some(g.rss_kb as f64));
-            put(
-                columns::group(&g.name, "read_bytes_per_s"),
-                g.read_bytes_per_s,
-            );
-            put(
-                columns::group(&g.name, "write_bytes_per_s"),
-                g.write_bytes_per_s,
-            );
-            put(
-                columns::group(&g.name, "processes"),
-                Some(f64::from(g.processes)),
-            );
-            put(
-                columns::group(&g.name, "threads"),
-                Some(f64::from(g.threads)),
-            );
-            put(
-                columns::group(&g.name, "ctx_switches_per_s"),
-                g.ctx_switches_per_s,
-            );
+            let fields = [
+                (GroupField::CpuPct, g.cpu_pct),
+                (GroupField::RssKb, Some(g.rss_kb as f64)),
+                (GroupField::ReadBytesPerS, g.read_bytes_per_s),
+                (GroupField::WriteBytesPerS, g.write_bytes_per_s),
+                (GroupField::Processes, Some(f64::from(g.processes))),
+                (GroupField::Threads, Some(f64::from(g.threads))),
+                (GroupField::CtxSwitchesPerS, g.ctx_switches_per_s),
+            ];
+            out.extend(fields.map(|(f, v)| (MetricKey::group(&g.name, f), v)));
         }
         let q = self.mail.postfix_queue;
-        put(
-            columns::POSTFIX_QUEUE_INCOMING.into(),
-            q.map(|q| q.incoming as f64),
-        );
-        put(
-            columns::POSTFIX_QUEUE_ACTIVE.into(),
-            q.map(|q| q.active as f64),
-        );
-        put(
-            columns::POSTFIX_QUEUE_DEFERRED.into(),
-            q.map(|q| q.deferred as f64),
-        );
-        put(columns::POSTFIX_QUEUE_HOLD.into(), q.map(|q| q.hold as f64));
-        put(
-            columns::DOVECOT_PROCESSES.into(),
-            self.mail.dovecot_processes.map(f64::from),
-        );
-        put(
-            columns::DOVECOT_CONNECTIONS.into(),
-            self.mail.dovecot_connections.map(f64::from),
-        );
-        put(columns::MONITOR_CPU_US.into(), self.monitor_cpu_us);
+        let mail = [
+            (
+                SystemField::PostfixQueueIncoming,
+                q.map(|q| q.incoming as f64),
+            ),
+            (SystemField::PostfixQueueActive, q.map(|q| q.active as f64)),
+            (
+                SystemField::PostfixQueueDeferred,
+                q.map(|q| q.deferred as f64),
+            ),
+            (SystemField::PostfixQueueHold, q.map(|q| q.hold as f64)),
+            (
+                SystemField::DovecotProcesses,
+                self.mail.dovecot_processes.map(f64::from),
+            ),
+            (
+                SystemField::DovecotConnections,
+                self.mail.dovecot_connections.map(f64::from),
+            ),
+            (SystemField::MonitorCpuUs, self.monitor_cpu_us),
+        ];
+        out.extend(mail.map(|(f, v)| (MetricKey::system(f), v)));
         out
+    }
+}
+
+/// The shares of one core, or of all of them, as core fields.
+fn shares(s: Option<CpuShares>) -> [(CoreField, Option<f64>); 6] {
+    [
+        (CoreField::BusyPct, s.map(|s| s.busy_pct())),
+        (CoreField::UserPct, s.map(|s| s.user_pct)),
+        (CoreField::SystemPct, s.map(|s| s.system_pct)),
+        (CoreField::IowaitPct, s.map(|s| s.iowait_pct)),
+        (CoreField::StealPct, s.map(|s| s.steal_pct)),
+        (CoreField::IdlePct, s.map(|s| s.idle_pct)),
+    ]
+}
+
+impl SystemSample {
+    /// CPU shares of the machine and of each core, the run queue, load and
+    /// pressure, in column order.
+    fn cpu_metrics(&self, out: &mut Vec<(MetricKey, Option<f64>)>) {
+        // The machine's shares are the system fields of the same names.
+        let machine = [
+            SystemField::CpuBusyPct,
+            SystemField::CpuUserPct,
+            SystemField::CpuSystemPct,
+            SystemField::CpuIowaitPct,
+            SystemField::CpuStealPct,
+            SystemField::CpuIdlePct,
+        ];
+        let total = self.cpu.as_ref().map(|c| c.total);
+        for (field, (_, value)) in machine.into_iter().zip(shares(total)) {
+            out.push((MetricKey::system(field), value));
+        }
+        for core in 0..self.cores {
+            let per_core = self
+                .cpu
+                .as_ref()
+                .and_then(|c| c.per_core.get(core))
+                .copied();
+            for (field, value) in shares(per_core) {
+                out.push((MetricKey::core(core, field), value));
+            }
+        }
+        let p = &self.pressure;
+        let fields = [
+            (SystemField::Cores, Some(self.cores as f64)),
+            (SystemField::RunQueue, self.run_queue),
+            (SystemField::Load1, self.load1),
+            (SystemField::PsiCpuSomePct, p.cpu_some_pct),
+            (SystemField::PsiIoSomePct, p.io_some_pct),
+            (SystemField::PsiIoFullPct, p.io_full_pct),
+            (SystemField::PsiMemorySomePct, p.memory_some_pct),
+            (SystemField::PsiMemoryFullPct, p.memory_full_pct),
+        ];
+        out.extend(fields.map(|(f, v)| (MetricKey::system(f), v)));
+    }
+
+    fn memory_metrics(&self, out: &mut Vec<(MetricKey, Option<f64>)>) {
+        let m = &self.memory;
+        let fields = [
+            (SystemField::MemTotalKb, Some(m.total_kb as f64)),
+            (SystemField::MemAvailableKb, Some(m.available_kb as f64)),
+            (SystemField::MemCachedKb, Some(m.cached_kb as f64)),
+            (SystemField::SwapTotalKb, Some(m.swap_total_kb as f64)),
+            (SystemField::SwapUsedKb, Some(m.swap_used_kb as f64)),
+            (SystemField::MajorFaultsPerS, m.major_faults_per_s),
+            (SystemField::SwapInPagesPerS, m.swap_in_pages_per_s),
+            (SystemField::SwapOutPagesPerS, m.swap_out_pages_per_s),
+        ];
+        out.extend(fields.map(|(f, v)| (MetricKey::system(f), v)));
+    }
+
+    /// Every disk's columns, then every interface's.
+    fn device_metrics(&self, out: &mut Vec<(MetricKey, Option<f64>)>) {
+        for d in &self.disks {
+            let fields = [
+                (DiskField::ReadsPerS, d.reads_per_s),
+                (DiskField::WritesPerS, d.writes_per_s),
+                (DiskField::ReadKbPerS, d.read_kb_per_s),
+                (DiskField::WriteKbPerS, d.write_kb_per_s),
+                (DiskField::UtilPct, d.util_pct),
+                (DiskField::QueueLen, d.queue_len),
+                (DiskField::AwaitMs, d.await_ms),
+            ];
+            out.extend(fields.map(|(f, v)| (MetricKey::disk(&d.device, f), v)));
+        }
+        for n in &self.networks {
+            let fields = [
+                (NetField::RxBytesPerS, n.rx_bytes_per_s),
+                (NetField::TxBytesPerS, n.tx_bytes_per_s),
+                (NetField::RxPacketsPerS, n.rx_packets_per_s),
+                (NetField::TxPacketsPerS, n.tx_packets_per_s),
+                (NetField::ErrorsPerS, n.errors_per_s),
+                (NetField::DropsPerS, n.drops_per_s),
+            ];
+            out.extend(fields.map(|(f, v)| (MetricKey::network(&n.interface, f), v)));
+        }
     }
 }

@@ -13,25 +13,24 @@
 //! when it contains 0 the difference is *within run-to-run noise*. Runs with
 //! more than [`MAX_BLOCKS`] intervals are resampled in blocks of consecutive
 //! intervals, which keeps the cost bounded and respects their correlation.
+//! The bootstrap itself is the analysis crate's
+//! ([`peakhour_analysis::bootstrap`]); this module chooses the figures and
+//! words the result.
 //!
 //! Server resources come from the monitor's summary (`Summary::resources`),
 //! not from intervals: their change counts as noise when it is smaller than
 //! the larger of the two high averages' standard deviations.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
+pub use peakhour_analysis::bootstrap::{BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MAX_BLOCKS};
+use peakhour_analysis::bootstrap::{IntervalBlocks as Blocks, percentile_interval, resample_picks};
 use peakhour_analysis::{RunRecord, Summary};
 use serde::{Deserialize, Serialize};
 
 use crate::ReportError;
-
-/// Resamples of the bootstrap.
-pub const BOOTSTRAP_RESAMPLES: usize = 1000;
-/// The bootstrap's fixed seed.
-pub const BOOTSTRAP_SEED: u64 = 0x7065_616b_686f_7572; // "peakhour"
-/// Runs with more steady intervals than this are resampled in blocks.
-pub const MAX_BLOCKS: usize = 200;
+use crate::csv::{csv_writer, write_header};
 /// Version of the comparison JSON (`schemas/compare.schema.json`).
 pub const COMPARE_FORMAT_VERSION: u32 = 1;
 /// The JSON Schema (draft 2020-12) of the comparison JSON, as committed at
@@ -142,134 +141,6 @@ pub struct Change {
     pub statement: String,
 }
 
-/// Deterministic RNG for the bootstrap (SplitMix64): no dependency, and
-/// the same sequence on every platform.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next()) * n as u128) >> 64) as usize
-    }
-}
-
-/// One action's latencies by block: the distinct recorded values (µs,
-/// ascending) and, per block, `(value index, count)` pairs.
-type SparseBlocks = (Vec<u64>, Vec<Vec<(usize, u64)>>);
-
-/// One run's steady state cut into resampling blocks.
-struct Blocks {
-    /// Per action: the distinct recorded values (µs, ascending) and, per
-    /// block, `(value index, count)` pairs.
-    latency: BTreeMap<String, SparseBlocks>,
-    /// Per block: successful actions, seconds, and counters.
-    actions: Vec<u64>,
-    seconds: Vec<f64>,
-    counters: Vec<BTreeMap<String, u64>>,
-    n: usize,
-}
-
-impl Blocks {
-    fn of(record: &RunRecord) -> Result<Self, ReportError> {
-        let steady: Vec<_> = record.steady_intervals().collect();
-        let n = steady.len().min(MAX_BLOCKS);
-        let block_of = |i: usize| {
-            if steady.is_empty() {
-                0
-            } else {
-                i * n / steady.len()
-            }
-        };
-        let mut sparse: BTreeMap<String, Vec<BTreeMap<u64, u64>>> = BTreeMap::new();
-        let mut actions = vec![0u64; n];
-        let mut seconds = vec![0f64; n];
-        let mut counters = vec![BTreeMap::new(); n];
-        for (i, interval) in steady.iter().enumerate() {
-            let b = block_of(i);
-            seconds[b] += interval.length.as_secs_f64();
-            for (name, n_) in &interval.counters {
-                *counters[b].entry(name.clone()).or_insert(0) += n_;
-            }
-            for (name, a) in &interval.actions {
-                let h = a.latency.decode()?;
-                actions[b] += h.len();
-                let per_block = sparse
-                    .entry(name.clone())
-                    .or_insert_with(|| vec![BTreeMap::new(); n]);
-                for v in h.as_hdr().iter_recorded() {
-                    *per_block[b].entry(v.value_iterated_to()).or_insert(0) += v.count_at_value();
-                }
-            }
-        }
-        let latency = sparse
-            .into_iter()
-            .map(|(name, blocks)| {
-                let values: Vec<u64> = blocks
-                    .iter()
-                    .flat_map(|b| b.keys().copied())
-                    .collect::<BTreeSet<_>>()
-                    .into_iter()
-                    .collect();
-                let index: BTreeMap<u64, usize> =
-                    values.iter().enumerate().map(|(i, v)| (*v, i)).collect();
-                let blocks = blocks
-                    .into_iter()
-                    .map(|b| b.into_iter().map(|(v, c)| (index[&v], c)).collect())
-                    .collect();
-                (name, (values, blocks))
-            })
-            .collect();
-        Ok(Blocks {
-            latency,
-            actions,
-            seconds,
-            counters,
-            n,
-        })
-    }
-
-    /// p95 in ms of `action` over the blocks `pick` (with repeats).
-    fn p95_ms(&self, action: &str, pick: &[usize], scratch: &mut Vec<u64>) -> Option<f64> {
-        let (values, blocks) = self.latency.get(action)?;
-        scratch.clear();
-        scratch.resize(values.len(), 0);
-        let mut total = 0u64;
-        for &b in pick {
-            for &(i, c) in &blocks[b] {
-                scratch[i] += c;
-                total += c;
-            }
-        }
-        if total == 0 {
-            return None;
-        }
-        // HdrHistogram's value_at_quantile: the first value whose cumulative
-        // count reaches ceil(q × total).
-        let rank = ((0.95 * total as f64).ceil() as u64).max(1);
-        let mut seen = 0;
-        for (i, c) in scratch.iter().enumerate() {
-            seen += c;
-            if seen >= rank {
-                return Some(values[i] as f64 / 1000.0);
-            }
-        }
-        values.last().map(|v| *v as f64 / 1000.0)
-    }
-
-    fn rate(&self, pick: &[usize], count: impl Fn(usize) -> u64, per: f64) -> Option<f64> {
-        let secs: f64 = pick.iter().map(|&b| self.seconds[b]).sum();
-        let n: u64 = pick.iter().map(|&b| count(b)).sum();
-        (secs > 0.0).then(|| n as f64 * per / secs)
-    }
-}
-
 /// A figure computed from a selection of blocks.
 type Figure<'a> = Box<dyn Fn(&Blocks, &[usize], &mut Vec<u64>) -> Option<f64> + 'a>;
 
@@ -283,9 +154,7 @@ struct Spec<'a> {
 }
 
 fn counter_rate(name: &'static str, per: f64) -> Figure<'static> {
-    Box::new(move |b: &Blocks, pick: &[usize], _: &mut Vec<u64>| {
-        b.rate(pick, |i| b.counters[i].get(name).copied().unwrap_or(0), per)
-    })
+    Box::new(move |b: &Blocks, pick: &[usize], _: &mut Vec<u64>| b.counter_rate(name, per, pick))
 }
 
 /// Compares `runs[1..]` against `runs[0]`.
@@ -294,6 +163,48 @@ pub fn compare(runs: &[CompareRun<'_>]) -> Result<Comparison, ReportError> {
         .iter()
         .map(|r| Blocks::of(r.record))
         .collect::<Result<_, _>>()?;
+    let warnings = warnings(runs, &blocks);
+    let labels: Vec<&str> = runs.iter().map(|r| r.label).collect();
+    // The resample picks, one set per run, shared by every figure so that
+    // figures of one resample come from the same intervals.
+    let picks = resample_picks(&blocks.iter().map(Blocks::len).collect::<Vec<_>>());
+    let mut metrics: Vec<MetricComparison> = specs(runs)
+        .iter()
+        .filter_map(|spec| bootstrap_metric(spec, &blocks, &picks, &labels))
+        .collect();
+    resources(runs, &labels, &mut metrics);
+
+    Ok(Comparison {
+        format_version: COMPARE_FORMAT_VERSION,
+        runs: runs
+            .iter()
+            .map(|r| RunInfo {
+                label: r.label.to_owned(),
+                run_id: r.summary.run_id.clone(),
+                profile: r.summary.profile.clone(),
+                users: r.summary.users,
+                seed: r.summary.seed,
+                speed: r.summary.meta.speed,
+                steady_s: r.summary.steady.length_s,
+                steady_intervals: r.summary.steady.intervals,
+                verdict: r.summary.verdict.as_str().to_owned(),
+                interrupted: r.summary.interrupted,
+                client_bound: r.summary.client_bound,
+            })
+            .collect(),
+        warnings,
+        bootstrap: BootstrapSettings {
+            resamples: BOOTSTRAP_RESAMPLES,
+            seed: BOOTSTRAP_SEED,
+            confidence: 0.95,
+            unit: "steady-state interval (blocks of consecutive intervals beyond 200)".into(),
+        },
+        metrics,
+    })
+}
+
+/// Why the runs may not be comparable, or their noise estimate coarse.
+fn warnings(runs: &[CompareRun<'_>], blocks: &[Blocks]) -> Vec<String> {
     let mut warnings = Vec::new();
     if let Some(base) = runs.first() {
         let b = base.summary;
@@ -324,7 +235,7 @@ pub fn compare(runs: &[CompareRun<'_>]) -> Result<Comparison, ReportError> {
             }
         }
     }
-    for (r, bl) in runs.iter().zip(&blocks) {
+    for (r, bl) in runs.iter().zip(blocks) {
         if r.summary.interrupted {
             warnings.push(format!(
                 "{} was interrupted: its figures are partial",
@@ -337,16 +248,21 @@ pub fn compare(runs: &[CompareRun<'_>]) -> Result<Comparison, ReportError> {
                 r.label
             ));
         }
-        if bl.n < 5 {
+        if bl.len() < 5 {
             warnings.push(format!(
                 "{} has only {} steady intervals: the noise estimate is coarse",
-                r.label, bl.n
+                r.label,
+                bl.len()
             ));
         }
     }
+    warnings
+}
 
+/// The figures the bootstrap judges: each action's p95, then the rates.
+fn specs(runs: &[CompareRun<'_>]) -> Vec<Spec<'static>> {
     let actions: BTreeSet<&String> = runs.iter().flat_map(|r| r.summary.actions.keys()).collect();
-    let mut specs: Vec<Spec<'_>> = Vec::new();
+    let mut specs: Vec<Spec<'static>> = Vec::new();
     for action in actions {
         let a = action.clone();
         specs.push(Spec {
@@ -356,7 +272,7 @@ pub fn compare(runs: &[CompareRun<'_>]) -> Result<Comparison, ReportError> {
             unit: "ms",
             lower_is_better: true,
             figure: Box::new(move |b: &Blocks, pick: &[usize], scratch: &mut Vec<u64>| {
-                b.p95_ms(&a, pick, scratch)
+                b.quantile_ms(&a, 0.95, pick, scratch)
             }),
         });
     }
@@ -366,9 +282,7 @@ pub fn compare(runs: &[CompareRun<'_>]) -> Result<Comparison, ReportError> {
         action: None,
         unit: "per second",
         lower_is_better: false,
-        figure: Box::new(|b: &Blocks, pick: &[usize], _: &mut Vec<u64>| {
-            b.rate(pick, |i| b.actions[i], 1.0)
-        }),
+        figure: Box::new(|b: &Blocks, pick: &[usize], _: &mut Vec<u64>| b.actions_rate(pick)),
     });
     for (name, label, per, unit) in [
         (
@@ -395,109 +309,68 @@ pub fn compare(runs: &[CompareRun<'_>]) -> Result<Comparison, ReportError> {
             figure: counter_rate(name, per),
         });
     }
+    specs
+}
 
-    let labels: Vec<&str> = runs.iter().map(|r| r.label).collect();
-    let mut metrics = Vec::new();
-    // The resample picks, one set per run, shared by every figure so that
-    // figures of one resample come from the same intervals.
-    let mut rng = SplitMix(BOOTSTRAP_SEED);
-    let picks: Vec<Vec<Vec<usize>>> = blocks
-        .iter()
-        .map(|b| {
-            (0..BOOTSTRAP_RESAMPLES)
-                .map(|_| (0..b.n).map(|_| rng.below(b.n.max(1))).collect())
-                .collect()
-        })
-        .collect();
+/// One figure across the runs, each later run's change with its bootstrap
+/// interval; `None` when no run has the figure.
+fn bootstrap_metric(
+    spec: &Spec<'_>,
+    blocks: &[Blocks],
+    picks: &[Vec<Vec<usize>>],
+    labels: &[&str],
+) -> Option<MetricComparison> {
     let mut scratch = Vec::new();
-    for spec in &specs {
-        let all: Vec<Vec<usize>> = blocks.iter().map(|b| (0..b.n).collect()).collect();
-        let values: Vec<Option<f64>> = blocks
-            .iter()
-            .zip(&all)
-            .map(|(b, pick)| (spec.figure)(b, pick, &mut scratch).map(round3))
-            .collect();
-        if values.iter().all(Option::is_none) {
-            continue;
-        }
-        let base_resampled: Vec<Option<f64>> = picks[0]
-            .iter()
-            .map(|p| (spec.figure)(&blocks[0], p, &mut scratch))
-            .collect();
-        let mut changes = Vec::new();
-        for i in 1..runs.len() {
-            let change = pct(values[0], values[i]);
-            let mut diffs: Vec<f64> = picks[i]
-                .iter()
-                .zip(&base_resampled)
-                .filter_map(|(p, base)| pct(*base, (spec.figure)(&blocks[i], p, &mut scratch)))
-                .collect();
-            diffs.sort_by(f64::total_cmp);
-            let (lo, hi) = if diffs.len() >= BOOTSTRAP_RESAMPLES / 2 {
-                (
-                    Some(round3(quantile(&diffs, 0.025))),
-                    Some(round3(quantile(&diffs, 0.975))),
-                )
-            } else {
-                (None, None)
-            };
-            let within = match (lo, hi) {
-                (Some(l), Some(h)) => Some(l <= 0.0 && h >= 0.0),
-                _ => None,
-            };
-            changes.push(change_of(
-                labels[i],
-                &spec.metric,
-                spec.lower_is_better,
-                change,
-                lo,
-                hi,
-                if within.is_some() {
-                    "bootstrap"
-                } else {
-                    "none"
-                },
-                within,
-            ));
-        }
-        metrics.push(MetricComparison {
-            kind: spec.kind.into(),
-            metric: spec.metric.clone(),
-            action: spec.action.clone(),
-            unit: spec.unit.into(),
-            lower_is_better: spec.lower_is_better,
-            values,
-            changes,
-        });
+    let values: Vec<Option<f64>> = blocks
+        .iter()
+        .map(|b| (spec.figure)(b, &b.all(), &mut scratch).map(round3))
+        .collect();
+    if values.iter().all(Option::is_none) {
+        return None;
     }
-    resources(runs, &labels, &mut metrics);
-
-    Ok(Comparison {
-        format_version: COMPARE_FORMAT_VERSION,
-        runs: runs
+    let base_resampled: Vec<Option<f64>> = picks[0]
+        .iter()
+        .map(|p| (spec.figure)(&blocks[0], p, &mut scratch))
+        .collect();
+    let mut changes = Vec::new();
+    for i in 1..blocks.len() {
+        let change = pct(values[0], values[i]);
+        let mut diffs: Vec<f64> = picks[i]
             .iter()
-            .map(|r| RunInfo {
-                label: r.label.to_owned(),
-                run_id: r.summary.run_id.clone(),
-                profile: r.summary.profile.clone(),
-                users: r.summary.users,
-                seed: r.summary.seed,
-                speed: r.summary.meta.speed,
-                steady_s: r.summary.steady.length_s,
-                steady_intervals: r.summary.steady.intervals,
-                verdict: r.summary.verdict.as_str().to_owned(),
-                interrupted: r.summary.interrupted,
-                client_bound: r.summary.client_bound,
-            })
-            .collect(),
-        warnings,
-        bootstrap: BootstrapSettings {
-            resamples: BOOTSTRAP_RESAMPLES,
-            seed: BOOTSTRAP_SEED,
-            confidence: 0.95,
-            unit: "steady-state interval (blocks of consecutive intervals beyond 200)".into(),
-        },
-        metrics,
+            .zip(&base_resampled)
+            .filter_map(|(p, base)| pct(*base, (spec.figure)(&blocks[i], p, &mut scratch)))
+            .collect();
+        // Fewer than half the resamples with a figure: no interval.
+        let interval = (diffs.len() >= BOOTSTRAP_RESAMPLES / 2)
+            .then(|| percentile_interval(&mut diffs, 0.025, 0.975))
+            .flatten();
+        let rounded = interval.map(|(l, h)| (round3(l), round3(h)));
+        let (lo, hi) = (rounded.map(|r| r.0), rounded.map(|r| r.1));
+        let within = rounded.map(|(l, h)| l <= 0.0 && h >= 0.0);
+        let method = if within.is_some() {
+            "bootstrap"
+        } else {
+            "none"
+        };
+        changes.push(change_of(
+            labels[i],
+            &spec.metric,
+            spec.lower_is_better,
+            change,
+            lo,
+            hi,
+            method,
+            within,
+        ));
+    }
+    Some(MetricComparison {
+        kind: spec.kind.into(),
+        metric: spec.metric.clone(),
+        action: spec.action.clone(),
+        unit: spec.unit.into(),
+        lower_is_better: spec.lower_is_better,
+        values,
+        changes,
     })
 }
 
@@ -631,11 +504,6 @@ fn pct(base: Option<f64>, value: Option<f64>) -> Option<f64> {
     }
 }
 
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    let i = ((q * (sorted.len() - 1) as f64).round() as usize).min(sorted.len() - 1);
-    sorted[i]
-}
-
 fn round3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
@@ -655,7 +523,7 @@ fn signed(v: f64) -> String {
 }
 
 fn value(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".into(), crate::html::svg::short)
+    v.map_or_else(|| "-".into(), crate::number::short)
 }
 
 fn change_cell(c: &Change) -> String {
@@ -716,7 +584,7 @@ fn runs_lines(c: &Comparison) -> Vec<String> {
                 r.users,
                 r.seed,
                 r.speed,
-                crate::html::svg::short(r.steady_s),
+                crate::number::short(r.steady_s),
                 r.steady_intervals,
                 r.verdict.to_uppercase(),
                 if r.interrupted { " · interrupted" } else { "" },
@@ -841,19 +709,18 @@ pub const COMPARE_CSV_HEADER: &str = "kind,metric,action,unit,run,value,baseline
 /// The comparison as CSV: one row per metric and run (the baseline's row
 /// has no change).
 pub fn write_compare_csv(c: &Comparison, out: &mut impl std::io::Write) -> Result<(), ReportError> {
-    writeln!(out, "{COMPARE_CSV_HEADER}")?;
+    let mut writer = csv_writer(out);
+    write_header(&mut writer, COMPARE_CSV_HEADER)?;
     let num = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
     for m in &c.metrics {
         for (i, run) in c.runs.iter().enumerate() {
             let change = i.checked_sub(1).and_then(|j| m.changes.get(j));
-            writeln!(
-                out,
-                "{},{},{},{},{},{},{},{},{},{},{},{}",
-                csv_field(&m.kind),
-                csv_field(&m.metric),
-                csv_field(m.action.as_deref().unwrap_or("")),
-                csv_field(&m.unit),
-                csv_field(&run.label),
+            writer.write_record([
+                m.kind.clone(),
+                m.metric.clone(),
+                m.action.clone().unwrap_or_default(),
+                m.unit.clone(),
+                run.label.clone(),
                 num(m.values.get(i).copied().flatten()),
                 num(m.values.first().copied().flatten()),
                 num(change.and_then(|c| c.change_pct)),
@@ -862,19 +729,12 @@ pub fn write_compare_csv(c: &Comparison, out: &mut impl std::io::Write) -> Resul
                 change
                     .and_then(|c| c.within_noise)
                     .map_or_else(String::new, |b| b.to_string()),
-                change.map_or("", |c| c.noise_method.as_str()),
-            )?;
+                change.map_or_else(String::new, |c| c.noise_method.clone()),
+            ])?;
         }
     }
+    writer.flush()?;
     Ok(())
-}
-
-pub(crate) fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
 }
 
 /// The comparison as pretty-printed JSON with a trailing newline, valid
@@ -888,18 +748,6 @@ pub fn compare_json(c: &Comparison) -> Result<String, ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rng_is_uniform_enough_and_fixed() {
-        let mut r = SplitMix(1);
-        let mut counts = [0; 4];
-        for _ in 0..4000 {
-            counts[r.below(4)] += 1;
-        }
-        assert!(counts.iter().all(|c| (800..1200).contains(c)), "{counts:?}");
-        let (mut a, mut b) = (SplitMix(BOOTSTRAP_SEED), SplitMix(BOOTSTRAP_SEED));
-        assert_eq!(a.next(), b.next());
-    }
 
     #[test]
     fn statements() {

@@ -1,4 +1,6 @@
-//! `intervals.csv` and `errors.csv`.
+//! `intervals.csv` and `errors.csv`, and the one CSV writer every CSV of
+//! the crate goes through (the `csv` crate: RFC 4180 quoting only where a
+//! field needs it, `\n` line ends).
 
 use std::io::Write;
 
@@ -12,96 +14,112 @@ pub const INTERVALS_CSV_HEADER: &str = "interval_start_s,interval_length_s,phase
 /// Header of `errors.csv`; columns are described in the README.
 pub const ERRORS_CSV_HEADER: &str = "interval_start_s,phase,action,error_kind,count";
 
+/// The crate's CSV writer over `out`: fields are quoted when they hold the
+/// delimiter, a quote or a line break, and records end with `\n`.
+pub(crate) fn csv_writer<W: Write>(out: W) -> ::csv::Writer<W> {
+    ::csv::WriterBuilder::new()
+        .terminator(::csv::Terminator::Any(b'\n'))
+        .from_writer(out)
+}
+
+/// Writes a header given as one comma-separated line.
+pub(crate) fn write_header<W: Write>(
+    writer: &mut ::csv::Writer<W>,
+    header: &str,
+) -> Result<(), ReportError> {
+    writer.write_record(header.split(','))?;
+    Ok(())
+}
+
 /// Writes `intervals.csv`: one row per interval and action, in time then
 /// action order. An interval with no action gets one row with an empty
 /// action so users logged on and client CPU stay a continuous series.
 /// Empty cells mean "no sample".
 pub fn write_intervals_csv<W: Write>(record: &RunRecord, out: &mut W) -> Result<(), ReportError> {
-    writeln!(out, "{INTERVALS_CSV_HEADER}")?;
+    let mut writer = csv_writer(out);
+    write_header(&mut writer, INTERVALS_CSV_HEADER)?;
     for interval in &record.intervals {
-        let tail = format!(
-            "{},{}",
-            interval.users_logged_on,
+        let tail = [
+            interval.users_logged_on.to_string(),
             opt(interval
                 .client
                 .cpu_percent
-                .map(|p| (p * 10.0).round() / 10.0))
-        );
+                .map(|p| (p * 10.0).round() / 10.0)),
+        ];
         if interval.actions.is_empty() {
-            writeln!(out, "{},,0,0,0,,,,,,{tail}", head(interval))?;
+            let empty = ["", "0", "0", "0", "", "", "", "", ""].map(String::from);
+            writer.write_record(head(interval).iter().chain(&empty).chain(&tail))?;
         }
         for (action, a) in &interval.actions {
             let lat = LatencySummary::of(&a.latency.decode()?);
-            writeln!(
-                out,
-                "{},{},{},{},{},{},{},{},{},{},{tail}",
-                head(interval),
-                field(action),
-                lat.count,
-                a.error_count(),
-                a.late_starts,
+            let cells = [
+                action.clone(),
+                lat.count.to_string(),
+                a.error_count().to_string(),
+                a.late_starts.to_string(),
                 opt(lat.p50_ms),
                 opt(lat.p95_ms),
                 opt(lat.p99_ms),
                 opt(lat.max_ms),
                 opt(lat.mean_ms),
-            )?;
+            ];
+            writer.write_record(head(interval).iter().chain(&cells).chain(&tail))?;
         }
     }
+    writer.flush()?;
     Ok(())
 }
 
 /// Writes `errors.csv`: one row per interval, action and error kind with a
 /// non-zero count, in time, action and kind order.
 pub fn write_errors_csv<W: Write>(record: &RunRecord, out: &mut W) -> Result<(), ReportError> {
-    writeln!(out, "{ERRORS_CSV_HEADER}")?;
+    let mut writer = csv_writer(out);
+    write_header(&mut writer, ERRORS_CSV_HEADER)?;
     for interval in &record.intervals {
         for (action, a) in &interval.actions {
             for (kind, n) in a.errors.iter().filter(|(_, n)| **n > 0) {
-                writeln!(
-                    out,
-                    "{},{},{},{},{n}",
-                    interval.start.as_secs_f64(),
-                    interval.phase,
-                    field(action),
-                    field(kind)
-                )?;
+                writer.write_record([
+                    interval.start.as_secs_f64().to_string(),
+                    interval.phase.to_string(),
+                    action.clone(),
+                    kind.clone(),
+                    n.to_string(),
+                ])?;
             }
         }
     }
+    writer.flush()?;
     Ok(())
 }
 
-fn head(interval: &IntervalRecord) -> String {
-    format!(
-        "{},{},{}",
-        interval.start.as_secs_f64(),
-        interval.length.as_secs_f64(),
-        interval.phase
-    )
+fn head(interval: &IntervalRecord) -> [String; 3] {
+    [
+        interval.start.as_secs_f64().to_string(),
+        interval.length.as_secs_f64().to_string(),
+        interval.phase.to_string(),
+    ]
 }
 
 fn opt(v: Option<f64>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
 }
 
-/// RFC 4180 quoting for free-text fields (action names, error kinds).
-fn field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::field;
+    #![allow(clippy::unwrap_used)]
+    use super::csv_writer;
 
     #[test]
     fn quotes_only_when_needed() {
-        assert_eq!(field("read"), "read");
-        assert_eq!(field("imap.NO, busy"), "\"imap.NO, busy\"");
-        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        let mut out = Vec::new();
+        let mut w = csv_writer(&mut out);
+        w.write_record(["read", "imap.NO, busy", "say \"hi\"", "two\nlines", ""])
+            .unwrap();
+        w.flush().unwrap();
+        drop(w);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "read,\"imap.NO, busy\",\"say \"\"hi\"\"\",\"two\nlines\",\n"
+        );
     }
 }

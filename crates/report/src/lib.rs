@@ -12,6 +12,15 @@
 //! | `errors.csv` | [`write_errors_csv`] | errors by interval, action and kind ([`ERRORS_CSV_HEADER`]) |
 //! | terminal | [`render_terminal`] | per-action table, score, throughput, delivery, server high averages and bottleneck, warnings, verdict |
 //! | terminal | [`render_monitor`] | the server part alone, for `peakhour monitor` |
+//! | `capacity.csv` | [`capacity::write_capacity_csv`] | one row per sweep step ([`capacity::CAPACITY_CSV_COLUMNS`]) |
+//! | `capacity.json` | [`capacity::capacity_json`] | the capacity analysis of a sweep, checked against [`capacity::CAPACITY_SCHEMA`] |
+//! | `capacity.html` | [`capacity::render_sweep_html`] | the capacity curve's charts, statement and steps |
+//!
+//! Every page shares one style sheet and one SVG chart kit ([`html`]),
+//! every number one formatter ([`number`]), and every CSV one writer (the
+//! `csv` crate). [`curve_csv`] reads the tables `peakhour analyze capacity`
+//! is given.
+//! | report.html | [`monitor_view`] | `monitor.csv` reduced to the report's server timelines and counter table |
 //!
 //! The meaning of every field and column is in this crate's README.
 //!
@@ -19,12 +28,17 @@
 //! [`RunRecord`]: peakhour_analysis::RunRecord
 #![deny(missing_docs)]
 
+pub mod capacity;
 pub mod capacity_html;
 mod compare;
 mod csv;
+pub mod curve_csv;
 mod hlog;
 pub mod html;
 mod json;
+mod monitor_view;
+pub mod number;
+pub mod plan;
 mod summary_formats;
 mod terminal;
 mod time;
@@ -44,6 +58,7 @@ pub use html::{
     ServerSoftware, render_compare_html, render_html,
 };
 pub use json::{SUMMARY_SCHEMA, summary_json};
+pub use monitor_view::monitor_view;
 pub use summary_formats::{SUMMARY_CSV_HEADER, render_summary_markdown, write_summary_csv};
 pub use terminal::{render_monitor, render_terminal};
 
@@ -62,6 +77,9 @@ pub enum ReportError {
     /// The run's `started_at` is not an RFC 3339 UTC time.
     #[error("started_at {0:?} is not an RFC 3339 UTC time like 2026-05-01T12:00:00Z")]
     StartTime(String),
+    /// Writing a CSV file failed.
+    #[error("CSV: {0}")]
+    Csv(#[from] ::csv::Error),
     /// The HdrHistogram log writer failed.
     #[error("interval log: {0}")]
     Hlog(String),

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use peakhour_analysis::Summary;
 
 use crate::ReportError;
-use crate::compare::csv_field;
-use crate::html::svg::short;
+use crate::csv::{csv_writer, write_header};
+use crate::number::short;
 
 /// CSV header of [`write_summary_csv`].
 pub const SUMMARY_CSV_HEADER: &str = "section,item,measure,value,unit";
@@ -14,17 +14,11 @@ pub const SUMMARY_CSV_HEADER: &str = "section,item,measure,value,unit";
 /// The summary in long CSV form, one figure per row: per-action latency and
 /// counts, the score, throughput, delivery, and the monitor's resources.
 pub fn write_summary_csv(s: &Summary, out: &mut impl std::io::Write) -> Result<(), ReportError> {
-    writeln!(out, "{SUMMARY_CSV_HEADER}")?;
+    let mut writer = csv_writer(out);
+    write_header(&mut writer, SUMMARY_CSV_HEADER)?;
     let mut row = |section: &str, item: &str, measure: &str, value: Option<f64>, unit: &str| {
-        writeln!(
-            out,
-            "{},{},{},{},{}",
-            csv_field(section),
-            csv_field(item),
-            csv_field(measure),
-            value.map_or_else(String::new, |v| v.to_string()),
-            csv_field(unit)
-        )
+        let value = value.map_or_else(String::new, |v| v.to_string());
+        writer.write_record([section, item, measure, value.as_str(), unit])
     };
     row("run", &s.run_id, "users", Some(f64::from(s.users)), "users")?;
     row("run", &s.run_id, "seed", Some(s.seed as f64), "")?;
@@ -129,6 +123,7 @@ pub fn write_summary_csv(s: &Summary, out: &mut impl std::io::Write) -> Result<(
             "",
         )?;
     }
+    writer.flush()?;
     Ok(())
 }
 

@@ -9,9 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use peakhour_analysis::{LatencyHistogram, RunRecord, Summary};
+use peakhour_monitor::analysis::TimeWindow;
+use peakhour_monitor::{DEFAULT_MAX_ROWS, MetricTable};
 use peakhour_report::{
-    COMPARE_SCHEMA, CompareRun, HostFacts, MonitorChart, MonitorView, REPORT_SECTIONS, ReportInput,
-    compare, compare_json, render_compare_html, render_compare_markdown, render_compare_text,
+    COMPARE_SCHEMA, CompareRun, HostFacts, MonitorView, REPORT_SECTIONS, ReportInput, compare,
+    compare_json, monitor_view, render_compare_html, render_compare_markdown, render_compare_text,
     render_html, write_compare_csv,
 };
 use serde_json::Value;
@@ -30,35 +32,18 @@ struct Run {
     monitor: MonitorView,
 }
 
-/// Reads a fixture the way `peakhour report` does, with the monitor's CPU
-/// column as the one timeline (the full reduction lives in the cli).
+/// Reads a fixture the way `peakhour report` does, with monitor.csv reduced
+/// by the report's own [`monitor_view`] over the steady phase.
 fn load(name: &str) -> Run {
     let dir = fixture(name);
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
     let record: RunRecord = serde_json::from_str(&read("record.json")).unwrap();
     let summary: Summary = serde_json::from_str(&read("summary.json")).unwrap();
     let host: HostFacts = serde_json::from_str(&read("host.json")).unwrap();
-    let csv = read("monitor.csv");
-    let mut lines = csv.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let cpu = header.iter().position(|h| *h == "cpu_busy_pct").unwrap();
-    let (mut times, mut busy) = (Vec::new(), Vec::new());
-    for line in lines {
-        let cells: Vec<&str> = line.split(',').collect();
-        times.push(cells[0].parse::<f64>().unwrap());
-        busy.push(cells[cpu].parse::<f64>().unwrap_or(f64::NAN));
-    }
-    let monitor = MonitorView {
-        times_s: times,
-        charts: vec![MonitorChart {
-            key: "cpu".into(),
-            title: "Server CPU".into(),
-            unit: "%".into(),
-            lines: vec![("busy".into(), busy)],
-        }],
-        table: Vec::new(),
-        config: vec![("source".into(), "monitor.csv".into())],
-    };
+    let table = MetricTable::from_csv(read("monitor.csv").as_bytes(), DEFAULT_MAX_ROWS).unwrap();
+    let start = summary.steady.start_s;
+    let steady = TimeWindow::new(start + 0.5, start + summary.steady.length_s + 0.5);
+    let monitor = monitor_view(&table, steady);
     Run {
         record,
         summary,
@@ -115,6 +100,10 @@ fn report_has_every_section_and_chart() {
         "timeline-actions",
         "timeline-p95",
         "timeline-cpu",
+        "timeline-memory",
+        "timeline-disk",
+        "timeline-network",
+        "timeline-queue",
         "chart-action-p95",
         "chart-delivery",
         "chart-high-average-0",
@@ -143,6 +132,13 @@ fn report_has_every_section_and_chart() {
         "[rates.read]",
         "@media print",
         "high average",
+        // The server counters, from monitor.csv.
+        "Transaction Queues",
+        "Processor Utilization",
+        "Process % CPU Time - dovecot",
+        "Logical Drive Utilization",
+        "Postfix active queue length",
+        "interfaces with traffic",
     ] {
         assert!(html.contains(text), "missing {text:?}");
     }

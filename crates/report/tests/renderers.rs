@@ -10,9 +10,11 @@ use peakhour_analysis::{
     ActionTiming, DeliveryRecorder, IntervalRecorder, Outcome, Phase, RecorderConfig, RunMeta,
     RunRecord, Summary, counters,
 };
+use peakhour_monitor::analysis::{TimeWindow, findings, mail_queue_at_end};
+use peakhour_monitor::{DEFAULT_MAX_ROWS, MetricTable};
 use peakhour_report::{
-    ERRORS_CSV_HEADER, INTERVALS_CSV_HEADER, SUMMARY_SCHEMA, render_terminal, summary_json,
-    write_errors_csv, write_hlog, write_intervals_csv,
+    ERRORS_CSV_HEADER, INTERVALS_CSV_HEADER, render_terminal, summary_json, write_errors_csv,
+    write_hlog, write_intervals_csv,
 };
 use serde_json::Value;
 
@@ -63,9 +65,25 @@ fn sample() -> RunRecord {
     RunRecord::new(meta, intervals, d.finish().unwrap())
 }
 
+/// The committed `schemas/summary.schema.json`, read from disk.
+fn committed_schema() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schemas/summary.schema.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
 fn validator() -> jsonschema::Validator {
-    let schema: Value = serde_json::from_str(SUMMARY_SCHEMA).unwrap();
-    jsonschema::draft202012::new(&schema).unwrap()
+    jsonschema::draft202012::new(&committed_schema()).unwrap()
+}
+
+/// Every way `summary.json` is not what the schema says, with where.
+fn schema_problems(summary: &Value) -> Vec<String> {
+    validator()
+        .iter_errors(summary)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
 }
 
 fn summary_value(record: &RunRecord) -> Value {
@@ -73,14 +91,39 @@ fn summary_value(record: &RunRecord) -> Value {
     serde_json::from_str(&summary_json(&summary).unwrap()).unwrap()
 }
 
+/// Real output against the committed schema: summaries that real lab runs
+/// wrote (the fixtures), and one the library builds with the monitor's
+/// findings computed from a real `monitor.csv`.
 #[test]
-fn committed_schema_file_is_the_one_compiled_in() {
-    let on_disk = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../schemas/summary.schema.json"
-    ))
-    .unwrap();
-    assert_eq!(on_disk, SUMMARY_SCHEMA);
+fn real_summaries_match_the_committed_schema() {
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    for run in ["run-small", "run-small-maildir"] {
+        let dir = std::path::Path::new(fixtures).join(run);
+        let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+        let written: Value = serde_json::from_str(&text).unwrap();
+        let problems = schema_problems(&written);
+        assert!(problems.is_empty(), "{run}/summary.json: {problems:#?}");
+        assert!(
+            written["resources"]
+                .as_array()
+                .is_some_and(|r| !r.is_empty())
+        );
+
+        let record: RunRecord =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("record.json")).unwrap())
+                .unwrap();
+        let mut summary = Summary::compute(&record).unwrap();
+        let csv = std::fs::read_to_string(dir.join("monitor.csv")).unwrap();
+        let table = MetricTable::from_csv(csv.as_bytes(), DEFAULT_MAX_ROWS).unwrap();
+        let found = findings(&table, TimeWindow::ALL, Duration::from_secs(30));
+        summary.resources = found.resources;
+        summary.bottleneck = Some(found.bottleneck);
+        summary.delivery.mail_queue_at_end = mail_queue_at_end(&table);
+        let built: Value = serde_json::from_str(&summary_json(&summary).unwrap()).unwrap();
+        let problems = schema_problems(&built);
+        assert!(problems.is_empty(), "{run}, built: {problems:#?}");
+        assert!(built["bottleneck"]["line"].is_string());
+    }
 }
 
 #[test]

@@ -16,6 +16,8 @@
 //!   whether 10 or 1000 users run. [`Plan::send_choice`] decides each message's
 //!   recipients and mix entry.
 //! - A [`MessageGenerator`] turns (seed, id, mix entry) into realistic MIME bytes.
+//! - [`files`] is the file-server side: NetBench's disk mix (seed 004) as a file profile
+//!   with seeded per-client scripts, and the dbench/NBENCH load-file parser.
 //!
 //! The engine consumes all of this; this crate knows nothing about it.
 
@@ -23,6 +25,7 @@
 
 mod builtin;
 mod error;
+pub mod files;
 mod message;
 mod plan;
 mod profile;

@@ -184,7 +184,7 @@ fn default_first() -> u32 {
 }
 
 /// A value that was not written in the file (span 0..0: errors about it have no place).
-fn unplaced<T>(value: T) -> Spanned<T> {
+pub(crate) fn unplaced<T>(value: T) -> Spanned<T> {
     Spanned::new(0..0, value)
 }
 
@@ -990,7 +990,12 @@ fn pattern(v: &Spanned<String>, field: &str, file: &str, src: &str) -> Result<()
 }
 
 /// Turns a toml error plus the serde path into a [`ProfileError`] naming the field.
-fn toml_error(file: &str, source: &str, e: &toml::de::Error, path: String) -> ProfileError {
+pub(crate) fn toml_error(
+    file: &str,
+    source: &str,
+    e: &toml::de::Error,
+    path: String,
+) -> ProfileError {
     let message = e.message().trim().to_owned();
     // serde_spanned's private wrapper fields are not the user's business.
     // Their array index (`$__serde_spanned_private_value[0]`) belongs to the previous key.

@@ -17,6 +17,8 @@ pub(crate) mod domain {
     pub(crate) const INIT: u64 = 4;
     pub(crate) const CHOICE: u64 = 5;
     pub(crate) const MESSAGE: u64 = 6;
+    pub(crate) const FILE_SCRIPT: u64 = 7;
+    pub(crate) const FILE_START: u64 = 8;
 }
 
 const fn splitmix64(mut z: u64) -> u64 {

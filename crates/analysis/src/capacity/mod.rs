@@ -11,11 +11,15 @@
 //!   QoS limit, linearly interpolated between steps ([`QosCapacity`]);
 //! - a **USL fit** ([`fit_usl`]) and the **knee** ([`kneedle`]).
 //!
+//! The [`sweep`] module holds the rules of `peakhour sweep` around it: the
+//! steps to run, when to stop, the QoS limit and the capacity statement.
+//!
 //! Everything is pure; `docs/capacity.md` explains the methods and their
 //! validation against the R `usl` package.
 
 mod knee;
 mod linalg;
+pub mod sweep;
 mod usl;
 
 use serde::{Deserialize, Serialize};

@@ -71,6 +71,23 @@ pub(crate) struct LabUpArgs {
     /// per connected user). Raise it (e.g. 100) for thousands of users.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub(crate) imap_client_limit: u32,
+    /// Prefix of Dovecot's personal namespace, ending with the separator: `INBOX.`
+    /// imitates Courier- and Cyrus-like servers, where `Sent` is `INBOX.Sent` and a
+    /// top-level `Sent` is refused. Empty (the default) puts folders at the top.
+    #[arg(long, value_name = "PREFIX", default_value = "")]
+    pub(crate) namespace_prefix: String,
+    /// Dovecot's hierarchy separator (one character; `.` with `--namespace-prefix INBOX.`).
+    #[arg(long, value_name = "CHAR", default_value_t = '/')]
+    pub(crate) namespace_separator: char,
+    /// Cap every lab server process at this many CPU cores (e.g. 0.5), with a cgroup.
+    #[arg(long, value_name = "CORES", value_parser = peakhour_lab::Limits::parse_cpus)]
+    pub(crate) cpus: Option<f64>,
+    /// Cap the lab servers' memory, page cache included (e.g. 256M, 1G), with a cgroup.
+    #[arg(long, value_name = "SIZE", value_parser = peakhour_lab::Limits::parse_memory)]
+    pub(crate) memory: Option<u64>,
+    /// SMTP port without AUTH or STARTTLS, for clients on loopback. Overrides --port-base.
+    #[arg(long, value_name = "PORT")]
+    pub(crate) smtp_noauth_port: Option<u16>,
     /// Print the resulting status as JSON instead of text.
     #[arg(long)]
     pub(crate) json: bool,
@@ -80,7 +97,9 @@ pub(crate) struct LabUpArgs {
 pub(crate) struct LabDownArgs {
     #[command(flatten)]
     pub(crate) dir: LabDirArg,
-    /// Also delete the lab directory: mail store, queue, certificates and password.
+    /// Also delete what the lab made in its directory: mail store, queue, certificates
+    /// and password (the entries its lab-manifest.json lists). Anything else in the
+    /// directory is kept, and so is the directory unless the lab created it.
     #[arg(long)]
     pub(crate) purge: bool,
 }

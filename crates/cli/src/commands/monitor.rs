@@ -1,23 +1,23 @@
 //! `peakhour monitor`: the server monitor on its own (STAT.NLM logging
 //! someone else's test), and the monitor's part of `peakhour run`: the local
-//! source's settings, and the findings (key metrics' high averages and the
-//! bottleneck) handed to the analysis layer's `Summary` as plain numbers.
+//! source's settings. The findings (key metrics' high averages and the
+//! bottleneck) are the monitor crate's `analysis::findings`.
 
 use std::io::{IsTerminal as _, Write as _};
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use peakhour_analysis::{Bottleneck, ResourceHighAverage};
 use peakhour_lab::{Lab, LabStatus, Layout};
-use peakhour_monitor::analysis::{Thresholds, TimeWindow, high_average, use_summary};
+use peakhour_monitor::analysis::TimeWindow;
+pub(crate) use peakhour_monitor::analysis::findings;
 use peakhour_monitor::{
-    GroupSpec, LocalConfig, LocalSource, MailProbes, MetricTable, Monitor, MonitorConfig,
-    MonitorReport, NodeExporterSource, Sample, columns,
+    GroupSpec, LocalConfig, LocalSource, MailProbes, Monitor, MonitorConfig, MonitorReport,
+    NodeExporterSource, Sample,
 };
+use peakhour_rundir::{DirKind, RunDir, RunFile, default_dir};
 
 use crate::args::MonitorArgs;
 
@@ -102,118 +102,6 @@ fn parse_group(spec: &str) -> anyhow::Result<GroupSpec> {
     GroupSpec::regex(name, pattern).with_context(|| format!("--group {spec:?}"))
 }
 
-/// The key metrics reported with their high averages, in this order:
-/// `(column, label)`. The busiest disk and any extra groups are added.
-const KEY_METRICS: &[(&str, &str)] = &[
-    (columns::CPU_BUSY_PCT, "CPU busy %"),
-    (columns::RUN_QUEUE, "run queue"),
-    ("group_dovecot_cpu_pct", "Dovecot CPU % of a core"),
-    ("group_postfix_cpu_pct", "Postfix CPU % of a core"),
-    ("group_peakhour_cpu_pct", "peakhour CPU % of a core"),
-    (columns::MEM_AVAILABLE_KB, "memory available"),
-];
-
-/// What the monitor found over a window: key metrics and the bottleneck.
-pub(crate) struct Findings {
-    pub(crate) resources: Vec<ResourceHighAverage>,
-    pub(crate) bottleneck: Bottleneck,
-}
-
-/// Key metrics' mean, p95, max and high average over `window`, and the USE
-/// summary's bottleneck. Pure: numbers in, numbers out.
-pub(crate) fn findings(table: &MetricTable, window: TimeWindow, min_window: Duration) -> Findings {
-    let min_window_s = min_window.as_secs_f64();
-    let times = table.times();
-    let inside: Vec<usize> = (0..times.len())
-        .filter(|&i| times[i] >= window.start_s && times[i] < window.end_s)
-        .collect();
-    let metric = |name: &str, label: &str| -> Option<ResourceHighAverage> {
-        let values = table.column(name)?;
-        let t: Vec<f64> = inside.iter().map(|&i| times[i]).collect();
-        let v: Vec<f64> = inside.iter().map(|&i| values[i]).collect();
-        let stats = peakhour_monitor::analysis::window_stats(&t, &v, TimeWindow::ALL)?;
-        let high = high_average(&t, &v, min_window_s)?;
-        Some(ResourceHighAverage {
-            metric: name.to_owned(),
-            label: label.to_owned(),
-            mean: round3(stats.mean),
-            p95: round3(stats.p95),
-            max: round3(stats.max),
-            high_average: round3(high.mean),
-            high_average_std_dev: round3(high.std_dev),
-            high_average_window_s: min_window_s,
-            shorter_than_window: high.shorter_than_window,
-            samples: stats.samples,
-        })
-    };
-    let mut resources: Vec<ResourceHighAverage> = KEY_METRICS
-        .iter()
-        .filter_map(|(name, label)| metric(name, label))
-        .collect();
-    // Extra groups, after the default ones.
-    let names = table.names();
-    for name in names {
-        if let Some(group) = name
-            .strip_prefix("group_")
-            .and_then(|n| n.strip_suffix("_cpu_pct"))
-            && !["dovecot", "postfix", "peakhour"].contains(&group)
-            && let Some(r) = metric(name, &format!("{group} CPU % of a core"))
-        {
-            resources.push(r);
-        }
-    }
-    // The busiest disk by its mean utilization.
-    let busiest = names
-        .iter()
-        .filter(|n| n.starts_with("disk_") && n.ends_with("_util_pct"))
-        .filter_map(|n| {
-            let device = n.strip_prefix("disk_")?.strip_suffix("_util_pct")?;
-            metric(n, &format!("disk {device} util %"))
-        })
-        .max_by(|a, b| a.mean.total_cmp(&b.mean));
-    resources.extend(busiest);
-    resources.extend(metric(columns::POSTFIX_QUEUE_ACTIVE, "mail queue active"));
-
-    let verdict = use_summary(table, window, &Thresholds::DEFAULT);
-    let bottleneck = if inside.is_empty() {
-        let text = "no monitor sample in the measured window, so nothing can be named".to_owned();
-        Bottleneck {
-            resource: Bottleneck::NONE.to_owned(),
-            evidence: text.clone(),
-            line: text,
-        }
-    } else {
-        match verdict.bottleneck {
-            Some(resource) => {
-                let evidence = verdict
-                    .resources
-                    .iter()
-                    .find(|r| r.resource == resource)
-                    .map(|r| r.evidence.join(", "))
-                    .unwrap_or_default();
-                Bottleneck {
-                    resource: resource.name().to_owned(),
-                    evidence,
-                    line: verdict.line,
-                }
-            }
-            None => Bottleneck {
-                resource: Bottleneck::NONE.to_owned(),
-                evidence: verdict.line.clone(),
-                line: verdict.line,
-            },
-        }
-    };
-    Findings {
-        resources,
-        bottleneck,
-    }
-}
-
-fn round3(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
-}
-
 /// The monitor's cost, for people.
 pub(crate) fn cost_line(report: &MonitorReport) -> String {
     let mut line = format!(
@@ -242,17 +130,13 @@ pub(crate) fn run(args: MonitorArgs) -> anyhow::Result<ExitCode> {
     if args.interval.is_zero() {
         bail!("--interval must be more than zero");
     }
-    let dir = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from("runs").join(format!(
-            "{}-monitor",
-            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
-        ))
-    });
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
-    let csv_path = dir.join("monitor.csv");
-    let csv = std::fs::File::create(&csv_path)
-        .with_context(|| format!("cannot create {}", csv_path.display()))?;
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_dir(std::time::SystemTime::now(), DirKind::Monitor));
+    let run_dir = RunDir::create(&dir).context("cannot create the output directory")?;
+    let csv = run_dir.create_monitor_csv()?;
+    let csv_path = run_dir.file(RunFile::Monitor);
     let config = MonitorConfig {
         interval: args.interval,
         duration: args.duration,
@@ -335,7 +219,7 @@ pub(crate) fn run(args: MonitorArgs) -> anyhow::Result<ExitCode> {
     text.push_str(&cost_line(&report));
     text.push('\n');
     print!("{text}");
-    write_summary(&dir, &text)?;
+    run_dir.write_monitor_summary(&text)?;
     println!("results: {}", dir.display());
     runtime.shutdown_timeout(Duration::from_millis(100));
     let stopped_early = interrupted.load(Ordering::SeqCst) && !args.until_signal;
@@ -344,11 +228,6 @@ pub(crate) fn run(args: MonitorArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-fn write_summary(dir: &Path, text: &str) -> anyhow::Result<()> {
-    let path = dir.join("monitor-summary.txt");
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// `--postfix-queue` and `--dovecot-port`, else the lab's if `--lab-dir` holds one.

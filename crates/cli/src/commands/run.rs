@@ -6,17 +6,18 @@
 
 mod live_line;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use peakhour_analysis::{RunRecord, Summary, Verdict};
+use peakhour_analysis::{Summary, Verdict};
 use peakhour_engine::{RunResult, RunSettings, Target};
 use peakhour_monitor::analysis::{TimeWindow, mail_queue_at_end};
 use peakhour_monitor::{LocalSource, Monitor, MonitorConfig, MonitorReport};
-use peakhour_workload::{Overrides, Plan};
+use peakhour_rundir::{DirKind, MonitorSection, RunConfig, RunDir, RunSection, TargetSection};
+use peakhour_workload::{HumanDuration, Overrides, Plan};
 use tokio::runtime::Runtime;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -25,7 +26,7 @@ use self::live_line::LiveLine;
 use super::monitor::{cost_line, findings, lab_probes, local_source, wait_for_signal};
 use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::RunArgs;
-use crate::config::{CONNECT_TIMEOUT, RunConfig, usage_exit};
+use crate::config::{CONNECT_TIMEOUT, RunConfig as CheckedRunConfig, usage_exit};
 
 /// The server monitor samples every second during a run.
 const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
@@ -36,7 +37,7 @@ const EXIT_INTERRUPTED: u8 = 130;
 pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // Bounds first, then the profile, the target and the population: all
     // before any connection, and bad usage exits with code 2.
-    let prepared = match RunConfig::check(&args)
+    let prepared = match CheckedRunConfig::check(&args)
         .map_err(anyhow::Error::from)
         .and_then(|config| Prepared::new(&args, config))
     {
@@ -61,7 +62,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(monitor) = monitor {
         monitor.add_findings(&mut summary, &result, prepared.config.high_average_window);
     }
-    write_results(&prepared.dir, &result.record, &summary)?;
+    RunDir::new(&prepared.dir).write_results(&result.record, &summary)?;
     if let Err(e) = super::report::write_report(&prepared.dir) {
         eprintln!("warning: report.html was not written: {e:#}");
     }
@@ -111,7 +112,7 @@ fn print_safety_notes(summary: &Summary) {
 /// A run ready to start: its plan, target, directory (with `config.toml`
 /// written) and engine settings.
 struct Prepared {
-    config: RunConfig,
+    config: CheckedRunConfig,
     plan: Arc<Plan>,
     target: Arc<Target>,
     resolved: ResolvedTarget,
@@ -120,7 +121,7 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn new(args: &RunArgs, config: RunConfig) -> anyhow::Result<Self> {
+    fn new(args: &RunArgs, config: CheckedRunConfig) -> anyhow::Result<Self> {
         let profile = load_profile(&args.profile.profile)?;
         let resolved = resolve_target(&args.target)?;
         let shape = &config.shape;
@@ -135,11 +136,12 @@ impl Prepared {
         check_population(&plan, &resolved, &config.allow_domains)?;
         let target = resolved.target.clone();
 
-        let run_id = format!(
-            "{}-{}-{}u",
-            chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
-            plan.name(),
-            plan.users()
+        let run_id = peakhour_rundir::dir_name(
+            std::time::SystemTime::now(),
+            DirKind::Run {
+                profile: plan.name(),
+                users: plan.users(),
+            },
         );
         let dir = args
             .out
@@ -153,7 +155,7 @@ impl Prepared {
         }
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
-        write_config(&dir, &plan, &config, &target)?;
+        RunDir::new(&dir).write_config(&run_config(&plan, &config, &target)?)?;
 
         let settings = RunSettings {
             run_id,
@@ -315,67 +317,48 @@ fn humantime(d: Duration) -> String {
     peakhour_workload::HumanDuration(d).to_string()
 }
 
-/// The resolved configuration, with every setting and no password.
-fn write_config(
-    dir: &Path,
+/// The resolved configuration, with every setting and no password; the
+/// domains allowed outside the reserved test names are on record too
+/// (`[population] allowed_domains`).
+fn run_config(
     plan: &Plan,
-    config: &RunConfig,
+    config: &CheckedRunConfig,
     target: &peakhour_engine::Target,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<RunConfig> {
     let shape = &config.shape;
-    let mut text = format!(
-        "# peakhour {} run configuration (no credentials are stored)\n[run]\nramp_up = \"{}\"\nduration = \"{}\"\ndrain = \"{}\"\ninterval = \"{}\"\naction_timeout = \"{}\"\n\n[target]\nimap = \"{}\"\nsmtp = \"{}\"\n\n",
-        env!("CARGO_PKG_VERSION"),
-        humantime(shape.ramp_up),
-        humantime(shape.duration),
-        humantime(shape.drain),
-        humantime(shape.interval),
-        humantime(shape.action_timeout),
-        target.imap,
-        target.smtp,
-    );
-    text.push_str(&format!(
-        "[monitor]\ninterval = \"{}\"\nhigh_average_window = \"{}\"\nbaseline = \"{}\"\n\n",
-        humantime(MONITOR_INTERVAL),
-        humantime(config.high_average_window),
-        humantime(config.monitor_baseline),
-    ));
-    if !config.allow_domains.is_empty() {
-        text.push_str(&format!(
-            "[population]\nallowed_domains = [{}]\n\n",
-            config
-                .allow_domains
-                .iter()
-                .map(|d| format!("\"{d}\""))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    text.push_str(&plan.to_toml()?);
-    std::fs::write(dir.join("config.toml"), text).context("cannot write config.toml")?;
-    Ok(())
-}
-
-fn write_results(dir: &Path, record: &RunRecord, summary: &Summary) -> anyhow::Result<()> {
-    let write = |name: &str, bytes: &[u8]| {
-        std::fs::write(dir.join(name), bytes)
-            .with_context(|| format!("cannot write {}", dir.join(name).display()))
-    };
-    write(
-        "summary.json",
-        peakhour_report::summary_json(summary)?.as_bytes(),
+    let mut recorded = RunConfig::new(
+        RunSection {
+            ramp_up: HumanDuration(shape.ramp_up),
+            duration: HumanDuration(shape.duration),
+            drain: HumanDuration(shape.drain),
+            interval: HumanDuration(shape.interval),
+            action_timeout: HumanDuration(shape.action_timeout),
+        },
+        TargetSection {
+            imap: target.imap.to_string(),
+            smtp: target.smtp.to_string(),
+        },
+        MonitorSection {
+            interval: HumanDuration(MONITOR_INTERVAL),
+            high_average_window: HumanDuration(config.high_average_window),
+            baseline: HumanDuration(config.monitor_baseline),
+        },
+        plan,
     )?;
-    write("record.json", serde_json::to_string(record)?.as_bytes())?;
-    let mut csv = Vec::new();
-    peakhour_report::write_intervals_csv(record, &mut csv)?;
-    write("intervals.csv", &csv)?;
-    let mut errors = Vec::new();
-    peakhour_report::write_errors_csv(record, &mut errors)?;
-    write("errors.csv", &errors)?;
-    let mut hlog = Vec::new();
-    peakhour_report::write_hlog(record, &mut hlog)?;
-    write("latency.hlog", &hlog)?;
-    Ok(())
+    if !config.allow_domains.is_empty() {
+        let domains = config
+            .allow_domains
+            .iter()
+            .cloned()
+            .map(toml::Value::String)
+            .collect();
+        let mut population = toml::Table::new();
+        population.insert("allowed_domains".into(), toml::Value::Array(domains));
+        recorded
+            .plan
+            .insert("population".into(), toml::Value::Table(population));
+    }
+    Ok(recorded)
 }
 
 fn signed_secs(at: Instant, origin: Instant) -> f64 {

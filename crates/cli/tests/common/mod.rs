@@ -11,7 +11,11 @@ pub(crate) const PEAKHOUR: &str = env!("CARGO_BIN_EXE_peakhour");
 /// A lab with `users` users in a temporary directory, on free loopback ports;
 /// it stops when the guard is dropped and the directory goes with the TempDir.
 pub(crate) fn start_lab(users: u32) -> (tempfile::TempDir, LabGuard) {
-    let dir = tempfile::tempdir().unwrap();
+    // 0755: the lab refuses (and does not chmod) a 0700 directory its servers cannot reach.
+    let dir = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .tempdir()
+        .unwrap();
     // Ports found free can be taken before the lab binds them (tests run in
     // parallel): try other free ports a few times before giving up.
     let mut attempts = 0;

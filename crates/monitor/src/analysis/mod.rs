@@ -6,14 +6,19 @@
 //!   sustained window (at least 30 s by default) with its standard deviation;
 //! * [`use_summary`]: utilization, saturation and errors per resource, and
 //!   the one-line bottleneck verdict;
-//! * [`mail_queue_at_end`]: what Postfix still held at the last sample.
+//! * [`mail_queue_at_end`]: what Postfix still held at the last sample;
+//! * [`findings`]: all of it in the run summary's terms (the key metrics'
+//!   high averages and the bottleneck, as `peakhour-analysis` types).
 //!
 //! Inputs are a time axis and values with NaN for "no value", reached
 //! through the [`Columns`] trait, so this module does not depend on how the
-//! samples were stored (it is meant to move into the analysis layer).
+//! samples were stored.
 
+mod findings;
 mod stats;
 mod use_summary;
+
+pub use findings::{Findings, findings};
 
 pub use stats::{
     DEFAULT_HIGH_AVERAGE_WINDOW_S, HighAverage, MetricSummary, TimeWindow, WindowStats,

@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use super::Columns;
 use super::stats::{TimeWindow, window_median, window_stats};
 use crate::columns as col;
+use crate::metric_key::{DiskField, Field, GroupField, MetricKey, NetField};
 
 /// The limits above which an indicator counts as saturated.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -161,14 +162,14 @@ impl Input<'_> {
         window_median(self.cols.times(), &v, self.window)
     }
 
-    /// Means of all columns with this prefix and suffix, with the middle part.
-    fn means_matching(&self, prefix: &str, suffix: &str) -> Vec<(String, f64)> {
+    /// Means of every instance's column for `field`, with the instance.
+    fn means_of(&self, field: Field) -> Vec<(String, f64)> {
         self.cols
             .names()
             .into_iter()
             .filter_map(|n| {
-                let middle = n.strip_prefix(prefix)?.strip_suffix(suffix)?;
-                Some((middle.to_owned(), self.mean(n)?))
+                let key = MetricKey::parse(n).filter(|k| k.field() == field)?;
+                Some((key.instance()?.to_owned(), self.mean(n)?))
             })
             .collect()
     }
@@ -237,7 +238,7 @@ fn cpu_use(inp: &Input<'_>, th: &Thresholds) -> Option<ResourceUse> {
         ));
     }
     // Which process group uses the CPU, as a share of all cores.
-    let mut groups = inp.means_matching("group_", "_cpu_pct");
+    let mut groups = inp.means_of(Field::Group(GroupField::CpuPct));
     groups.sort_by(|a, b| b.1.total_cmp(&a.1));
     let top_share = groups.first().map_or(0.0, |(_, pct)| pct / cores);
     if let Some((name, pct)) = groups.first() {
@@ -329,7 +330,7 @@ fn memory_use(inp: &Input<'_>, th: &Thresholds) -> Option<ResourceUse> {
 }
 
 fn disk_use(inp: &Input<'_>, th: &Thresholds) -> Option<ResourceUse> {
-    let utils = inp.means_matching("disk_", "_util_pct");
+    let utils = inp.means_of(Field::Disk(DiskField::UtilPct));
     let psi = inp.mean(col::PSI_IO_SOME_PCT);
     if utils.is_empty() && psi.is_none() {
         return None;
@@ -337,10 +338,10 @@ fn disk_use(inp: &Input<'_>, th: &Thresholds) -> Option<ResourceUse> {
     let busiest = utils.iter().max_by(|a, b| a.1.total_cmp(&b.1)).cloned();
     let queue = busiest
         .as_ref()
-        .and_then(|(d, _)| inp.mean(&format!("disk_{d}_queue_len")));
+        .and_then(|(d, _)| inp.mean(&MetricKey::disk(d, DiskField::QueueLen).column()));
     let await_ms = busiest
         .as_ref()
-        .and_then(|(d, _)| inp.mean(&format!("disk_{d}_await_ms")));
+        .and_then(|(d, _)| inp.mean(&MetricKey::disk(d, DiskField::AwaitMs).column()));
     let iowait = inp.mean(col::CPU_IOWAIT_PCT);
     let mut saturation = Vec::new();
     let mut evidence = Vec::new();
@@ -388,19 +389,19 @@ fn disk_use(inp: &Input<'_>, th: &Thresholds) -> Option<ResourceUse> {
 }
 
 fn network_use(inp: &Input<'_>, th: &Thresholds) -> Option<ResourceUse> {
-    let rx = inp.means_matching("net_", "_rx_bytes_per_s");
+    let rx = inp.means_of(Field::Network(NetField::RxBytesPerS));
     if rx.is_empty() {
         return None;
     }
-    let tx = inp.means_matching("net_", "_tx_bytes_per_s");
+    let tx = inp.means_of(Field::Network(NetField::TxBytesPerS));
     let bytes: f64 = rx.iter().chain(&tx).map(|(_, v)| v).sum();
     let drops: f64 = inp
-        .means_matching("net_", "_drops_per_s")
+        .means_of(Field::Network(NetField::DropsPerS))
         .iter()
         .map(|(_, v)| v)
         .sum();
     let errors: f64 = inp
-        .means_matching("net_", "_errors_per_s")
+        .means_of(Field::Network(NetField::ErrorsPerS))
         .iter()
         .map(|(_, v)| v)
         .sum();

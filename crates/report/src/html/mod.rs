@@ -34,7 +34,8 @@ pub(crate) fn escape(text: &str) -> String {
     out
 }
 
-/// The page's style sheet, shared by the report and the comparison.
+/// The one style sheet of every HTML page: the report, the comparison and
+/// the sweep's capacity page.
 pub(crate) const CSS: &str = r#"
 :root { --fg:#1b1f24; --muted:#57606a; --line:#d0d7de; --pass:#1a7f37; --fail:#cf222e; --warn:#9a6700; --bg-warn:#fff8c5; --bg-fail:#ffebe9; --bg-pass:#dafbe1; }
 * { box-sizing: border-box; }
@@ -87,12 +88,21 @@ svg .reflabel { text-anchor: end; fill: var(--fail); font-size: 10px; }
 svg .band.logon { fill: #ddf4ff; }
 svg .band.steady { fill: #ffffff; }
 svg .band.drain { fill: #eeeeee; }
+svg .series.fit { stroke-dasharray: 6 4; }
+svg .ring { fill: none; stroke-width: 2.5; }
+svg .mark { text-anchor: middle; }
+svg .marker { stroke: var(--fail); stroke-width: 1; stroke-dasharray: 2 3; }
+svg .markerlabel { fill: var(--fail); font-size: 10px; }
+.statement { background: #f6f8fa; border-left: 4px solid #0072b2; padding: 8px 14px; }
+.notes li { color: var(--muted); }
+.wide { overflow-x: auto; }
 footer { margin-top: 32px; color: var(--muted); font-size: 12px; }
 @media print {
   body { max-width: none; padding: 0; font-size: 11px; }
   h2 { break-after: avoid; }
   svg.chart, table, .warnings, .verdict { break-inside: avoid; }
   pre { white-space: pre-wrap; font-size: 9px; }
+  .wide { overflow: visible; }
   .badge, .warnings, th, tr.section td { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
 }
 "#;

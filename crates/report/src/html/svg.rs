@@ -1,14 +1,20 @@
-//! A small hand-written SVG chart kit: timelines on a shared time axis with
-//! the run's phases shaded, horizontal bars with whiskers, and a histogram.
+//! The one SVG chart kit of every HTML page (the run report, the
+//! comparison and the sweep's capacity page): timelines on a shared time
+//! axis with the run's phases shaded, horizontal bars with whiskers, a
+//! histogram, and [`XyPlot`], values against a linear axis (throughput and
+//! p95 against load) with points, fitted curves and markers.
 //!
-//! Hand-written rather than `plotters`: the report needs three chart shapes,
-//! inline in one HTML file, styled by the page's CSS; about 400 lines of
-//! string building do that with no dependency, no font loading and no build
-//! cost, and the output is deterministic, which the tests rely on.
+//! Hand-written rather than `plotters`: the pages need four chart shapes,
+//! inline in one HTML file, styled by the shared style sheet
+//! ([`super::CSS`]); a few hundred lines of string building do that with
+//! no dependency, no font loading and no build cost, and the output is
+//! deterministic, which the tests rely on. Numbers are written by
+//! [`crate::number`].
 
 use std::fmt::Write as _;
 
 use super::escape;
+pub(crate) use crate::number::short;
 
 /// Series colours, colour-blind safe (Okabe–Ito), in order of use.
 pub(crate) const PALETTE: [&str; 8] = [
@@ -66,36 +72,6 @@ pub(crate) fn nice_ceiling(v: f64, floor: f64) -> f64 {
     10.0 * base
 }
 
-/// A compact number: 3 significant digits, thousands as `k`, millions as `M`.
-pub(crate) fn short(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1e6 {
-        format!("{}M", trim(v / 1e6))
-    } else if a >= 1e4 {
-        format!("{}k", trim(v / 1e3))
-    } else {
-        trim(v)
-    }
-}
-
-fn trim(v: f64) -> String {
-    let a = v.abs();
-    let s = if a >= 100.0 || a == 0.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    };
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        s
-    }
-}
-
 fn open_svg(out: &mut String, id: &str, height: f64, title: &str) {
     let _ = write!(
         out,
@@ -129,12 +105,7 @@ impl Timeline<'_> {
 
         let mut s = String::new();
         open_svg(&mut s, self.id, height, self.title);
-        let _ = write!(
-            s,
-            r#"<text class="ctitle" x="{LEFT}" y="16">{} <tspan class="unit">({})</tspan></text>"#,
-            escape(self.title),
-            escape(self.unit)
-        );
+        chart_title(&mut s, LEFT, self.title, self.unit);
         for band in self.bands {
             // A phase too short to see (a drain that reconciled at once)
             // still gets a sliver, so every phase shows.
@@ -155,19 +126,7 @@ impl Timeline<'_> {
                 );
             }
         }
-        // Horizontal grid and y labels.
-        for i in 0..=4 {
-            let v = y_max * f64::from(i) / 4.0;
-            let yy = y(v);
-            let _ = write!(
-                s,
-                r#"<line class="grid" x1="{LEFT}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}"/><text class="ylabel" x="{:.1}" y="{:.1}">{}</text>"#,
-                LEFT + plot_w,
-                LEFT - 6.0,
-                yy + 4.0,
-                short(v)
-            );
-        }
+        y_grid(&mut s, y_max, y, LEFT + plot_w);
         // Time ticks.
         let step = nice_ceiling(end / 8.0, 1.0);
         let mut t = 0.0;
@@ -234,9 +193,223 @@ impl Timeline<'_> {
                 }
             }
         }
-        legend(&mut s, self.lines.iter().map(|l| l.label.as_str()), height);
+        let swatches = self
+            .lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.label.as_str(), PALETTE[i % PALETTE.len()]));
+        legend(&mut s, swatches, LEFT, height);
         s.push_str("</svg>");
         s
+    }
+}
+
+/// Horizontal grid lines with their labels at 0, ¼, ½, ¾ and all of
+/// `y_max`, from the left margin to `right`.
+fn y_grid(s: &mut String, y_max: f64, y: impl Fn(f64) -> f64, right: f64) {
+    for i in 0..=4 {
+        let v = y_max * f64::from(i) / 4.0;
+        let yy = y(v);
+        let _ = write!(
+            s,
+            r#"<line class="grid" x1="{LEFT}" x2="{right:.1}" y1="{yy:.1}" y2="{yy:.1}"/><text class="ylabel" x="{:.1}" y="{:.1}">{}</text>"#,
+            LEFT - 6.0,
+            yy + 4.0,
+            short(v)
+        );
+    }
+}
+
+/// A chart title with its unit.
+fn chart_title(s: &mut String, x: f64, title: &str, unit: &str) {
+    let _ = write!(
+        s,
+        r#"<text class="ctitle" x="{x}" y="16">{} <tspan class="unit">({})</tspan></text>"#,
+        escape(title),
+        escape(unit)
+    );
+}
+
+/// A round value at or above `v` (1 for nothing to show).
+fn round_up(v: f64) -> f64 {
+    if v.is_finite() && v > 0.0 {
+        nice_ceiling(v, v)
+    } else {
+        1.0
+    }
+}
+
+/// The end and the tick step of a linear axis from 0 that shows
+/// `largest`: about five ticks of a round step, just past it.
+pub(crate) fn linear_axis(largest: f64) -> (f64, f64) {
+    let step = round_up(largest * 1.05 / 5.0);
+    ((largest * 1.05 / step).ceil().max(1.0) * step, step)
+}
+
+/// The colour of values over a limit (the style sheet's `--fail`).
+pub(crate) const OVER_LIMIT: &str = "#cf222e";
+
+/// Values against a linear x axis from 0 (throughput or p95 against load):
+/// the frame is drawn by [`XyPlot::new`], then lines, points and markers in
+/// data coordinates, then [`XyPlot::finish`] adds the legend.
+pub(crate) struct XyPlot {
+    svg: String,
+    x_max: f64,
+    y_max: f64,
+}
+
+/// The height of an [`XyPlot`].
+const XY_HEIGHT: f64 = 300.0;
+/// Below an [`XyPlot`]'s plot area: tick labels, axis name, legend.
+const XY_BOTTOM: f64 = 58.0;
+
+impl XyPlot {
+    /// A chart of `title` (values in `unit`) against `x_name`, with round
+    /// axes just past `x_largest` and `y_largest`.
+    pub(crate) fn new(
+        id: &str,
+        title: &str,
+        unit: &str,
+        x_name: &str,
+        x_largest: f64,
+        y_largest: f64,
+    ) -> Self {
+        let (x_max, x_step) = linear_axis(x_largest);
+        let y_max = round_up(y_largest * 1.05);
+        let mut plot = Self {
+            svg: String::new(),
+            x_max,
+            y_max,
+        };
+        let mut svg = String::new();
+        open_svg(&mut svg, id, XY_HEIGHT, title);
+        chart_title(&mut svg, LEFT, title, unit);
+        let right = WIDTH - RIGHT;
+        y_grid(&mut svg, y_max, |v| plot.y(v), right);
+        let bottom = XY_HEIGHT - XY_BOTTOM;
+        let ticks = (x_max / x_step).round() as u32;
+        for i in 0..=ticks {
+            let v = x_step * f64::from(i);
+            let xx = plot.x(v);
+            let _ = write!(
+                svg,
+                r#"<line class="tick" x1="{xx:.1}" x2="{xx:.1}" y1="{bottom:.1}" y2="{:.1}"/><text class="xlabel" x="{xx:.1}" y="{:.1}">{}</text>"#,
+                bottom + 4.0,
+                bottom + 16.0,
+                short(v)
+            );
+        }
+        let _ = write!(
+            svg,
+            r#"<line class="tick" x1="{LEFT}" x2="{right:.1}" y1="{bottom:.1}" y2="{bottom:.1}"/><text class="axisname" x="{right:.1}" y="{:.1}">{}</text>"#,
+            bottom + 30.0,
+            escape(x_name)
+        );
+        plot.svg = svg;
+        plot
+    }
+
+    fn x(&self, v: f64) -> f64 {
+        LEFT + v.clamp(0.0, self.x_max) / self.x_max * (WIDTH - LEFT - RIGHT)
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        let plot_h = XY_HEIGHT - TOP - XY_BOTTOM;
+        TOP + plot_h - v.clamp(0.0, self.y_max) / self.y_max * plot_h
+    }
+
+    /// A line through `points`, dashed for a fitted curve.
+    pub(crate) fn line(&mut self, points: &[(f64, f64)], colour: &str, dashed: bool) {
+        if points.len() < 2 {
+            return;
+        }
+        let path: Vec<String> = points
+            .iter()
+            .map(|&(x, y)| format!("{:.1},{:.1}", self.x(x), self.y(y)))
+            .collect();
+        let _ = write!(
+            self.svg,
+            r#"<polyline class="series{}" stroke="{colour}" points="{}"/>"#,
+            if dashed { " fit" } else { "" },
+            path.join(" ")
+        );
+    }
+
+    /// A measured point, with `tip` shown on hover.
+    pub(crate) fn point(&mut self, x: f64, y: f64, colour: &str, tip: &str) {
+        let _ = write!(
+            self.svg,
+            r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{colour}"><title>{}</title></circle>"#,
+            self.x(x),
+            self.y(y),
+            escape(tip)
+        );
+    }
+
+    /// A ring around one point, labelled above it (the peak).
+    pub(crate) fn ring(&mut self, id: &str, x: f64, y: f64, colour: &str, label: &str) {
+        let (cx, cy) = (self.x(x), self.y(y));
+        let _ = write!(
+            self.svg,
+            r#"<circle id="{id}" class="ring" cx="{cx:.1}" cy="{cy:.1}" r="7" stroke="{colour}"/><text class="mark" x="{cx:.1}" y="{:.1}" style="fill:{colour}">{}</text>"#,
+            (cy - 12.0).max(TOP + 10.0),
+            escape(label)
+        );
+    }
+
+    /// A triangle under one point, labelled below it (the knee).
+    pub(crate) fn pointer(&mut self, id: &str, x: f64, y: f64, colour: &str, label: &str) {
+        let (kx, ky) = (self.x(x), self.y(y));
+        let _ = write!(
+            self.svg,
+            r#"<path id="{id}" d="M{kx:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} Z" fill="{colour}"/><text x="{:.1}" y="{:.1}" style="fill:{colour}">{}</text>"#,
+            ky + 6.0,
+            kx - 6.0,
+            ky + 16.0,
+            kx + 6.0,
+            ky + 16.0,
+            kx + 8.0,
+            ky + 28.0,
+            escape(label)
+        );
+    }
+
+    /// A dotted vertical line at `x` (a capacity), labelled at the top or
+    /// the bottom of the plot.
+    pub(crate) fn vertical(&mut self, x: f64, label: &str, label_at_top: bool) {
+        let xx = self.x(x);
+        let bottom = XY_HEIGHT - XY_BOTTOM;
+        let label_y = if label_at_top {
+            TOP + 12.0
+        } else {
+            bottom - 6.0
+        };
+        let _ = write!(
+            self.svg,
+            r#"<line class="marker" x1="{xx:.1}" x2="{xx:.1}" y1="{TOP}" y2="{bottom:.1}"/><text class="markerlabel" x="{:.1}" y="{label_y:.1}">{}</text>"#,
+            xx + 3.0,
+            escape(label)
+        );
+    }
+
+    /// A horizontal reference line at `y` (a limit), labelled at the right.
+    pub(crate) fn reference(&mut self, id: &str, y: f64, label: &str) {
+        let yy = self.y(y);
+        let right = WIDTH - RIGHT;
+        let _ = write!(
+            self.svg,
+            r#"<line id="{id}" class="reference" x1="{LEFT}" x2="{right:.1}" y1="{yy:.1}" y2="{yy:.1}"/><text class="reflabel" x="{:.1}" y="{:.1}">{}</text>"#,
+            right - 4.0,
+            yy - 5.0,
+            escape(label)
+        );
+    }
+
+    /// The chart with a legend of `(label, colour)` swatches.
+    pub(crate) fn finish(mut self, legend_items: &[(&str, &str)]) -> String {
+        legend(&mut self.svg, legend_items.iter().copied(), LEFT, XY_HEIGHT);
+        self.svg.push_str("</svg>");
+        self.svg
     }
 }
 
@@ -256,10 +429,14 @@ fn segments(points: &[(f64, f64)]) -> Vec<Vec<(f64, f64)>> {
     out
 }
 
-fn legend<'a>(s: &mut String, labels: impl Iterator<Item = &'a str>, height: f64) {
-    let mut x = LEFT;
-    for (i, label) in labels.enumerate() {
-        let colour = PALETTE[i % PALETTE.len()];
+/// A row of colour swatches with labels along the bottom, from `x`.
+fn legend<'a>(
+    s: &mut String,
+    items: impl Iterator<Item = (&'a str, &'a str)>,
+    mut x: f64,
+    height: f64,
+) {
+    for (label, colour) in items {
         let _ = write!(
             s,
             r#"<rect x="{x:.1}" y="{:.1}" width="10" height="10" fill="{colour}"/><text class="legend" x="{:.1}" y="{:.1}">{}</text>"#,
@@ -322,12 +499,7 @@ pub(crate) fn bar_chart(
     let x = |v: f64| label_w + (v.clamp(0.0, x_max) / x_max) * plot_w;
     let mut s = String::new();
     open_svg(&mut s, id, height, title);
-    let _ = write!(
-        s,
-        r#"<text class="ctitle" x="8" y="16">{} <tspan class="unit">({})</tspan></text>"#,
-        escape(title),
-        escape(unit)
-    );
+    chart_title(&mut s, 8.0, title, unit);
     let bottom = TOP + row * bars.len() as f64;
     for i in 0..=4 {
         let v = x_max * f64::from(i) / 4.0;
@@ -391,24 +563,8 @@ pub(crate) fn histogram(id: &str, title: &str, unit: &str, bins: &[(f64, f64, u6
     let y = |c: f64| TOP + plot_h - c / y_max * plot_h;
     let mut s = String::new();
     open_svg(&mut s, id, height, title);
-    let _ = write!(
-        s,
-        r#"<text class="ctitle" x="{LEFT}" y="16">{} <tspan class="unit">({})</tspan></text>"#,
-        escape(title),
-        escape(unit)
-    );
-    for i in 0..=4 {
-        let c = y_max * f64::from(i) / 4.0;
-        let yy = y(c);
-        let _ = write!(
-            s,
-            r#"<line class="grid" x1="{LEFT}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}"/><text class="ylabel" x="{:.1}" y="{:.1}">{}</text>"#,
-            LEFT + plot_w,
-            LEFT - 6.0,
-            yy + 4.0,
-            short(c)
-        );
-    }
+    chart_title(&mut s, LEFT, title, unit);
+    y_grid(&mut s, y_max, y, LEFT + plot_w);
     for &(a, b, c) in bins {
         let (x0, x1) = (x(a), x(b));
         let _ = write!(
@@ -460,11 +616,16 @@ mod tests {
     }
 
     #[test]
-    fn short_numbers() {
-        assert_eq!(short(0.0), "0");
-        assert_eq!(short(2.5), "2.5");
-        assert_eq!(short(12.25), "12.2");
-        assert_eq!(short(155_360.5), "155k");
+    fn linear_axes_end_on_a_round_tick() {
+        assert_eq!(linear_axis(72.0), (80.0, 20.0));
+        assert_eq!(linear_axis(12.0), (15.0, 5.0));
+        assert_eq!(linear_axis(0.0), (1.0, 1.0));
+        assert_eq!(round_up(76.0), 100.0);
+        assert_eq!(round_up(210.0), 250.0);
+    }
+
+    #[test]
+    fn clock_times() {
         assert_eq!(clock(65.0), "1:05");
         assert_eq!(clock(3725.0), "1:02:05");
     }

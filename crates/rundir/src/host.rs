@@ -1,5 +1,5 @@
 //! Facts about the client host and the server software, for the report's
-//! full disclosure. Collected once per run directory into `host.json`.
+//! full disclosure: collected once per run directory into `host.json`.
 //!
 //! Everything here is best effort: a fact that cannot be read is left out
 //! and the report says "not recorded". Nothing here reads credentials.
@@ -10,19 +10,20 @@ use std::time::Duration;
 
 use peakhour_report::{HostFacts, ServerSoftware};
 
-use super::toml_value;
+use crate::config::TargetSection;
 
 /// How long a greeting may take before it is given up on.
 const GREETING_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Collects the client host's CPU, memory, kernel and OS, and the server
-/// software: greetings and IMAP ID of the run's targets (from config.toml)
-/// and the Debian packages of the lab's servers when installed here.
-pub(crate) fn collect(config_toml: Option<&str>) -> HostFacts {
+/// software: greetings and IMAP ID of the run's targets (`[target]` of
+/// config.toml) and the Debian packages of the lab's servers when installed
+/// here.
+pub fn collect(target: Option<&TargetSection>) -> HostFacts {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let mut facts = HostFacts {
-        collected_at: Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        collected_at: Some(crate::names::rfc3339(std::time::SystemTime::now())),
         cpu_model: cpu_model(&cpuinfo),
         cpu_cores: cpu_cores(&cpuinfo),
         memory_kb: mem_total_kb(&meminfo),
@@ -35,13 +36,9 @@ pub(crate) fn collect(config_toml: Option<&str>) -> HostFacts {
             .and_then(|t| os_name(&t)),
         servers: Vec::new(),
     };
-    if let Some(config) = config_toml {
-        if let Some(imap) = toml_value(config, "target", "imap") {
-            facts.servers.extend(imap_greeting(&imap));
-        }
-        if let Some(smtp) = toml_value(config, "target", "smtp") {
-            facts.servers.extend(smtp_greeting(&smtp));
-        }
+    if let Some(target) = target {
+        facts.servers.extend(imap_greeting(&target.imap));
+        facts.servers.extend(smtp_greeting(&target.smtp));
     }
     facts.servers.extend(packages());
     facts

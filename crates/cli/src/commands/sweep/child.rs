@@ -1,0 +1,233 @@
+//! The sweep's child processes: `peakhour init` and one `peakhour run` per
+//! step, their output streamed through with a prefix, and SIGINT or
+//! SIGTERM passed on to the running child.
+
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use anyhow::{Context as _, bail};
+use peakhour_workload::HumanDuration;
+
+use crate::args::SweepArgs;
+
+/// SIGINT and SIGTERM: set a flag and pass SIGINT on to the running step.
+pub(super) struct Interrupt {
+    flag: Arc<AtomicBool>,
+    child: Arc<AtomicU32>,
+}
+
+impl Interrupt {
+    pub(super) fn install() -> anyhow::Result<Self> {
+        let flag = Arc::new(AtomicBool::new(false));
+        let child = Arc::new(AtomicU32::new(0));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (thread_flag, thread_child) = (flag.clone(), child.clone());
+        std::thread::Builder::new()
+            .name("sweep-signals".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e.to_string()));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    use tokio::signal::unix::{SignalKind, signal};
+                    let (mut int, mut term) =
+                        match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+                            (Ok(i), Ok(t)) => (i, t),
+                            (Err(e), _) | (_, Err(e)) => {
+                                let _ = ready_tx.send(Err(e.to_string()));
+                                return;
+                            }
+                        };
+                    let _ = ready_tx.send(Ok(()));
+                    loop {
+                        tokio::select! {
+                            _ = int.recv() => {}
+                            _ = term.recv() => {}
+                        }
+                        if !thread_flag.swap(true, Ordering::SeqCst) {
+                            eprintln!(
+                                "\nsweep: interrupted; stopping the current step, then writing what was measured"
+                            );
+                        }
+                        forward_sigint(thread_child.load(Ordering::SeqCst));
+                    }
+                });
+            })
+            .context("cannot start the signal thread")?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Self { flag, child }),
+            Ok(Err(e)) => bail!("cannot watch for SIGINT: {e}"),
+            Err(_) => bail!("cannot watch for SIGINT"),
+        }
+    }
+
+    pub(super) fn interrupted(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+}
+
+fn forward_sigint(pid: u32) {
+    if pid == 0 {
+        return;
+    }
+    if let Ok(pid) = i32::try_from(pid) {
+        // The child may have exited already; nothing to do then.
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGINT,
+        );
+    }
+}
+
+/// Copies a child's output to our stderr line by line, each line prefixed.
+/// Carriage returns (live lines redrawn in place) end a line too.
+fn pump(mut from: impl std::io::Read, prefix: String) {
+    let mut buf = [0u8; 8192];
+    let mut line: Vec<u8> = Vec::new();
+    let flush = |line: &mut Vec<u8>| {
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim_end();
+        if !text.is_empty() {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "{prefix}{text}");
+        }
+        line.clear();
+    };
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                for &b in &buf[..n] {
+                    if b == b'\n' || b == b'\r' {
+                        flush(&mut line);
+                    } else {
+                        line.push(b);
+                    }
+                }
+            }
+        }
+    }
+    flush(&mut line);
+}
+
+/// Runs `peakhour ARGS` with its stdout and stderr streamed through to our
+/// stderr under `prefix`, SIGINT passed on.
+pub(super) fn run_child(
+    args: &[OsString],
+    prefix: &str,
+    interrupt: &Interrupt,
+) -> anyhow::Result<ExitStatus> {
+    // The running binary itself: through /proc/self/exe every step runs the
+    // same peakhour even if the file is replaced (rebuilt) during the sweep,
+    // when current_exe() would name a deleted file.
+    let proc_exe = Path::new("/proc/self/exe");
+    let exe = if proc_exe.exists() {
+        proc_exe.to_path_buf()
+    } else {
+        std::env::current_exe().context("cannot find the peakhour executable")?
+    };
+    let mut child = Command::new(&exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {}", exe.display()))?;
+    interrupt.child.store(child.id(), Ordering::SeqCst);
+    if interrupt.interrupted() {
+        forward_sigint(child.id());
+    }
+    let mut pumps = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        let prefix = prefix.to_string();
+        pumps.push(std::thread::spawn(move || pump(out, prefix)));
+    }
+    if let Some(err) = child.stderr.take() {
+        let prefix = prefix.to_string();
+        pumps.push(std::thread::spawn(move || pump(err, prefix)));
+    }
+    let status = child.wait();
+    interrupt.child.store(0, Ordering::SeqCst);
+    for p in pumps {
+        let _ = p.join();
+    }
+    status.context("waiting for the step failed")
+}
+
+fn duration(d: std::time::Duration) -> OsString {
+    HumanDuration(d).to_string().into()
+}
+
+/// The flags every child gets: profile and target.
+pub(super) fn common_args(args: &SweepArgs) -> Vec<OsString> {
+    let t = &args.target;
+    let mut out: Vec<OsString> = vec![
+        "--profile".into(),
+        args.profile.profile.clone().into(),
+        "--target".into(),
+        t.target.clone().into(),
+        "--lab-dir".into(),
+        t.lab_dir.clone().into(),
+        "--password-env".into(),
+        t.password_env.clone().into(),
+    ];
+    let mut push = |flag: &str, value: Option<OsString>| {
+        if let Some(value) = value {
+            out.push(flag.into());
+            out.push(value);
+        }
+    };
+    push("--imap", t.imap.clone().map(Into::into));
+    push("--smtp", t.smtp.clone().map(Into::into));
+    push("--lmtp", t.lmtp.clone().map(Into::into));
+    push("--users-file", t.users_file.clone().map(Into::into));
+    push("--ca-file", t.ca_file.clone().map(Into::into));
+    if t.insecure_skip_tls_verify {
+        out.push("--insecure-skip-tls-verify".into());
+    }
+    out
+}
+
+pub(super) fn run_args(args: &SweepArgs, users: u32, seed: u64, dir: &Path) -> Vec<OsString> {
+    let mut out: Vec<OsString> = vec!["run".into()];
+    out.extend(common_args(args));
+    out.extend([
+        "--users".into(),
+        users.to_string().into(),
+        "--seed".into(),
+        seed.to_string().into(),
+        "--duration".into(),
+        duration(args.shape.duration),
+        "--ramp-up".into(),
+        duration(args.shape.ramp_up),
+        "--drain".into(),
+        duration(args.shape.drain),
+        "--interval".into(),
+        duration(args.shape.interval),
+        "--action-timeout".into(),
+        duration(args.shape.action_timeout),
+        "--out".into(),
+        dir.into(),
+    ]);
+    if let Some(day) = args.shape.day {
+        out.extend(["--day".into(), duration(day)]);
+    }
+    if let Some(speed) = args.shape.speed {
+        out.extend(["--speed".into(), speed.to_string().into()]);
+    }
+    if let Some(ms) = args.shape.qos_p95_ms {
+        out.extend(["--qos-p95-ms".into(), ms.to_string().into()]);
+    }
+    out
+}

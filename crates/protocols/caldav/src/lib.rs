@@ -1,0 +1,41 @@
+//! # peakhour-caldav
+//!
+//! The CalDAV client (RFC 4791 over RFC 4918 WebDAV) peakhour's simulated
+//! users keep their calendars with.
+//!
+//! * [`requests`] builds the requests as plain [`peakhour_http::Request`]
+//!   values: PROPFIND for discovery and the calendar home, MKCALENDAR, the
+//!   `calendar-query` REPORT for a time range, PUT with `If-None-Match: *` or
+//!   `If-Match: <etag>`, GET and DELETE.
+//! * [`multistatus`] parses `207 Multi-Status` bodies with quick-xml,
+//!   namespaces resolved, into hrefs, statuses, ETags and calendar data,
+//!   within bounds on depth and response count, refusing DTDs and unknown
+//!   entities.
+//! * [`outcome`] turns responses into typed outcomes ([`PutOutcome`],
+//!   [`DeleteOutcome`] ...) or a [`CalDavError`]. A 412 on a conditional
+//!   write is an outcome: concurrent editors cause it.
+//! * [`ical`] writes iCalendar events deterministically from an
+//!   [`EventSpec`] (RFC 5545 line folding and escaping).
+//! * [`CalDavClient`] is the thin driver: the calls above over one user's
+//!   kept-alive [`peakhour_http::HttpConnection`], each returning a
+//!   [`peakhour_net::Timed`] outcome.
+//!
+//! All but the driver are sans-I/O: the transcript tests feed a C:/S:
+//! exchange through the builders, `peakhour-http`'s core and the outcome
+//! functions, and `fuzz/fuzz_targets/caldav_multistatus.rs` fuzzes the parser.
+//! `tests/radicale.rs` runs the client against a real Radicale.
+#![deny(missing_docs)]
+
+mod client;
+pub mod ical;
+pub mod multistatus;
+pub mod outcome;
+pub mod requests;
+
+pub use client::CalDavClient;
+pub use ical::{EventSpec, UtcDateTime, event_ics};
+pub use multistatus::{DavResponse, Multistatus, XmlError, XmlLimits, parse_multistatus};
+pub use outcome::{
+    CalDavError, CalendarInfo, CalendarObject, DeleteOutcome, MakeCalendarOutcome, PutOutcome,
+};
+pub use requests::Precondition;

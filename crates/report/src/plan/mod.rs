@@ -1,0 +1,152 @@
+//! The planner's outputs: `tasks.*`, `plan.*` and `matrix.*`.
+//!
+//! | output | JSON (schema) | CSV | terminal | HTML |
+//! |---|---|---|---|---|
+//! | atomic-task costs | [`tasks_json`] ([`TASKS_SCHEMA`]) | [`write_tasks_csv`] | [`render_tasks_terminal`] | [`render_tasks_html`]: seed 001's paired bars |
+//! | the plan | [`plan_json`] ([`PLAN_SCHEMA`]) | [`write_plan_csv`] | [`render_plan_terminal`] | [`render_plan_html`]: sizing table, use against users |
+//! | the CPU × memory matrix | [`matrix_json`] ([`MATRIX_SCHEMA`]) | [`write_matrix_csv`], [`write_relationships_csv`] | [`render_matrix_terminal`] | [`render_matrix_html`]: seed 003's grid and Table 3 |
+//!
+//! The values come from `peakhour_analysis::plan`; these functions only
+//! lay them out. [`tasks_from_json`] reads a `tasks.json` back for
+//! `peakhour plan --tasks`.
+
+mod chart;
+mod csv;
+mod html;
+mod terminal;
+
+use peakhour_analysis::plan::{Matrix, Plan, TaskSet};
+
+use crate::ReportError;
+
+pub use csv::{
+    MATRIX_CSV_FIXED_COLUMNS, PLAN_CSV_HEADER, RELATIONSHIPS_CSV_HEADER, TASKS_CSV_HEADER,
+    write_matrix_csv, write_plan_csv, write_relationships_csv, write_tasks_csv,
+};
+pub use html::{render_matrix_html, render_plan_html, render_tasks_html};
+pub use terminal::{render_matrix_terminal, render_plan_terminal, render_tasks_terminal};
+
+/// The JSON Schema (draft 2020-12) of `tasks.json`, as committed at
+/// `schemas/tasks.schema.json`.
+pub const TASKS_SCHEMA: &str = include_str!("../../../../schemas/tasks.schema.json");
+/// The JSON Schema of `plan.json` (`schemas/plan.schema.json`).
+pub const PLAN_SCHEMA: &str = include_str!("../../../../schemas/plan.schema.json");
+/// The JSON Schema of `matrix.json` (`schemas/matrix.schema.json`).
+pub const MATRIX_SCHEMA: &str = include_str!("../../../../schemas/matrix.schema.json");
+
+fn pretty<T: serde::Serialize>(value: &T) -> Result<String, ReportError> {
+    let mut s = serde_json::to_string_pretty(value)?;
+    s.push('\n');
+    Ok(s)
+}
+
+/// `tasks.json`: pretty-printed, trailing newline.
+pub fn tasks_json(tasks: &TaskSet) -> Result<String, ReportError> {
+    pretty(tasks)
+}
+
+/// Reads a `tasks.json` back.
+pub fn tasks_from_json(text: &str) -> Result<TaskSet, ReportError> {
+    Ok(serde_json::from_str(text)?)
+}
+
+/// `plan.json`.
+pub fn plan_json(plan: &Plan) -> Result<String, ReportError> {
+    pretty(plan)
+}
+
+/// `matrix.json`.
+pub fn matrix_json(matrix: &Matrix) -> Result<String, ReportError> {
+    pretty(matrix)
+}
+
+/// A number for people: 3 significant digits below 1000, whole and
+/// grouped above (`12,345`), no trailing zeros; `–` for no value.
+pub(crate) fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".to_owned();
+    }
+    if v.abs() >= 1000.0 {
+        let whole = format!("{:.0}", v.abs());
+        let mut grouped = String::new();
+        for (i, c) in whole.chars().enumerate() {
+            if i > 0 && (whole.len() - i) % 3 == 0 {
+                grouped.push(',');
+            }
+            grouped.push(c);
+        }
+        return if v < 0.0 {
+            format!("-{grouped}")
+        } else {
+            grouped
+        };
+    }
+    if v == 0.0 {
+        return "0".to_owned();
+    }
+    let decimals = (2 - v.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    }
+}
+
+/// An optional number.
+pub(crate) fn opt_num(v: Option<f64>) -> String {
+    v.map_or_else(|| "–".to_owned(), num)
+}
+
+/// `value ± sd`.
+pub(crate) fn pm(value: f64, sd: f64) -> String {
+    format!("{} ± {}", num(value), num(sd))
+}
+
+/// Bytes in binary units: `512 MiB`, `1.5 GiB`.
+pub(crate) fn bytes(v: f64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    if !v.is_finite() {
+        return "–".to_owned();
+    }
+    let mut value = v;
+    let mut unit = 0;
+    while value.abs() >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{} {}", num(value), UNITS[unit])
+}
+
+/// `1 CPU`, `0.5 CPUs`, `2 CPUs`.
+pub(crate) fn cpus_label(cpus: f64) -> String {
+    format!("{} CPU{}", num(cpus), if cpus == 1.0 { "" } else { "s" })
+}
+
+/// A user count; `u64::MAX` (never runs out) as `∞`.
+pub(crate) fn users(v: u64) -> String {
+    if v == u64::MAX {
+        "∞".to_owned()
+    } else {
+        num(v as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_for_people() {
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(12.345), "12.3");
+        assert_eq!(num(0.012345), "0.0123");
+        assert_eq!(num(999.4), "999");
+        assert_eq!(num(46_000.0), "46,000");
+        assert_eq!(num(-1234.0), "-1,234");
+        assert_eq!(num(f64::NAN), "–");
+        assert_eq!(bytes(4.0 * 1024.0 * 1024.0 * 1024.0), "4 GiB");
+        assert_eq!(bytes(1536.0), "1.5 KiB");
+        assert_eq!(users(u64::MAX), "∞");
+    }
+}

@@ -1,0 +1,67 @@
+//! What can go wrong with a run directory. Every variant names the file.
+
+use std::path::PathBuf;
+
+/// An error reading or writing a run directory.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    /// A file or the directory could not be read, written or created.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file every run has is missing.
+    #[error("{} not found: is {} a run directory written by `peakhour run`?", path.display(), dir.display())]
+    NotARun {
+        /// The missing file.
+        path: PathBuf,
+        /// The directory that was read.
+        dir: PathBuf,
+    },
+    /// A file does not parse; `field` is the path to the value that does
+    /// not (`delivery.lost`, `run.ramp_up`), or `.` for the file's syntax.
+    #[error("{}: field `{field}`: {message}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Where in the file.
+        field: String,
+        /// What is wrong there.
+        message: String,
+    },
+    /// `monitor.csv` does not read.
+    #[error("{}: {source}", path.display())]
+    Monitor {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: peakhour_monitor::MonitorError,
+    },
+    /// A file could not be rendered.
+    #[error("{}: {source}", path.display())]
+    Render {
+        /// The file that was to be written.
+        path: PathBuf,
+        /// Why.
+        source: peakhour_report::ReportError,
+    },
+    /// The resolved plan could not be written as TOML.
+    #[error("config.toml: the plan: {0}")]
+    Plan(#[from] peakhour_workload::PlanError),
+    /// The configuration could not be written as TOML.
+    #[error("config.toml: {0}")]
+    ConfigToml(#[from] toml::ser::Error),
+    /// A plan written by this version did not read back as TOML.
+    #[error("config.toml: the plan's TOML does not read back: {0}")]
+    PlanToml(#[from] toml::de::Error),
+}
+
+impl RunDirError {
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| Self::Io { path, source }
+    }
+}

@@ -1,0 +1,377 @@
+//! # peakhour-rundir
+//!
+//! The run directory: one [`RunDir`] reads and writes every file of a run,
+//! so the run, the report, the comparison and the sweep agree on what a run
+//! directory holds.
+//!
+//! | file | written by | read as |
+//! |---|---|---|
+//! | `config.toml` | [`RunDir::write_config`] | [`RunConfig`] (serde, through `toml`) |
+//! | `summary.json` | [`RunDir::write_results`] | [`Summary`] |
+//! | `record.json` | [`RunDir::write_results`] | [`RunRecord`] |
+//! | `intervals.csv`, `errors.csv`, `latency.hlog` | [`RunDir::write_results`] | (for other tools) |
+//! | `monitor.csv` | the monitor, through [`RunDir::create_monitor_csv`] | [`MetricTable`], reduced to the report's [`MonitorView`] |
+//! | `host.json` | [`RunDir::write_host`], from [`host::collect`] | [`HostFacts`] |
+//! | `report.html` | [`RunDir::write_report`] | (for people) |
+//!
+//! A file that does not parse is an error naming the file and the field
+//! ([`RunDirError::Parse`]); nothing is silently recomputed. The one thing
+//! filled in on reading is the monitor's findings, from `monitor.csv`, when
+//! `summary.json` has none.
+//!
+//! [`dir_name`] names a new directory the same way for runs, monitors and
+//! sweeps.
+#![deny(missing_docs)]
+
+mod config;
+mod error;
+pub mod host;
+mod names;
+
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use peakhour_analysis::{RunRecord, Summary};
+use peakhour_monitor::MetricTable;
+use peakhour_monitor::analysis::{TimeWindow, findings};
+use peakhour_report::{HostFacts, MonitorView, ReportInput};
+use serde::de::DeserializeOwned;
+
+pub use config::{MonitorSection, RunConfig, RunSection, TargetSection};
+pub use error::RunDirError;
+pub use names::{DirKind, RUNS_DIR, default_dir, dir_name};
+
+/// The high-average window of a run whose config.toml does not say.
+pub const DEFAULT_HIGH_AVERAGE_WINDOW: Duration = Duration::from_secs(30);
+
+/// The files of a run directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunFile {
+    /// `config.toml`: the resolved configuration.
+    Config,
+    /// `summary.json`: the analysed result.
+    Summary,
+    /// `record.json`: everything recorded, from which the summary is computed.
+    Record,
+    /// `intervals.csv`: one row per interval and action.
+    Intervals,
+    /// `errors.csv`: errors by interval, action and kind.
+    Errors,
+    /// `latency.hlog`: the HdrHistogram interval log.
+    Hlog,
+    /// `monitor.csv`: the server monitor's samples.
+    Monitor,
+    /// `monitor-summary.txt`: what `peakhour monitor` printed.
+    MonitorSummary,
+    /// `host.json`: the client host and the server software.
+    Host,
+    /// `report.html`: the report.
+    Report,
+}
+
+impl RunFile {
+    /// The file's name in the directory.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Config => "config.toml",
+            Self::Summary => "summary.json",
+            Self::Record => "record.json",
+            Self::Intervals => "intervals.csv",
+            Self::Errors => "errors.csv",
+            Self::Hlog => "latency.hlog",
+            Self::Monitor => "monitor.csv",
+            Self::MonitorSummary => "monitor-summary.txt",
+            Self::Host => "host.json",
+            Self::Report => "report.html",
+        }
+    }
+}
+
+/// `config.toml` as read: the text, shown verbatim in the report, and the
+/// typed configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigFile {
+    /// The file as written.
+    pub text: String,
+    /// The file parsed.
+    pub config: RunConfig,
+}
+
+/// Everything a run directory holds, read.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// `record.json`.
+    pub record: RunRecord,
+    /// `summary.json`, with the monitor's findings filled in from
+    /// `monitor.csv` when it had none.
+    pub summary: Summary,
+    /// `config.toml`, when there is one.
+    pub config: Option<ConfigFile>,
+    /// `host.json`, when there is one.
+    pub host: Option<HostFacts>,
+    /// `monitor.csv` reduced for the report, when it has rows.
+    pub monitor: Option<MonitorView>,
+}
+
+impl Run {
+    /// What the HTML report is rendered from.
+    pub fn report_input(&self) -> ReportInput<'_> {
+        ReportInput {
+            record: &self.record,
+            summary: &self.summary,
+            config_toml: self.config.as_ref().map(|c| c.text.as_str()),
+            host: self.host.as_ref(),
+            monitor: self.monitor.as_ref(),
+        }
+    }
+}
+
+/// A run directory on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunDir {
+    path: PathBuf,
+}
+
+impl RunDir {
+    /// The run directory at `path` (nothing is read yet).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
+
+    /// Creates the directory (and its parents) if needed.
+    pub fn create(path: impl Into<PathBuf>) -> Result<Self, RunDirError> {
+        let dir = Self::new(path);
+        std::fs::create_dir_all(&dir.path).map_err(RunDirError::io(&dir.path))?;
+        Ok(dir)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The path of one of its files.
+    pub fn file(&self, file: RunFile) -> PathBuf {
+        self.path.join(file.name())
+    }
+
+    /// Whether the file exists.
+    pub fn has(&self, file: RunFile) -> bool {
+        self.file(file).exists()
+    }
+
+    /// Whether a finished run is in it already (it has a `summary.json`).
+    pub fn holds_run(&self) -> bool {
+        self.has(RunFile::Summary)
+    }
+
+    fn write(&self, file: RunFile, bytes: &[u8]) -> Result<(), RunDirError> {
+        let path = self.file(file);
+        std::fs::write(&path, bytes).map_err(RunDirError::io(path))
+    }
+
+    /// Writes `config.toml`.
+    pub fn write_config(&self, config: &RunConfig) -> Result<(), RunDirError> {
+        self.write(RunFile::Config, config.to_toml()?.as_bytes())
+    }
+
+    /// Writes the results: `summary.json`, `record.json`, `intervals.csv`,
+    /// `errors.csv` and `latency.hlog`.
+    pub fn write_results(&self, record: &RunRecord, summary: &Summary) -> Result<(), RunDirError> {
+        let render = |file: RunFile| {
+            let path = self.file(file);
+            move |source| RunDirError::Render { path, source }
+        };
+        let summary_text =
+            peakhour_report::summary_json(summary).map_err(render(RunFile::Summary))?;
+        self.write(RunFile::Summary, summary_text.as_bytes())?;
+        let record_text = serde_json::to_string(record)
+            .map_err(peakhour_report::ReportError::from)
+            .map_err(render(RunFile::Record))?;
+        self.write(RunFile::Record, record_text.as_bytes())?;
+        let mut csv = Vec::new();
+        peakhour_report::write_intervals_csv(record, &mut csv)
+            .map_err(render(RunFile::Intervals))?;
+        self.write(RunFile::Intervals, &csv)?;
+        let mut errors = Vec::new();
+        peakhour_report::write_errors_csv(record, &mut errors).map_err(render(RunFile::Errors))?;
+        self.write(RunFile::Errors, &errors)?;
+        let mut hlog = Vec::new();
+        peakhour_report::write_hlog(record, &mut hlog).map_err(render(RunFile::Hlog))?;
+        self.write(RunFile::Hlog, &hlog)
+    }
+
+    /// Writes `host.json`.
+    pub fn write_host(&self, facts: &HostFacts) -> Result<(), RunDirError> {
+        let text = serde_json::to_string_pretty(facts)
+            .map_err(peakhour_report::ReportError::from)
+            .map_err(|source| RunDirError::Render {
+                path: self.file(RunFile::Host),
+                source,
+            })?;
+        self.write(RunFile::Host, (text + "\n").as_bytes())
+    }
+
+    /// Creates (or truncates) `monitor.csv` for the monitor to write into.
+    pub fn create_monitor_csv(&self) -> Result<std::fs::File, RunDirError> {
+        let path = self.file(RunFile::Monitor);
+        std::fs::File::create(&path).map_err(RunDirError::io(path))
+    }
+
+    /// Writes `monitor-summary.txt`.
+    pub fn write_monitor_summary(&self, text: &str) -> Result<(), RunDirError> {
+        self.write(RunFile::MonitorSummary, text.as_bytes())
+    }
+
+    /// Writes `report.html`: first `host.json` if the run has none (from
+    /// this host, and the targets in config.toml), then the page from every
+    /// file of the run. Returns the page's path.
+    pub fn write_report(&self) -> Result<PathBuf, RunDirError> {
+        if !self.has(RunFile::Host) {
+            let config = self.read_config()?;
+            self.write_host(&host::collect(config.as_ref().map(|c| &c.config.target)))?;
+        }
+        let run = self.load()?;
+        let path = self.file(RunFile::Report);
+        let html = peakhour_report::render_html(&run.report_input()).map_err(|source| {
+            RunDirError::Render {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        self.write(RunFile::Report, html.as_bytes())?;
+        Ok(path)
+    }
+
+    /// The file's text; `None` when it does not exist.
+    fn read_optional(&self, file: RunFile) -> Result<Option<String>, RunDirError> {
+        let path = self.file(file);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(RunDirError::io(path)(e)),
+        }
+    }
+
+    /// The file's text; a missing file means this is not a run directory.
+    fn read_required(&self, file: RunFile) -> Result<String, RunDirError> {
+        self.read_optional(file)?
+            .ok_or_else(|| RunDirError::NotARun {
+                path: self.file(file),
+                dir: self.path.clone(),
+            })
+    }
+
+    fn parse_json<T: DeserializeOwned>(&self, file: RunFile, text: &str) -> Result<T, RunDirError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(de).map_err(|e| RunDirError::Parse {
+            path: self.file(file),
+            field: e.path().to_string(),
+            message: e.into_inner().to_string(),
+        })
+    }
+
+    /// `record.json`.
+    pub fn read_record(&self) -> Result<RunRecord, RunDirError> {
+        let text = self.read_required(RunFile::Record)?;
+        self.parse_json(RunFile::Record, &text)
+    }
+
+    /// `summary.json`, typed: what a sweep reads of each step.
+    pub fn read_summary(&self) -> Result<Summary, RunDirError> {
+        let text = self.read_required(RunFile::Summary)?;
+        self.parse_json(RunFile::Summary, &text)
+    }
+
+    /// `host.json`, when there is one.
+    pub fn read_host(&self) -> Result<Option<HostFacts>, RunDirError> {
+        self.read_optional(RunFile::Host)?
+            .map(|text| self.parse_json(RunFile::Host, &text))
+            .transpose()
+    }
+
+    /// `config.toml`, when there is one.
+    pub fn read_config(&self) -> Result<Option<ConfigFile>, RunDirError> {
+        let Some(text) = self.read_optional(RunFile::Config)? else {
+            return Ok(None);
+        };
+        let de = toml::Deserializer::parse(&text).map_err(|e| self.config_error(&text, ".", &e))?;
+        let config = serde_path_to_error::deserialize(de).map_err(|e| {
+            let field = e.path().to_string();
+            self.config_error(&text, &field, e.inner())
+        })?;
+        Ok(Some(ConfigFile { text, config }))
+    }
+
+    fn config_error(&self, text: &str, field: &str, error: &toml::de::Error) -> RunDirError {
+        let mut message = error.message().trim_end().to_owned();
+        if let Some(span) = error.span() {
+            let line = text
+                .get(..span.start)
+                .map_or(0, |before| before.matches('\n').count() + 1);
+            message.push_str(&format!(" (line {line})"));
+        }
+        RunDirError::Parse {
+            path: self.file(RunFile::Config),
+            field: field.to_owned(),
+            message,
+        }
+    }
+
+    /// `monitor.csv`, when there is one.
+    pub fn read_monitor(&self) -> Result<Option<MetricTable>, RunDirError> {
+        let path = self.file(RunFile::Monitor);
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(RunDirError::io(path)(e)),
+        };
+        MetricTable::from_csv(BufReader::new(file), peakhour_monitor::DEFAULT_MAX_ROWS)
+            .map(Some)
+            .map_err(|source| RunDirError::Monitor { path, source })
+    }
+
+    /// Every file the report and the comparison use. `record.json` and
+    /// `summary.json` must be there and parse; the others are read when
+    /// present. When the summary has no monitor findings and `monitor.csv`
+    /// has rows, they are computed from it over the steady phase.
+    pub fn load(&self) -> Result<Run, RunDirError> {
+        let record = self.read_record()?;
+        let mut summary = self.read_summary()?;
+        let config = self.read_config()?;
+        let host = self.read_host()?;
+        let table = self.read_monitor()?.filter(|t| !t.is_empty());
+        let monitor = table.map(|table| {
+            let window = steady_window(&summary);
+            if summary.resources.is_empty() {
+                let min_window = config.as_ref().map_or(DEFAULT_HIGH_AVERAGE_WINDOW, |c| {
+                    c.config.monitor.high_average_window.0
+                });
+                let found = findings(&table, window, min_window);
+                summary.resources = found.resources;
+                summary.bottleneck.get_or_insert(found.bottleneck);
+            }
+            let mut view = peakhour_report::monitor_view(&table, window);
+            if let Some(c) = &config {
+                view.config.extend(c.config.monitor.entries());
+            }
+            view
+        });
+        Ok(Run {
+            record,
+            summary,
+            config,
+            host,
+            monitor,
+        })
+    }
+}
+
+/// The steady phase on the monitor's time axis: a sample at t covers the
+/// (1 s) interval before t, so the phase's samples are those at start + 1 s
+/// ... end; half an interval either way takes them and no other.
+fn steady_window(summary: &Summary) -> TimeWindow {
+    let start = summary.steady.start_s;
+    TimeWindow::new(start + 0.5, start + summary.steady.length_s + 0.5)
+}
