@@ -18,7 +18,9 @@ use tokio::time::Instant;
 use crate::connector::Connector;
 use crate::delivery::DeliveryTracker;
 use crate::events::{Counter, Event, EventSink, Outcome};
-use crate::target::{Target, TlsMode};
+use crate::population::Population;
+use crate::run::{Halt, ScheduleProgress, not_attempted};
+use crate::target::{Target, TlsMode, imap_deadline, smtp_deadline};
 
 /// An action that starts this much after its intended time counts as late.
 pub const LATE_AFTER: Duration = Duration::from_millis(10);
@@ -33,6 +35,8 @@ pub(crate) struct Shared<C> {
     pub(crate) connector: Arc<C>,
     pub(crate) plan: Arc<Plan>,
     pub(crate) target: Arc<Target>,
+    /// The only addresses mail may go to.
+    pub(crate) population: Arc<Population>,
     pub(crate) events: EventSink,
     pub(crate) delivery: Arc<DeliveryTracker>,
     pub(crate) generator: MessageGenerator,
@@ -40,6 +44,11 @@ pub(crate) struct Shared<C> {
     pub(crate) action_timeout: Duration,
     pub(crate) connect_timeout: Duration,
     pub(crate) client_name: String,
+    /// Raised, with the error, when a recipient outside the population
+    /// reaches the SMTP stage.
+    pub(crate) halt: Arc<Halt>,
+    /// Where each user is in its schedule.
+    pub(crate) progress: Arc<ScheduleProgress>,
 }
 
 /// A message the user knows is in its Inbox.
@@ -105,7 +114,8 @@ pub(crate) struct User<C: Connector> {
 
 impl<C: Connector> User<C> {
     pub(crate) fn new(index: u32, shared: Arc<Shared<C>>) -> Self {
-        let address = shared.plan.address(index);
+        // The run checked that the population covers every user of the plan.
+        let address = shared.population.address(index).unwrap_or_default();
         User {
             index,
             address,
@@ -122,13 +132,23 @@ impl<C: Connector> User<C> {
         if !sleep_until(timeline.logon_at, &mut stop).await {
             return;
         }
-        self.ensure_session(&mut stop, timeline.steady_end).await;
         let plan = self.shared.plan.clone();
         let schedule = plan.schedule(self.index);
         // A closed loop (seed 000's scripted sends) starts each action when the
         // previous one ended, plus the pause; an open (Poisson) schedule keeps
         // to its own clock whatever the server does.
         let closed_loop = schedule.is_closed_loop();
+        let mut schedule = schedule.peekable();
+        let action_timeout = self.shared.action_timeout;
+        // Logging on is retried until the first action is past saving (its
+        // intended time plus the action timeout), not through the whole
+        // steady phase: the actions that fall due meanwhile are counted as
+        // they fall due, not all at once at the end.
+        let first_due = schedule
+            .peek()
+            .map(|first| timeline.steady_start + first.at + action_timeout);
+        let until = first_due.map_or(timeline.steady_end, |due| due.min(timeline.steady_end));
+        self.ensure_session(&mut stop, until).await;
         let mut previous_end = timeline.steady_start;
         let mut completed = true;
         for scheduled in schedule {
@@ -145,8 +165,20 @@ impl<C: Connector> User<C> {
                 completed = false;
                 break;
             }
+            if Instant::now().saturating_duration_since(intended) > action_timeout {
+                // So far behind (a stalled server held the user up) that the
+                // action could not even start within its timeout: it failed
+                // without being tried, and the backlog does not turn into a
+                // burst of load once the server answers again.
+                self.shared
+                    .events
+                    .send(not_attempted(scheduled.kind, intended));
+                self.reported(scheduled.seq);
+                continue;
+            }
             if self.session.is_none() {
-                self.ensure_session(&mut stop, timeline.steady_end).await;
+                let until = (intended + action_timeout).min(timeline.steady_end);
+                self.ensure_session(&mut stop, until).await;
                 if self.session.is_none() {
                     // Could not log back on: the action failed, and it is counted.
                     let now = Instant::now();
@@ -157,6 +189,7 @@ impl<C: Connector> User<C> {
                         finished: now,
                         outcome: Outcome::Error("not-logged-on".into()),
                     });
+                    self.reported(scheduled.seq);
                     continue;
                 }
             }
@@ -189,6 +222,7 @@ impl<C: Connector> User<C> {
                 finished,
                 outcome,
             });
+            self.reported(scheduled.seq);
         }
         if closed_loop && completed {
             self.shared.events.send(Event::Finished);
@@ -200,7 +234,7 @@ impl<C: Connector> User<C> {
         while self.session.is_some()
             && !*stop.borrow()
             && Instant::now() < timeline.drain_end
-            && !self.shared.delivery.outstanding_for(self.index).is_empty()
+            && self.shared.delivery.is_waiting(self.index)
         {
             let next = (Instant::now() + Duration::from_secs(1)).min(timeline.drain_end);
             self.wait_until(next, &mut stop).await;
@@ -209,6 +243,13 @@ impl<C: Connector> User<C> {
             let _ = tokio::time::timeout(Duration::from_secs(2), session.imap.logout()).await;
             self.shared.events.send(Event::LoggedOn(-1));
         }
+    }
+
+    /// Every action of the schedule is reported once: the run knows how far
+    /// the user got, for when it cannot go on (an action in flight then is
+    /// counted `not-attempted`).
+    fn reported(&self, seq: u64) {
+        self.shared.progress.reported(self.index, seq + 1);
     }
 
     fn drop_session(&mut self) {
@@ -261,14 +302,25 @@ impl<C: Connector> User<C> {
         let target = &self.shared.target;
         let connector = &self.shared.connector;
         let endpoint = &target.imap;
-        let connected = connector
-            .connect_imap(endpoint, &target.tls, self.shared.connect_timeout)
-            .await?;
+        let connect_timeout = self.shared.connect_timeout;
+        // The connector is not trusted to bound its waits: connecting, the
+        // TLS handshake and the greeting get the connect timeout, STARTTLS
+        // too, and every command of the session the action timeout.
+        let connected = imap_deadline(
+            connect_timeout,
+            "CONNECT",
+            connector.connect_imap(endpoint, &target.tls, connect_timeout),
+        )
+        .await?;
         let mut imap = self.command("imap.CONNECT", connected);
+        imap.set_command_timeout(Some(self.shared.action_timeout));
         if endpoint.tls == TlsMode::StartTls {
-            let done = connector
-                .starttls_imap(&mut imap, endpoint, &target.tls)
-                .await?;
+            let done = imap_deadline(
+                connect_timeout,
+                "STARTTLS",
+                connector.starttls_imap(&mut imap, endpoint, &target.tls),
+            )
+            .await?;
             self.command("imap.STARTTLS", done);
         }
         let (login, password) = target.login(self.index, &self.address);
@@ -588,9 +640,18 @@ impl<C: Connector> User<C> {
     async fn send(&mut self, nth: u64) -> Result<Outcome, Failure> {
         let shared = self.shared.clone();
         let plan = &shared.plan;
+        let population = &shared.population;
         let choice = plan.send_choice(self.index, nth);
+        // Distribution lists are expanded by the client, as Outlook expands a
+        // personal list: the envelope names every member, and every member
+        // is a member of the population.
         let recipients = plan.delivered_to(&choice);
-        let mut to: Vec<String> = choice.direct.iter().map(|&u| plan.address(u)).collect();
+        let envelope = self.envelope(&recipients)?;
+        let mut to: Vec<String> = choice
+            .direct
+            .iter()
+            .filter_map(|&u| population.address(u).ok())
+            .collect();
         if let Some(list) = choice.list {
             to.push(plan.list_address(list));
         }
@@ -604,24 +665,32 @@ impl<C: Connector> User<C> {
             kind: &plan.mix()[choice.mix],
         });
         let message_id = header(&message, "Message-ID").unwrap_or_default();
-        // Distribution lists are expanded by the client, as Outlook expands a
-        // personal list: the envelope names every member.
-        let envelope: Vec<String> = recipients.iter().map(|&u| plan.address(u)).collect();
 
         let target = &shared.target;
         let endpoint = &target.smtp;
-        let connected = shared
-            .connector
-            .connect_smtp(endpoint, Flavor::Smtp, &target.tls, shared.connect_timeout)
-            .await?;
+        let connected = smtp_deadline(
+            shared.connect_timeout,
+            "CONNECT",
+            shared.connector.connect_smtp(
+                endpoint,
+                Flavor::Smtp,
+                &target.tls,
+                shared.connect_timeout,
+            ),
+        )
+        .await?;
         let mut smtp = self.command("smtp.CONNECT", connected);
         let done = smtp.ehlo(&shared.client_name).await?;
         self.command("smtp.EHLO", done);
         if endpoint.tls == TlsMode::StartTls {
-            let done = shared
-                .connector
-                .starttls_smtp(&mut smtp, endpoint, &target.tls)
-                .await?;
+            let done = smtp_deadline(
+                shared.connect_timeout,
+                "STARTTLS",
+                shared
+                    .connector
+                    .starttls_smtp(&mut smtp, endpoint, &target.tls),
+            )
+            .await?;
             self.command("smtp.STARTTLS", done);
             let done = smtp.ehlo(&shared.client_name).await?;
             self.command("smtp.EHLO", done);
@@ -670,6 +739,25 @@ impl<C: Connector> User<C> {
             return Ok(Outcome::Error("smtp:recipient-refused".into()));
         }
         Ok(Outcome::Ok)
+    }
+
+    /// The addresses of `recipients`, each checked against the population
+    /// before any SMTP transaction starts. One outside it is a bug: the run
+    /// is halted rather than send to anyone else.
+    fn envelope(&self, recipients: &[u32]) -> Result<Vec<String>, Failure> {
+        let population = &self.shared.population;
+        recipients
+            .iter()
+            .map(|&u| population.address(u))
+            .collect::<Result<Vec<String>, _>>()
+            .and_then(|envelope| population.admit(&envelope).map(|()| envelope))
+            .map_err(|error| {
+                self.shared.halt.raise(error);
+                Failure {
+                    kind: "outside-population".into(),
+                    session_lost: false,
+                }
+            })
     }
 
     async fn update_calendar(&mut self, nth: u64) -> Result<Outcome, Failure> {

@@ -111,6 +111,11 @@ struct InFlight {
     /// Pieces still to write; the front is the next to go.
     outgoing: VecDeque<Outgoing>,
     collected: Collected,
+    /// Bytes and responses of untagged data received while in flight,
+    /// held to [`Limits::max_collected_bytes`] and
+    /// [`Limits::max_collected_responses`].
+    collected_bytes: u64,
+    collected_responses: u64,
     idle: IdlePhase,
     /// DONE was asked for before the server's `+` arrived.
     done_requested: bool,
@@ -157,6 +162,7 @@ enum Phase {
 #[derive(Debug)]
 pub struct ClientCore {
     framer: Framer,
+    limits: Limits,
     phase: Phase,
     next_tag: u32,
     capabilities: Capabilities,
@@ -174,6 +180,7 @@ impl ClientCore {
     pub fn new(limits: Limits) -> Self {
         Self {
             framer: Framer::new(limits),
+            limits,
             phase: Phase::AwaitingGreeting,
             next_tag: 1,
             capabilities: Capabilities::default(),
@@ -279,6 +286,8 @@ impl ClientCore {
             command,
             outgoing: outgoing.into(),
             collected,
+            collected_bytes: 0,
+            collected_responses: 0,
             idle: if matches!(request, Request::Idle) {
                 IdlePhase::Requested
             } else {
@@ -436,6 +445,7 @@ impl ClientCore {
         match response {
             Response::CommandContinuationRequest(_) => self.on_continuation(bytes),
             Response::Data(data) => {
+                self.count_collected(bytes)?;
                 self.on_data(data);
                 Ok(())
             }
@@ -460,6 +470,31 @@ impl ClientCore {
                 self.on_tagged(tagged.tag.inner(), &tagged.body, bytes)
             }
         }
+    }
+
+    /// Counts untagged data against the command in flight's collection
+    /// limits (IDLE collects nothing and is not counted: its updates are
+    /// handed out, and kept only up to a small number, as they arrive).
+    fn count_collected(&mut self, bytes: &[u8]) -> Result<(), ImapError> {
+        let limits = self.limits;
+        let Some(flight) = self.in_flight.as_mut() else {
+            return Ok(());
+        };
+        if flight.idle != IdlePhase::NotIdle {
+            return Ok(());
+        }
+        flight.collected_bytes = flight.collected_bytes.saturating_add(bytes.len() as u64);
+        flight.collected_responses += 1;
+        if flight.collected_bytes > limits.max_collected_bytes
+            || flight.collected_responses > limits.max_collected_responses
+        {
+            return Err(ImapError::malformed(
+                "the answer to one command exceeded the client's limit (Limits::max_collected_bytes \
+                 or max_collected_responses): a server sending endless untagged data",
+                bytes,
+            ));
+        }
+        Ok(())
     }
 
     fn on_greeting(&mut self, greeting: Greeting<'_>) -> Result<(), ImapError> {
