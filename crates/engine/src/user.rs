@@ -371,7 +371,10 @@ impl<C: Connector> User<C> {
         let Some(session) = self.session.as_mut() else {
             return Ok(false);
         };
-        session.imap.idle_start().await?;
+        let started = session.imap.idle_start().await?;
+        // IDLE and DONE are commands on the wire like any other: counted, so
+        // that the cost per command (docs/PERFORMANCE.md) has them all.
+        self.shared.events.command("imap.IDLE", started.elapsed);
         let mut new_mail = false;
         loop {
             let now = Instant::now();
@@ -389,7 +392,8 @@ impl<C: Connector> User<C> {
                 _ = stop.changed() => break,
             }
         }
-        session.imap.idle_done().await?;
+        let done = session.imap.idle_done().await?;
+        self.shared.events.command("imap.DONE", done.elapsed);
         Ok(new_mail)
     }
 
