@@ -38,6 +38,7 @@ port_base=27000
 dir=""
 keep_lab=0
 ramp_up=10
+imaptest_warmup=20
 peakhour=${PEAKHOUR:-target/release/peakhour}
 imaptest=${IMAPTEST:-}
 profile=benches/read-heavy.toml
@@ -74,7 +75,7 @@ if [ -z "$dir" ]; then
   chmod 755 "$dir"
 fi
 lab_dir=$dir/lab
-out_dir=$dir/runs
+out_dir=$dir/runs/$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out_dir"
 cgroup=$cpuacct_root/peakhour-bench-$$
 
@@ -180,19 +181,21 @@ imaptest_run() {
   password=$(field "s['password']")
   LD_LIBRARY_PATH=/usr/lib/dovecot "$imaptest" host=127.0.0.1 port="$imap_port" \
     user="user%d@$domain" users=1-"$users" pass="$password" clients="$users" \
-    secs="$((secs + 2))" logout=0 mbox="$mbox" no_tracking >"$log" 2>&1 &
+    secs="$((imaptest_warmup + secs + 1))" logout=0 mbox="$mbox" no_tracking >"$log" 2>&1 &
   local pid=$! load_before
   load_before=$(load1)
-  sleep 2
+  # Its clients connect at once but log in over several seconds (one imap process
+  # is forked per session): measure once they all work, as peakhour's steady phase.
+  sleep "$imaptest_warmup"
   local g0 d0 t0 g1 d1 t1
   g0=$(proc_cpu_ns $pid); d0=$(cgroup_cpu_ns); t0=$(now_ns)
-  sleep $((secs - 1))
+  sleep "$secs"
   g1=$(proc_cpu_ns $pid); d1=$(cgroup_cpu_ns); t1=$(now_ns)
   wait $pid || true
-  python3 - "$log" "$n" "$load_before" "$g0" "$g1" "$d0" "$d1" "$t0" "$t1" "$secs" <<'EOF'
+  python3 - "$log" "$n" "$load_before" "$g0" "$g1" "$d0" "$d1" "$t0" "$t1" "$secs" "$imaptest_warmup" <<'EOF'
 import re, sys
 log, n, load = sys.argv[1], sys.argv[2], sys.argv[3]
-g0, g1, d0, d1, t0, t1, secs = map(int, sys.argv[4:11])
+g0, g1, d0, d1, t0, t1, secs, warmup = map(int, sys.argv[4:12])
 window = (t1 - t0) / 1e9
 lines = open(log, errors="replace").read().splitlines()
 # imaptest prints a header of command names, then one line of counts per second,
@@ -206,8 +209,8 @@ per_second = []
 for row in rows:
     counts = [int(x) for x in row.split()[: len(header)]]
     per_second.append(sum(counts))
-# Seconds 3 .. secs+1 of the run (its first line is second 1): our sampling window.
-window_rows = per_second[2 : 2 + round(window)]
+# The lines of the seconds after the warm-up: our sampling window.
+window_rows = per_second[warmup : warmup + round(window)]
 commands = sum(window_rows)
 cmd_rate = commands / len(window_rows)
 gen_rate = (g1 - g0) / 1e9 / window

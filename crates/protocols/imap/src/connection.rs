@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use peakhour_net::{Progress, Pump, PumpError, Secret, Security, Stopwatch, Timed, Transport};
+use peakhour_net::{
+    MAX_READ, Progress, Pump, PumpError, Secret, Security, Stopwatch, Timed, Transport,
+};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
@@ -19,11 +21,6 @@ use crate::types::{
     ThreadAlgorithm, ThreadNode,
 };
 
-/// Read size while a command is answered: big enough for FETCH bodies.
-const COMMAND_READ_CHUNK: usize = 16 * 1024;
-/// Read size while idling: updates are a few dozen bytes, and an idle user
-/// must stay small.
-const IDLE_READ_CHUNK: usize = 1024;
 /// Updates kept for the next `noop`/`idle_wait` when nobody collects them;
 /// the mailbox state stays exact regardless.
 const MAX_PENDING_UPDATES: usize = 256;
@@ -93,7 +90,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
     pub async fn from_stream(stream: S, limits: Limits) -> Result<Timed<Self>, ImapError> {
         let stopwatch = Stopwatch::start();
         let mut connection = Self {
-            pump: Pump::new(stream, ClientCore::new(limits), COMMAND_READ_CHUNK),
+            pump: Pump::new(stream, ClientCore::new(limits), MAX_READ),
             pending_updates: Vec::new(),
             command_timeout: None,
         };
@@ -103,7 +100,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
                 break;
             }
         }
-        connection.shrink();
         Ok(stopwatch.finish(connection))
     }
 
@@ -130,7 +126,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
         let stopwatch = Stopwatch::start();
         self.pump.core.send(request)?;
         let reply = self.drive(request.name(), false, &stopwatch).await;
-        self.shrink();
         match reply? {
             Some(reply) => Ok(stopwatch.finish(reply)),
             None => Err(ImapError::malformed(
@@ -459,7 +454,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
         // update already here is returned before reading more.
         let deadline = Instant::now() + max;
         let clock = Stopwatch::start();
-        self.pump.set_read_chunk(IDLE_READ_CHUNK);
         loop {
             loop {
                 match self.pump.core.next()? {
@@ -490,7 +484,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
             self.pump.core.idle_done();
             self.drive("IDLE", false, &stopwatch).await?;
         }
-        self.shrink();
         Ok(stopwatch.finish(std::mem::take(&mut self.pending_updates)))
     }
 
@@ -513,7 +506,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
         stopwatch: &Stopwatch,
     ) -> Result<Option<Reply>, ImapError> {
         let deadline = self.command_timeout.map(|after| Instant::now() + after);
-        self.pump.set_read_chunk(COMMAND_READ_CHUNK);
         loop {
             let event = self.pump.next_event(stopwatch, deadline).await;
             match event.map_err(|e| pump_error(e, command, self.command_timeout))? {
@@ -537,12 +529,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
             self.run(&Request::Capability).await?;
         }
         Ok(())
-    }
-
-    /// Gives back the read buffer between commands: an idle connection keeps
-    /// only the core's small state.
-    fn shrink(&mut self) {
-        self.pump.release_read_buffer();
     }
 }
 
