@@ -51,6 +51,10 @@ pub struct ImapConnection<S = Transport> {
     pump: Pump<S, ClientCore>,
     pending_updates: Vec<MailboxUpdate>,
     command_timeout: Option<Duration>,
+    /// IDLE is to end with the next command ([`ImapConnection::idle_done_deferred`]).
+    done_deferred: bool,
+    /// How long the last IDLE ended by a deferred DONE took to complete.
+    idle_done_time: Option<Duration>,
 }
 
 impl ImapConnection<Transport> {
@@ -93,6 +97,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
             pump: Pump::new(stream, ClientCore::new(limits), MAX_READ),
             pending_updates: Vec::new(),
             command_timeout: None,
+            done_deferred: false,
+            idle_done_time: None,
         };
         loop {
             let event = connection.pump.next_event(&stopwatch, None).await;
@@ -122,10 +128,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
 
     /// Runs any request and returns its reply; the typed methods below are
     /// built on it.
+    ///
+    /// After [`ImapConnection::idle_done_deferred`], DONE goes out in the same
+    /// write as the request when it [`Request::can_follow_idle`]; the time
+    /// returned then runs from that write, and covers the end of IDLE too.
     pub async fn run(&mut self, request: &Request) -> Result<Timed<Reply>, ImapError> {
+        let after_idle = self.begin(request).await?;
         let stopwatch = Stopwatch::start();
-        self.pump.core.send(request)?;
-        let reply = self.drive(request.name(), false, &stopwatch).await;
+        let reply = self
+            .drive(request.name(), false, after_idle, &stopwatch)
+            .await;
         match reply? {
             Some(reply) => Ok(stopwatch.finish(reply)),
             None => Err(ImapError::malformed(
@@ -425,13 +437,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
     }
 
     /// Starts IDLE and waits for the server's `+`. Then call
-    /// [`ImapConnection::idle_wait`] as often as needed and
-    /// [`ImapConnection::idle_done`] before any other command.
+    /// [`ImapConnection::idle_wait`] as often as needed, and end it with
+    /// [`ImapConnection::idle_done`] or [`ImapConnection::idle_done_deferred`]
+    /// before any other command.
     pub async fn idle_start(&mut self) -> Result<Timed<()>, ImapError> {
-        let stopwatch = Stopwatch::start();
         self.ensure_capabilities().await?;
-        self.pump.core.send(&Request::Idle)?;
-        match self.drive("IDLE", true, &stopwatch).await? {
+        let after_idle = self.begin(&Request::Idle).await?;
+        let stopwatch = Stopwatch::start();
+        match self.drive("IDLE", true, after_idle, &stopwatch).await? {
             None => Ok(stopwatch.finish(())),
             // Completed before `+`: the server ended IDLE at once.
             Some(_) => Err(ImapError::malformed(
@@ -476,15 +489,55 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
     }
 
     /// Ends IDLE with DONE and waits for the completion; returns the updates
-    /// not yet collected. The time covers DONE to the tagged OK.
+    /// not yet collected. The time covers DONE to the tagged OK. Also ends an
+    /// IDLE whose DONE was deferred.
     pub async fn idle_done(&mut self) -> Result<Timed<Vec<MailboxUpdate>>, ImapError> {
+        self.done_deferred = false;
         let stopwatch = Stopwatch::start();
         if self.pump.core.is_busy() {
             // Not busy: the server already ended IDLE by itself (seen in idle_wait).
             self.pump.core.idle_done();
-            self.drive("IDLE", false, &stopwatch).await?;
+            self.drive("IDLE", false, false, &stopwatch).await?;
         }
         Ok(stopwatch.finish(std::mem::take(&mut self.pending_updates)))
+    }
+
+    /// Ends IDLE with the next command instead of now: DONE then goes out in
+    /// the same write as that command (one write, one packet and one round
+    /// trip fewer per IDLE), or just before it when the command names
+    /// messages by sequence number ([`Request::can_follow_idle`]).
+    ///
+    /// Until then the server is still idling: [`ImapConnection::idle_wait`]
+    /// still works, and [`ImapConnection::mailbox`] may miss updates the
+    /// server sends as IDLE ends. Call [`ImapConnection::idle_done`] first
+    /// when the next command's arguments depend on the mailbox's state. Does
+    /// nothing when not idling.
+    pub fn idle_done_deferred(&mut self) {
+        if self.pump.core.is_idling() {
+            self.done_deferred = true;
+        }
+    }
+
+    /// How long the last IDLE ended by a deferred DONE took: from the write
+    /// that carried DONE to IDLE's tagged OK. Taken once, so that every DONE
+    /// on the wire is counted once.
+    pub fn take_idle_done_time(&mut self) -> Option<Duration> {
+        self.idle_done_time.take()
+    }
+
+    /// Hands `request` to the core, behind a deferred DONE when there is one
+    /// and the request may follow it (true then), else after ending IDLE.
+    async fn begin(&mut self, request: &Request) -> Result<bool, ImapError> {
+        if std::mem::take(&mut self.done_deferred) && self.pump.core.is_idling() {
+            if request.can_follow_idle() {
+                self.pump.core.send_after_idle(request)?;
+                return Ok(true);
+            }
+            let done = self.idle_done().await?;
+            self.idle_done_time = Some(done.elapsed);
+        }
+        self.pump.core.send(request)?;
+        Ok(false)
     }
 
     fn on_idle_event(&mut self, event: Event) -> Result<(), ImapError> {
@@ -498,17 +551,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
 
     /// Writes and reads until the command in flight completes (`Some`), or,
     /// with `until_idling`, until the server accepts IDLE (`None`), within the
-    /// command timeout if one is set.
+    /// command timeout if one is set. `after_idle`: the command went out
+    /// behind DONE, and IDLE's own completion comes first.
     async fn drive(
         &mut self,
         command: &'static str,
         until_idling: bool,
+        mut after_idle: bool,
         stopwatch: &Stopwatch,
     ) -> Result<Option<Reply>, ImapError> {
         let deadline = self.command_timeout.map(|after| Instant::now() + after);
         loop {
             let event = self.pump.next_event(stopwatch, deadline).await;
-            match event.map_err(|e| pump_error(e, command, self.command_timeout))? {
+            let event = event.map_err(|e| pump_error(e, command, self.command_timeout))?;
+            if after_idle {
+                // The IDLE the command followed ends first, OK or not: the
+                // server takes the command either way.
+                if let Event::Completed { .. } | Event::Rejected(_) = event {
+                    after_idle = false;
+                    self.idle_done_time = Some(stopwatch.elapsed());
+                    continue;
+                }
+            }
+            match event {
                 Event::Completed { reply, .. } => return Ok(Some(reply)),
                 Event::Rejected(rejection) => return Err(rejected(rejection)),
                 Event::Update(update) => self.keep_update(update),

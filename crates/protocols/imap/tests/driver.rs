@@ -178,6 +178,80 @@ async fn idle_wait_is_cancel_safe_and_reports_new_mail() {
     done.await.unwrap();
 }
 
+/// A deferred DONE goes out with the next command, before IDLE's completion
+/// came back: the server below reads the UID FETCH before it answers DONE,
+/// which would never happen if the client waited for that answer. A command
+/// naming messages by sequence number still waits for it.
+#[tokio::test(start_paused = true)]
+async fn a_deferred_done_goes_out_with_the_next_command() {
+    let (client, server_end) = tokio::io::duplex(4096);
+    let (read, mut write) = tokio::io::split(server_end);
+    let mut read = BufReader::new(read);
+    write
+        .write_all(b"* OK [CAPABILITY IMAP4rev1 IDLE] hi\r\n")
+        .await
+        .unwrap();
+    let mut imap = ImapConnection::from_stream(client, Limits::default())
+        .await
+        .unwrap()
+        .value;
+    let mut line = String::new();
+    // Three IDLE periods, each ended by the next command: a UID FETCH, an
+    // IDLE, and a sequence-number FETCH, which must wait.
+    let client = tokio::spawn(async move {
+        imap.idle_start().await.unwrap();
+        imap.idle_done_deferred();
+        let items = [FetchItem::Uid];
+        let fetched = imap.fetch("7", &items, true).await.unwrap().value;
+        assert_eq!(fetched[0].uid, Some(7));
+        assert!(imap.take_idle_done_time().is_some());
+        assert!(imap.take_idle_done_time().is_none(), "taken once");
+        imap.idle_start().await.unwrap();
+        imap.idle_done_deferred();
+        imap.idle_start().await.unwrap();
+        assert!(imap.take_idle_done_time().is_some());
+        imap.idle_done_deferred();
+        imap.fetch("1", &items, false).await.unwrap();
+        assert!(imap.take_idle_done_time().is_some());
+        assert_eq!(imap.mailbox().map(|m| m.exists), None);
+    });
+    let mut expect = async |want: &str| {
+        line.clear();
+        read.read_line(&mut line).await.unwrap();
+        assert_eq!(line, want);
+    };
+    expect("A0001 IDLE\r\n").await;
+    write.write_all(b"+ idling\r\n").await.unwrap();
+    expect("DONE\r\n").await;
+    expect("A0002 UID FETCH 7 UID\r\n").await;
+    write
+        .write_all(b"A0001 OK idle done\r\n* 1 FETCH (UID 7)\r\nA0002 OK done\r\n")
+        .await
+        .unwrap();
+    expect("A0003 IDLE\r\n").await;
+    write.write_all(b"+ idling\r\n").await.unwrap();
+    expect("DONE\r\n").await;
+    expect("A0004 IDLE\r\n").await;
+    write
+        .write_all(b"A0003 OK idle done\r\n+ idling\r\n")
+        .await
+        .unwrap();
+    expect("DONE\r\n").await;
+    // Nothing more comes until IDLE has completed: the next read would hang
+    // (and the paused clock would end the wait at once).
+    let early = tokio::time::timeout(Duration::from_secs(5), read.read_line(&mut line)).await;
+    assert!(early.is_err(), "the FETCH was sent before IDLE completed");
+    write.write_all(b"A0004 OK idle done\r\n").await.unwrap();
+    line.clear();
+    read.read_line(&mut line).await.unwrap();
+    assert_eq!(line, "A0005 FETCH 1 UID\r\n");
+    write
+        .write_all(b"* 1 FETCH (UID 7)\r\nA0005 OK done\r\n")
+        .await
+        .unwrap();
+    client.await.unwrap();
+}
+
 #[test]
 fn command_futures_are_send() {
     fn assert_send<T: Send>(_: &T) {}
