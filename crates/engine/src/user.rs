@@ -182,6 +182,7 @@ impl<C: Connector> User<C> {
             };
             let finished = Instant::now();
             previous_end = finished;
+            self.note_idle_done();
             self.shared.events.send(Event::Action {
                 kind: scheduled.kind,
                 intended,
@@ -340,6 +341,7 @@ impl<C: Connector> User<C> {
             if unseen_arrivals && let Err(failure) = self.fetch_new_mail().await {
                 self.background_failure(failure);
             }
+            self.note_idle_done();
             let now = Instant::now();
             if now >= due || *stop.borrow() {
                 return;
@@ -375,6 +377,9 @@ impl<C: Connector> User<C> {
         // IDLE and DONE are commands on the wire like any other: counted, so
         // that the cost per command (docs/PERFORMANCE.md) has them all.
         self.shared.events.command("imap.IDLE", started.elapsed);
+        if let Some(done) = session.imap.take_idle_done_time() {
+            self.shared.events.command("imap.DONE", done);
+        }
         let mut new_mail = false;
         loop {
             let now = Instant::now();
@@ -392,9 +397,19 @@ impl<C: Connector> User<C> {
                 _ = stop.changed() => break,
             }
         }
-        let done = session.imap.idle_done().await?;
-        self.shared.events.command("imap.DONE", done.elapsed);
+        // DONE goes out with the next command, in one write (the next action,
+        // the fetch of new mail, or the next IDLE); `note_idle_done` counts it.
+        session.imap.idle_done_deferred();
         Ok(new_mail)
+    }
+
+    /// Counts the DONE that went out with the last IMAP command, if one did.
+    fn note_idle_done(&mut self) {
+        if let Some(session) = self.session.as_mut()
+            && let Some(elapsed) = session.imap.take_idle_done_time()
+        {
+            self.shared.events.command("imap.DONE", elapsed);
+        }
     }
 
     /// Fetches envelopes of messages that arrived since the last look, and
