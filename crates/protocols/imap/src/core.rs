@@ -166,9 +166,11 @@ pub struct ClientCore {
     capabilities: Capabilities,
     mailbox: Option<MailboxState>,
     in_flight: Option<InFlight>,
-    /// The command sent behind DONE ([`ClientCore::send_after_idle`]); it
-    /// becomes the one in flight when IDLE completes.
-    queued: Option<InFlight>,
+    /// Commands sent behind the one in flight, in the same write: a command
+    /// after DONE ([`ClientCore::send_after_idle`]), IDLE behind a command
+    /// ([`ClientCore::queue_idle`]), or both. Each becomes the one in flight
+    /// when the one before it completes.
+    queued: VecDeque<InFlight>,
     events: VecDeque<Event>,
     /// The BYE text, kept so the error for the connection closing can show it.
     bye: Option<String>,
@@ -186,7 +188,7 @@ impl ClientCore {
             capabilities: Capabilities::default(),
             mailbox: None,
             in_flight: None,
-            queued: None,
+            queued: VecDeque::new(),
             events: VecDeque::new(),
             bye: None,
             input_closed: false,
@@ -218,6 +220,36 @@ impl ClientCore {
         self.in_flight
             .as_ref()
             .is_some_and(|f| f.idle == IdlePhase::Idling)
+    }
+
+    /// True while an IDLE in flight waits for the server's `+`.
+    pub fn is_idle_requested(&self) -> bool {
+        self.in_flight
+            .as_ref()
+            .is_some_and(|f| f.idle == IdlePhase::Requested)
+    }
+
+    /// Sends IDLE right behind the command in flight, in the same write: once
+    /// that command completes, IDLE is the command in flight, and the server's
+    /// `+` ([`Event::IdleAccepted`]) follows the command's completion without
+    /// another round trip. Returns IDLE's tag.
+    ///
+    /// The command may itself be queued behind DONE: DONE, the command and
+    /// IDLE then all go out in one write.
+    ///
+    /// [`ImapError::Busy`] unless the last command started is not IDLE and is
+    /// still in flight or queued; [`ImapError::NotOffered`] without the IDLE
+    /// capability. Nothing is queued then.
+    pub fn queue_idle(&mut self) -> Result<String, ImapError> {
+        let busy = ImapError::Busy { command: "IDLE" };
+        let last = self.queued.back().or(self.in_flight.as_ref());
+        if self.phase != Phase::Ready || !last.is_some_and(|f| f.idle == IdlePhase::NotIdle) {
+            return Err(busy);
+        }
+        let flight = self.prepare(&Request::Idle)?;
+        let tag = flight.tag.clone();
+        self.queued.push_back(flight);
+        Ok(tag)
     }
 
     /// Starts `request`; its bytes come out of [`ClientCore::next`]. Returns the tag.
@@ -253,7 +285,7 @@ impl ClientCore {
         let command = request.name();
         if self.phase != Phase::Ready
             || !self.is_idling()
-            || self.queued.is_some()
+            || !self.queued.is_empty()
             || !request.can_follow_idle()
         {
             return Err(ImapError::Busy { command });
@@ -261,7 +293,7 @@ impl ClientCore {
         let flight = self.prepare(request)?;
         let tag = flight.tag.clone();
         self.idle_done();
-        self.queued = Some(flight);
+        self.queued.push_back(flight);
         Ok(tag)
     }
 
@@ -426,7 +458,7 @@ impl ClientCore {
     fn fail(&mut self, error: ImapError) -> ImapError {
         self.phase = Phase::Closed;
         self.in_flight = None;
-        self.queued = None;
+        self.queued.clear();
         error
     }
 
@@ -437,16 +469,19 @@ impl ClientCore {
     }
 
     /// Everything that can go out before the next continuation request: the
-    /// command in flight's, and, once it has nothing more to send, the
-    /// command queued behind it (after DONE).
+    /// command in flight's, and, as each has nothing more to send, the
+    /// commands queued behind it.
     fn writable(&mut self) -> Option<Vec<u8>> {
         let flight = self.in_flight.as_mut()?;
         let mut out: Option<Vec<u8>> = None;
         take_bytes(&mut flight.outgoing, &mut out);
-        if flight.outgoing.is_empty()
-            && let Some(queued) = self.queued.as_mut()
-        {
-            take_bytes(&mut queued.outgoing, &mut out);
+        if flight.outgoing.is_empty() {
+            for queued in &mut self.queued {
+                take_bytes(&mut queued.outgoing, &mut out);
+                if !queued.outgoing.is_empty() {
+                    break;
+                }
+            }
         }
         out
     }
@@ -643,9 +678,9 @@ impl ClientCore {
         Ok(())
     }
 
-    /// The command sent behind DONE becomes the one in flight.
+    /// The command queued behind the one that completed becomes the one in flight.
     fn start_queued(&mut self) {
-        if let Some(queued) = self.queued.take() {
+        if let Some(queued) = self.queued.pop_front() {
             self.activate(queued);
         }
     }
@@ -936,6 +971,37 @@ mod tests {
         assert_eq!(completed(&mut core), "IDLE");
         assert_eq!(completed(&mut core), "UID FETCH");
         assert!(!core.is_busy());
+    }
+
+    #[test]
+    fn idle_rides_behind_a_command() {
+        let mut core = idling();
+        // DONE, the command behind it, and a new IDLE: one write.
+        core.send_after_idle(&uid_fetch(true)).unwrap();
+        assert_eq!(core.queue_idle().unwrap(), "A0003");
+        assert!(matches!(core.queue_idle(), Err(ImapError::Busy { .. })));
+        assert_eq!(
+            core.next().unwrap(),
+            Progress::Output(b"DONE\r\nA0002 UID FETCH 7 UID\r\nA0003 IDLE\r\n".to_vec())
+        );
+        core.enqueue_input(b"A0001 OK idle done\r\nA0002 OK done\r\n+ idling\r\n");
+        assert!(matches!(
+            core.next().unwrap(),
+            Progress::Event(Event::Completed {
+                command: "IDLE",
+                ..
+            })
+        ));
+        assert!(matches!(
+            core.next().unwrap(),
+            Progress::Event(Event::Completed {
+                command: "UID FETCH",
+                ..
+            })
+        ));
+        assert!(core.is_idle_requested());
+        assert_eq!(core.next().unwrap(), Progress::Event(Event::IdleAccepted));
+        assert!(core.is_idling());
     }
 
     #[test]
