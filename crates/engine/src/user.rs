@@ -12,6 +12,7 @@ use peakhour_imap::{
 use peakhour_net::Timed;
 use peakhour_smtp::{Flavor, SmtpError};
 use peakhour_workload::{ActionKind, MessageGenerator, MessageSpec, Plan};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -24,7 +25,8 @@ use crate::target::{Target, TlsMode, imap_deadline, smtp_deadline};
 
 /// An action that starts this much after its intended time counts as late.
 pub const LATE_AFTER: Duration = Duration::from_millis(10);
-/// Waits shorter than this sleep instead of entering IDLE (IDLE costs two round trips).
+/// Waits shorter than this sleep instead of entering IDLE (IDLE and DONE are
+/// two more commands for the server, even when they share writes with others).
 const MIN_IDLE: Duration = Duration::from_millis(50);
 /// The longest pause between reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(8);
@@ -90,6 +92,19 @@ struct Session<S> {
     highest_uid: u32,
     calendar_item: Option<u32>,
     can_idle: bool,
+    /// The user idles after the action under way: its last IMAP command
+    /// carries IDLE in the same write (see `last_command`).
+    idle_next: bool,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// The connection, for an action's last IMAP command.
+    fn last_command(&mut self) -> &mut ImapConnection<S> {
+        if std::mem::take(&mut self.idle_next) {
+            self.imap.idle_after_next_command();
+        }
+        &mut self.imap
+    }
 }
 
 /// The user's phase timeline.
@@ -151,7 +166,16 @@ impl<C: Connector> User<C> {
         self.ensure_session(&mut stop, until).await;
         let mut previous_end = timeline.steady_start;
         let mut completed = true;
-        for scheduled in schedule {
+        let mut schedule = schedule.peekable();
+        while let Some(scheduled) = schedule.next() {
+            // Whether the wait after this action will be long enough to idle.
+            let idle_next = if closed_loop {
+                plan.pause() >= MIN_IDLE
+            } else {
+                schedule
+                    .peek()
+                    .is_none_or(|next| next.at.saturating_sub(scheduled.at) >= MIN_IDLE)
+            };
             let mut intended = timeline.steady_start + scheduled.at;
             if closed_loop {
                 intended = intended.max(previous_end + plan.pause());
@@ -193,6 +217,9 @@ impl<C: Connector> User<C> {
                     continue;
                 }
             }
+            if let Some(session) = self.session.as_mut() {
+                session.idle_next = idle_next && session.can_idle;
+            }
             let started = Instant::now();
             let outcome = match tokio::time::timeout(
                 self.shared.action_timeout,
@@ -215,6 +242,7 @@ impl<C: Connector> User<C> {
             };
             let finished = Instant::now();
             previous_end = finished;
+            self.note_idle_commands();
             self.shared.events.send(Event::Action {
                 kind: scheduled.kind,
                 intended,
@@ -375,6 +403,7 @@ impl<C: Connector> User<C> {
             highest_uid,
             calendar_item: None,
             can_idle,
+            idle_next: false,
         })
     }
 
@@ -392,11 +421,15 @@ impl<C: Connector> User<C> {
             if unseen_arrivals && let Err(failure) = self.fetch_new_mail().await {
                 self.background_failure(failure);
             }
+            self.note_idle_commands();
             let now = Instant::now();
             if now >= due || *stop.borrow() {
                 return;
             }
-            let idle = self.session.as_ref().is_some_and(|s| s.can_idle) && due - now >= MIN_IDLE;
+            // An IDLE sent behind the last action is taken up whatever the wait.
+            let idle = self.session.as_ref().is_some_and(|s| {
+                s.can_idle && (due - now >= MIN_IDLE || s.imap.idle_in_progress())
+            });
             if !idle {
                 sleep_until(due, stop).await;
                 return;
@@ -423,7 +456,12 @@ impl<C: Connector> User<C> {
         let Some(session) = self.session.as_mut() else {
             return Ok(false);
         };
+        // Sends IDLE, or takes up the one sent behind the last action.
         session.imap.idle_start().await?;
+        self.note_idle_commands();
+        let Some(session) = self.session.as_mut() else {
+            return Ok(false);
+        };
         let mut new_mail = false;
         loop {
             let now = Instant::now();
@@ -441,8 +479,25 @@ impl<C: Connector> User<C> {
                 _ = stop.changed() => break,
             }
         }
-        session.imap.idle_done().await?;
+        // IDLE goes on: the next command ends it, with DONE in its write
+        // (the next action, or the fetch of new mail), and a next wait
+        // carries on with it.
         Ok(new_mail)
+    }
+
+    /// Counts the IDLE and DONE that went out with the last IMAP commands.
+    /// They are commands on the wire like any other, so the cost per command
+    /// (docs/PERFORMANCE.md) counts them too.
+    fn note_idle_commands(&mut self) {
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        if let Some(elapsed) = session.imap.take_idle_start_time() {
+            self.shared.events.command("imap.IDLE", elapsed);
+        }
+        if let Some(elapsed) = session.imap.take_idle_done_time() {
+            self.shared.events.command("imap.DONE", elapsed);
+        }
     }
 
     /// Fetches envelopes of messages that arrived since the last look, and
@@ -548,7 +603,7 @@ impl<C: Connector> User<C> {
         }
         let first = exists.saturating_sub(page - 1).max(1);
         let fetched = session
-            .imap
+            .last_command()
             .fetch(
                 &format!("{first}:{exists}"),
                 &[FetchItem::Uid, FetchItem::Flags, FetchItem::Envelope],
@@ -595,7 +650,10 @@ impl<C: Connector> User<C> {
             section: BodySection::Full,
             peek: false,
         }];
-        let fetched = session.imap.fetch(&uid.to_string(), &body, true).await?;
+        let fetched = session
+            .last_command()
+            .fetch(&uid.to_string(), &body, true)
+            .await?;
         events.command("imap.UID FETCH", fetched.elapsed);
         events.count(Counter::MessageOpens, 1);
         if fetched.value.is_empty() {
@@ -629,7 +687,7 @@ impl<C: Connector> User<C> {
         let session = self.session()?;
         let uid = session.inbox[index].uid;
         let moved = session
-            .imap
+            .last_command()
             .move_messages(&uid.to_string(), &folder, true)
             .await?;
         events.command("imap.UID MOVE", moved.elapsed);
@@ -730,7 +788,7 @@ impl<C: Connector> User<C> {
             let sent_folder = plan.params().sent_folder.clone();
             let session = self.session()?;
             let appended = session
-                .imap
+                .last_command()
                 .append(&sent_folder, &["\\Seen"], None, &message)
                 .await?;
             shared.events.command("imap.APPEND", appended.elapsed);

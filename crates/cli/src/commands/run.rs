@@ -44,7 +44,13 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Ok(prepared) => prepared,
         Err(error) => return usage_exit(error),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // One thread for the users, the observer and the I/O driver. With a
+    // worker per core, every event a user sends and every socket that became
+    // ready woke another thread (2.3 futex calls and 2.6 context switches per
+    // IMAP command); on one thread there are none, and CPU per command fell
+    // by a quarter (docs/PERFORMANCE.md). One core of client is well above
+    // what a lab on the same machine sustains; the monitor keeps its own thread.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime
