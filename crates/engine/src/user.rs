@@ -202,6 +202,16 @@ impl<C: Connector> User<C> {
             }
             if self.session.is_none() {
                 let until = (intended + action_timeout).min(timeline.steady_end);
+                if Instant::now() >= until {
+                    // Held up past the end of the steady phase (a stalled
+                    // command ran into it): no time is left to log back on,
+                    // so the action was not tried, rather than refused.
+                    self.shared
+                        .events
+                        .send(not_attempted(scheduled.kind, intended));
+                    self.reported(scheduled.seq);
+                    continue;
+                }
                 self.ensure_session(&mut stop, until).await;
                 if self.session.is_none() {
                     // Could not log back on: the action failed, and it is counted.
