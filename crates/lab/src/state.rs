@@ -154,4 +154,22 @@ impl LabStatus {
     pub fn user(&self, n: u32) -> String {
         format!("user{n}@{}", self.domain)
     }
+
+    /// The master process of `server` (`dovecot` or `postfix`), if the lab started one.
+    pub fn master_pid(&self, server: &str) -> Option<u32> {
+        self.servers
+            .iter()
+            .find(|s| s.name == server)
+            .and_then(|s| s.master_pid)
+            .and_then(|pid| u32::try_from(pid).ok())
+    }
+
+    /// Dovecot's client ports: IMAP, IMAPS and POP3 (not LMTP, which Postfix uses).
+    pub fn dovecot_client_ports(&self) -> Vec<u16> {
+        let e = &self.endpoints;
+        [&e.imap, &e.imaps, &e.pop3]
+            .into_iter()
+            .filter_map(|endpoint| crate::check::port(endpoint).ok())
+            .collect()
+    }
 }

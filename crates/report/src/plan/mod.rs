@@ -17,6 +17,8 @@ mod terminal;
 
 use peakhour_analysis::plan::{Matrix, Plan, TaskSet};
 
+use crate::number::{DASH, grouped, or_dash};
+
 use crate::ReportError;
 
 pub use csv::{
@@ -60,42 +62,13 @@ pub fn matrix_json(matrix: &Matrix) -> Result<String, ReportError> {
     pretty(matrix)
 }
 
-/// A number for people: 3 significant digits below 1000, whole and
-/// grouped above (`12,345`), no trailing zeros; `–` for no value.
-pub(crate) fn num(v: f64) -> String {
-    if !v.is_finite() {
-        return "–".to_owned();
-    }
-    if v.abs() >= 1000.0 {
-        let whole = format!("{:.0}", v.abs());
-        let mut grouped = String::new();
-        for (i, c) in whole.chars().enumerate() {
-            if i > 0 && (whole.len() - i) % 3 == 0 {
-                grouped.push(',');
-            }
-            grouped.push(c);
-        }
-        return if v < 0.0 {
-            format!("-{grouped}")
-        } else {
-            grouped
-        };
-    }
-    if v == 0.0 {
-        return "0".to_owned();
-    }
-    let decimals = (2 - v.abs().log10().floor() as i32).clamp(0, 6) as usize;
-    let s = format!("{v:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        s
-    }
-}
+/// A number for people: the report's [`grouped`] form (3 significant
+/// digits below 1000, whole and grouped above).
+pub(crate) use crate::number::grouped as num;
 
-/// An optional number.
+/// An optional number; `–` for none.
 pub(crate) fn opt_num(v: Option<f64>) -> String {
-    v.map_or_else(|| "–".to_owned(), num)
+    or_dash(v, grouped, DASH)
 }
 
 /// `value ± sd`.
