@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::ReportError;
 use crate::capacity_html::{CapacityPage, render_capacity_html};
 use crate::csv::csv_writer;
+use crate::curve_csv::CurveColumns;
 use crate::number::format_number as num;
 
 /// The fixed columns of `capacity.csv`; `p95_ms.<action>` columns follow,
@@ -167,6 +168,28 @@ pub fn render_sweep_html(
         table_rows: &rows,
         notes: &sweep.notes,
     })
+}
+
+/// `peakhour analyze capacity --json`: the analysis, and under `input` the
+/// file and the columns it was computed from.
+pub fn analysis_json(
+    analysis: &CapacityAnalysis,
+    file: &str,
+    columns: &CurveColumns<'_>,
+) -> Result<String, ReportError> {
+    let mut value = serde_json::to_value(analysis)?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert(
+            "input".to_string(),
+            serde_json::json!({
+                "file": file,
+                "load_column": columns.load,
+                "throughput_column": columns.throughput,
+                "p95_column": columns.p95,
+            }),
+        );
+    }
+    Ok(serde_json::to_string_pretty(&value)?)
 }
 
 /// What a sweep was asked for, as its files tell it beside the steps.

@@ -256,20 +256,8 @@ fn check_lab(args: &SweepArgs, max_users: u32) -> anyhow::Result<()> {
             dir.display()
         )
     })?;
-    if !status.healthy {
-        bail!(
-            "the lab in {} is not healthy; see `peakhour lab status --dir {}`",
-            status.dir,
-            dir.display()
-        );
+    match status.unfit_for(max_users, dir) {
+        Some(why) => bail!("{why}"),
+        None => Ok(()),
     }
-    if status.users < max_users {
-        bail!(
-            "the lab has {} users and the largest step needs {max_users}; restart it with \
-             `peakhour lab down --dir {d} && peakhour lab up --dir {d} --users {max_users}`",
-            status.users,
-            d = dir.display()
-        );
-    }
-    Ok(())
 }

@@ -15,7 +15,7 @@ mod csv;
 mod html;
 mod terminal;
 
-use peakhour_analysis::plan::{Matrix, Plan, TaskSet};
+use peakhour_analysis::plan::{Matrix, Plan, PlanRow, TaskSet};
 
 use crate::number::{DASH, grouped, or_dash};
 
@@ -65,6 +65,24 @@ pub fn matrix_json(matrix: &Matrix) -> Result<String, ReportError> {
 /// A number for people: the report's [`grouped`] form (3 significant
 /// digits below 1000, whole and grouped above).
 pub(crate) use crate::number::grouped as num;
+
+/// The first cells of a sizing table's row, the same in every form: users,
+/// peak memory ± its standard deviation, memory to install, CPU cores busy,
+/// cores to install, disk I/Os per second.
+pub(crate) fn sizing_cells(r: &PlanRow) -> Vec<String> {
+    vec![
+        users(r.users),
+        match (r.memory_peak_bytes, r.memory_peak_sd_bytes) {
+            (Some(m), Some(sd)) => format!("{} ± {}", bytes(m), bytes(sd)),
+            _ => DASH.to_owned(),
+        },
+        r.memory_to_install_bytes
+            .map_or_else(|| DASH.to_owned(), |b| bytes(b as f64)),
+        pm(r.cpu_cores, r.cpu_cores_sd),
+        r.cores_to_install.to_string(),
+        num(r.disk_iops),
+    ]
+}
 
 /// An optional number; `–` for none.
 pub(crate) fn opt_num(v: Option<f64>) -> String {
