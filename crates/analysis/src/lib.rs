@@ -1,7 +1,7 @@
 //! Turns what a peakhour run measured into a verdict.
 //!
 //! This is the analyser of DESIGN.md: a pure layer with no sockets, clocks
-//! or async runtime. It has three parts:
+//! or async runtime. Its parts:
 //!
 //! - **Recording** ([`IntervalRecorder`], [`DeliveryRecorder`]): the engine
 //!   feeds every action with its intended start, actual start and end, every
@@ -15,6 +15,13 @@
 //!   merged per action into p50/p95/p99/max/mean, the weighted p95 score,
 //!   MMB-style throughput, delivery reconciliation, the client-bound check and
 //!   the QoS verdict.
+//! - **The capacity curve** ([`capacity`]): peak, shape after the peak, QoS
+//!   capacity, USL fit and knee of any load/throughput table, and the
+//!   sweep's rules ([`capacity::sweep`]: steps, early stop, the QoS limit,
+//!   the capacity statement).
+//! - **The planner** ([`plan`]): atomic-task costs, the memory model, the
+//!   sizing plan for a user count, and the CPU × memory matrix's
+//!   relationships.
 //! - **Statistics shared by every layer**: the one quantile definition
 //!   ([`quantile`], nearest rank, HdrHistogram's) and the bootstrap of
 //!   `peakhour compare` ([`bootstrap`]).

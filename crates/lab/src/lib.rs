@@ -24,11 +24,17 @@
 //! [`Limits`]: a cgroup (v1 or v2) caps the CPU and memory of every server
 //! process, and [`LimitsStatus`] names the files that account for them.
 //!
+//! [`check_mail_path`] sends one message through a running lab with
+//! peakhour's own SMTP, IMAP and POP3 clients and times every command
+//! (`peakhour lab check`); it is the one part of the lab that speaks the
+//! protocols, and the reason the lab depends on the protocol crates.
+//!
 //! The packages come from Debian (`scripts/setup.sh` installs them); a missing
 //! one is reported by [`Lab::up`] with the command that installs it.
 #![deny(missing_docs)]
 
 mod cgroup;
+mod check;
 mod config;
 mod dir;
 mod error;
@@ -39,9 +45,11 @@ mod probe;
 mod process;
 mod render;
 mod state;
+mod text;
 mod tls;
 
 pub use cgroup::{CgroupStatus, CgroupVersion};
+pub use check::{CheckError, CheckLine, check_mail_path};
 pub use config::{
     DEFAULT_DOMAIN, LabConfig, Limits, MAIL_UID, Namespace, Ports, Storage, parse_size,
 };

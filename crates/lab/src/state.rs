@@ -154,4 +154,42 @@ impl LabStatus {
     pub fn user(&self, n: u32) -> String {
         format!("user{n}@{}", self.domain)
     }
+
+    /// The master process of `server` (`dovecot` or `postfix`), if the lab started one.
+    pub fn master_pid(&self, server: &str) -> Option<u32> {
+        self.servers
+            .iter()
+            .find(|s| s.name == server)
+            .and_then(|s| s.master_pid)
+            .and_then(|pid| u32::try_from(pid).ok())
+    }
+
+    /// Why this lab cannot carry a load of `users` users, if it cannot: it
+    /// is not healthy, or it has fewer users. `dir` is the lab directory as
+    /// the caller named it, for the command that puts it right.
+    pub fn unfit_for(&self, users: u32, dir: &std::path::Path) -> Option<String> {
+        let dir = dir.display();
+        if !self.healthy {
+            return Some(format!(
+                "the lab in {} is not healthy; see `peakhour lab status --dir {dir}`",
+                self.dir
+            ));
+        }
+        (self.users < users).then(|| {
+            format!(
+                "the lab has {} users and the largest step needs {users}; restart it with \
+                 `peakhour lab down --dir {dir} && peakhour lab up --dir {dir} --users {users}`",
+                self.users
+            )
+        })
+    }
+
+    /// Dovecot's client ports: IMAP, IMAPS and POP3 (not LMTP, which Postfix uses).
+    pub fn dovecot_client_ports(&self) -> Vec<u16> {
+        let e = &self.endpoints;
+        [&e.imap, &e.imaps, &e.pop3]
+            .into_iter()
+            .filter_map(|endpoint| crate::check::port(endpoint).ok())
+            .collect()
+    }
 }

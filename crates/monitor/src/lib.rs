@@ -40,6 +40,7 @@ mod cost;
 mod csv;
 mod error;
 mod groups;
+mod live;
 mod mail;
 mod metric_key;
 mod monitor;
