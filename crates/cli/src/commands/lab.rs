@@ -47,6 +47,8 @@ fn up(args: LabUpArgs) -> anyhow::Result<ExitCode> {
         (&mut ports.imaps, args.imaps_port),
         (&mut ports.pop3, args.pop3_port),
         (&mut ports.lmtp, args.lmtp_port),
+        (&mut ports.caldav, args.caldav_port),
+        (&mut ports.smb, args.smb_port),
     ];
     for (port, given) in overrides {
         if let Some(given) = given {
@@ -72,6 +74,7 @@ fn up(args: LabUpArgs) -> anyhow::Result<ExitCode> {
             separator: args.namespace_separator,
         },
         limits,
+        with: args.with.into_iter().collect(),
         ..LabConfig::new(&args.dir.dir)
     };
     let report = Lab::up(&config).context("cannot start the lab")?;
@@ -166,6 +169,18 @@ fn print_endpoints(status: &LabStatus) -> anyhow::Result<()> {
     writeln!(out, "  imaps        {}   (Dovecot: implicit TLS)", e.imaps)?;
     writeln!(out, "  pop3         {}   (Dovecot: STLS)", e.pop3)?;
     writeln!(out, "  lmtp         {}   (Dovecot)", e.lmtp)?;
+    if let Some(caldav) = &e.caldav {
+        writeln!(
+            out,
+            "  caldav       {caldav}   (Radicale: HTTP, Basic auth as userN; home /userN/)"
+        )?;
+    }
+    if let Some(smb) = &e.smb {
+        writeln!(
+            out,
+            "  smb          {smb}   (Samba: sign in as userN; a directory per user)"
+        )?;
+    }
     writeln!(
         out,
         "  users        user1 ... user{} @{} ({} storage); password: peakhour lab status --json",
@@ -221,6 +236,10 @@ fn print_status(status: &LabStatus) -> anyhow::Result<()> {
             "NOT healthy"
         }
     )?;
+    if !status.with.is_empty() {
+        let with: Vec<&str> = status.with.iter().map(|s| s.as_str()).collect();
+        writeln!(out, "  with     {}", with.join(", "))?;
+    }
     for server in &status.servers {
         let state = match (server.running, server.master_pid) {
             (true, Some(pid)) => format!("running (master pid {pid})"),

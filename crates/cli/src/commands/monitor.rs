@@ -15,7 +15,7 @@ use peakhour_monitor::analysis::TimeWindow;
 pub(crate) use peakhour_monitor::analysis::findings;
 use peakhour_monitor::{
     GroupSpec, LocalConfig, LocalSource, MailProbes, Monitor, MonitorConfig, MonitorReport,
-    NodeExporterSource, Sample,
+    NodeExporterSource, RADICALE_NAMES, SAMBA_NAMES, Sample,
 };
 use peakhour_rundir::{DirKind, RunDir, RunFile, default_dir};
 
@@ -68,6 +68,14 @@ pub(crate) fn local_source(
             scoped(GroupSpec::postfix(), master("postfix")),
             GroupSpec::peakhour(),
         ];
+        // A lab's optional servers, by their masters' names in `lab status`.
+        for (name, names) in [("radicale", RADICALE_NAMES), ("samba", SAMBA_NAMES)] {
+            if let Some(pid) = master(name) {
+                config
+                    .groups
+                    .push(GroupSpec::names(name, names).within(&[pid]));
+            }
+        }
     }
     for spec in groups {
         config.groups.push(parse_group(spec)?);
