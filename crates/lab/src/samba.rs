@@ -253,8 +253,8 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line:?} missing from:\n{text}");
         }
-        let settings = text.lines().filter(|l| !l.trim_start().starts_with('#'));
-        assert!(!settings.clone().any(|l| l.contains("/etc/")), "{text}");
+        let mut settings = text.lines().filter(|l| !l.trim_start().starts_with('#'));
+        assert!(!settings.any(|l| l.contains("/etc/")), "{text}");
     }
 
     #[test]
