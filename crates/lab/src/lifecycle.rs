@@ -103,7 +103,7 @@ impl Lab {
                     .masters()
                     .all(|(server, p)| p.recognise(&lab.command(server)) == Recognised::Running);
             if all_running {
-                if state.config != config {
+                if settings(&state.config) != settings(&config) {
                     return Err(LabError::RunningWithOtherSettings {
                         dir,
                         running: describe(&state.config),
@@ -474,6 +474,20 @@ fn probe_all(config: &LabConfig, timeout: Duration) -> Vec<PortProbe> {
         .collect()
 }
 
+/// What makes a running lab the one asked for: an optional server's port
+/// matters only if the lab runs it (a lab started before Radicale and Samba
+/// existed has no port for them in its state).
+fn settings(config: &LabConfig) -> LabConfig {
+    let mut settings = config.clone();
+    if !settings.runs(OptionalServer::Caldav) {
+        settings.ports.caldav = 0;
+    }
+    if !settings.runs(OptionalServer::Smb) {
+        settings.ports.smb = 0;
+    }
+    settings
+}
+
 fn describe(config: &LabConfig) -> String {
     let cpus = config
         .limits
@@ -664,4 +678,34 @@ fn tail(path: &Path) -> Option<String> {
     let start = lines.len().saturating_sub(8);
     let tail = lines[start..].join("\n");
     (!tail.trim().is_empty()).then_some(tail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Ports;
+
+    #[test]
+    fn an_unused_optional_servers_port_does_not_change_a_labs_settings() {
+        let before_radicale = LabConfig {
+            ports: Ports {
+                caldav: 0,
+                smb: 0,
+                ..Ports::default()
+            },
+            ..LabConfig::new("/srv/lab")
+        };
+        let now = LabConfig::new("/srv/lab");
+        assert_eq!(settings(&before_radicale), settings(&now));
+        let with_smb = LabConfig {
+            with: [OptionalServer::Smb].into_iter().collect(),
+            ..now.clone()
+        };
+        assert_ne!(settings(&with_smb), settings(&now));
+        assert!(
+            describe(&with_smb).ends_with("with smb"),
+            "{}",
+            describe(&with_smb)
+        );
+    }
 }

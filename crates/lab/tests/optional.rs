@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{assert_matches_schema, config, lab_processes, python_smoke, scratch_dir};
+use common::{Bystander, assert_matches_schema, config, lab_processes, python_smoke, scratch_dir};
 use peakhour_lab::{Lab, LabConfig, LabError, LabGuard, LabStatus, Limits, OptionalServer};
 
 /// A lab of `users` users in `dir` running both optional servers.
@@ -238,4 +238,48 @@ fn issue_14_15_optional_servers_are_part_of_a_labs_settings() {
         "{error}"
     );
     assert!(error.to_string().contains("with caldav"), "{error}");
+}
+
+#[test]
+fn issue_14_15_a_tampered_state_or_pid_file_cannot_direct_down_at_other_processes() {
+    let dir = scratch_dir();
+    let lab = Lab::new(dir.path());
+    Lab::up(&with_both(dir.path(), 2)).unwrap();
+    lab.down(false).unwrap();
+    let bystander = Bystander::start();
+    let victim = bystander.id();
+    let state_file = lab.layout().state_file();
+    let clean: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state_file).unwrap()).unwrap();
+
+    // The bystander named as Radicale and as smbd, with its true start time.
+    let mut state = clean.clone();
+    let planted = serde_json::json!({"pid": victim.pid, "start_ticks": victim.start_ticks});
+    state["radicale"] = planted.clone();
+    state["samba"] = planted;
+    std::fs::write(&state_file, serde_json::to_string(&state).unwrap()).unwrap();
+    let report = lab.down(false).unwrap();
+    assert!(victim.is_alive(), "down killed a process it did not start");
+    assert!(report.stopped.is_empty(), "{report:?}");
+    assert_eq!(report.not_ours.len(), 2, "{report:?}");
+    assert!(report.not_ours[0].starts_with("radicale: "), "{report:?}");
+
+    // A samba-dcerpcd pid file naming the bystander (smbd itself gone).
+    let mut state = clean;
+    state["samba"] = serde_json::json!({"pid": i32::MAX, "start_ticks": 0});
+    std::fs::write(&state_file, serde_json::to_string(&state).unwrap()).unwrap();
+    std::fs::write(
+        lab.layout().samba_dcerpcd_pid_file(),
+        victim.pid.to_string(),
+    )
+    .unwrap();
+    let report = lab.down(false).unwrap();
+    assert!(victim.is_alive(), "down killed a process a pid file named");
+    assert!(report.stopped.is_empty(), "{report:?}");
+    assert_eq!(report.killed, 0);
+    let status = lab.status().unwrap();
+    assert!(
+        status.servers.iter().all(|s| s.processes.is_empty()),
+        "{status:#?}"
+    );
 }

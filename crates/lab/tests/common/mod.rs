@@ -3,9 +3,10 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-use peakhour_lab::{LabConfig, LabGuard, Ports};
+use peakhour_lab::{LabConfig, LabGuard, Ports, ProcessId};
 
 /// An empty temporary directory the lab may use: mode 0755, so the servers'
 /// users can reach it (`tempfile::tempdir()` makes 0700, which the lab
@@ -97,4 +98,39 @@ pub(crate) fn python_smoke(lab: &LabGuard, extra: &[&str]) -> String {
         );
     }
     stdout
+}
+
+/// A process of somebody else's: `sleep` in a session of its own, as a
+/// server master would be.
+pub(crate) struct Bystander(std::process::Child);
+
+impl Bystander {
+    pub(crate) fn start() -> Bystander {
+        let child = Command::new("setsid")
+            .args(["sleep", "300"])
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        Bystander(child)
+    }
+
+    pub(crate) fn id(&self) -> ProcessId {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            // setsid has exec'd sleep once the command line says so.
+            let cmdline = std::fs::read(format!("/proc/{}/cmdline", self.0.id())).unwrap();
+            if cmdline.starts_with(b"sleep\0") {
+                return ProcessId::of(self.0.id()).unwrap();
+            }
+            assert!(Instant::now() < deadline, "sleep did not start");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Bystander {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
