@@ -26,6 +26,24 @@ impl LabStatus {
             format!("  imaps        {}   (Dovecot: implicit TLS)", e.imaps),
             format!("  pop3         {}   (Dovecot: STLS)", e.pop3),
             format!("  lmtp         {}   (Dovecot)", e.lmtp),
+        ];
+        for line in lines {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        if let Some(caldav) = &e.caldav {
+            let _ = writeln!(
+                out,
+                "  caldav       {caldav}   (Radicale: HTTP, Basic auth as userN; home /userN/)"
+            );
+        }
+        if let Some(smb) = &e.smb {
+            let _ = writeln!(
+                out,
+                "  smb          {smb}   (Samba: sign in as userN; a directory per user)"
+            );
+        }
+        let lines = [
             format!(
                 "  users        user1 ... user{} @{} ({} storage); password: peakhour lab status --json",
                 self.users, self.domain, self.storage
@@ -55,6 +73,10 @@ impl LabStatus {
             "NOT healthy"
         };
         let mut out = format!("lab {}: {health}\n", self.dir);
+        if !self.with.is_empty() {
+            let with: Vec<&str> = self.with.iter().map(|s| s.as_str()).collect();
+            let _ = writeln!(out, "  with     {}", with.join(", "));
+        }
         for server in &self.servers {
             let state = match (server.running, server.master_pid) {
                 (true, Some(pid)) => format!("running (master pid {pid})"),

@@ -129,6 +129,13 @@ pub const POSTFIX_NAMES: &[&str] = &[
     "spawn",
 ];
 
+/// Radicale's process names: the lab runs it as `python3 /usr/bin/radicale`;
+/// started through its script, it is `radicale`.
+pub const RADICALE_NAMES: &[&str] = &["python3*", "radicale"];
+
+/// Samba's process names (Samba 4.17): smbd and its helpers.
+pub const SAMBA_NAMES: &[&str] = &["smbd*", "cleanupd", "samba-dcerpcd", "rpcd_*", "samba-bgqd"];
+
 impl GroupSpec {
     /// A group matching exact command names (trailing `*` = prefix).
     pub fn names(name: impl Into<String>, names: &[&str]) -> Self {

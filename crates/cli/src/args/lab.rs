@@ -46,7 +46,7 @@ pub(crate) struct LabUpArgs {
     /// Dovecot's mail storage: sdbox (one file per message, Dovecot's fastest) or maildir.
     #[arg(long, value_name = "FORMAT", default_value = "sdbox", value_parser = ["sdbox", "maildir"])]
     pub(crate) storage: String,
-    /// Add N to every standard port (25, 465, 143, 993, 110, 24): 10000 gives 10025, 10143 ...
+    /// Add N to every standard port (25, 465, 143, 993, 110, 24; 80, 445 for --with): 10000 gives 10025, 10143 ...
     #[arg(long, value_name = "N", default_value_t = 10000)]
     pub(crate) port_base: u16,
     /// SMTP port (Postfix; STARTTLS and AUTH offered). Overrides --port-base.
@@ -88,6 +88,16 @@ pub(crate) struct LabUpArgs {
     /// SMTP port without AUTH or STARTTLS, for clients on loopback. Overrides --port-base.
     #[arg(long, value_name = "PORT")]
     pub(crate) smtp_noauth_port: Option<u16>,
+    /// Also run these servers: caldav (Radicale) and smb (Samba), as a comma list or
+    /// repeated (`--with caldav,smb`). Both use the lab's users and password.
+    #[arg(long = "with", value_name = "SERVER", value_delimiter = ',', value_parser = peakhour_lab::OptionalServer::parse)]
+    pub(crate) with: Vec<peakhour_lab::OptionalServer>,
+    /// CalDAV port (Radicale, plain HTTP), with `--with caldav`. Overrides --port-base (+80).
+    #[arg(long, value_name = "PORT")]
+    pub(crate) caldav_port: Option<u16>,
+    /// SMB port (Samba), with `--with smb`. Overrides --port-base (+445).
+    #[arg(long, value_name = "PORT")]
+    pub(crate) smb_port: Option<u16>,
     /// Print the resulting status as JSON instead of text.
     #[arg(long)]
     pub(crate) json: bool,

@@ -53,6 +53,8 @@ fn up(args: LabUpArgs) -> anyhow::Result<ExitCode> {
         (&mut ports.imaps, args.imaps_port),
         (&mut ports.pop3, args.pop3_port),
         (&mut ports.lmtp, args.lmtp_port),
+        (&mut ports.caldav, args.caldav_port),
+        (&mut ports.smb, args.smb_port),
     ];
     for (port, given) in overrides {
         if let Some(given) = given {
@@ -78,6 +80,7 @@ fn up(args: LabUpArgs) -> anyhow::Result<ExitCode> {
             separator: args.namespace_separator,
         },
         limits,
+        with: args.with.into_iter().collect(),
         ..LabConfig::new(&args.dir.dir)
     };
     let report = Lab::up(&config).context("cannot start the lab")?;

@@ -16,7 +16,7 @@ use peakhour_monitor::analysis::TimeWindow;
 pub(crate) use peakhour_monitor::analysis::findings;
 use peakhour_monitor::{
     GroupSpec, LocalConfig, LocalSource, MailProbes, Monitor, MonitorConfig, MonitorReport,
-    NodeExporterSource, Sample,
+    NodeExporterSource, RADICALE_NAMES, SAMBA_NAMES, Sample,
 };
 use peakhour_rundir::{DirKind, RunDir, RunFile, default_dir};
 use tokio::sync::watch;
@@ -51,6 +51,14 @@ pub(crate) fn local_source(
     if let Some(lab) = lab {
         config.groups =
             GroupSpec::defaults_within(lab.master_pid("dovecot"), lab.master_pid("postfix"));
+        // A lab's optional servers, by their masters' names in `lab status`.
+        for (name, names) in [("radicale", RADICALE_NAMES), ("samba", SAMBA_NAMES)] {
+            if let Some(pid) = lab.master_pid(name) {
+                config
+                    .groups
+                    .push(GroupSpec::names(name, names).within(&[pid]));
+            }
+        }
     }
     for spec in groups {
         let group = GroupSpec::parse(spec).with_context(|| format!("--group {spec:?}"))?;
