@@ -35,6 +35,7 @@
 #![deny(missing_docs)]
 
 pub mod analysis;
+mod cgroup;
 pub mod columns;
 mod cost;
 mod csv;
@@ -49,6 +50,9 @@ mod source;
 mod system;
 mod table;
 
+pub use cgroup::{
+    CgroupCounters, CgroupFiles, CgroupLayout, CgroupSample, cgroup_sample, parse_cgroup_counters,
+};
 pub use cost::{MonitorCost, cpu_timed, process_cpu_time, thread_cpu_time};
 pub use csv::CsvWriter;
 pub use error::MonitorError;

@@ -68,6 +68,7 @@ pub(crate) fn local_source(
             scoped(GroupSpec::postfix(), master("postfix")),
             GroupSpec::peakhour(),
         ];
+        config.cgroup = lab.limits.cgroup.as_ref().map(super::planner::cgroup_files);
     }
     for spec in groups {
         config.groups.push(parse_group(spec)?);
