@@ -7,6 +7,7 @@
 //! Exit codes: 0 success, 1 failure (the message says why), 2 bad usage.
 
 mod args;
+mod args_planner;
 mod commands;
 
 use std::process::ExitCode;

@@ -22,7 +22,9 @@ fn fake_proc(root: &Path, idle: u64) {
     write(
         root,
         "stat",
-        &format!("cpu  1000 0 500 {idle} 0 0 0 0 0 0\ncpu0 1000 0 500 {idle} 0 0 0 0 0 0\nprocs_running 1\n"),
+        &format!(
+            "cpu  1000 0 500 {idle} 0 0 0 0 0 0\ncpu0 1000 0 500 {idle} 0 0 0 0 0 0\nprocs_running 1\n"
+        ),
     );
     write(root, "uptime", "1000.00 1900.00\n");
     write(
@@ -64,7 +66,11 @@ fn a_shaped_labs_cgroup_adds_its_cpu_throttling_and_memory_columns() {
     .unwrap();
     let t0 = Instant::now();
     let first = source.sample_at(t0).unwrap();
-    assert_eq!(first.cgroup.unwrap().cpu_pct, None, "no rate on a first read");
+    assert_eq!(
+        first.cgroup.unwrap().cpu_pct,
+        None,
+        "no rate on a first read"
+    );
 
     fake_proc(&proc_root, 8100);
     // Half a second of CPU in one second, throttled for 0.3 s of it.

@@ -9,7 +9,7 @@
 //! and the files (`capacity.csv`, `.json`, `.html`) `peakhour_report::capacity`.
 //! See `docs/capacity.md`.
 
-mod child;
+pub(super) mod child;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -296,4 +296,3 @@ fn check_lab(args: &SweepArgs, max_users: u32) -> anyhow::Result<()> {
     }
     Ok(())
 }
-

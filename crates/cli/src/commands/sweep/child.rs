@@ -15,13 +15,13 @@ use peakhour_workload::HumanDuration;
 use crate::args::SweepArgs;
 
 /// SIGINT and SIGTERM: set a flag and pass SIGINT on to the running step.
-pub(super) struct Interrupt {
+pub(crate) struct Interrupt {
     flag: Arc<AtomicBool>,
     child: Arc<AtomicU32>,
 }
 
 impl Interrupt {
-    pub(super) fn install() -> anyhow::Result<Self> {
+    pub(crate) fn install() -> anyhow::Result<Self> {
         let flag = Arc::new(AtomicBool::new(false));
         let child = Arc::new(AtomicU32::new(0));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -72,7 +72,7 @@ impl Interrupt {
         }
     }
 
-    pub(super) fn interrupted(&self) -> bool {
+    pub(crate) fn interrupted(&self) -> bool {
         self.flag.load(Ordering::SeqCst)
     }
 }
@@ -123,7 +123,7 @@ fn pump(mut from: impl std::io::Read, prefix: String) {
 
 /// Runs `peakhour ARGS` with its stdout and stderr streamed through to our
 /// stderr under `prefix`, SIGINT passed on.
-pub(super) fn run_child(
+pub(crate) fn run_child(
     args: &[OsString],
     prefix: &str,
     interrupt: &Interrupt,
