@@ -170,6 +170,9 @@ fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
         writeln!(out, "errors by kind:      {}", kinds.join(" · "))?;
     }
     writeln!(out)?;
+    if let Some(l) = &s.limits {
+        writeln!(out, "server limits:       {}", l.describe())?;
+    }
     if !s.resources.is_empty() || s.bottleneck.is_some() {
         monitor_into(
             "monitor.csv, steady phase",

@@ -11,8 +11,8 @@
 //!   the two groups' resident memory.
 //! * **Disk KiB**: the two groups' own read and write bytes (`/proc/PID/io`),
 //!   so the neighbours' I/O is not charged to the server; **disk I/Os** can
-//!   only come from the machine's block devices, neighbours included (the
-//!   idle baseline takes their average off).
+//!   only come from the machine's block devices, so the server is charged
+//!   their share in proportion to its share of the bytes read (written).
 //! * **Network**: the machine's interfaces, loopback counted once (every
 //!   byte between the client and the lab crosses `lo` as one send and one
 //!   receive).
@@ -259,7 +259,9 @@ pub(crate) fn measure_window(table: &MetricTable, window: TimeWindow) -> WindowM
             })
             .collect(),
     };
-    let ios = |field: DiskField| {
+    // The machine's requests, charged to the server in proportion to its
+    // share of the machine's bytes (the counters cannot tell whose they are).
+    let machine = |field: DiskField| {
         let s = series_in(
             table,
             &row_sum(&disk_columns(table, field), rows, 1.0),
@@ -267,15 +269,25 @@ pub(crate) fn measure_window(table: &MetricTable, window: TimeWindow) -> WindowM
         );
         integrate(&s, period)
     };
+    let ios = |ios: DiskField, kib: DiskField, server_kib: f64| {
+        let machine_kib = machine(kib);
+        if machine_kib > 0.0 {
+            machine(ios) * (server_kib / machine_kib).min(1.0)
+        } else {
+            0.0
+        }
+    };
+    let disk_read_kib = integrate(&read_kib, period);
+    let disk_write_kib = integrate(&write_kib, period);
     let net = series_in(table, &net_kib_per_s(table), window);
     let samples = cpu.values.len() as f64;
     WindowMeasurement {
         window_s: samples * period,
         server_cpu_s: integrate(&cpu, period) / 100.0,
-        disk_read_kib: integrate(&read_kib, period),
-        disk_write_kib: integrate(&write_kib, period),
-        disk_read_ios: ios(DiskField::ReadsPerS),
-        disk_write_ios: ios(DiskField::WritesPerS),
+        disk_read_kib,
+        disk_write_kib,
+        disk_read_ios: ios(DiskField::ReadsPerS, DiskField::ReadKbPerS, disk_read_kib),
+        disk_write_ios: ios(DiskField::WritesPerS, DiskField::WriteKbPerS, disk_write_kib),
         net_kib: integrate(&net, period),
         cpu_pct: cpu,
         disk_kib_per_s,
@@ -329,4 +341,14 @@ pub(crate) fn load_average() -> Option<f64> {
         .next()?
         .parse()
         .ok()
+}
+
+/// A shaped lab's caps for `summary.json` (`None` for a lab without caps or
+/// another target).
+pub(crate) fn summary_limits(lab: Option<&LabStatus>) -> Option<peakhour_analysis::ServerLimits> {
+    let l = &lab?.limits;
+    (l.cpus.is_some() || l.memory_bytes.is_some()).then_some(peakhour_analysis::ServerLimits {
+        cpus: l.cpus,
+        memory_bytes: l.memory_bytes,
+    })
 }
