@@ -170,6 +170,19 @@ pub(crate) fn server_memory_bytes(table: &MetricTable) -> Vec<f64> {
     )
 }
 
+/// The server's resident memory per sample, bytes: the `dovecot` and
+/// `postfix` groups' RSS. The memory model fits this rather than the
+/// cgroup's charge, which holds the page cache: the mail an `init` wrote
+/// stays cached and swamps a few MiB per session (measured: 541 MiB ±
+/// 19 MiB of noise against 100 sessions).
+pub(crate) fn server_rss_bytes(table: &MetricTable) -> Vec<f64> {
+    row_sum(
+        &columns_where(table, |k| is_group_field(k, GroupField::RssKb)),
+        table.times().len(),
+        1024.0,
+    )
+}
+
 /// The mean of `values` over the samples in `window`.
 pub(crate) fn window_mean(table: &MetricTable, values: &[f64], window: TimeWindow) -> Option<f64> {
     let v: Vec<f64> = table

@@ -38,7 +38,7 @@ use tokio::time::Instant;
 use self::session::{HeldSessions, Population, Schedule, SessionTask, run_pool};
 use super::monitor::{lab_probes, local_source};
 use super::planner::{
-    high_average_value, lab_capacity, load_average, measure_window, server_memory_bytes,
+    high_average_value, lab_capacity, load_average, measure_window, server_rss_bytes,
     steady_window, window_mean,
 };
 use super::sweep::child::{Interrupt, run_child};
@@ -329,7 +329,7 @@ impl Setup {
         tokio::time::sleep(length + MONITOR_INTERVAL / 2).await;
         let table = monitor.finish().await?.table;
         let window = seconds_window(0.0, length.as_secs_f64());
-        let memory = window_mean(&table, &server_memory_bytes(&table), window);
+        let memory = window_mean(&table, &server_rss_bytes(&table), window);
         Ok((measure_window(&table, window), memory))
     }
 
@@ -584,7 +584,7 @@ fn memory_fit(
     half: (usize, TimeWindow),
     full: (usize, TimeWindow),
 ) -> Option<MemoryFit> {
-    let memory = server_memory_bytes(table);
+    let memory = server_rss_bytes(table);
     let mut points: Vec<MemoryPoint> = baseline
         .map(|bytes| MemoryPoint {
             sessions: 0.0,
