@@ -17,8 +17,10 @@
 //!
 //! `lab_cpu_pct` is in percent of one core like `group_*_cpu_pct`, so a lab
 //! held to `--cpus 0.5` stays at or under 50. `lab_cpu_throttled_pct` is the
-//! share of wall time the group spent throttled by its quota: above zero,
-//! the cap is what holds the servers back.
+//! time the group's runnable tasks spent throttled by its quota, as a share
+//! of wall time; the kernel sums it over the CPUs the group ran on, so it
+//! can pass 100 on a multi-core host. Above zero, the cap is what holds the
+//! servers back.
 
 use std::path::PathBuf;
 use std::time::Instant;

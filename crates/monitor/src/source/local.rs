@@ -275,6 +275,10 @@ impl LocalSource {
     /// Like [`LocalSource::sample_now`], with rates computed as if the read
     /// happened at `now` (for tests over a fake `/proc`).
     pub fn sample_at(&mut self, now: Instant) -> Result<Sample, MonitorError> {
+        // The cgroup first: its rates are taken over the time between two
+        // `now`s, which must be the time between its two reads (the process
+        // reads after it can take long on a loaded machine).
+        let cgroup = self.cgroup.as_mut().map(|c| c.sample_at(now));
         let counters = self.read_system()?;
         let system = self.prev.advance(now, counters);
 
@@ -308,7 +312,7 @@ impl LocalSource {
             groups: reading.groups,
             mail,
             monitor_cpu_us: None,
-            cgroup: self.cgroup.as_mut().map(|c| c.sample_at(now)),
+            cgroup,
         })
     }
 
