@@ -300,7 +300,11 @@ pub(crate) fn measure_window(table: &MetricTable, window: TimeWindow) -> WindowM
         disk_read_kib,
         disk_write_kib,
         disk_read_ios: ios(DiskField::ReadsPerS, DiskField::ReadKbPerS, disk_read_kib),
-        disk_write_ios: ios(DiskField::WritesPerS, DiskField::WriteKbPerS, disk_write_kib),
+        disk_write_ios: ios(
+            DiskField::WritesPerS,
+            DiskField::WriteKbPerS,
+            disk_write_kib,
+        ),
         net_kib: integrate(&net, period),
         cpu_pct: cpu,
         disk_kib_per_s,
