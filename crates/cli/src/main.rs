@@ -7,8 +7,8 @@
 //! Exit codes: 0 success, 1 failure (the message says why), 2 bad usage.
 
 mod args;
-mod args_planner;
 mod commands;
+mod config;
 
 use std::process::ExitCode;
 

@@ -27,9 +27,9 @@ use peakhour_report::plan::{
 use peakhour_workload::HumanDuration;
 
 use super::planner::{load_average, server_memory_bytes, shape_label, steady_window, window_mean};
-use super::sweep::child::{Interrupt, run_child};
+use super::sweep::child::{Children, run_child};
 use super::target::load_profile;
-use crate::args_planner::MatrixArgs;
+use crate::args::MatrixArgs;
 
 /// `peakhour run`'s monitor interval.
 const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
@@ -59,7 +59,7 @@ pub(crate) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         .mode(0o755)
         .create(dir.join("labs"))
         .with_context(|| format!("cannot create {}", dir.display()))?;
-    let interrupt = Interrupt::install()?;
+    let interrupt = Children::install("matrix")?;
     eprintln!(
         "matrix {}: profile {}, {} users, seed {seed}, {} shapes, each {} ramp-up + {} steady + {} drain",
         dir.display(),
@@ -148,7 +148,7 @@ fn run_cell(
     cpus: f64,
     memory: u64,
     seed: u64,
-    interrupt: &Interrupt,
+    interrupt: &Children,
 ) -> anyhow::Result<MatrixCell> {
     let lab_dir = dir.join("labs").join(name);
     std::fs::DirBuilder::new()
@@ -190,7 +190,7 @@ fn init_and_run(
     lab_dir: &Path,
     cell_dir: &Path,
     seed: u64,
-    interrupt: &Interrupt,
+    interrupt: &Children,
 ) -> anyhow::Result<(Summary, MetricTable)> {
     let common: Vec<OsString> = vec![
         "--profile".into(),

@@ -20,7 +20,7 @@ use peakhour_workload::{Overrides, Profile};
 
 use super::planner::{host_capacity, shape_label};
 use super::target::load_profile;
-use crate::args_planner::PlanArgs;
+use crate::args::PlanArgs;
 
 pub(crate) fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.tasks)

@@ -41,10 +41,10 @@ use super::planner::{
     high_average_value, lab_capacity, load_average, measure_window, server_rss_bytes,
     steady_window, window_mean,
 };
-use super::sweep::child::{Interrupt, run_child};
+use super::sweep::child::{Children, run_child};
 use super::target::{ResolvedTarget, load_profile, resolve_plan, resolve_target};
 use crate::args::TargetArgs;
-use crate::args_planner::TasksArgs;
+use crate::args::TasksArgs;
 
 /// The monitor samples every second, as in `peakhour run`.
 const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
@@ -93,7 +93,7 @@ pub(crate) fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
     let setup = Setup::new(&args)?;
     std::fs::create_dir_all(setup.dir.join("profiles"))
         .with_context(|| format!("cannot create {}", setup.dir.display()))?;
-    let interrupt = Interrupt::install()?;
+    let interrupt = Children::install("tasks")?;
     let names: Vec<&str> = setup.tasks.iter().map(Task::name).collect();
     eprintln!(
         "tasks {}: profile {}, tasks {}, workstations {:?} at {} task/s each, {} steady per task (after {} ramp-up), baseline {}; server {} CPUs",
@@ -275,7 +275,7 @@ impl Setup {
         &self,
         args: &TasksArgs,
         inbox: Option<u64>,
-        interrupt: &Interrupt,
+        interrupt: &Children,
     ) -> anyhow::Result<()> {
         let largest = self.workstations[self.workstations.len() - 1];
         let profile = derived_profile(&self.profile, None, inbox)?;
@@ -341,7 +341,7 @@ impl Setup {
         baseline: &IdleBaseline,
         baseline_memory: Option<f64>,
         runtime: &tokio::runtime::Runtime,
-        interrupt: &Interrupt,
+        interrupt: &Children,
     ) -> anyhow::Result<TaskSet> {
         let mut costs: Vec<TaskCost> = Vec::new();
         let mut memory: Option<MemoryFit> = None;
@@ -394,7 +394,7 @@ impl Setup {
         name: &str,
         ws: u32,
         dir: &Path,
-        interrupt: &Interrupt,
+        interrupt: &Children,
     ) -> anyhow::Result<Option<TaskRun>> {
         let span = (args.ramp_up + args.duration + args.drain).as_secs_f64();
         if CONSUMING.contains(&name) && !args.no_init {

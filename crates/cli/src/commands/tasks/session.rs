@@ -74,8 +74,7 @@ impl Population {
     }
 
     async fn logged_in(&self, user: usize) -> anyhow::Result<ImapConnection> {
-        let mut imap = self.target.connect_imap(TIMEOUT).await?;
-        imap.set_command_timeout(Some(TIMEOUT));
+        let mut imap = self.target.connect_imap(TIMEOUT, TIMEOUT).await?;
         let (login, password) = self.login(user);
         imap.login(&login, &password).await?;
         Ok(imap)

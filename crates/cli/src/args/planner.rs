@@ -1,17 +1,13 @@
 //! The planner's command lines: `peakhour tasks`, `peakhour plan` and
-//! `peakhour matrix` (docs/planner.md). Kept apart from `args.rs`, which
-//! only names the variants.
+//! `peakhour matrix` (docs/planner.md).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
 
-use crate::args::{ProfileArg, TargetArgs};
-
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    peakhour_workload::HumanDuration::parse(text).map(|d| d.0)
-}
+use super::load::{ProfileArg, TargetArgs};
+use super::parse_duration;
 
 fn parse_size(text: &str) -> Result<u64, String> {
     peakhour_lab::Limits::parse_memory(text)
