@@ -5,9 +5,32 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use peakhour_analysis::plan::Price;
 
 use super::load::{ProfileArg, TargetArgs};
 use super::parse_duration;
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(r) if r > 0.0 && r.is_finite() => Ok(r),
+        _ => Err("expected a positive number of tasks per second".to_owned()),
+    }
+}
+
+fn parse_window(text: &str) -> Result<Duration, String> {
+    parse_duration(text).and_then(|d| {
+        if d.is_zero() {
+            Err("must be more than 0".to_owned())
+        } else {
+            Ok(d)
+        }
+    })
+}
+
+fn parse_price(text: &str) -> Result<Price, String> {
+    text.parse()
+        .map_err(|e: peakhour_analysis::plan::PlanError| e.to_string())
+}
 
 fn parse_size(text: &str) -> Result<u64, String> {
     peakhour_lab::Limits::parse_memory(text)
@@ -27,18 +50,19 @@ pub(crate) struct TasksArgs {
         long,
         value_name = "N,N,...",
         value_delimiter = ',',
-        default_value = "10"
+        default_value = "10",
+        value_parser = clap::value_parser!(u32).range(1..)
     )]
     pub(crate) workstations: Vec<u32>,
     /// Tasks per second each workstation starts (a steady, evenly spaced rate).
-    #[arg(long, value_name = "PER_S", default_value_t = 0.5)]
+    #[arg(long, value_name = "PER_S", default_value_t = 0.5, value_parser = parse_rate)]
     pub(crate) rate: f64,
     /// Which tasks to run (default: every action of the profile, then logon,
     /// idle_session, deliver and search_unindexed).
     #[arg(long, value_name = "NAME,NAME,...", value_delimiter = ',')]
     pub(crate) tasks: Vec<String>,
     /// The measured steady window of each task.
-    #[arg(long, value_name = "DURATION", default_value = "45s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "45s", value_parser = parse_window)]
     pub(crate) duration: Duration,
     /// Before each window: workstations log on and the rate settles.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
@@ -112,8 +136,8 @@ pub(crate) struct PlanArgs {
     #[arg(long, value_name = "DIR|FILE")]
     pub(crate) sweep: Option<PathBuf>,
     /// A price for seed 004's price/performance, e.g. 2659 or 2659USD.
-    #[arg(long, value_name = "AMOUNT[CURRENCY]")]
-    pub(crate) price: Option<String>,
+    #[arg(long, value_name = "AMOUNT[CURRENCY]", value_parser = parse_price)]
+    pub(crate) price: Option<Price>,
     /// Print plan.json on stdout instead of the tables.
     #[arg(long)]
     pub(crate) json: bool,

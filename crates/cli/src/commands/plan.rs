@@ -1,24 +1,21 @@
 //! `peakhour plan`: the sizing answer from measured task costs and a
-//! profile's rates. It runs nothing: `peakhour_analysis::plan::Plan::compute`
-//! computes, `peakhour_report::plan` lays out, and this file only maps the
-//! profile onto per-user rates (docs/planner.md, "Inputs") and the host onto
-//! capacities.
+//! profile's rates. It runs nothing: `peakhour_analysis::plan` maps the
+//! profile's rates onto the tasks and computes, `peakhour_report::plan`
+//! lays out; this file reads the inputs and the host's capacities.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use peakhour_analysis::plan::{
-    HostCapacity, Plan, PlanRequest, Price, QosModel, SweepCapacity, TaskSet,
+    HostCapacity, Plan, PlanRequest, ProfileRates, QosModel, SweepCapacity, per_user_rates,
 };
 use peakhour_lab::Lab;
-use peakhour_report::plan::{
-    plan_json, render_plan_html, render_plan_terminal, tasks_from_json, write_plan_csv,
-};
+use peakhour_report::capacity::CapacityJson;
+use peakhour_report::plan::{plan_json, render_plan_terminal, tasks_from_json, write_plan_files};
 use peakhour_workload::{Overrides, Profile};
 
-use super::planner::{host_capacity, shape_label};
+use super::planner::shape_label;
 use super::target::load_profile;
 use crate::args::PlanArgs;
 
@@ -28,7 +25,11 @@ pub(crate) fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let tasks = tasks_from_json(&text)
         .with_context(|| format!("{} is not a tasks.json", args.tasks.display()))?;
     let profile = load_profile(&args.profile.profile)?;
-    let (rates, notes) = rates_per_user_hour(&profile, args.speed, args.sessions_per_user, &tasks)?;
+    let (rates, notes) = per_user_rates(
+        &profile_rates(&profile, args.speed)?,
+        args.sessions_per_user,
+        &tasks,
+    );
     let qos = QosModel {
         p95_limit_ms: args
             .qos_p95_ms
@@ -43,17 +44,14 @@ pub(crate) fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
         headroom: args.headroom,
         host: Some(host(&args)?),
         qos,
-        price: args.price.as_deref().map(parse_price).transpose()?,
+        price: args.price.clone(),
     };
     let mut plan = Plan::compute(&tasks, &request)?;
     plan.warnings.extend(notes);
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        write(&dir.join("plan.json"), plan_json(&plan)?)?;
-        let mut csv = Vec::new();
-        write_plan_csv(&plan, &mut csv)?;
-        write(&dir.join("plan.csv"), csv)?;
-        write(&dir.join("plan.html"), render_plan_html(&plan))?;
+        write_plan_files(dir, &plan)
+            .with_context(|| format!("cannot write into {}", dir.display()))?;
     }
     if args.json {
         print!("{}", plan_json(&plan)?);
@@ -66,83 +64,30 @@ pub(crate) fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn write(path: &Path, bytes: impl AsRef<[u8]>) -> anyhow::Result<()> {
-    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// The per-user rates of docs/planner.md ("Inputs"), at the profile's speed
-/// or `speed`:
-///
-/// * every action: its resolved rate per real second × 3600;
-/// * `logon`: one logon per simulated day;
-/// * `idle_session`: the sessions each user holds (a session-hour task);
-/// * `deliver`: only when `send` was not measured. A `send` task's window
-///   holds the deliveries its messages caused (Postfix and Dovecot's LMTP run
-///   in the same lab), so adding `deliver` for every recipient would charge
-///   them twice; without `send`, deliveries are send rate × recipients.
-///
-/// Returns the rates and notes for the plan's warnings.
-pub(crate) fn rates_per_user_hour(
-    profile: &Profile,
-    speed: Option<f64>,
-    sessions_per_user: f64,
-    tasks: &TaskSet,
-) -> anyhow::Result<(BTreeMap<String, f64>, Vec<String>)> {
-    if let Some(s) = speed
-        && !(s > 0.0 && s.is_finite())
-    {
+/// The profile's rates per user and real hour, at its speed or `speed`.
+fn profile_rates(profile: &Profile, speed: Option<f64>) -> anyhow::Result<ProfileRates> {
+    if speed.is_some_and(|s| !(s > 0.0 && s.is_finite())) {
         bail!("--speed must be a positive number");
     }
-    let plan = peakhour_workload::Plan::resolve(
-        profile,
-        &Overrides {
-            speed,
-            ..Overrides::default()
-        },
-    )?;
-    let mut rates = BTreeMap::new();
-    for r in plan.rates() {
-        rates.insert(r.kind.name().to_owned(), r.per_second * 3600.0);
-    }
-    let mut notes = Vec::new();
-    let day_hours = plan.day().as_secs_f64() / 3600.0;
-    rates.insert("logon".to_owned(), plan.speed() / day_hours);
-    rates.insert("idle_session".to_owned(), sessions_per_user);
-    let send = rates.get("send").copied();
-    if let Some(send) = send {
-        if tasks.task("send").is_some() {
-            notes.push(
-                "deliver is not added: the send task's window already holds the deliveries its messages caused"
-                    .to_owned(),
-            );
-        } else if tasks.task("deliver").is_some() {
-            rates.insert(
-                "deliver".to_owned(),
-                send * *profile.recipients.average.get_ref(),
-            );
-        }
-    }
-    // Only rates for measured tasks: the rest would only be warned about.
-    let missing: Vec<String> = rates
-        .keys()
-        .filter(|name| tasks.task(name).is_none())
-        .cloned()
-        .collect();
-    for name in &missing {
-        rates.remove(name);
-    }
-    if !missing.is_empty() {
-        notes.push(format!(
-            "no measured task for {}: left out of the plan",
-            missing.join(", ")
-        ));
-    }
-    Ok((rates, notes))
+    let overrides = Overrides {
+        speed,
+        ..Overrides::default()
+    };
+    let plan = peakhour_workload::Plan::resolve(profile, &overrides)?;
+    Ok(ProfileRates {
+        actions_per_hour: plan
+            .rates()
+            .iter()
+            .map(|r| (r.kind.name().to_owned(), r.per_second * 3600.0))
+            .collect(),
+        logons_per_hour: plan.speed() * 3600.0 / plan.day().as_secs_f64(),
+        recipients_average: *profile.recipients.average.get_ref(),
+    })
 }
 
 /// The host: a shaped lab's caps, or this machine's, with the flags on top.
 fn host(args: &PlanArgs) -> anyhow::Result<HostCapacity> {
-    let (mut cores, memory) = host_capacity();
+    let (mut cores, memory) = peakhour_monitor::server::host_capacity();
     let mut memory = memory as f64;
     let mut label = "this host".to_owned();
     if let Some(dir) = &args.host_lab {
@@ -154,18 +99,10 @@ fn host(args: &PlanArgs) -> anyhow::Result<HostCapacity> {
         memory = limits.memory_bytes.map_or(memory, |m| m as f64);
         label = format!("lab {}", shape_label(limits.cpus, limits.memory_bytes));
     }
-    if let Some(c) = args.host_cpus {
-        cores = c;
-    }
-    if let Some(m) = args.host_memory {
-        memory = m as f64;
-    }
+    cores = args.host_cpus.unwrap_or(cores);
+    memory = args.host_memory.map_or(memory, |m| m as f64);
     if args.host_cpus.is_some() || args.host_memory.is_some() {
-        label = format!(
-            "{} CPUs × {} MiB",
-            cores,
-            (memory / (1024.0 * 1024.0)).round()
-        );
+        label = shape_label(Some(cores), Some(memory as u64));
     }
     if !(cores > 0.0 && cores.is_finite()) {
         bail!("--host-cpus must be a positive number of cores");
@@ -190,56 +127,8 @@ fn read_sweep(path: &Path) -> anyhow::Result<SweepCapacity> {
     };
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("cannot read {}", file.display()))?;
-    let json: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
-    let qos = &json["qos"];
-    let users = qos["load"].as_f64().with_context(|| {
-        format!(
-            "{}: the sweep has no QoS capacity (qos.bound {})",
-            file.display(),
-            qos["bound"]
-        )
-    })?;
-    Ok(SweepCapacity {
-        users,
-        source: format!(
-            "sweep {} ({})",
-            file.display(),
-            qos["bound"].as_str().unwrap_or("qos capacity")
-        ),
-    })
-}
-
-/// `2659`, `2659USD`, `2659 EUR`.
-fn parse_price(text: &str) -> anyhow::Result<Price> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (amount, currency) = text.split_at(split);
-    let amount: f64 = amount
-        .parse()
-        .with_context(|| format!("--price {text:?}: expected an amount like 2659 or 2659USD"))?;
-    let currency = currency.trim();
-    Ok(Price {
-        amount,
-        currency: if currency.is_empty() {
-            "USD".to_owned()
-        } else {
-            currency.to_owned()
-        },
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prices_read_with_and_without_a_currency() {
-        assert_eq!(parse_price("2659").unwrap().amount, 2659.0);
-        let p = parse_price("2659.5 EUR").unwrap();
-        assert_eq!((p.amount, p.currency.as_str()), (2659.5, "EUR"));
-        assert!(parse_price("USD").is_err());
-    }
+    let doc: CapacityJson = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a capacity.json", file.display()))?;
+    SweepCapacity::from_analysis(&doc.analysis, &file.display().to_string())
+        .with_context(|| format!("{}: the sweep has no QoS capacity", file.display()))
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use anyhow::Context as _;
 use peakhour_workload::HumanDuration;
 
-use crate::args::SweepArgs;
+use crate::args::{SweepArgs, TargetArgs};
 use crate::commands::signals::Interrupt;
 
 /// The sweep's children and the signals: the first SIGINT, SIGTERM or
@@ -139,10 +139,14 @@ fn duration(d: std::time::Duration) -> OsString {
 
 /// The flags every child gets: profile and target.
 pub(super) fn common_args(args: &SweepArgs) -> Vec<OsString> {
-    let t = &args.target;
+    let mut out: Vec<OsString> = vec!["--profile".into(), args.profile.profile.clone().into()];
+    out.extend(target_args(&args.target));
+    out
+}
+
+/// The target flags a child needs, from ours.
+pub(crate) fn target_args(t: &TargetArgs) -> Vec<OsString> {
     let mut out: Vec<OsString> = vec![
-        "--profile".into(),
-        args.profile.profile.clone().into(),
         "--target".into(),
         t.target.clone().into(),
         "--lab-dir".into(),
@@ -161,6 +165,9 @@ pub(super) fn common_args(args: &SweepArgs) -> Vec<OsString> {
     push("--lmtp", t.lmtp.clone().map(Into::into));
     push("--users-file", t.users_file.clone().map(Into::into));
     push("--ca-file", t.ca_file.clone().map(Into::into));
+    for domain in &t.allow_domain {
+        push("--allow-domain", Some(domain.into()));
+    }
     if t.insecure_skip_tls_verify {
         out.push("--insecure-skip-tls-verify".into());
     }
