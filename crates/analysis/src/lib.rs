@@ -88,8 +88,8 @@ pub use recorder::{
 pub use summary::{
     ActionSummary, Bottleneck, CLIENT_CPU_BUSY_INTERVALS_FRACTION, CLIENT_CPU_LIMIT_FRACTION,
     ClientSummary, DeliverySummary, LatencySummary, PANIC_ERROR_KIND, QosFailure, QosReport,
-    ResourceHighAverage, SCHEDULING_LAG_P99_LIMIT_MS, Score, SteadyWindow, Summary, Throughput,
-    Verdict, WeightSource,
+    ResourceHighAverage, SCHEDULING_LAG_P99_LIMIT_MS, Score, ServerLimits, SteadyWindow, Summary,
+    Throughput, Verdict, WeightSource,
 };
 
 /// What can go wrong in analysis.

@@ -351,6 +351,35 @@ pub struct Summary {
     /// server monitor; empty when no monitor ran.
     #[serde(default)]
     pub resources: Vec<ResourceHighAverage>,
+    /// The CPU and memory caps of the server measured (a shaped lab, `lab
+    /// up --cpus --memory`); `None` for a server without caps (set by the
+    /// caller, not by [`Summary::compute`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<ServerLimits>,
+}
+
+/// The caps a shaped lab put on the server (seed 003 varied CPUs and
+/// memory; the figures of such a run hold for that shape only).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerLimits {
+    /// CPU cap in cores (0.5 is half a core), when capped.
+    pub cpus: Option<f64>,
+    /// Memory cap in bytes, page cache included, when capped.
+    pub memory_bytes: Option<u64>,
+}
+
+impl ServerLimits {
+    /// `0.5 CPUs, 1024 MiB of memory` (the parts that are capped).
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(c) = self.cpus {
+            parts.push(format!("{c} CPU{}", if c == 1.0 { "" } else { "s" }));
+        }
+        if let Some(m) = self.memory_bytes {
+            parts.push(format!("{} MiB of memory", m / (1024 * 1024)));
+        }
+        parts.join(", ")
+    }
 }
 
 #[derive(Default)]
@@ -549,6 +578,7 @@ impl Summary {
             meta: meta.clone(),
             bottleneck: None,
             resources: Vec::new(),
+            limits: None,
         })
     }
 }

@@ -37,6 +37,8 @@
 //!   [`RECONCILE_LIMIT`]. A user that cannot go on has its remaining actions
 //!   counted `not-attempted`, and a task that panics is counted (`panic`).
 //! * [`init`] brings mailboxes to a profile's starting state.
+//! * [`session_tasks`] runs the planner's atomic session tasks (a logon, a
+//!   delivery, a search without an index, idle sessions held) at a steady rate.
 #![deny(missing_docs)]
 
 mod connector;
@@ -48,6 +50,7 @@ mod reconcile;
 mod recording;
 mod run;
 mod selfcheck;
+pub mod session_tasks;
 mod target;
 mod user;
 

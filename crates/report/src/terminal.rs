@@ -195,6 +195,9 @@ fn delivery_into(s: &Summary, out: &mut String) -> std::fmt::Result {
 /// The monitor's findings, the warnings and the QoS verdict.
 fn verdict_into(s: &Summary, out: &mut String) -> std::fmt::Result {
     writeln!(out)?;
+    if let Some(l) = &s.limits {
+        writeln!(out, "server limits:       {}", l.describe())?;
+    }
     if !s.resources.is_empty() || s.bottleneck.is_some() {
         monitor_into(
             "monitor.csv, steady phase",

@@ -59,6 +59,7 @@ pub(crate) fn local_source(
                     .push(GroupSpec::names(name, names).within(&[pid]));
             }
         }
+        config.cgroup = lab.limits.cgroup.as_ref().map(super::planner::cgroup_files);
     }
     for spec in groups {
         let group = GroupSpec::parse(spec).with_context(|| format!("--group {spec:?}"))?;

@@ -65,6 +65,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let (result, monitor) = prepared.execute(&runtime)?;
     let outcome = &result.outcome;
     let mut summary = Summary::compute(&result.record)?;
+    summary.limits = super::planner::summary_limits(prepared.resolved.lab.as_ref());
     if let Some(monitor) = monitor {
         monitor.add_findings(&mut summary, &result, prepared.config.high_average_window);
     }

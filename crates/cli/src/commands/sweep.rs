@@ -9,7 +9,7 @@
 //! and the files (`capacity.csv`, `.json`, `.html`) `peakhour_report::capacity`.
 //! See `docs/capacity.md`.
 
-mod child;
+pub(super) mod child;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -97,7 +97,7 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
     let (dir, seed) = (&plan.dir, plan.seed);
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the sweep directory {}", dir.display()))?;
-    let children = Children::install()?;
+    let children = Children::install("sweep")?;
     let list: Vec<String> = plan.steps.iter().map(u32::to_string).collect();
     eprintln!(
         "sweep {}: profile {}, users {}, seed {seed}, each step {} ramp-up + {} steady + {} drain; stop after two QoS failures in a row or errors above {}",

@@ -279,6 +279,13 @@ fn verdict(out: &mut String, s: &Summary) {
     if let Some(b) = &s.bottleneck {
         let _ = write!(out, "<p><b>Bottleneck:</b> {}</p>", escape(&b.line));
     }
+    if let Some(l) = &s.limits {
+        let _ = write!(
+            out,
+            "<p><b>Server limits:</b> {} (a shaped lab: these figures hold for this shape)</p>",
+            escape(&l.describe())
+        );
+    }
     let _ = write!(
         out,
         "<p class=\"sub\">Score: {} weighted by the profile's actions per user per day (seed 002's weighted 95th-percentile score; ≤ 1000 ms is acceptable). Measured over {} steady intervals ({} s from {} s after start).</p></section>",

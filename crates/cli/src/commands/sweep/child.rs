@@ -1,4 +1,4 @@
-//! The sweep's child processes: `peakhour init` and one `peakhour run` per
+//! The child processes of the sweep (and of `tasks` and `matrix`): `peakhour init` and one `peakhour run` per
 //! step, their output streamed through with a prefix, and a stopping signal
 //! passed on to the running child as SIGINT.
 
@@ -12,26 +12,27 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use anyhow::Context as _;
 use peakhour_workload::HumanDuration;
 
-use crate::args::SweepArgs;
+use crate::args::{SweepArgs, TargetArgs};
 use crate::commands::signals::Interrupt;
 
 /// The sweep's children and the signals: the first SIGINT, SIGTERM or
 /// SIGHUP stops the sweep after the running step, and every one is passed on
 /// to that step as SIGINT, so that it writes what it measured.
-pub(super) struct Children {
+pub(crate) struct Children {
     interrupt: Interrupt,
     /// The running child's pid, 0 when none runs.
     running: Arc<AtomicU32>,
 }
 
 impl Children {
-    pub(super) fn install() -> anyhow::Result<Self> {
+    /// `command` names who stops (`sweep`, `tasks`, `matrix`).
+    pub(crate) fn install(command: &'static str) -> anyhow::Result<Self> {
         let running = Arc::new(AtomicU32::new(0));
         let child = running.clone();
         let interrupt = Interrupt::install(move |first| {
             if first {
                 eprintln!(
-                    "\nsweep: interrupted; stopping the current step, then writing what was measured"
+                    "\n{command}: interrupted; stopping the current step, then writing what was measured"
                 );
             }
             forward_sigint(child.load(Ordering::SeqCst));
@@ -39,7 +40,7 @@ impl Children {
         Ok(Self { interrupt, running })
     }
 
-    pub(super) fn interrupted(&self) -> bool {
+    pub(crate) fn interrupted(&self) -> bool {
         self.interrupt.interrupted()
     }
 }
@@ -90,7 +91,7 @@ fn pump(mut from: impl std::io::Read, prefix: String) {
 
 /// Runs `peakhour ARGS` with its stdout and stderr streamed through to our
 /// stderr under `prefix`, SIGINT passed on.
-pub(super) fn run_child(
+pub(crate) fn run_child(
     args: &[OsString],
     prefix: &str,
     children: &Children,
@@ -138,10 +139,14 @@ fn duration(d: std::time::Duration) -> OsString {
 
 /// The flags every child gets: profile and target.
 pub(super) fn common_args(args: &SweepArgs) -> Vec<OsString> {
-    let t = &args.target;
+    let mut out: Vec<OsString> = vec!["--profile".into(), args.profile.profile.clone().into()];
+    out.extend(target_args(&args.target));
+    out
+}
+
+/// The target flags a child needs, from ours.
+pub(crate) fn target_args(t: &TargetArgs) -> Vec<OsString> {
     let mut out: Vec<OsString> = vec![
-        "--profile".into(),
-        args.profile.profile.clone().into(),
         "--target".into(),
         t.target.clone().into(),
         "--lab-dir".into(),
@@ -160,6 +165,9 @@ pub(super) fn common_args(args: &SweepArgs) -> Vec<OsString> {
     push("--lmtp", t.lmtp.clone().map(Into::into));
     push("--users-file", t.users_file.clone().map(Into::into));
     push("--ca-file", t.ca_file.clone().map(Into::into));
+    for domain in &t.allow_domain {
+        push("--allow-domain", Some(domain.into()));
+    }
     if t.insecure_skip_tls_verify {
         out.push("--insecure-skip-tls-verify".into());
     }
