@@ -28,11 +28,14 @@
 //!   timing is on tokio's clock, so a whole run can be tested on a paused
 //!   clock ([`run_with`]).
 //! * [`init`] brings mailboxes to a profile's starting state.
+//! * [`files`] runs file clients (NetBench's disk mix, dbench trace replay) against a
+//!   directory or an SMB share.
 #![deny(missing_docs)]
 
 mod connector;
 mod delivery;
 mod events;
+pub mod files;
 pub mod init;
 mod reconcile;
 mod recording;

@@ -21,6 +21,7 @@ fn plan(profile: &FileProfile, clients: u32, seed: u64) -> FilePlan {
         &FileOverrides {
             clients: Some(clients),
             seed: Some(seed),
+            ..FileOverrides::default()
         },
     )
     .expect("resolves")
@@ -179,6 +180,7 @@ fn zero_clients_is_an_override_error() {
         &FileOverrides {
             clients: Some(0),
             seed: None,
+            ..FileOverrides::default()
         },
     );
     assert!(matches!(
