@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use peakhour_analysis::capacity::sweep::{P95Basis, SweepAnalysis, SweepStep};
+use peakhour_analysis::capacity::sweep::{P95Basis, SweepAnalysis, SweepStep, ThroughputUnit};
 use peakhour_analysis::capacity::{CapacityAnalysis, UslFit};
 use serde::{Deserialize, Serialize};
 
@@ -64,9 +64,10 @@ pub struct SweepJson {
     pub steps_planned: Vec<u32>,
     /// The user counts run (fewer when the sweep stopped early).
     pub steps_run: Vec<u32>,
-    /// What the load counts: `users`.
+    /// What the load counts: `users`, or `clients` for a file server.
     pub load: String,
-    /// What the throughput counts: `actions_per_second`.
+    /// What the throughput counts: `actions_per_second`, or `bytes_per_second` for a
+    /// file server.
     pub throughput: String,
     /// Which p95 the curve uses.
     pub p95_basis: P95Basis,
@@ -84,6 +85,10 @@ pub struct SweepJson {
     pub interrupted: bool,
     /// The capacity statement.
     pub statement: Vec<String>,
+    /// `--price`: seed 004's price/performance, the price over the peak throughput (in
+    /// Mbit/s for a file server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_performance: Option<peakhour_analysis::plan::PricePerformance>,
 }
 
 /// `capacity.json`'s text: pretty-printed, valid against [`CAPACITY_SCHEMA`].
@@ -101,6 +106,14 @@ pub fn capacity_table(steps: &[SweepStep]) -> (Vec<String>, Vec<Vec<String>>) {
     let actions: std::collections::BTreeSet<&String> =
         steps.iter().flat_map(|s| s.action_p95_ms.keys()).collect();
     let mut header: Vec<String> = CAPACITY_CSV_COLUMNS.iter().map(|c| c.to_string()).collect();
+    if steps
+        .first()
+        .is_some_and(|s| s.unit == ThroughputUnit::BytesPerSecond)
+    {
+        // A file sweep: NetBench's clients and bytes per second (seed 004's table).
+        header[0] = "clients".into();
+        header[1] = "throughput_bytes_per_s".into();
+    }
     header.extend(actions.iter().map(|a| format!("p95_ms.{a}")));
     let rows = steps
         .iter()
@@ -155,12 +168,13 @@ pub fn render_sweep_html(
     steps: &[SweepStep],
 ) -> String {
     let (header, rows) = capacity_table(steps);
+    let unit = steps.first().map(|s| s.unit).unwrap_or_default();
     render_capacity_html(&CapacityPage {
         title,
         subtitle,
         analysis: &sweep.analysis,
-        load_label: "users",
-        throughput_label: "actions/s",
+        load_label: unit.load(),
+        throughput_label: unit.label(),
         p95_label: basis.label(),
         statement: &sweep.statement,
         table_header: &header,
@@ -175,10 +189,14 @@ pub fn step_line(s: &SweepStep) -> String {
         v.map(|v| format!("{v:.decimals$}"))
             .unwrap_or_else(|| "-".into())
     };
+    let throughput = match s.unit {
+        ThroughputUnit::ActionsPerSecond => format!("{} actions/s", opt(Some(s.throughput), 2)),
+        ThroughputUnit::BytesPerSecond => s.unit.format(s.throughput),
+    };
     format!(
-        "{} users: {} actions/s, weighted p95 {} ms, max action p95 {} ms, errors {}/{}, CPU {}, bottleneck {}{}, verdict {}{}",
+        "{} {}: {throughput}, weighted p95 {} ms, max action p95 {} ms, errors {}/{}, CPU {}, bottleneck {}{}, verdict {}{}",
         s.users,
-        opt(Some(s.throughput), 2),
+        s.unit.load(),
         opt(s.weighted_p95_ms, 0),
         opt(s.max_action_p95_ms(), 0),
         s.errors,
@@ -201,11 +219,14 @@ pub fn step_line(s: &SweepStep) -> String {
 /// statement, the notes and where the files are.
 pub fn render_sweep_text(sweep: &SweepAnalysis, basis: P95Basis, dir: &str) -> String {
     let mut text = String::from("\n");
+    let unit = sweep.unit;
     text.push_str(&render_capacity_text(
         &sweep.analysis,
         &format!(
-            "throughput (actions/s) and {} against users, sweep {dir}",
+            "throughput ({}) and {} against {}, sweep {dir}",
+            unit.label(),
             basis.label(),
+            unit.load(),
         ),
     ));
     let _ = writeln!(text, "\nCapacity statement");

@@ -9,6 +9,7 @@ mod monitor;
 mod profiles;
 mod report;
 mod run;
+mod run_files;
 mod sweep;
 mod target;
 

@@ -34,6 +34,9 @@ const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
 const EXIT_INTERRUPTED: u8 = 130;
 
 pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if let Some(profile) = super::run_files::file_profile(&args.profile.profile)? {
+        return super::run_files::run(args, profile);
+    }
     let prepared = Prepared::new(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

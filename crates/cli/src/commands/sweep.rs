@@ -56,6 +56,8 @@ struct Plan {
     profile: String,
     seed: u64,
     dir: PathBuf,
+    /// A file profile: no mailboxes to initialize.
+    files: bool,
 }
 
 fn plan(args: &SweepArgs) -> anyhow::Result<Plan> {
@@ -69,8 +71,20 @@ fn plan(args: &SweepArgs) -> anyhow::Result<Plan> {
     {
         bail!("--qos-p95-ms must be a positive number of milliseconds");
     }
-    let profile = load_profile(&args.profile.profile)?.name;
-    check_lab(args, steps[steps.len() - 1])?;
+    let file_profile = super::run_files::file_profile(&args.profile.profile)?;
+    let files = file_profile.is_some();
+    let profile = match file_profile {
+        Some(choice) => choice.name().to_owned(),
+        None => load_profile(&args.profile.profile)?.name,
+    };
+    if let Some(price) = args.price
+        && !(price >= 0.0 && price.is_finite())
+    {
+        bail!("--price must be a finite amount of at least 0");
+    }
+    if !files || (args.files.dir.is_none() && args.files.smb.is_none()) {
+        check_lab(args, steps[steps.len() - 1])?;
+    }
     let dir = args.out.clone().unwrap_or_else(|| {
         peakhour_rundir::default_dir(
             std::time::SystemTime::now(),
@@ -91,6 +105,7 @@ fn plan(args: &SweepArgs) -> anyhow::Result<Plan> {
         profile,
         seed,
         dir,
+        files,
     })
 }
 
@@ -111,7 +126,7 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
         HumanDuration(args.shape.drain),
         args.max_error_ratio
     );
-    if !args.no_init {
+    if !args.no_init && !plan.files {
         let max_users = plan.steps[plan.steps.len() - 1];
         let mut init: Vec<OsString> = vec!["init".into()];
         init.extend(common_args(&args));
@@ -229,8 +244,8 @@ fn finish(args: &SweepArgs, plan: &Plan, outcome: &SweepOutcome) -> anyhow::Resu
             speed: outcome.speed(),
             steps_planned: plan.steps.clone(),
             steps_run: steps_run.clone(),
-            load: "users".into(),
-            throughput: "actions_per_second".into(),
+            load: sweep.unit.load().into(),
+            throughput: sweep.unit.field().into(),
             p95_basis: plan.basis,
             p95_source: plan.basis.source().into(),
             qos_p95_ms: sweep.qos.limit_ms,
@@ -239,8 +254,20 @@ fn finish(args: &SweepArgs, plan: &Plan, outcome: &SweepOutcome) -> anyhow::Resu
             failed: outcome.failed.clone(),
             interrupted: outcome.interrupted,
             statement: sweep.statement.clone(),
+            price_performance: price_performance(args, &sweep)?,
         },
     };
+    if let Some(p) = &json.sweep.price_performance {
+        println!(
+            "price/performance: {} / {:.1} {} = {} per {} (seed 004: price over peak throughput)",
+            p.price,
+            p.peak_throughput,
+            p.throughput_unit,
+            p.per_throughput_unit
+                .map_or_else(|| "-".to_owned(), |v| format!("{v:.2}")),
+            p.throughput_unit
+        );
+    }
     write_file(&dir.join("capacity.json"), capacity_json(&json)?)?;
     let list: Vec<String> = steps_run.iter().map(u32::to_string).collect();
     let subtitle = format!(
@@ -264,6 +291,43 @@ fn finish(args: &SweepArgs, plan: &Plan, outcome: &SweepOutcome) -> anyhow::Resu
         render_sweep_text(&sweep, plan.basis, &dir.display().to_string())
     );
     Ok(())
+}
+
+/// `--price`: the price over the peak throughput, in Mbit/s for a file sweep (seed 004's
+/// $2,659 / 95.2 Mbit/s = $27.93 per Mbit/s), in actions/s for a mail sweep.
+fn price_performance(
+    args: &SweepArgs,
+    sweep: &SweepAnalysis,
+) -> anyhow::Result<Option<peakhour_analysis::plan::PricePerformance>> {
+    use peakhour_analysis::capacity::sweep::ThroughputUnit;
+    use peakhour_analysis::plan::{Price, price_performance};
+    let Some(amount) = args.price else {
+        return Ok(None);
+    };
+    let peak = sweep.analysis.peak.throughput;
+    let (throughput, unit) = match sweep.unit {
+        ThroughputUnit::BytesPerSecond => {
+            (peak * 8.0 / peakhour_analysis::BITS_PER_MEGABIT, "Mbit/s")
+        }
+        ThroughputUnit::ActionsPerSecond => (peak, "actions/s"),
+    };
+    let supported = sweep
+        .analysis
+        .qos
+        .as_ref()
+        .and_then(|q| q.load)
+        .unwrap_or(sweep.analysis.peak.load);
+    let price = Price {
+        amount,
+        currency: "USD".into(),
+    };
+    Ok(Some(price_performance(
+        &price,
+        supported,
+        throughput,
+        unit,
+        "peak throughput of the sweep",
+    )?))
 }
 
 /// With `--target lab`: the lab is up and has users for the largest step.

@@ -118,7 +118,7 @@ pub(crate) fn resolve_target(args: &TargetArgs) -> anyhow::Result<ResolvedTarget
 }
 
 /// `login,password` per line; `#` comments and blank lines are skipped.
-fn read_users_file(path: &Path) -> anyhow::Result<Vec<(String, Secret<String>)>> {
+pub(crate) fn read_users_file(path: &Path) -> anyhow::Result<Vec<(String, Secret<String>)>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut users = Vec::new();

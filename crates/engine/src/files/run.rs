@@ -57,6 +57,14 @@ impl FileWorkload {
         }
     }
 
+    /// The directories above the workspaces that clients share, parents first.
+    pub fn shared_dirs(&self) -> Vec<String> {
+        match self {
+            FileWorkload::Mix(plan) => plan.shared_dirs(),
+            FileWorkload::Replay { load, .. } => load.shared_dirs(),
+        }
+    }
+
     /// The run's seed.
     pub fn seed(&self) -> u64 {
         match self {
@@ -168,7 +176,7 @@ pub async fn run_files(
     let mut recorder = FileRecorder::new(t0, settings.interval, window)?;
     let (events, inbox) = FileSink::channel();
     let shared = Arc::new(Shared {
-        target,
+        target: target.clone(),
         events,
         op_timeout: settings.op_timeout,
         connect_timeout: settings.connect_timeout,
@@ -186,7 +194,19 @@ pub async fn run_files(
         leftovers: Vec::new(),
     };
     let interrupted = watch.observe(t0, inbox, tasks, &mut stop).await;
-    let (failed_clients, leftovers) = (watch.failed, watch.leftovers);
+    let (failed_clients, mut leftovers) = (watch.failed, watch.leftovers);
+    if settings.cleanup && !target.has_homes() {
+        let budget = if interrupted {
+            STOP_GRACE
+        } else {
+            settings.connect_timeout + settings.op_timeout
+        };
+        let dirs = workload.shared_dirs();
+        match tokio::time::timeout(budget, remove_shared_dirs(&target, &dirs)).await {
+            Ok(left) => leftovers.extend(left),
+            Err(_) => leftovers.extend(dirs.first().map(|d| (d.clone(), "timeout".to_owned()))),
+        }
+    }
     let end = Instant::now();
     let (intervals, steady_at, drain_at) = recorder.finish(end);
     let count = |name: &str| -> u64 {
@@ -213,6 +233,30 @@ pub async fn run_files(
     };
     let record = RunRecord::new(meta, intervals, Default::default());
     Ok(FileRunResult { outcome, record })
+}
+
+/// Removes the directories the clients shared (`clients`), deepest first, once they are
+/// all done: what is left in them is reported, and they are then left too.
+async fn remove_shared_dirs(target: &FileTarget, dirs: &[String]) -> Vec<(String, String)> {
+    use peakhour_files::{FileBackend, NtStatus};
+    let mut left = Vec::new();
+    let Some(top) = dirs.first() else {
+        return left;
+    };
+    let mut backend = match target.connect(1, Duration::from_secs(10)).await {
+        Ok(b) => b,
+        Err(e) => return vec![(top.clone(), e)],
+    };
+    for dir in dirs.iter().rev() {
+        match backend.remove_dir(dir).await {
+            Ok(t) if t.value.status.is_success() => {}
+            Ok(t) if t.value.status == NtStatus::OBJECT_NAME_NOT_FOUND => {}
+            Ok(t) => left.push((dir.clone(), t.value.status.to_string())),
+            Err(e) => left.push((dir.clone(), e.to_string())),
+        }
+    }
+    let _ = backend.disconnect().await;
+    left
 }
 
 fn spawn_clients(

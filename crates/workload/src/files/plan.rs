@@ -209,6 +209,16 @@ impl FilePlan {
         (self.ramp_up, self.measured, self.ramp_down)
     }
 
+    /// The largest random delay before a client starts.
+    pub fn start_delay_max(&self) -> Duration {
+        self.start_delay
+    }
+
+    /// Bytes of data files per client.
+    pub fn workspace_size(&self) -> u64 {
+        self.workspace_size
+    }
+
     /// The resolved script entries.
     pub fn script_steps(&self) -> &[ScriptStep] {
         &self.script
