@@ -774,6 +774,51 @@ mod tests {
         assert_eq!(qos_limit(None, &[]).limit_ms, DEFAULT_P95_LIMIT_MS);
     }
 
+    /// A file sweep (issue 15): bytes/s against clients, in seed 004's megabits too, and
+    /// no day compression (a NetBench client has no simulated day).
+    #[test]
+    fn a_file_sweep_speaks_of_bytes_and_clients() {
+        let mut steps = vec![
+            step(1, 480_154.0, 10.0, Verdict::Pass),
+            step(8, 3_757_741.0, 20.0, Verdict::Pass),
+            step(16, 7_206_831.0, 30.0, Verdict::Pass),
+        ];
+        for s in &mut steps {
+            s.unit = ThroughputUnit::BytesPerSecond;
+            s.speed = 1.0;
+        }
+        let outcome = SweepOutcome {
+            steps,
+            ..SweepOutcome::default()
+        };
+        let settings = SweepSettings {
+            profile: "netbench-disk-mix".into(),
+            basis: P95Basis::Weighted,
+            qos_p95_ms: None,
+        };
+        let a = SweepAnalysis::compute(&settings, &outcome)
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.unit, ThroughputUnit::BytesPerSecond);
+        assert!(
+            a.statement[0].starts_with(
+                "This server carries at least 16 clients of profile netbench-disk-mix within QoS"
+            ),
+            "{}",
+            a.statement[0]
+        );
+        assert!(
+            a.statement[1].contains("peaked at 7206831 bytes/s (55.0 Mbit/s) at 16 clients"),
+            "{}",
+            a.statement[1]
+        );
+        assert!(a.notes[0].contains("throughput.bytes_per_second"));
+        assert_eq!(
+            ThroughputUnit::BytesPerSecond.format(11_510_079.0),
+            "11510079 bytes/s (87.8 Mbit/s)"
+        );
+    }
+
     #[test]
     fn a_sweep_gives_a_statement_and_notes() {
         let mut outcome = SweepOutcome {

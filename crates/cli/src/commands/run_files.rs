@@ -43,13 +43,13 @@ const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
 const EXIT_INTERRUPTED: u8 = 130;
 
 /// Samba's processes on Debian 12: `smbd` and its helpers (`smbd-notifyd`,
-/// `smbd-cleanupd`), `samba-dcerpcd` and the `rpcd_*` services it starts.
-const SAMBA_PROCESSES: &str = "^(smbd|samba-dcerpc|rpcd_)";
+/// `cleanupd`), `samba-dcerpcd`, `samba-bgqd` and the `rpcd_*` services.
+const SAMBA_PROCESSES: &str = "^(smbd|cleanupd|samba-dcerpc|samba-bgqd|rpcd_)";
 
 /// A file profile, as `--profile` names it.
 pub(crate) enum FileProfileChoice {
-    /// A disk mix.
-    Mix(FileProfile),
+    /// A disk mix (boxed: a profile is large and `Nbench` is nothing).
+    Mix(Box<FileProfile>),
     /// `nbench`: replay a load file.
     Nbench,
 }
@@ -70,7 +70,7 @@ pub(crate) fn file_profile(name: &str) -> anyhow::Result<Option<FileProfileChoic
         return Ok(Some(FileProfileChoice::Nbench));
     }
     if let Ok(builtin) = file_builtin(name) {
-        return Ok(Some(FileProfileChoice::Mix(builtin.profile()?)));
+        return Ok(Some(FileProfileChoice::Mix(Box::new(builtin.profile()?))));
     }
     let path = Path::new(name);
     if !path.is_file() {
@@ -85,10 +85,10 @@ pub(crate) fn file_profile(name: &str) -> anyhow::Result<Option<FileProfileChoic
     if !is_file_profile {
         return Ok(None);
     }
-    Ok(Some(FileProfileChoice::Mix(FileProfile::parse(
+    Ok(Some(FileProfileChoice::Mix(Box::new(FileProfile::parse(
         &path.display().to_string(),
         &source,
-    )?)))
+    )?))))
 }
 
 /// The lab's SMB share, `smb://127.0.0.1:PORT/SHARE`, when it runs Samba

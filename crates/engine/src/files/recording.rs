@@ -214,3 +214,138 @@ impl FileRecorder {
         (self.recorder.finish(end), steady_at, drain_at)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::files::events::OpEvent;
+
+    fn op(t0: Instant, client: u32, at_ms: u64, measured: bool, bytes: u64) -> FileEvent {
+        let at = t0 + Duration::from_millis(at_ms);
+        FileEvent::Op(OpEvent {
+            client,
+            action: "file.read",
+            measured,
+            intended: at - Duration::from_millis(4),
+            started: at - Duration::from_millis(3),
+            finished: at,
+            outcome: OpOutcome::Ok,
+            bytes_read: bytes,
+            bytes_written: 0,
+        })
+    }
+
+    fn steady_totals(intervals: &[IntervalRecord]) -> (u64, u64) {
+        let steady = intervals.iter().filter(|i| i.phase == Phase::Steady);
+        steady.fold((0, 0), |(ops, bytes), i| {
+            let n = i
+                .actions
+                .get("file.read")
+                .map_or(0, |a| a.latency.decode().unwrap().len());
+            (
+                ops + n,
+                bytes + i.counters.get(BYTES_READ).copied().unwrap_or(0),
+            )
+        })
+    }
+
+    /// The window opens when the last client starts measuring and closes when the first
+    /// stops; unmeasured operations are only counted, and measured ones outside the
+    /// window stay out of the steady intervals.
+    #[test]
+    fn the_measured_window_is_when_every_client_measures() {
+        let t0 = Instant::now();
+        let ms = |m: u64| t0 + Duration::from_millis(m);
+        let window = Window::Iterations {
+            waiting: [1, 2].into(),
+        };
+        let mut r = FileRecorder::new(t0, Duration::from_millis(500), window).unwrap();
+        r.event(ms(100), &op(t0, 1, 100, false, 10));
+        r.event(
+            ms(1000),
+            &FileEvent::Measuring {
+                client: 1,
+                at: ms(1000),
+            },
+        );
+        r.event(ms(1500), &op(t0, 1, 1500, true, 100));
+        assert_eq!(r.phase(), Phase::Logon);
+        r.event(
+            ms(2000),
+            &FileEvent::Measuring {
+                client: 2,
+                at: ms(2000),
+            },
+        );
+        assert_eq!(r.phase(), Phase::Steady);
+        r.event(ms(2500), &op(t0, 2, 2500, true, 1000));
+        r.event(ms(2600), &op(t0, 1, 2600, true, 1000));
+        r.event(
+            ms(3000),
+            &FileEvent::DoneMeasuring {
+                client: 1,
+                at: ms(3000),
+            },
+        );
+        assert_eq!(r.phase(), Phase::Drain);
+        r.event(ms(3200), &op(t0, 2, 3200, true, 100));
+        let (intervals, steady_at, drain_at) = r.finish(ms(4000));
+        assert_eq!(
+            (steady_at, drain_at),
+            (Duration::from_secs(2), Duration::from_secs(3))
+        );
+        assert_eq!(steady_totals(&intervals), (2, 2000));
+        let unmeasured: u64 = intervals
+            .iter()
+            .filter_map(|i| i.counters.get(UNMEASURED_OPERATIONS))
+            .sum();
+        assert_eq!(unmeasured, 1);
+    }
+
+    /// A client that fails before measuring does not hold the window shut.
+    #[test]
+    fn a_failed_client_does_not_hold_the_window_shut() {
+        let t0 = Instant::now();
+        let ms = |m: u64| t0 + Duration::from_millis(m);
+        let window = Window::Iterations {
+            waiting: [1, 2].into(),
+        };
+        let mut r = FileRecorder::new(t0, Duration::from_secs(1), window).unwrap();
+        r.event(
+            ms(500),
+            &FileEvent::Measuring {
+                client: 1,
+                at: ms(500),
+            },
+        );
+        let failed = FileEvent::Failed {
+            client: 2,
+            error: "no connection".into(),
+            at: ms(700),
+        };
+        r.event(ms(700), &failed);
+        assert_eq!(r.phase(), Phase::Steady);
+    }
+
+    /// A replay's window is the clock's.
+    #[test]
+    fn a_replay_window_follows_the_clock() {
+        let t0 = Instant::now();
+        let ms = |m: u64| t0 + Duration::from_millis(m);
+        let window = Window::Clock {
+            steady_start: ms(1000),
+            steady_end: ms(3000),
+        };
+        let mut r = FileRecorder::new(t0, Duration::from_secs(1), window).unwrap();
+        r.event(ms(500), &op(t0, 1, 500, true, 7));
+        r.event(ms(1500), &op(t0, 1, 1500, true, 70));
+        r.event(ms(3500), &op(t0, 1, 3500, true, 700));
+        let (intervals, steady_at, drain_at) = r.finish(ms(4000));
+        assert_eq!(
+            (steady_at, drain_at),
+            (Duration::from_secs(1), Duration::from_secs(3))
+        );
+        assert_eq!(steady_totals(&intervals), (1, 70));
+    }
+}
