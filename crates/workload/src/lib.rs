@@ -41,6 +41,7 @@ pub use plan::{
     ActionParams, ActionRate, Attachment, DEFAULT_SEED, Folder, InitialMessage, MessageType,
     Overrides, Plan, SendChoice,
 };
+pub use profile::bounds;
 pub use profile::{
     ActionKind, Actions, AttachmentKind, AttachmentSpec, CheckInbox, Delete, Fixed, FolderSpec,
     Lists, Mailbox, MixEntry, Mode, Move, Profile, Qos, Read, Recipients, Send, Spread,

@@ -532,6 +532,38 @@ impl SweepAnalysis {
             unit,
         }))
     }
+
+    /// `sweep --price`: seed 004's price/performance, the price over the peak
+    /// throughput: in Mbit/s for a file sweep ($2,659 / 95.2 Mbit/s = $27.93 per
+    /// Mbit/s), in actions/s for a mail sweep. The supported users are the QoS
+    /// capacity when there is one, else the peak's load.
+    pub fn price_performance(
+        &self,
+        amount: f64,
+    ) -> Result<crate::plan::PricePerformance, crate::plan::PlanError> {
+        let peak = self.analysis.peak.throughput;
+        let (throughput, unit) = match self.unit {
+            ThroughputUnit::BytesPerSecond => (peak * 8.0 / crate::BITS_PER_MEGABIT, "Mbit/s"),
+            ThroughputUnit::ActionsPerSecond => (peak, "actions/s"),
+        };
+        let supported = self
+            .analysis
+            .qos
+            .as_ref()
+            .and_then(|q| q.load)
+            .unwrap_or(self.analysis.peak.load);
+        let price = crate::plan::Price {
+            amount,
+            currency: "USD".into(),
+        };
+        crate::plan::price_performance(
+            &price,
+            supported,
+            throughput,
+            unit,
+            "peak throughput of the sweep",
+        )
+    }
 }
 
 /// The capacity statement in sentences: the headline, the peak, the

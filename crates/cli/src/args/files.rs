@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    peakhour_workload::HumanDuration::parse(text).map(|d| d.0)
-}
+use super::parse_duration;
 
 fn parse_size(text: &str) -> Result<u64, String> {
     peakhour_workload::ByteSize::parse(text).map(|s| s.0)

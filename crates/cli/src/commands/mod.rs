@@ -4,12 +4,13 @@ mod analyze;
 mod completions;
 mod init;
 mod lab;
-mod lab_check;
 mod monitor;
 mod profiles;
 mod report;
 mod run;
 mod run_files;
+mod signals;
+mod status_line;
 mod sweep;
 mod target;
 

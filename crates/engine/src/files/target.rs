@@ -86,7 +86,7 @@ impl FileTarget {
                 Credentials::Shared(_) => login_pattern.replace("{n}", &client.to_string()),
                 Credentials::PerUser(list) => list
                     [(client as usize).saturating_sub(1) % list.len().max(1)]
-                .0
+                .login
                 .clone(),
             }),
         }
@@ -107,7 +107,7 @@ impl FileTarget {
                     Credentials::Shared(p) => p.expose().clone(),
                     Credentials::PerUser(list) => list
                         [(client as usize).saturating_sub(1) % list.len().max(1)]
-                    .1
+                    .password
                     .expose()
                     .clone(),
                 };
