@@ -1,21 +1,19 @@
 //! File-server runs end to end (issue 15): `peakhour run` and `peakhour sweep` with the
-//! NetBench disk mix and the NBENCH trace, against a private Samba (started per test by
-//! the files crate's helper) and against a directory. Each run is kept short: small
-//! workspaces, short think times, one measured iteration, a few seconds of replay.
+//! NetBench disk mix and the NBENCH trace, against the lab's Samba (`--target lab` on a
+//! lab started with Samba, as `lab up --with smb`) and against a directory. Each run is
+//! kept short: small workspaces, short think times, one measured iteration, a few
+//! seconds of replay.
 #![allow(clippy::unwrap_used)] // test helpers fail loudly by design
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../files/tests/common/samba.rs"]
-mod samba;
+mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use samba::{PASSWORD, Samba, USER};
+use common::{PEAKHOUR, start_lab_with};
+use peakhour_lab::{LabGuard, Layout, OptionalServer};
 use serde_json::Value;
-
-const PEAKHOUR: &str = env!("CARGO_BIN_EXE_peakhour");
 
 /// A disk mix that runs in seconds: 256 KB workspaces, 1+1+1 iterations of 4 pieces.
 const SHORT_MIX: &[&str] = &[
@@ -53,18 +51,56 @@ fn check_schema(schema: &str, file: &Path) -> Value {
     doc
 }
 
-fn smb_command(samba: &Samba, args: &[&str]) -> Command {
+/// A lab of `users` users with Samba, and its directory.
+fn samba_lab(users: u32) -> (tempfile::TempDir, LabGuard) {
+    let (dir, lab) = start_lab_with(users, &[OptionalServer::Smb]);
+    assert!(lab.status.endpoints.smb.is_some(), "{:?}", lab.status);
+    (dir, lab)
+}
+
+/// `peakhour ARGS --target lab --lab-dir DIR`.
+fn lab_command(lab: &LabGuard, args: &[&str]) -> Command {
     let mut command = Command::new(PEAKHOUR);
     command
         .args(args)
-        .arg("--smb")
-        .arg(format!(
-            "smb://{USER}@127.0.0.1:{}/{}",
-            samba.port,
-            samba::SHARE
-        ))
-        .env("PEAKHOUR_PASSWORD", PASSWORD);
+        .args(["--target", "lab", "--lab-dir", &lab.status.dir]);
     command
+}
+
+/// The lab share's directory on disk: one directory per user.
+fn share_dir(lab: &LabGuard) -> PathBuf {
+    Layout::new(&lab.status.dir).samba_share()
+}
+
+/// Every user directory of the lab's share is empty: nothing left in the workspaces.
+fn user_dirs_empty(lab: &LabGuard) -> bool {
+    (1..=lab.status.users).all(|n| empty(&share_dir(lab).join(format!("user{n}"))))
+}
+
+/// A recursive listing of the lab's share by `smbclient` (Samba's own client, not
+/// peakhour), signed in as user1.
+fn smbclient_listing(lab: &LabGuard, scratch: &Path) -> String {
+    let auth = scratch.join("smb-auth");
+    std::fs::write(
+        &auth,
+        format!("username = user1\npassword = {}\n", lab.status.password),
+    )
+    .unwrap();
+    let endpoint = lab.status.endpoints.smb.as_deref().unwrap();
+    let port = endpoint
+        .rsplit_once(':')
+        .unwrap()
+        .1
+        .split('/')
+        .next()
+        .unwrap();
+    let out = Command::new("smbclient")
+        .args(["//127.0.0.1/peakhour", "-p", port, "-A"])
+        .arg(&auth)
+        .args(["-c", "recurse ON; ls"])
+        .output()
+        .expect("smbclient (scripts/setup.sh installs it)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn show(output: &Output) -> String {
@@ -127,61 +163,80 @@ fn check_mix_summary(run_dir: &Path, clients: u64) -> Value {
     summary
 }
 
-/// The disk mix over SMB: an independent smbclient sees the workspaces while it runs,
-/// the summary has throughput in bytes/s and per-operation percentiles, and the last
-/// mix leaves the share empty.
+/// Issue 15's first Must show: `run --profile netbench-disk-mix --target lab --users 8`
+/// on the lab's Samba. An independent smbclient sees the eight workspaces while it runs,
+/// the summary has throughput in bytes/s and per-operation percentiles, and the last mix
+/// leaves every user's directory empty.
 #[test]
-fn issue_15_disk_mix_over_smb_is_measured_and_cleaned_up() {
-    let samba = Samba::start();
+fn issue_15_disk_mix_on_the_labs_samba_with_8_clients_is_measured_and_cleaned_up() {
+    let (_lab_dir, lab) = samba_lab(8);
     let out = tempfile::tempdir().unwrap();
     let run_dir = out.path().join("run");
-    let mut command = smb_command(&samba, &["run"]);
+    let mut command = lab_command(&lab, &["run"]);
     command
         .args(SHORT_MIX)
-        .args(["--users", "4", "--think-time", "150ms", "--out"])
+        .args(["--users", "8", "--think-time", "150ms", "--out"])
         .arg(&run_dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let child = command.spawn().unwrap();
 
-    // While it runs: smbclient, not peakhour, lists the clients' workspaces.
+    // While it runs: smbclient, not peakhour, lists the clients' workspaces, each in
+    // its user's directory of the share.
     let deadline = Instant::now() + Duration::from_secs(60);
+    let workspace = |n: u32| format!("\\user{n}\\clients\\client{n}");
     let listing = loop {
-        let listing = samba.smbclient("ls clients/*");
-        if (1..=4).all(|n| listing.contains(&format!("client{n}"))) {
+        let listing = smbclient_listing(&lab, out.path());
+        if (1..=8).all(|n| listing.contains(&workspace(n))) {
             break listing;
         }
-        assert!(Instant::now() < deadline, "no workspace seen: {listing}");
+        assert!(Instant::now() < deadline, "no workspaces seen: {listing}");
         std::thread::sleep(Duration::from_millis(100));
     };
     let output = wait_bounded(child, Duration::from_secs(120));
     assert!(output.status.success(), "{}", show(&output));
-    assert!(listing.contains("client1"), "{listing}");
+    assert!(listing.contains("file000.dat"), "{listing}");
 
-    let summary = check_mix_summary(&run_dir, 4);
+    let summary = check_mix_summary(&run_dir, 8);
     assert_eq!(summary["profile"], "netbench-disk-mix");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("bytes/s"), "{stdout}");
     assert!(stdout.contains("nothing left behind"), "{stdout}");
     assert!(
-        empty(&samba.share_dir()),
+        user_dirs_empty(&lab),
         "the last mix deletes every workspace"
     );
-    assert!(!samba.smbclient("ls").contains("clients"));
+    assert!(!smbclient_listing(&lab, out.path()).contains("clients"));
 
-    // The run directory is complete, with Samba's processes in the monitor.
+    // The run directory is complete, with the lab's Samba in the monitor.
     for file in ["config.toml", "record.json", "intervals.csv", "report.html"] {
         assert!(run_dir.join(file).exists(), "{file}");
     }
     let config = std::fs::read_to_string(run_dir.join("config.toml")).unwrap();
     assert!(config.contains("[files]") && config.contains("target = \"smb\""));
-    assert!(!config.contains(PASSWORD), "no password in config.toml");
+    assert!(config.contains(lab.status.endpoints.smb.as_deref().unwrap()));
+    assert!(
+        !config.contains(&lab.status.password),
+        "no password in config.toml"
+    );
     let monitor = std::fs::read_to_string(run_dir.join("monitor.csv")).unwrap();
     assert!(
         monitor.contains("group_samba_cpu_pct"),
         "{}",
         &monitor[..200.min(monitor.len())]
     );
+}
+
+/// `--target lab` on a lab without Samba says how to get one, before any load.
+#[test]
+fn issue_15_a_lab_without_samba_is_refused_for_a_file_run() {
+    let (_lab_dir, lab) = common::start_lab(1);
+    let output = lab_command(&lab, &["run", "--profile", "netbench-disk-mix"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", show(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("lab up --with smb"), "{stderr}");
 }
 
 #[test]
@@ -192,14 +247,14 @@ fn issue_15_disk_mix_over_a_directory_is_measured_and_cleaned_up() {
     let output = Command::new(PEAKHOUR)
         .arg("run")
         .args(SHORT_MIX)
-        .args(["--users", "4", "--think-time", "20ms", "--dir"])
+        .args(["--users", "8", "--think-time", "20ms", "--dir"])
         .arg(target.path())
         .arg("--out")
         .arg(&run_dir)
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", show(&output));
-    check_mix_summary(&run_dir, 4);
+    check_mix_summary(&run_dir, 8);
     assert!(empty(target.path()), "the last mix deletes every workspace");
 }
 
@@ -252,7 +307,7 @@ fn check_replay(run_dir: &Path, output: &Output) -> Value {
 
 #[test]
 fn issue_15_nbench_replays_client_txt_over_smb_and_over_a_directory() {
-    let samba = Samba::start();
+    let (_lab_dir, lab) = samba_lab(4);
     let work = tempfile::tempdir().unwrap();
     let loadfile = short_loadfile(work.path(), 20_000);
     let replay = [
@@ -270,7 +325,7 @@ fn issue_15_nbench_replays_client_txt_over_smb_and_over_a_directory() {
     ];
 
     let smb_dir = work.path().join("smb-run");
-    let output = smb_command(&samba, &replay)
+    let output = lab_command(&lab, &replay)
         .arg("--loadfile")
         .arg(&loadfile)
         .arg("--out")
@@ -279,7 +334,7 @@ fn issue_15_nbench_replays_client_txt_over_smb_and_over_a_directory() {
         .unwrap();
     check_replay(&smb_dir, &output);
     assert!(
-        empty(&samba.share_dir()),
+        user_dirs_empty(&lab),
         "the clients' directories are deleted"
     );
 
@@ -303,10 +358,10 @@ fn issue_15_nbench_replays_client_txt_over_smb_and_over_a_directory() {
 /// clients, and --price gives dollars per Mbit/s as seed 004 computed them.
 #[test]
 fn issue_15_a_file_sweep_over_smb_gives_bytes_per_second_and_price_per_mbit() {
-    let samba = Samba::start();
+    let (_lab_dir, lab) = samba_lab(4);
     let out = tempfile::tempdir().unwrap();
     let sweep_dir = out.path().join("sweep");
-    let output = smb_command(&samba, &["sweep"])
+    let output = lab_command(&lab, &["sweep"])
         .args(SHORT_MIX)
         .args([
             "--users",
@@ -337,7 +392,7 @@ fn issue_15_a_file_sweep_over_smb_gives_bytes_per_second_and_price_per_mbit() {
     assert!(csv.starts_with("clients,throughput_bytes_per_s,"), "{csv}");
     let html = std::fs::read_to_string(sweep_dir.join("capacity.html")).unwrap();
     assert!(html.contains("bytes/s") && html.contains("clients"));
-    assert!(empty(&samba.share_dir()));
+    assert!(user_dirs_empty(&lab));
 }
 
 /// SIGINT mid-run: the run stops, cleans up and writes what it measured, marked

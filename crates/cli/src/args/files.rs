@@ -21,7 +21,7 @@ pub(crate) struct FileArgs {
     /// CIFS). Instead of --target.
     #[arg(long, value_name = "PATH", conflicts_with = "smb")]
     pub(crate) dir: Option<PathBuf>,
-    /// An SMB 2/3 share, smb://[LOGIN@]HOST[:PORT]/SHARE. LOGIN may hold {n} (the client's
+    /// An SMB 2/3 share, `smb://[LOGIN@]HOST[:PORT]/SHARE`. LOGIN may hold {n} (the client's
     /// number); without it client n logs in as user{n}. Passwords: --users-file (one
     /// `login,password` line per client) or the shared one in --password-env.
     #[arg(long, value_name = "URL")]

@@ -123,7 +123,7 @@ pub(crate) fn resolve_target(args: &TargetArgs) -> anyhow::Result<ResolvedTarget
 /// to their addresses. The address is the third column, or the login when
 /// the login is an address. A password may hold commas; one whose last
 /// comma is followed by something like an address needs the third column.
-pub(crate) fn read_users_file(path: &Path) -> anyhow::Result<Vec<Account>> {
+fn read_users_file(path: &Path) -> anyhow::Result<Vec<Account>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut users = Vec::new();

@@ -26,6 +26,7 @@ mod ops;
 mod recording;
 mod replay;
 mod run;
+mod setup;
 mod target;
 
 pub use events::{FileEvent, OpEvent, OpOutcome};
@@ -34,5 +35,8 @@ pub use replay::LoadFile;
 pub use run::{
     FileObserver, FileProgress, FileRunOutcome, FileRunResult, FileRunSettings, FileWorkload,
     run_files,
+};
+pub use setup::{
+    FileProfileChoice, FileSetupError, NBENCH, RecordedValue, cache_policy, read_file_users,
 };
 pub use target::FileTarget;

@@ -250,8 +250,7 @@ impl Replayer {
 
     /// Performs one line.
     async fn line(&mut self, op: &LoadOp) -> Result<Answer, Stop> {
-        let status = |r: Result<Outcome, &'static str>| r.map(|o| (o.status, 0, 0));
-        Ok(match op {
+        match op {
             LoadOp::NtCreateX {
                 path,
                 create_options,
@@ -260,19 +259,26 @@ impl Replayer {
             } => {
                 let path = self.path(path);
                 self.create(path, *create_options, *create_disposition, *fnum)
-                    .await?
+                    .await
             }
-            LoadOp::Close { fnum } => match self.open.remove(fnum) {
-                Some(Opened::File { handle, .. }) => status(
-                    guard(
-                        self.client.shared.op_timeout,
-                        self.client.backend.close(handle),
-                    )
-                    .await?,
-                ),
-                Some(Opened::Dir { .. }) => Ok((NtStatus::OK, 0, 0)),
-                None => Err("not_open"),
-            },
+            LoadOp::FindFirst { pattern, .. } => self.find(pattern).await,
+            LoadOp::Sleep { .. } => Ok(Ok((NtStatus::OK, 0, 0))),
+            LoadOp::Close { .. }
+            | LoadOp::QueryFileInformation { .. }
+            | LoadOp::SetFileInformation { .. }
+            | LoadOp::WriteX { .. }
+            | LoadOp::ReadX { .. }
+            | LoadOp::LockX { .. }
+            | LoadOp::UnlockX { .. }
+            | LoadOp::Flush { .. } => self.handle_line(op).await,
+            _ => self.path_line(op).await,
+        }
+    }
+
+    /// A line that names its file by path.
+    async fn path_line(&mut self, op: &LoadOp) -> Result<Answer, Stop> {
+        let status = |r: Result<Outcome, &'static str>| r.map(|o| (o.status, 0, 0));
+        Ok(match op {
             LoadOp::Rename { from, to } => {
                 let (from, to) = (self.path(from), self.path(to));
                 status(
@@ -333,6 +339,29 @@ impl Replayer {
                     .await?,
                 )
             }
+            LoadOp::QueryFsInformation { .. } => {
+                status(guard(self.client.shared.op_timeout, self.client.backend.fs_info()).await?)
+            }
+            // line() sends only path operations here.
+            _ => Err("not_a_path_operation"),
+        })
+    }
+
+    /// A line that names its file by the trace's file number (an open handle).
+    async fn handle_line(&mut self, op: &LoadOp) -> Result<Answer, Stop> {
+        let status = |r: Result<Outcome, &'static str>| r.map(|o| (o.status, 0, 0));
+        Ok(match op {
+            LoadOp::Close { fnum } => match self.open.remove(fnum) {
+                Some(Opened::File { handle, .. }) => status(
+                    guard(
+                        self.client.shared.op_timeout,
+                        self.client.backend.close(handle),
+                    )
+                    .await?,
+                ),
+                Some(Opened::Dir { .. }) => Ok((NtStatus::OK, 0, 0)),
+                None => Err("not_open"),
+            },
             LoadOp::QueryFileInformation { fnum, .. } => match self.open.get(fnum).cloned() {
                 Some(Opened::File { path, .. } | Opened::Dir { path }) => status(
                     guard(
@@ -343,9 +372,6 @@ impl Replayer {
                 ),
                 None => Err("not_open"),
             },
-            LoadOp::QueryFsInformation { .. } => {
-                status(guard(self.client.shared.op_timeout, self.client.backend.fs_info()).await?)
-            }
             LoadOp::SetFileInformation { fnum, .. } => match self.open.get(fnum).cloned() {
                 Some(Opened::File { handle, .. }) => status(
                     guard(
@@ -357,7 +383,6 @@ impl Replayer {
                 Some(Opened::Dir { .. }) => Ok((NtStatus::OK, 0, 0)),
                 None => Err("not_open"),
             },
-            LoadOp::FindFirst { pattern, .. } => self.find(pattern).await?,
             LoadOp::WriteX {
                 fnum, offset, size, ..
             } => match self.file(*fnum) {
@@ -410,7 +435,8 @@ impl Replayer {
                 ),
                 None => Err("not_open"),
             },
-            LoadOp::Sleep { .. } => Ok((NtStatus::OK, 0, 0)),
+            // line() sends only handle operations here.
+            _ => Err("not_a_handle_operation"),
         })
     }
 
