@@ -35,7 +35,10 @@ fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
 
     actions_into(s, out)?;
     figures_into(s, out)?;
-    delivery_into(s, out)?;
+    if s.throughput.bytes_per_second.is_none() {
+        // A file run has no mail to deliver: its figures end with the common tail.
+        delivery_into(s, out)?;
+    }
     verdict_into(s, out)
 }
 

@@ -596,8 +596,9 @@ pub fn capacity_statement(
         .collect();
     if !bound.is_empty() {
         out.push(format!(
-            "peakhour flagged itself client-bound at {} users (its own CPU or scheduling lag passed its limits, see each step's summary.json): those steps' response times include the load generator's own delays, so they may describe the client rather than the server. When the client shares the server's host, as with the lab, this is also a sign that the host's CPUs are saturated; run the load from another host to separate the two.",
-            bound.join(", ")
+            "peakhour flagged itself client-bound at {} {} (its own CPU or scheduling lag passed its limits, see each step's summary.json): those steps' response times include the load generator's own delays, so they may describe the client rather than the server. When the client shares the server's host, as with the lab, this is also a sign that the host's CPUs are saturated; run the load from another host to separate the two.",
+            bound.join(", "),
+            outcome.unit().load()
         ));
     }
     if let Some(speed) = outcome.speed()
@@ -664,13 +665,15 @@ fn bottleneck_sentence(steps: &[SweepStep]) -> Option<String> {
         .unwrap_or_default();
     Some(if resource == "none" {
         format!(
-            "At {} users, {which}, the server monitor found no saturated resource{evidence}: look at the server's configuration (process limits, locks) or at the network.",
-            step.users
+            "At {} {}, {which}, the server monitor found no saturated resource{evidence}: look at the server's configuration (process limits, locks) or at the network.",
+            step.users,
+            step.unit.load()
         )
     } else {
         format!(
-            "At {} users, {which}, the server monitor names {resource} as the bottleneck{evidence}.",
-            step.users
+            "At {} {}, {which}, the server monitor names {resource} as the bottleneck{evidence}.",
+            step.users,
+            step.unit.load()
         )
     })
 }
