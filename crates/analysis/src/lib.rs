@@ -86,10 +86,10 @@ pub use recorder::{
     RecorderConfig,
 };
 pub use summary::{
-    ActionSummary, Bottleneck, CLIENT_CPU_BUSY_INTERVALS_FRACTION, CLIENT_CPU_LIMIT_FRACTION,
-    ClientSummary, DeliverySummary, LatencySummary, PANIC_ERROR_KIND, QosFailure, QosReport,
-    ResourceHighAverage, SCHEDULING_LAG_P99_LIMIT_MS, Score, ServerLimits, SteadyWindow, Summary,
-    Throughput, Verdict, WeightSource,
+    ActionSummary, BITS_PER_MEGABIT, Bottleneck, CLIENT_CPU_BUSY_INTERVALS_FRACTION,
+    CLIENT_CPU_LIMIT_FRACTION, ClientSummary, DeliverySummary, LatencySummary, PANIC_ERROR_KIND,
+    QosFailure, QosReport, ResourceHighAverage, SCHEDULING_LAG_P99_LIMIT_MS, Score, ServerLimits,
+    SteadyWindow, Summary, Throughput, Verdict, WeightSource,
 };
 
 /// What can go wrong in analysis.

@@ -39,6 +39,10 @@ pub mod counters {
     pub const FOLDER_OPENS: &str = "folder_opens";
     /// Sessions re-established after a drop.
     pub const RECONNECTS: &str = "reconnects";
+    /// File runs: bytes read from the server in measured operations.
+    pub const BYTES_READ: &str = "bytes_read";
+    /// File runs: bytes written to the server in measured operations.
+    pub const BYTES_WRITTEN: &str = "bytes_written";
 }
 
 /// The phase of a run an interval belongs to.

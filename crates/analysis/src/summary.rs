@@ -166,7 +166,19 @@ pub struct Throughput {
     pub folder_opens_per_second: f64,
     /// Successful actions of every kind per second.
     pub actions_per_second: f64,
+    /// File runs only: NetBench's throughput, the bytes moved to and from the server
+    /// (counters `bytes_read` and `bytes_written`) per second of the steady phase.
+    /// Absent when the run moved no file data (every mail run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_second: Option<f64>,
+    /// The same in megabits per second as seed 004 printed them: bytes × 8 / 2^20
+    /// (its 480,154 bytes/s are 3.7 Mbits/s, its 11,510,079 are 87.8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub megabits_per_second: Option<f64>,
 }
+
+/// Bits in seed 004's megabit: 2^20 (see [`Throughput::megabits_per_second`]).
+pub const BITS_PER_MEGABIT: f64 = 1_048_576.0;
 
 /// End-to-end delivery over the whole run (submission to arrival), reconciled
 /// after drain.
@@ -644,7 +656,23 @@ fn throughput(window: &SteadyWindow, totals: &BTreeMap<String, u64>, actions: u6
         message_opens_per_second: rate(get(counters::MESSAGE_OPENS), 1.0),
         folder_opens_per_second: rate(get(counters::FOLDER_OPENS), 1.0),
         actions_per_second: rate(actions, 1.0),
+        bytes_per_second: file_bytes(totals).map(|b| rate(b, 1.0)),
+        megabits_per_second: file_bytes(totals).map(|b| {
+            if secs > 0.0 {
+                round_ms(b as f64 * 8.0 / BITS_PER_MEGABIT / secs)
+            } else {
+                0.0
+            }
+        }),
     }
+}
+
+/// The file data moved in the steady phase, when the run counted any.
+fn file_bytes(totals: &BTreeMap<String, u64>) -> Option<u64> {
+    let read = totals.get(counters::BYTES_READ);
+    let written = totals.get(counters::BYTES_WRITTEN);
+    (read.is_some() || written.is_some())
+        .then(|| read.copied().unwrap_or(0) + written.copied().unwrap_or(0))
 }
 
 /// The name of the error kind a panicked task is counted under.

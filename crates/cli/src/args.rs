@@ -13,12 +13,14 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 mod analysis;
+mod files;
 mod help;
 mod lab;
 mod load;
 mod planner;
 
 pub(crate) use analysis::{AnalyzeCapacityArgs, AnalyzeCommand, MonitorArgs};
+pub(crate) use files::FileArgs;
 use help::{
     ANALYZE_EXAMPLES, COMPARE_EXAMPLES, COMPLETIONS_EXAMPLES, INIT_EXAMPLES, MAN_EXAMPLES,
     MONITOR_EXAMPLES, QUICK_START, REPORT_EXAMPLES, RUN_EXAMPLES, SWEEP_EXAMPLES,

@@ -39,11 +39,14 @@
 //! * [`init`] brings mailboxes to a profile's starting state.
 //! * [`session_tasks`] runs the planner's atomic session tasks (a logon, a
 //!   delivery, a search without an index, idle sessions held) at a steady rate.
+//! * [`files`] runs file clients (NetBench's disk mix, dbench trace replay) against a
+//!   directory or an SMB share.
 #![deny(missing_docs)]
 
 mod connector;
 mod delivery;
 mod events;
+pub mod files;
 pub mod init;
 mod population;
 mod reconcile;

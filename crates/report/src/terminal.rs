@@ -35,7 +35,10 @@ fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
 
     actions_into(s, out)?;
     figures_into(s, out)?;
-    delivery_into(s, out)?;
+    if s.throughput.bytes_per_second.is_none() {
+        // A file run has no mail to deliver: its figures end with the common tail.
+        delivery_into(s, out)?;
+    }
     verdict_into(s, out)
 }
 
@@ -110,6 +113,17 @@ fn figures_into(s: &Summary, out: &mut String) -> std::fmt::Result {
         ms(s.score.pooled_p95_ms)
     )?;
     let t = &s.throughput;
+    if let Some(bytes) = t.bytes_per_second {
+        // A file run: NetBench's throughput, and no mail to deliver.
+        writeln!(
+            out,
+            "throughput:          {} bytes/s · {} Mbit/s (bytes read and written per second; Mbit = 2^20 bits, as seed 004) · {} operations/s",
+            plain(bytes),
+            plain(t.megabits_per_second.unwrap_or(0.0)),
+            plain(t.actions_per_second)
+        )?;
+        return common_tail(s, out);
+    }
     writeln!(
         out,
         "throughput:          {} messages submitted/h · {} recipients delivered/h",
@@ -178,6 +192,12 @@ fn delivery_into(s: &Summary, out: &mut String) -> std::fmt::Result {
             "WARNING: delivery does not reconcile: submitted != delivered + failed + lost"
         )?;
     }
+    common_tail(s, out)
+}
+
+/// What mail and file runs print alike after their throughput: late starts, errors,
+/// the monitor, warnings and the verdict.
+fn common_tail(s: &Summary, out: &mut String) -> std::fmt::Result {
     if s.late_starts > 0 {
         writeln!(out, "late starts:         {}", s.late_starts)?;
     }

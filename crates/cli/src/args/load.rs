@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::FileArgs;
 use super::help::{IMAP_URL_HELP, LMTP_URL_HELP, SMTP_URL_HELP};
 use super::parse_duration;
 
@@ -137,6 +138,8 @@ pub(crate) struct RunArgs {
     /// Server monitor: the shortest window of the high average (highest sustained mean).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub(crate) high_average_window: std::time::Duration,
+    #[command(flatten)]
+    pub(crate) files: FileArgs,
     /// Server monitor: sample the idle server this long before the load starts
     /// (rows with a negative time_s in monitor.csv).
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
@@ -179,4 +182,10 @@ pub(crate) struct SweepArgs {
     /// The sweep directory (default: runs/TIME-sweep-PROFILE, TIME in UTC).
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
+    /// The software's price: the sweep divides it by the peak throughput, dollars per
+    /// Mbit/s for a file server as seed 004 computed price/performance.
+    #[arg(long, value_name = "DOLLARS")]
+    pub(crate) price: Option<f64>,
+    #[command(flatten)]
+    pub(crate) files: FileArgs,
 }

@@ -11,6 +11,7 @@ mod planner;
 mod profiles;
 mod report;
 mod run;
+mod run_files;
 mod signals;
 mod status_line;
 mod sweep;

@@ -418,6 +418,25 @@ fn throughput(out: &mut String, s: &Summary, monitor: Option<&MonitorView>) {
         "",
         "per second",
     );
+    if let Some(bytes) = t.bytes_per_second {
+        section(out, "File Throughput (NetBench)");
+        row(
+            out,
+            "Bytes/Sec (read and written)",
+            short(bytes),
+            "",
+            "",
+            "bytes per second",
+        );
+        row(
+            out,
+            "Mbits/Sec (bytes x 8 / 2^20, seed 004)",
+            short(t.megabits_per_second.unwrap_or(0.0)),
+            "",
+            "",
+            "Mbit per second",
+        );
+    }
     match monitor {
         Some(m) if !m.table.is_empty() => {
             let mut current = "";

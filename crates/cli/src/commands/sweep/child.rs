@@ -204,5 +204,46 @@ pub(super) fn run_args(args: &SweepArgs, users: u32, seed: u64, dir: &Path) -> V
     if let Some(ms) = args.shape.qos_p95_ms {
         out.extend(["--qos-p95-ms".into(), ms.to_string().into()]);
     }
+    out.extend(file_args(&args.files));
+    out
+}
+
+/// The file-server flags, passed to every step as given (none for a mail sweep).
+fn file_args(f: &crate::args::FileArgs) -> Vec<OsString> {
+    let mut out: Vec<OsString> = Vec::new();
+    let mut push = |flag: &str, value: Option<OsString>| {
+        if let Some(value) = value {
+            out.push(flag.into());
+            out.push(value);
+        }
+    };
+    push("--dir", f.dir.clone().map(Into::into));
+    push("--smb", f.smb.clone().map(Into::into));
+    push("--loadfile", f.loadfile.clone().map(Into::into));
+    push("--think-time", f.think_time.map(duration));
+    push("--start-delay", f.start_delay.map(duration));
+    push("--workspace", f.workspace.map(|b| b.to_string().into()));
+    push(
+        "--ramp-up-iterations",
+        f.ramp_up_iterations.map(|n| n.to_string().into()),
+    );
+    push(
+        "--measured-iterations",
+        f.measured_iterations.map(|n| n.to_string().into()),
+    );
+    push(
+        "--ramp-down-iterations",
+        f.ramp_down_iterations.map(|n| n.to_string().into()),
+    );
+    push(
+        "--work-per-iteration",
+        f.work_per_iteration.map(|n| n.to_string().into()),
+    );
+    if f.cache != "auto" {
+        push("--cache", Some(f.cache.clone().into()));
+    }
+    if f.keep_workspace {
+        out.push("--keep-workspace".into());
+    }
     out
 }
