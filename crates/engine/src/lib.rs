@@ -30,10 +30,14 @@
 //! * [`init`] brings mailboxes to a profile's starting state.
 #![deny(missing_docs)]
 
+mod calendar;
+mod calendar_init;
 mod connector;
 mod delivery;
 mod events;
+mod groupware;
 pub mod init;
+mod pop3_user;
 mod reconcile;
 mod recording;
 mod run;
@@ -41,9 +45,12 @@ mod selfcheck;
 mod target;
 mod user;
 
+pub use calendar::CalDavEndpoint;
+pub use calendar_init::{CalendarInitError, CalendarInitReport, init_calendars};
 pub use connector::{Connector, NetConnector};
 pub use delivery::{DeliveryTracker, Lost, bare_message_id};
 pub use events::{Counter, Event, EventSink, Outcome};
+pub use groupware::{GroupwareCheckError, action_protocols, groupware_preflight};
 pub use reconcile::{RECONCILE_LIMIT, ReconcileProgress};
 pub use recording::{RunRecorder, qos_thresholds};
 pub use run::{

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use peakhour_imap::{FetchItem, ImapError, SearchKey};
-use peakhour_workload::Plan;
+use peakhour_workload::{ActionKind, Plan};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use crate::connector::{Connector, open_imap};
 use crate::delivery::DeliveryTracker;
 use crate::events::Event;
+use crate::pop3_user::search_maildrop;
 use crate::run::{Observer, RunClock, RunSettings, TICK};
 use crate::target::Target;
 use crate::user::sleep_until;
@@ -202,6 +203,8 @@ impl<C: Connector> SearchRound<'_, C> {
         let delivery = self.delivery.clone();
         let timeout = self.settings.connect_timeout;
         let sent_folder = self.plan.params().sent_folder.clone();
+        // POP3 users' maildrops are searched over POP3 (UIDL, TOP 0).
+        let over_pop3 = self.plan.actions().contains(&ActionKind::DownloadMail);
         async move {
             let mut found = Vec::new();
             for (user, address) in users {
@@ -213,7 +216,14 @@ impl<C: Connector> SearchRound<'_, C> {
                     sent_folder: &sent_folder,
                     timeout,
                 };
-                if let Ok(seen) = search.run(&*connector).await {
+                let seen = if over_pop3 {
+                    search_maildrop(&target, user, &address, &run_id, timeout)
+                        .await
+                        .ok()
+                } else {
+                    search.run(&*connector).await.ok()
+                };
+                if let Some(seen) = seen {
                     let at = Instant::now();
                     for id in seen {
                         if let Some(latency) = delivery.noticed(&id, user, at) {

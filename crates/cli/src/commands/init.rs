@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use peakhour_engine::init::{InitSettings, Progress, Via, init};
-use peakhour_workload::Overrides;
+use peakhour_engine::{CalendarInitError, CalendarInitReport, Target};
+use peakhour_workload::{Overrides, Plan};
 
 use super::target::{load_profile, resolve_plan, resolve_target};
 use crate::args::InitArgs;
@@ -55,7 +56,12 @@ pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let report = runtime.block_on(async {
-        let job = tokio::spawn(init(plan.clone(), target, settings, progress.clone()));
+        let job = tokio::spawn(init(
+            plan.clone(),
+            target.clone(),
+            settings,
+            progress.clone(),
+        ));
         let mut ticker = tokio::time::interval(Duration::from_millis(200));
         while !job.is_finished() {
             ticker.tick().await;
@@ -71,6 +77,7 @@ pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         job.await
     })??;
     bar.finish_and_clear();
+    let calendars = runtime.block_on(init_calendars(&plan, &target, args.parallel))?;
     println!(
         "init done: {} users, {} messages wanted, {} already there, {} added ({:.1} MB) in {:.1} s = {:.0} messages/s",
         report.users,
@@ -81,5 +88,44 @@ pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         report.elapsed.as_secs_f64(),
         report.messages_per_second()
     );
+    if let Some(report) = calendars {
+        println!(
+            "calendars done: {} users, {} calendars created, {} events wanted, {} already there, {} added in {:.1} s",
+            report.users,
+            report.calendars_created,
+            report.wanted,
+            report.already_there,
+            report.added,
+            report.elapsed.as_secs_f64()
+        );
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Each user's calendar and its starting events, when the profile keeps a
+/// calendar and the target has a CalDAV server; `update_calendar` without
+/// one writes to the IMAP folder the mail side created.
+async fn init_calendars(
+    plan: &Arc<Plan>,
+    target: &Arc<Target>,
+    parallel: usize,
+) -> anyhow::Result<Option<CalendarInitReport>> {
+    if !plan.uses_calendar() {
+        return Ok(None);
+    }
+    if target.caldav.is_none() {
+        if plan.needs_caldav() {
+            anyhow::bail!(CalendarInitError::NoCalDav);
+        }
+        eprintln!("no CalDAV server: update_calendar will write to the IMAP folder");
+        return Ok(None);
+    }
+    let report = peakhour_engine::init_calendars(
+        plan.clone(),
+        target.clone(),
+        parallel,
+        Duration::from_secs(10),
+    )
+    .await?;
+    Ok(Some(report))
 }

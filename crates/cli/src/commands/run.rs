@@ -45,9 +45,19 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             Duration::from_secs(10),
         ))
         .context("the target failed its check before the load; nothing was run")?;
+    runtime
+        .block_on(peakhour_engine::groupware_preflight(
+            &prepared.plan,
+            &prepared.target,
+            Duration::from_secs(10),
+        ))
+        .context("the target failed its check before the load; nothing was run")?;
     prepared.announce(&args);
 
-    let (result, monitor) = prepared.execute(&args, &runtime)?;
+    let (mut result, monitor) = prepared.execute(&args, &runtime)?;
+    // Which protocol each action spoke (update_calendar: CalDAV or IMAP).
+    result.record.meta.protocols =
+        peakhour_engine::action_protocols(&prepared.plan, &prepared.target);
     let outcome = &result.outcome;
     let mut summary = Summary::compute(&result.record)?;
     if let Some(monitor) = monitor {

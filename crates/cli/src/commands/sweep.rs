@@ -296,4 +296,3 @@ fn check_lab(args: &SweepArgs, max_users: u32) -> anyhow::Result<()> {
     }
     Ok(())
 }
-
