@@ -7,21 +7,31 @@ If the lab offers an SMTP port without AUTH (`smtp_noauth`), a second message
 goes in there without logging in and is read back too. With
 --expect-namespace PREFIX, checks that the IMAP server puts every folder under
 PREFIX (NAMESPACE, LIST, and CREATE of a top-level folder refused).
+If the lab runs Radicale (`endpoints.caldav`), user1 makes a calendar and puts
+an event in it over plain HTTP (http.client), lists it back, and user2 is
+refused both. If it runs Samba (`endpoints.smb`), smbclient lists user1's
+directory and a file put there comes back the same; a wrong password is refused.
 Exits non-zero with a message on any failure.
 
     python3 tests/lab_smoke.py --peakhour target/debug/peakhour --dir .peakhour/lab
     python3 tests/lab_smoke.py --status-file status.json --expect-namespace INBOX.
 """
 import argparse
+import base64
+import http.client
 import imaplib
+import os
 import re
 import json
 import poplib
 import smtplib
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.parse
 import uuid
+import xml.etree.ElementTree as ET
 from email.message import EmailMessage
 
 
@@ -99,6 +109,103 @@ def check_noauth(status, address, password):
     imap.logout()
 
 
+def dav(endpoint, user, password, method, path, body=None, headers=None):
+    """One request to Radicale on a fresh connection (it speaks HTTP/1.0 and closes after
+    every response). Returns (status, body)."""
+    url = urllib.parse.urlsplit(endpoint)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    conn.request(method, path, body=body,
+                 headers={"Authorization": f"Basic {token}", **(headers or {})})
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, data
+
+
+def check_caldav(status, password):
+    """user1 makes a calendar and an event in it and lists it back; user2 can read neither;
+    a wrong password is refused."""
+    endpoint = status["endpoints"]["caldav"]
+    xml = {"Content-Type": "application/xml; charset=utf-8"}
+    code, body = dav(endpoint, "user1", password, "PROPFIND", "/", headers={"Depth": "0", **xml},
+                     body='<?xml version="1.0"?><propfind xmlns="DAV:"><prop>'
+                          '<current-user-principal/></prop></propfind>')
+    assert code == 207, f"PROPFIND / as user1: {code} {body[:200]}"
+    principal = ET.fromstring(body).find(".//{DAV:}current-user-principal/{DAV:}href")
+    assert principal is not None and principal.text == "/user1/", body
+    token = uuid.uuid4().hex[:12]
+    calendar = f"/user1/smoke-{token}/"
+    code, body = dav(endpoint, "user1", password, "MKCALENDAR", calendar)
+    assert code == 201, f"MKCALENDAR {calendar}: {code} {body[:200]}"
+    event = (f"BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//peakhour//lab smoke//EN\r\n"
+             f"BEGIN:VEVENT\r\nUID:{token}@bench.test\r\nDTSTAMP:20260105T090000Z\r\n"
+             f"DTSTART:20260105T090000Z\r\nDTEND:20260105T093000Z\r\n"
+             f"SUMMARY:lab smoke {token}\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n")
+    href = f"{calendar}{token}.ics"
+    code, body = dav(endpoint, "user1", password, "PUT", href, body=event.encode(),
+                     headers={"Content-Type": "text/calendar; charset=utf-8",
+                              "If-None-Match": "*"})
+    assert code == 201, f"PUT {href}: {code} {body[:200]}"
+    listing = '<?xml version="1.0"?><propfind xmlns="DAV:"><prop><getetag/></prop></propfind>'
+    code, body = dav(endpoint, "user1", password, "PROPFIND", calendar,
+                     headers={"Depth": "1", **xml}, body=listing)
+    assert code == 207, f"PROPFIND {calendar} as user1: {code}"
+    hrefs = [h.text for h in ET.fromstring(body).iter("{DAV:}href")]
+    assert href in hrefs, f"{href} not listed: {hrefs}"
+    code, body = dav(endpoint, "user1", password, "GET", href)
+    assert code == 200 and token.encode() in body, f"GET {href} as user1: {code} {body[:200]}"
+    # Owner-only rights: user2 can neither list nor read user1's calendar.
+    code, body = dav(endpoint, "user2", password, "PROPFIND", calendar,
+                     headers={"Depth": "1", **xml}, body=listing)
+    assert code == 403, f"PROPFIND {calendar} as user2: {code} {body[:200]}"
+    code, body = dav(endpoint, "user2", password, "GET", href)
+    assert code == 403 and token.encode() not in body, f"GET {href} as user2: {code}"
+    code, _ = dav(endpoint, "user1", password + "x", "PROPFIND", "/user1/",
+                  headers={"Depth": "0"})
+    assert code == 401, f"a wrong password got {code}"
+    return href
+
+
+def smbclient(status, user, password, command):
+    """Runs smbclient on the lab's share with credentials from a private file (not the
+    command line, where `ps` would show them). Returns (exit code, output)."""
+    url = urllib.parse.urlsplit(status["endpoints"]["smb"])
+    share = url.path.strip("/")
+    with tempfile.NamedTemporaryFile("w", prefix="lab-smoke-auth-") as auth:
+        os.chmod(auth.name, 0o600)
+        auth.write(f"username = {user}\npassword = {password}\n")
+        auth.flush()
+        done = subprocess.run(
+            ["smbclient", f"//{url.hostname}/{share}", "-p", str(url.port), "-A", auth.name,
+             "-c", command], capture_output=True, text=True, timeout=60)
+    return done.returncode, done.stdout + done.stderr
+
+
+def check_smb(status, password):
+    """user1 lists its directory, puts a file there and gets the same bytes back; a wrong
+    password is refused."""
+    code, out = smbclient(status, "user1", password, "ls user1")
+    assert code == 0 and "user1" in out, f"ls user1: {out}"
+    token = uuid.uuid4().hex[:12]
+    with tempfile.TemporaryDirectory(prefix="lab-smoke-") as scratch:
+        sent = os.path.join(scratch, "sent.txt")
+        back = os.path.join(scratch, "back.txt")
+        content = f"lab smoke {token}\n".encode() * 1000
+        with open(sent, "wb") as file:
+            file.write(content)
+        name = f"user1/smoke-{token}.txt"
+        code, out = smbclient(status, "user1", password,
+                              f'put "{sent}" {name}; get {name} "{back}"; ls user1/*')
+        assert code == 0, f"put/get: {out}"
+        with open(back, "rb") as file:
+            assert file.read() == content, "the file came back different"
+        assert f"smoke-{token}.txt" in out, f"not listed: {out}"
+    code, out = smbclient(status, "user1", password + "x", "ls")
+    assert code != 0 and "LOGON_FAILURE" in out, f"a wrong password: {code} {out}"
+    return name
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--peakhour", default="target/debug/peakhour")
@@ -157,8 +264,16 @@ def main():
     pop.quit()
     assert matches, "message not found over POP3"
 
+    extra_notes = ""
+    if status["endpoints"].get("caldav"):
+        href = check_caldav(status, password)
+        extra_notes += f"; CalDAV event {href} stored, user2 refused"
+    if status["endpoints"].get("smb"):
+        name = check_smb(status, password)
+        extra_notes += f"; SMB put/get of {name} round-tripped"
+
     print(f"ok: SMTP -> Postfix -> LMTP -> Dovecot -> IMAP/POP3 for {address}, "
-          f"visible over IMAP after {latency_ms:.0f} ms{namespace_note}{noauth_note}")
+          f"visible over IMAP after {latency_ms:.0f} ms{namespace_note}{noauth_note}{extra_notes}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 //! Turns what a peakhour run measured into a verdict.
 //!
 //! This is the analyser of DESIGN.md: a pure layer with no sockets, clocks
-//! or async runtime. It has three parts:
+//! or async runtime. Its parts:
 //!
 //! - **Recording** ([`IntervalRecorder`], [`DeliveryRecorder`]): the engine
 //!   feeds every action with its intended start, actual start and end, every
@@ -15,6 +15,13 @@
 //!   merged per action into p50/p95/p99/max/mean, the weighted p95 score,
 //!   MMB-style throughput, delivery reconciliation, the client-bound check and
 //!   the QoS verdict.
+//! - **The capacity curve** ([`capacity`]): peak, shape after the peak, QoS
+//!   capacity, USL fit and knee of any load/throughput table, and the
+//!   sweep's rules ([`capacity::sweep`]: steps, early stop, the QoS limit,
+//!   the capacity statement).
+//! - **The planner** ([`plan`]): atomic-task costs, the memory model, the
+//!   sizing plan for a user count, and the CPU × memory matrix's
+//!   relationships.
 //! - **Statistics shared by every layer**: the one quantile definition
 //!   ([`quantile`], nearest rank, HdrHistogram's) and the bootstrap of
 //!   `peakhour compare` ([`bootstrap`]).
@@ -70,9 +77,9 @@ pub use histogram::{
 };
 pub use record::{
     ActionInterval, ClientInterval, Completion, DEFAULT_INTERVAL, DEFAULT_MAX_ERROR_RATIO,
-    DEFAULT_P95_LIMIT_MS, DeliveryRecord, DeliveryRecorder, IntervalRecord, LostRecipient, Phase,
-    PhaseLengths, QosThresholds, RUN_RECORD_VERSION, RunMeta, RunRecord, counters,
-    merge_interval_lists,
+    DEFAULT_P95_LIMIT_MS, DeliveryRecord, DeliveryRecorder, IntervalRecord, LOST_LIST_CAP,
+    LostRecipient, Phase, PhaseLengths, QosThresholds, RUN_RECORD_VERSION, RunMeta, RunRecord,
+    counters, merge_interval_lists,
 };
 pub use recorder::{
     ActionTiming, DEFAULT_LATE_START_THRESHOLD, ENCODE_FAILURES_COUNTER, IntervalRecorder, Outcome,
@@ -80,8 +87,9 @@ pub use recorder::{
 };
 pub use summary::{
     ActionSummary, Bottleneck, CLIENT_CPU_BUSY_INTERVALS_FRACTION, CLIENT_CPU_LIMIT_FRACTION,
-    ClientSummary, DeliverySummary, LatencySummary, QosFailure, QosReport, ResourceHighAverage,
-    SCHEDULING_LAG_P99_LIMIT_MS, Score, SteadyWindow, Summary, Throughput, Verdict, WeightSource,
+    ClientSummary, DeliverySummary, LatencySummary, PANIC_ERROR_KIND, QosFailure, QosReport,
+    ResourceHighAverage, SCHEDULING_LAG_P99_LIMIT_MS, Score, SteadyWindow, Summary, Throughput,
+    Verdict, WeightSource,
 };
 
 /// What can go wrong in analysis.

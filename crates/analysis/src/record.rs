@@ -363,19 +363,46 @@ pub struct LostRecipient {
     pub recipient: String,
 }
 
-/// End-to-end delivery over the whole run, reconciled after drain.
+/// Lost recipients named one by one in a record; the rest are counted in
+/// [`DeliveryRecord::lost_not_listed`], so that a server that accepts mail
+/// and never delivers it cannot make the results grow without bound.
+pub const LOST_LIST_CAP: usize = 1_000;
+
+/// End-to-end delivery over the whole run, reconciled after drain:
+/// `submitted = delivered + failed + lost`, lost being the listed ones plus
+/// [`DeliveryRecord::lost_not_listed`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeliveryRecord {
-    /// Recipients accepted at submission.
+    /// Recipients of every submission: accepted, or refused at submission.
     pub submitted_recipients: u64,
     /// Recipients whose copy was seen in their mailbox.
     pub delivered_recipients: u64,
     /// Recipients refused at submission or reported failed (bounce / DSN).
     pub failed_recipients: u64,
-    /// Recipients neither delivered nor reported failed after reconciliation.
+    /// Recipients neither delivered nor reported failed after
+    /// reconciliation: the first [`LOST_LIST_CAP`] of them.
     pub lost: Vec<LostRecipient>,
+    /// Lost recipients beyond the list.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost_not_listed: u64,
+    /// Lost recipients whose mailbox the last reconciliation could not
+    /// search (the search failed, timed out or panicked): not seen, and not
+    /// looked for either.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost_unsearched: u64,
     /// Submission-to-arrival latency in µs, one value per delivered recipient.
     pub latency: EncodedHistogram,
+}
+
+impl DeliveryRecord {
+    /// Every lost recipient, listed or not.
+    pub fn lost_total(&self) -> u64 {
+        self.lost.len() as u64 + self.lost_not_listed
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Builds a [`DeliveryRecord`] while the run goes on.
@@ -385,6 +412,8 @@ pub struct DeliveryRecorder {
     delivered: u64,
     failed: u64,
     lost: Vec<LostRecipient>,
+    lost_not_listed: u64,
+    lost_unsearched: u64,
     latency: LatencyHistogram,
 }
 
@@ -410,12 +439,27 @@ impl DeliveryRecorder {
         self.failed += n;
     }
 
-    /// A recipient was never seen delivered after reconciliation.
+    /// A recipient was never seen delivered after reconciliation. Past
+    /// [`LOST_LIST_CAP`] it is only counted.
     pub fn lost(&mut self, message_id: impl Into<String>, recipient: impl Into<String>) {
+        if self.lost.len() >= LOST_LIST_CAP {
+            self.lost_not_listed += 1;
+            return;
+        }
         self.lost.push(LostRecipient {
             message_id: message_id.into(),
             recipient: recipient.into(),
         });
+    }
+
+    /// `n` more recipients were never seen delivered, beyond those named.
+    pub fn lost_not_listed(&mut self, n: u64) {
+        self.lost_not_listed += n;
+    }
+
+    /// `n` of the lost recipients' mailboxes could not be searched.
+    pub fn lost_unsearched(&mut self, n: u64) {
+        self.lost_unsearched += n;
     }
 
     /// The finished record; lost recipients are sorted for stable output.
@@ -426,6 +470,8 @@ impl DeliveryRecorder {
             delivered_recipients: self.delivered,
             failed_recipients: self.failed,
             lost: self.lost,
+            lost_not_listed: self.lost_not_listed,
+            lost_unsearched: self.lost_unsearched,
             latency: self.latency.encode()?,
         })
     }

@@ -172,16 +172,25 @@ pub struct Throughput {
 /// after drain.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeliverySummary {
-    /// Recipients accepted at submission.
+    /// Recipients of every submission: accepted, or refused at submission.
     pub submitted_recipients: u64,
     /// Recipients seen delivered.
     pub delivered_recipients: u64,
     /// Recipients refused or reported failed.
     pub failed_recipients: u64,
-    /// Recipients never seen delivered nor reported failed.
+    /// Recipients never seen delivered nor reported failed (all of them,
+    /// listed or not).
     pub lost: u64,
-    /// Which ones.
+    /// Which ones: the first [`LOST_LIST_CAP`](crate::LOST_LIST_CAP).
     pub lost_recipients: Vec<LostRecipient>,
+    /// Lost recipients beyond `lost_recipients`.
+    #[serde(default)]
+    pub lost_not_listed: u64,
+    /// Lost recipients whose mailbox the last reconciliation could not
+    /// search (the search failed, timed out or panicked): never seen, but
+    /// not looked for either.
+    #[serde(default)]
+    pub lost_unsearched: u64,
     /// submitted == delivered + failed + lost.
     pub reconciled: bool,
     /// Median delivery latency.
@@ -319,6 +328,11 @@ pub struct Summary {
     pub throughput: Throughput,
     /// End-to-end delivery.
     pub delivery: DeliverySummary,
+    /// Tasks of the run that panicked, over the whole run (users and
+    /// reconciliation searches; errors of kind `panic`). Any panic is a bug
+    /// in peakhour and fails the verdict.
+    #[serde(default)]
+    pub panics: u64,
     /// Late starts, all actions.
     pub late_starts: u64,
     /// Errors by kind, all actions.
@@ -471,10 +485,34 @@ impl Summary {
         let throughput = throughput(&window, &counter_totals, pooled.len());
         let delivery = delivery(record)?;
         if delivery.lost > 0 {
+            let unsearched = if delivery.lost_unsearched > 0 {
+                format!(
+                    " ({} of them in mailboxes the reconciliation could not search)",
+                    delivery.lost_unsearched
+                )
+            } else {
+                String::new()
+            };
             qos.failures.push(QosFailure {
                 subject: "delivery".to_owned(),
-                reason: format!("{} recipients were never delivered", delivery.lost),
+                reason: format!(
+                    "{} recipients were never delivered{unsearched}",
+                    delivery.lost
+                ),
             });
+        }
+        let panics = panics(record);
+        if panics > 0 {
+            qos.failures.insert(
+                0,
+                QosFailure {
+                    subject: "run".to_owned(),
+                    reason: format!(
+                        "{panics} of peakhour's tasks panicked (a bug in peakhour; see errors.csv, \
+                         kind `panic`): what they were doing is missing from the figures"
+                    ),
+                },
+            );
         }
         let (client, client_bound_reasons) = client_check(meta, &cpu, &lag);
         let verdict = if qos.failures.is_empty() {
@@ -503,6 +541,7 @@ impl Summary {
             score,
             throughput,
             delivery,
+            panics,
             late_starts,
             errors_by_kind,
             counters: counter_totals,
@@ -578,16 +617,32 @@ fn throughput(window: &SteadyWindow, totals: &BTreeMap<String, u64>, actions: u6
     }
 }
 
+/// The name of the error kind a panicked task is counted under.
+pub const PANIC_ERROR_KIND: &str = "panic";
+
+/// Errors of kind `panic` in every interval of the run, whatever its phase:
+/// a panic during the logon or the drain is as much a bug as one measured.
+fn panics(record: &RunRecord) -> u64 {
+    record
+        .intervals
+        .iter()
+        .flat_map(|i| i.actions.values())
+        .filter_map(|a| a.errors.get(PANIC_ERROR_KIND))
+        .sum()
+}
+
 fn delivery(record: &RunRecord) -> Result<DeliverySummary, AnalysisError> {
     let d = &record.delivery;
     let h = d.latency.decode()?;
-    let lost = d.lost.len() as u64;
+    let lost = d.lost_total();
     Ok(DeliverySummary {
         submitted_recipients: d.submitted_recipients,
         delivered_recipients: d.delivered_recipients,
         failed_recipients: d.failed_recipients,
         lost,
         lost_recipients: d.lost.clone(),
+        lost_not_listed: d.lost_not_listed,
+        lost_unsearched: d.lost_unsearched,
         reconciled: d.submitted_recipients == d.delivered_recipients + d.failed_recipients + lost,
         p50_ms: h.quantile_ms(0.50),
         p95_ms: h.quantile_ms(0.95),

@@ -8,6 +8,7 @@
 
 mod args;
 mod commands;
+mod config;
 
 use std::process::ExitCode;
 

@@ -386,10 +386,10 @@ pub(crate) async fn check_calendar(
     plan: &Plan,
     target: &Target,
     endpoint: &CalDavEndpoint,
+    address: &str,
     timeout: Duration,
 ) -> Result<(), String> {
-    let address = plan.address(0);
-    let (login, password) = caldav_login(target, 0, &address);
+    let (login, password) = caldav_login(target, 0, address);
     let options = ConnectionOptions {
         auth: Some(BasicAuth::new(login.clone(), &password)),
         request_timeout: timeout,

@@ -19,7 +19,25 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::calendar::{caldav_login, calendar_path, event_spec, slot_start, this_week};
+use crate::init::InitSettings;
+use crate::population::Population;
 use crate::target::Target;
+
+impl std::fmt::Display for CalendarInitReport {
+    /// The line `peakhour init` prints.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "calendars done: {} users, {} calendars created, {} events wanted, {} already there, {} added in {:.1} s",
+            self.users,
+            self.calendars_created,
+            self.wanted,
+            self.already_there,
+            self.added,
+            self.elapsed.as_secs_f64()
+        )
+    }
+}
 
 /// What a calendar init did.
 #[derive(Debug, Clone, Default)]
@@ -52,6 +70,9 @@ pub enum CalendarInitError {
         /// The error.
         source: CalDavError,
     },
+    /// A user's task panicked (a bug in peakhour).
+    #[error("a task making a calendar panicked (a bug in peakhour)")]
+    Panicked,
 }
 
 #[derive(Debug, Default)]
@@ -62,17 +83,28 @@ struct UserReport {
 }
 
 /// Creates every user's calendar of `plan` on `target`'s CalDAV server,
-/// with the profile's starting events, `parallel` users at a time; every
-/// request gets `timeout`.
+/// with the profile's starting events, as many users at a time as the
+/// mail side; part of [`crate::init::init`]. `None` when there is nothing
+/// to make: the profile keeps no calendar, or only `update_calendar`,
+/// which writes to an IMAP folder when the target has no CalDAV server.
 pub async fn init_calendars(
-    plan: Arc<Plan>,
-    target: Arc<Target>,
-    parallel: usize,
-    timeout: Duration,
-) -> Result<CalendarInitReport, CalendarInitError> {
-    let endpoint = target.caldav.clone().ok_or(CalendarInitError::NoCalDav)?;
+    plan: &Arc<Plan>,
+    target: &Arc<Target>,
+    population: &Arc<Population>,
+    settings: &InitSettings,
+) -> Result<Option<CalendarInitReport>, CalendarInitError> {
+    if !plan.uses_calendar() {
+        return Ok(None);
+    }
+    let Some(endpoint) = target.caldav.clone() else {
+        return if plan.needs_caldav() {
+            Err(CalendarInitError::NoCalDav)
+        } else {
+            Ok(None)
+        };
+    };
     let started = Instant::now();
-    let permits = Arc::new(Semaphore::new(parallel.max(1)));
+    let permits = Arc::new(Semaphore::new(settings.parallel.max(1)));
     let mut tasks = JoinSet::new();
     for user in 0..plan.users() {
         let (plan, target, endpoint, permits) = (
@@ -81,16 +113,18 @@ pub async fn init_calendars(
             endpoint.clone(),
             permits.clone(),
         );
+        let address = population.address(user).unwrap_or_default();
+        let (connect_timeout, request_timeout) = (settings.timeout, settings.command_timeout);
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await;
-            let address = plan.address(user);
             let (login, password) = caldav_login(&target, user, &address);
             let options = ConnectionOptions {
                 auth: Some(BasicAuth::new(login.clone(), &password)),
-                request_timeout: timeout,
+                request_timeout,
                 ..ConnectionOptions::default()
             };
-            let http = HttpConnection::new(endpoint.http_endpoint(&target, timeout), options);
+            let http =
+                HttpConnection::new(endpoint.http_endpoint(&target, connect_timeout), options);
             let mut caldav = CalDavClient::new(http);
             init_user(&plan, &mut caldav, &endpoint.path, user, &address)
                 .await
@@ -118,6 +152,11 @@ pub async fn init_calendars(
                 first_error.get_or_insert(error);
                 tasks.abort_all();
             }
+            Err(joined) if joined.is_panic() => {
+                first_error.get_or_insert(CalendarInitError::Panicked);
+                tasks.abort_all();
+            }
+            // Aborted above, after the first failure.
             Err(_) => {}
         }
     }
@@ -125,7 +164,7 @@ pub async fn init_calendars(
         return Err(error);
     }
     report.elapsed = started.elapsed();
-    Ok(report)
+    Ok(Some(report))
 }
 
 async fn init_user(

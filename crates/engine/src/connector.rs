@@ -16,13 +16,16 @@ use peakhour_net::{Timed, Transport};
 use peakhour_smtp::{Flavor, SmtpConnection, SmtpError};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::target::{Endpoint, Target, TlsMode};
+use crate::target::{Endpoint, Target, TlsMode, imap_deadline};
 
 /// Opens the connections of a run: the IMAP session of each user, one SMTP
 /// session per send, and the reconciliation's searches.
 ///
 /// Every method returns once the server's greeting has been read; the
-/// engine says EHLO, logs in and times each step itself.
+/// engine says EHLO, logs in and times each step itself. The engine puts its
+/// own deadline around every call (a connect, its TLS handshake and the
+/// greeting within the connect timeout; STARTTLS too), so a connector need
+/// not be trusted to honour `timeout`.
 pub trait Connector: Send + Sync + 'static {
     /// The byte stream the drivers run over.
     type Stream: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static;
@@ -124,21 +127,29 @@ impl Connector for NetConnector {
 
 /// Connects to the target's IMAP endpoint, with STARTTLS when its URL asks
 /// for it; for sessions whose steps are not timed one by one (preflight,
-/// reconciliation).
+/// reconciliation). Connecting, the TLS handshake, the greeting and
+/// STARTTLS must together take less than `timeout` (a connector is not
+/// trusted to bound them itself), and every later command gets
+/// `command_timeout`.
 pub(crate) async fn open_imap<C: Connector>(
     connector: &C,
     target: &Target,
     timeout: Duration,
+    command_timeout: Duration,
 ) -> Result<ImapConnection<C::Stream>, ImapError> {
     let endpoint = &target.imap;
-    let mut imap = connector
-        .connect_imap(endpoint, &target.tls, timeout)
-        .await?
-        .value;
-    if endpoint.tls == TlsMode::StartTls {
-        connector
-            .starttls_imap(&mut imap, endpoint, &target.tls)
-            .await?;
-    }
-    Ok(imap)
+    let connect = async {
+        let mut imap = connector
+            .connect_imap(endpoint, &target.tls, timeout)
+            .await?
+            .value;
+        imap.set_command_timeout(Some(command_timeout));
+        if endpoint.tls == TlsMode::StartTls {
+            connector
+                .starttls_imap(&mut imap, endpoint, &target.tls)
+                .await?;
+        }
+        Ok(imap)
+    };
+    imap_deadline(timeout, "CONNECT", connect).await
 }

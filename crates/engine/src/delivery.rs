@@ -1,12 +1,28 @@
-//! End-to-end delivery: every submitted message is tracked by Message-ID
-//! until each recipient has seen it, so the run can reconcile recipients
-//! submitted with recipients delivered and name any message lost.
+//! End-to-end delivery: every submitted message is tracked until each
+//! recipient has seen it, so the run can reconcile recipients submitted with
+//! recipients delivered and name any copy lost.
+//!
+//! The ledger must stay small under a server that accepts mail and never
+//! delivers it: a day at 10,000 users can leave millions of copies waiting.
+//! So a message is tracked by a compact id, not by its Message-ID string.
+//! peakhour's Message-IDs are `s{sender}.{nth}` followed by a suffix that is
+//! the same for every message of a sender domain (`.{run}@{domain}`): the
+//! ledger keys a message by `(sender, nth)` packed in a `u64` and keeps each
+//! distinct suffix once. A tracked message costs its map entry (the key, the
+//! submission time in µs, a suffix index, a count and a boxed slice of
+//! recipients: 40 bytes, about 46 with the map's control bytes and spare
+//! capacity) plus 4 bytes per recipient on the heap (docs/reliability.md
+//! gives the measured figure). Lost copies are reported capped
+//! ([`LOST_LIST_CAP`]), with counts for the rest.
 
-use std::collections::HashMap;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+/// Lost copies named one by one in a run's results; the rest are counted.
+pub const LOST_LIST_CAP: usize = 1_000;
 
 /// A recipient that never saw its copy.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -17,30 +33,114 @@ pub struct Lost {
     pub user: u32,
 }
 
+/// The copies never seen: the first [`LOST_LIST_CAP`] by name, and counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LostReport {
+    /// The first lost copies, ordered by sender, message and recipient.
+    pub listed: Vec<Lost>,
+    /// Every lost copy, listed or not.
+    pub total: u64,
+    /// Lost copies whose recipient's mailbox the last reconciliation could
+    /// not search (the search failed, timed out or panicked): not seen, but
+    /// not looked for either.
+    pub unsearched: u64,
+}
+
+/// A message waiting for some of its recipients. Who they are is kept per
+/// recipient ([`UserBooks::waiting`]), where noticing a copy looks first.
 #[derive(Debug)]
 struct Pending {
-    submitted: Instant,
-    waiting_for: Vec<u32>,
+    /// Nanoseconds from the ledger's epoch to the submission.
+    submitted_ns: u64,
+    /// Recipients not yet seen.
+    waiting: u16,
+    /// Index into [`Books::suffixes`].
+    suffix: u16,
 }
 
 #[derive(Debug, Default)]
 struct Books {
-    pending: HashMap<String, Pending>,
+    pending: HashMap<u64, Pending>,
+    /// Message-ID suffixes (`.{run}@{domain}`), each kept once.
+    suffixes: Vec<String>,
     submitted_recipients: u64,
     delivered_recipients: u64,
-    /// Per recipient, the Message-IDs it has not seen yet: what reconciliation searches for.
-    outstanding: HashMap<u32, Vec<String>>,
+    /// Recipients of messages the ledger cannot track (a Message-ID not of
+    /// peakhour's shape, more than 65,535 recipients or sender domains):
+    /// they can never be seen, so they are counted lost. None are expected.
+    untrackable_recipients: u64,
+    /// Per user: the messages it has not seen yet, and whether the last
+    /// search of its mailbox failed.
+    users: Vec<UserBooks>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct UserBooks {
+    /// Keys of the messages this user waits for.
+    waiting: Vec<u64>,
+    unsearched: bool,
+}
+
+impl Books {
+    fn user(&mut self, user: u32) -> &mut UserBooks {
+        let index = user as usize;
+        if index >= self.users.len() {
+            self.users.resize(index + 1, UserBooks::default());
+        }
+        &mut self.users[index]
+    }
+
+    fn suffix_index(&mut self, suffix: &str) -> Option<u16> {
+        match self.suffixes.iter().position(|s| s == suffix) {
+            Some(index) => u16::try_from(index).ok(),
+            None => {
+                let index = u16::try_from(self.suffixes.len()).ok()?;
+                self.suffixes.push(suffix.to_owned());
+                Some(index)
+            }
+        }
+    }
 }
 
 /// The delivery ledger, shared by every simulated user.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DeliveryTracker {
+    epoch: Instant,
     books: Mutex<Books>,
+}
+
+impl Default for DeliveryTracker {
+    fn default() -> Self {
+        DeliveryTracker {
+            epoch: Instant::now(),
+            books: Mutex::default(),
+        }
+    }
 }
 
 /// Strips the angle brackets of a Message-ID.
 pub fn bare_message_id(id: &str) -> &str {
     id.trim().trim_start_matches('<').trim_end_matches('>')
+}
+
+/// `s{sender}.{nth}{suffix}` -> (the packed key, the suffix).
+fn parse_id(bare: &str) -> Option<(u64, &str)> {
+    let rest = bare.strip_prefix('s')?;
+    let (sender, rest) = rest.split_once('.')?;
+    let nth_len = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let (nth, suffix) = rest.split_at(nth_len);
+    // Canonical numbers only, so that one message has one key.
+    let canonical = |n: &str| !n.is_empty() && (n == "0" || !n.starts_with('0'));
+    if !canonical(sender) || !canonical(nth) || !suffix.starts_with('.') {
+        return None;
+    }
+    let sender: u32 = sender.parse().ok()?;
+    let nth: u32 = nth.parse().ok()?;
+    Some(((u64::from(sender) << 32) | u64::from(nth), suffix))
+}
+
+fn unpack(key: u64) -> (u32, u32) {
+    ((key >> 32) as u32, key as u32)
 }
 
 impl DeliveryTracker {
@@ -52,17 +152,31 @@ impl DeliveryTracker {
 
     /// A message was accepted for `recipients` at `at`.
     pub fn submitted(&self, message_id: &str, recipients: &[u32], at: Instant) {
-        let id = bare_message_id(message_id).to_owned();
         let mut books = self.books();
         books.submitted_recipients += recipients.len() as u64;
+        // A key already pending cannot be told apart from this message: no
+        // run reuses one, but the books must stay consistent if it did.
+        let tracked = parse_id(bare_message_id(message_id))
+            .filter(|(key, _)| !books.pending.contains_key(key))
+            .and_then(|(key, suffix)| {
+                let waiting = u16::try_from(recipients.len()).ok()?;
+                Some((key, books.suffix_index(suffix)?, waiting))
+            });
+        let Some((key, suffix, waiting)) = tracked else {
+            books.untrackable_recipients += recipients.len() as u64;
+            return;
+        };
         for &user in recipients {
-            books.outstanding.entry(user).or_default().push(id.clone());
+            books.user(user).waiting.push(key);
         }
+        let submitted_ns =
+            u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX);
         books.pending.insert(
-            id,
+            key,
             Pending {
-                submitted: at,
-                waiting_for: recipients.to_vec(),
+                submitted_ns,
+                waiting,
+                suffix,
             },
         );
     }
@@ -71,42 +185,58 @@ impl DeliveryTracker {
     /// latency the first time this recipient sees a tracked message, `None`
     /// for untracked messages (initial mail, other runs) and repeats.
     pub fn noticed(&self, message_id: &str, user: u32, at: Instant) -> Option<Duration> {
-        let id = bare_message_id(message_id);
+        let (key, suffix) = parse_id(bare_message_id(message_id))?;
         let mut books = self.books();
-        let pending = books.pending.get_mut(id)?;
-        let position = pending.waiting_for.iter().position(|&u| u == user)?;
-        pending.waiting_for.swap_remove(position);
-        let latency = at.saturating_duration_since(pending.submitted);
-        if pending.waiting_for.is_empty() {
-            books.pending.remove(id);
+        let entry = books.pending.get(&key)?;
+        if books.suffixes[usize::from(entry.suffix)] != suffix {
+            return None;
+        }
+        let submitted = self.epoch + Duration::from_nanos(entry.submitted_ns);
+        let list = &mut books.users.get_mut(user as usize)?.waiting;
+        let position = list.iter().position(|&k| k == key)?;
+        list.swap_remove(position);
+        if list.capacity() > 8 && list.len() < list.capacity() / 4 {
+            // A mailbox that caught up gives its memory back.
+            list.shrink_to(list.len() * 2);
+        }
+        if let Some(entry) = books.pending.get_mut(&key) {
+            entry.waiting -= 1;
+            if entry.waiting == 0 {
+                books.pending.remove(&key);
+            }
         }
         books.delivered_recipients += 1;
-        if let Some(list) = books.outstanding.get_mut(&user) {
-            list.retain(|m| m != id);
-        }
-        Some(latency)
+        Some(at.saturating_duration_since(submitted))
     }
 
-    /// Message-IDs `user` is still waiting for.
-    pub fn outstanding_for(&self, user: u32) -> Vec<String> {
+    /// Whether `user` still waits for a copy.
+    pub fn is_waiting(&self, user: u32) -> bool {
         self.books()
-            .outstanding
-            .get(&user)
-            .cloned()
-            .unwrap_or_default()
+            .users
+            .get(user as usize)
+            .is_some_and(|u| !u.waiting.is_empty())
     }
 
-    /// Recipients with copies not yet seen.
+    /// Recipients with copies not yet seen, in order.
     pub fn outstanding_users(&self) -> Vec<u32> {
         let books = self.books();
-        let mut users: Vec<u32> = books
-            .outstanding
-            .iter()
-            .filter(|(_, ids)| !ids.is_empty())
-            .map(|(u, _)| *u)
-            .collect();
-        users.sort_unstable();
-        users
+        (0..books.users.len() as u32)
+            .filter(|&u| !books.users[u as usize].waiting.is_empty())
+            .collect()
+    }
+
+    /// Marks the mailboxes of `users` as about to be searched: each stays
+    /// unsearched until [`DeliveryTracker::searched`] says otherwise.
+    pub fn searching(&self, users: &[u32]) {
+        let mut books = self.books();
+        for &user in users {
+            books.user(user).unsearched = true;
+        }
+    }
+
+    /// The mailbox of `user` was searched.
+    pub fn searched(&self, user: u32) {
+        self.books().user(user).unsearched = false;
     }
 
     /// (recipients submitted, recipients delivered).
@@ -115,21 +245,55 @@ impl DeliveryTracker {
         (books.submitted_recipients, books.delivered_recipients)
     }
 
-    /// Every copy never seen, sorted.
-    pub fn lost(&self) -> Vec<Lost> {
+    /// Messages tracked now (submitted and not yet seen by every recipient).
+    pub fn tracked_messages(&self) -> usize {
+        self.books().pending.len()
+    }
+
+    /// Every copy never seen: the first `cap` by sender, message and
+    /// recipient, and counts. Memory stays within `cap` entries however many
+    /// copies are lost.
+    pub fn lost(&self, cap: usize) -> LostReport {
         let books = self.books();
-        let mut lost: Vec<Lost> = books
-            .pending
-            .iter()
-            .flat_map(|(id, p)| {
-                p.waiting_for.iter().map(|&user| Lost {
-                    message_id: id.clone(),
+        let mut first: BinaryHeap<(u64, u32)> = BinaryHeap::with_capacity(cap.min(1 << 16) + 1);
+        let mut report = LostReport {
+            total: books.untrackable_recipients,
+            ..LostReport::default()
+        };
+        for (user, books_user) in books.users.iter().enumerate() {
+            let user = user as u32;
+            let waiting = books_user.waiting.len() as u64;
+            report.total += waiting;
+            if books_user.unsearched {
+                report.unsearched += waiting;
+            }
+            for &key in &books_user.waiting {
+                if cap > 0
+                    && (first.len() < cap || first.peek().is_some_and(|top| (key, user) < *top))
+                {
+                    first.push((key, user));
+                    if first.len() > cap {
+                        first.pop();
+                    }
+                }
+            }
+        }
+        report.listed = first
+            .into_sorted_vec()
+            .into_iter()
+            .map(|(key, user)| {
+                let (sender, nth) = unpack(key);
+                let suffix = books
+                    .pending
+                    .get(&key)
+                    .map_or("", |p| books.suffixes[usize::from(p.suffix)].as_str());
+                Lost {
+                    message_id: format!("s{sender}.{nth}{suffix}"),
                     user,
-                })
+                }
             })
             .collect();
-        lost.sort();
-        lost
+        report
     }
 }
 
@@ -141,31 +305,96 @@ mod tests {
     fn reconciles_submitted_with_delivered_and_names_the_lost() {
         let tracker = DeliveryTracker::default();
         let t0 = Instant::now();
-        tracker.submitted("<a@run>", &[1, 2, 3], t0);
-        tracker.submitted("b@run", &[2], t0);
+        tracker.submitted("<s0.0.run@bench.test>", &[1, 2, 3], t0);
+        tracker.submitted("s2.7.run@bench.test", &[2], t0);
         let later = t0 + Duration::from_millis(40);
         assert_eq!(
-            tracker.noticed("a@run", 1, later),
+            tracker.noticed("s0.0.run@bench.test", 1, later),
             Some(Duration::from_millis(40))
         );
         assert_eq!(
-            tracker.noticed("<a@run>", 1, later),
+            tracker.noticed("<s0.0.run@bench.test>", 1, later),
             None,
             "a repeat is not a delivery"
         );
-        assert_eq!(tracker.noticed("a@run", 9, later), None, "not a recipient");
-        assert_eq!(tracker.noticed("init@x", 1, later), None, "untracked");
-        assert!(tracker.noticed("a@run", 3, later).is_some());
-        assert!(tracker.noticed("b@run", 2, later).is_some());
+        assert_eq!(
+            tracker.noticed("s0.0.run@bench.test", 9, later),
+            None,
+            "not a recipient"
+        );
+        assert_eq!(
+            tracker.noticed("s0.0.other-run@bench.test", 2, later),
+            None,
+            "another run's message with the same number"
+        );
+        assert_eq!(
+            tracker.noticed("i1.0.0.init@x", 1, later),
+            None,
+            "untracked"
+        );
+        assert!(tracker.noticed("s0.0.run@bench.test", 3, later).is_some());
+        assert!(tracker.noticed("s2.7.run@bench.test", 2, later).is_some());
         assert_eq!(tracker.totals(), (4, 3));
         assert_eq!(tracker.outstanding_users(), vec![2]);
-        assert_eq!(tracker.outstanding_for(2), vec!["a@run".to_owned()]);
+        assert!(tracker.is_waiting(2) && !tracker.is_waiting(1));
         assert_eq!(
-            tracker.lost(),
-            vec![Lost {
-                message_id: "a@run".into(),
-                user: 2
-            }]
+            tracker.lost(LOST_LIST_CAP),
+            LostReport {
+                listed: vec![Lost {
+                    message_id: "s0.0.run@bench.test".into(),
+                    user: 2
+                }],
+                total: 1,
+                unsearched: 0,
+            }
         );
+    }
+
+    #[test]
+    fn the_lost_list_is_capped_ordered_and_counted() {
+        let tracker = DeliveryTracker::default();
+        let t0 = Instant::now();
+        for nth in (0..50).rev() {
+            tracker.submitted(&format!("s3.{nth}.r@x.test"), &[1, 0], t0);
+        }
+        tracker.searching(&[1]);
+        let report = tracker.lost(5);
+        assert_eq!(report.total, 100);
+        assert_eq!(report.unsearched, 50);
+        let names: Vec<(String, u32)> = report
+            .listed
+            .into_iter()
+            .map(|l| (l.message_id, l.user))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("s3.0.r@x.test".to_owned(), 0),
+                ("s3.0.r@x.test".to_owned(), 1),
+                ("s3.1.r@x.test".to_owned(), 0),
+                ("s3.1.r@x.test".to_owned(), 1),
+                ("s3.2.r@x.test".to_owned(), 0),
+            ]
+        );
+        tracker.searched(1);
+        assert_eq!(tracker.lost(0).unsearched, 0);
+    }
+
+    #[test]
+    fn message_ids_of_another_shape_are_counted_lost_not_dropped() {
+        let tracker = DeliveryTracker::default();
+        tracker.submitted("<weird@x.test>", &[0, 1], Instant::now());
+        assert_eq!(tracker.totals(), (2, 0));
+        assert_eq!(tracker.lost(10).total, 2);
+        assert_eq!(parse_id("s01.2.r@x"), None, "not canonical");
+        assert_eq!(parse_id("s1.2r@x"), None, "no suffix");
+        assert_eq!(parse_id("s1.2.r@x"), Some(((1 << 32) | 2, ".r@x")));
+    }
+
+    #[test]
+    fn a_tracked_message_costs_a_small_fixed_entry() {
+        // A map entry per message and a key per recipient; the whole cost,
+        // allocator included, is measured by tests/tracker_memory.rs.
+        assert_eq!(std::mem::size_of::<(u64, Pending)>(), 24);
     }
 }

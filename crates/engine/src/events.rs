@@ -8,6 +8,15 @@ use peakhour_workload::ActionKind;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+/// The error kind of a scheduled action that was never started: its user
+/// could not go on (its task panicked, or it was stuck when the run had to
+/// end), or it fell so far behind that the action could not start within
+/// the action timeout of its intended time.
+pub const NOT_ATTEMPTED: &str = "not-attempted";
+
+/// The error kind of a task that panicked: a bug in peakhour.
+pub const PANIC: &str = peakhour_analysis::PANIC_ERROR_KIND;
+
 /// How an action ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -99,6 +108,16 @@ pub enum Event {
     SessionError(String),
     /// A recipient saw a tracked message this long after it was submitted.
     Delivered(Duration),
+    /// A task of the run panicked (a bug in peakhour): `user` for a
+    /// simulated user, `reconcile` for a reconciliation search. Counted as
+    /// an error of kind [`PANIC`]; the verdict fails.
+    Panicked {
+        /// Which kind of task.
+        role: &'static str,
+    },
+    /// A reconciliation search of one mailbox failed (error or timeout);
+    /// its copies stay unconfirmed.
+    SearchFailed(String),
 }
 
 /// The sending side users hold.

@@ -16,6 +16,7 @@ use crate::calendar::{CalendarFailure, CalendarUser};
 use crate::connector::Connector;
 use crate::events::{Event, Outcome};
 use crate::pop3_user::{CheckContext, Pop3Failure, Pop3Mailbox};
+use crate::population::Population;
 use crate::target::Target;
 use crate::user::{Failure, Shared};
 
@@ -58,7 +59,7 @@ pub(crate) fn needs_imap(plan: &Plan, target: &Target) -> bool {
 /// The protocol each action of `plan` speaks on `target`, by action name:
 /// what the summary and the report say was used (`update_calendar` is
 /// `caldav` with a CalDAV server and `imap` without one).
-pub fn action_protocols(plan: &Plan, target: &Target) -> BTreeMap<String, String> {
+pub(crate) fn action_protocols(plan: &Plan, target: &Target) -> BTreeMap<String, String> {
     plan.actions()
         .into_iter()
         .map(|kind| {
@@ -232,18 +233,20 @@ pub enum GroupwareCheckError {
 /// need: that they are given, that the first user finds its calendar
 /// (made by `peakhour init`), and that it can log in over POP3. Nothing is
 /// checked for a profile that uses neither.
-pub async fn groupware_preflight(
+pub(crate) async fn groupware_preflight(
     plan: &Plan,
     target: &Target,
+    population: &Population,
     timeout: std::time::Duration,
 ) -> Result<(), GroupwareCheckError> {
+    let address = population.address(0).unwrap_or_default();
     if plan.needs_caldav() && target.caldav.is_none() {
         return Err(GroupwareCheckError::NoCalDav);
     }
     if let Some(endpoint) = &target.caldav
         && plan.uses_calendar()
     {
-        crate::calendar::check_calendar(plan, target, endpoint, timeout)
+        crate::calendar::check_calendar(plan, target, endpoint, &address, timeout)
             .await
             .map_err(|reason| GroupwareCheckError::CalDav {
                 endpoint: endpoint.to_string(),
@@ -252,7 +255,7 @@ pub async fn groupware_preflight(
     }
     if plan.actions().contains(&ActionKind::DownloadMail) {
         let endpoint = target.pop3.as_ref().ok_or(GroupwareCheckError::NoPop3)?;
-        crate::pop3_user::check_login(target, &plan.address(0), timeout)
+        crate::pop3_user::check_login(target, &address, timeout)
             .await
             .map_err(|failure| GroupwareCheckError::Pop3 {
                 endpoint: endpoint.to_string(),

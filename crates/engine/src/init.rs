@@ -14,6 +14,7 @@
 //! * **Deterministic.** Message bytes come from the plan's seed, so two labs
 //!   initialized with the same profile and seed hold the same mail.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -25,6 +26,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::population::{Population, PopulationError};
 use crate::target::Target;
 use crate::user::rfc5322;
 
@@ -44,8 +46,12 @@ pub struct InitSettings {
     pub via: Via,
     /// Users initialized at once (each holds one connection for delivery).
     pub parallel: usize,
-    /// Connect timeout.
+    /// Connecting, with the TLS handshake, the greeting and STARTTLS, must
+    /// take less than this.
     pub timeout: Duration,
+    /// Every IMAP and LMTP command must complete within this (a MULTIAPPEND
+    /// batch of up to 4 MB is one command).
+    pub command_timeout: Duration,
 }
 
 /// What an init did.
@@ -61,8 +67,11 @@ pub struct InitReport {
     pub added: u64,
     /// Bytes added.
     pub bytes: u64,
-    /// Wall time.
+    /// Wall time (of the mailboxes; the calendars keep their own).
     pub elapsed: Duration,
+    /// The calendars made over CalDAV, when the profile keeps a calendar
+    /// and the target has a CalDAV server.
+    pub calendars: Option<crate::CalendarInitReport>,
 }
 
 impl InitReport {
@@ -101,11 +110,23 @@ pub enum InitError {
         /// The server's reply.
         reply: String,
     },
+    /// A user's task panicked (a bug in peakhour).
+    #[error("{user}: the task initializing this mailbox panicked (a bug in peakhour)")]
+    Panicked {
+        /// The user.
+        user: String,
+    },
+    /// The population is unusable (see [`Population::new`]).
+    #[error(transparent)]
+    Population(#[from] PopulationError),
     /// LMTP was asked for but the target has no LMTP endpoint.
     #[error(
         "LMTP delivery needs an LMTP endpoint (the lab has one); use IMAP APPEND for other servers"
     )]
     NoLmtp,
+    /// The calendars could not be made (see [`crate::init_calendars`]).
+    #[error(transparent)]
+    Calendar(#[from] crate::CalendarInitError),
 }
 
 /// Live progress, readable from another task (for a progress bar).
@@ -119,7 +140,9 @@ pub struct Progress {
     pub users_done: AtomicU64,
 }
 
-/// Initializes every mailbox of `plan` on `target`.
+/// Initializes every mailbox of `plan` on `target`. Every wait has a
+/// deadline (see [`InitSettings`]); the first user that fails or panics
+/// ends the init with its error, and what was added stays (init resumes).
 pub async fn init(
     plan: Arc<Plan>,
     target: Arc<Target>,
@@ -129,47 +152,73 @@ pub async fn init(
     if settings.via == Via::Lmtp && target.lmtp.is_none() {
         return Err(InitError::NoLmtp);
     }
+    let population = Arc::new(Population::new(&plan, &target.credentials)?);
+    if population.users() < plan.users() {
+        return Err(PopulationError::NoSuchUser {
+            user: population.users(),
+            users: population.users(),
+        }
+        .into());
+    }
     let started = Instant::now();
     let permits = Arc::new(Semaphore::new(settings.parallel.max(1)));
     let mut tasks = JoinSet::new();
+    let mut users = HashMap::new();
     for user in 0..plan.users() {
-        let (plan, target, settings, progress, permits) = (
+        let (plan, population, target, settings, progress, permits) = (
             plan.clone(),
+            population.clone(),
             target.clone(),
             settings.clone(),
             progress.clone(),
             permits.clone(),
         );
-        tasks.spawn(async move {
+        let task = tasks.spawn(async move {
             let _permit = permits.acquire_owned().await;
-            init_user(&plan, &target, &settings, &progress, user).await
+            let job = UserJob {
+                plan: &plan,
+                population: &population,
+                target: &target,
+                settings: &settings,
+            };
+            job.run(&progress, user).await
         });
+        users.insert(task.id(), user);
     }
     let mut report = InitReport {
         users: plan.users(),
         ..InitReport::default()
     };
     let mut first_error = None;
-    while let Some(joined) = tasks.join_next().await {
-        match joined {
-            Ok(Ok(user)) => {
+    while let Some(joined) = tasks.join_next_with_id().await {
+        let error = match joined {
+            Ok((_, Ok(user))) => {
                 report.wanted += user.wanted;
                 report.already_there += user.already_there;
                 report.added += user.added;
                 report.bytes += user.bytes;
+                continue;
             }
-            Ok(Err(error)) => {
-                // Stop at the first failure: what was added stays (init resumes).
-                first_error.get_or_insert(error);
-                tasks.abort_all();
-            }
-            Err(_) => {}
-        }
+            Ok((_, Err(error))) => error,
+            Err(joined) if joined.is_panic() => InitError::Panicked {
+                user: users
+                    .get(&joined.id())
+                    .and_then(|&u| population.address(u).ok())
+                    .unwrap_or_default(),
+            },
+            // Aborted below, after the first failure.
+            Err(_) => continue,
+        };
+        // Stop at the first failure: what was added stays (init resumes).
+        first_error.get_or_insert(error);
+        tasks.abort_all();
     }
     if let Some(error) = first_error {
         return Err(error);
     }
     report.elapsed = started.elapsed();
+    report.calendars =
+        crate::calendar_init::init_calendars(&plan, &target, &population, &settings).await?;
     Ok(report)
 }
 
@@ -208,116 +257,133 @@ impl Mailbox {
     }
 }
 
-/// Logs on as `user`, creates the folders it lacks and counts what the others hold.
-async fn count_folders(
-    plan: &Plan,
-    target: &Target,
-    settings: &InitSettings,
-    user: u32,
-) -> Result<Mailbox, InitError> {
-    let address = plan.address(user);
-    let imap_error = |source| InitError::Imap {
-        user: address.clone(),
-        source,
-    };
-    let (login, password) = target.login(user, &address);
-    let mut imap = target
-        .connect_imap(settings.timeout)
-        .await
-        .map_err(imap_error)?;
-    imap.login(login, password).await.map_err(imap_error)?;
-    let existing: Vec<String> = imap
-        .list("", "*")
-        .await
-        .map_err(imap_error)?
-        .value
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
-    let mut present = Vec::with_capacity(plan.folders().len());
-    for folder in plan.folders() {
-        if !existing
-            .iter()
-            .any(|n| n.eq_ignore_ascii_case(&folder.name))
-        {
-            imap.create(&folder.name).await.map_err(imap_error)?;
-            present.push(0);
-            continue;
-        }
-        let status = imap
-            .status(&folder.name, &[StatusItem::Messages])
-            .await
-            .map_err(imap_error)?
-            .value;
-        present.push(status.messages.unwrap_or(0));
-    }
-    let imap = if settings.via == Via::ImapAppend {
-        Some(imap)
-    } else {
-        let _ = imap.logout().await;
-        None
-    };
-    Ok(Mailbox {
-        address,
-        present,
-        imap,
-    })
+/// One user's part of an init.
+struct UserJob<'a> {
+    plan: &'a Plan,
+    population: &'a Population,
+    target: &'a Target,
+    settings: &'a InitSettings,
 }
 
-/// Brings `user`'s mailbox to the starting state.
-async fn init_user(
-    plan: &Plan,
-    target: &Target,
-    settings: &InitSettings,
-    progress: &Progress,
-    user: u32,
-) -> Result<UserReport, InitError> {
-    let mut mailbox = count_folders(plan, target, settings, user).await?;
-    let wanted = plan.initial_messages(user);
-    let missing: Vec<&InitialMessage> = wanted.iter().filter(|m| mailbox.lacks(m)).collect();
-    let mut report = UserReport {
-        wanted: wanted.len() as u64,
-        already_there: (wanted.len() - missing.len()) as u64,
-        ..UserReport::default()
-    };
-    progress
-        .to_add
-        .fetch_add(missing.len() as u64, Ordering::Relaxed);
-    let writer = Writer {
-        plan,
-        generator: MessageGenerator::new(plan.seed()),
-        run_id: format!("init-{}", plan.seed()),
-        to: vec![mailbox.address.clone()],
-    };
-    let written = match (missing.is_empty(), settings.via, &target.lmtp) {
-        (true, _, _) => Ok(()),
-        (false, Via::Lmtp, Some(endpoint)) => {
-            match target
-                .connect_smtp(endpoint, Flavor::Lmtp, "init.peakhour", settings.timeout)
-                .await
+impl UserJob<'_> {
+    /// Logs on as `user`, creates the folders it lacks and counts what the others hold.
+    async fn count_folders(&self, user: u32) -> Result<Mailbox, InitError> {
+        let UserJob {
+            plan,
+            population,
+            target,
+            settings,
+        } = *self;
+        let address = population.address(user)?;
+        let imap_error = |source| InitError::Imap {
+            user: address.clone(),
+            source,
+        };
+        let (login, password) = target.login(user, &address);
+        let mut imap = target
+            .connect_imap(settings.timeout, settings.command_timeout)
+            .await
+            .map_err(imap_error)?;
+        imap.login(login, password).await.map_err(imap_error)?;
+        let existing: Vec<String> = imap
+            .list("", "*")
+            .await
+            .map_err(imap_error)?
+            .value
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        let mut present = Vec::with_capacity(plan.folders().len());
+        for folder in plan.folders() {
+            if !existing
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(&folder.name))
             {
-                Ok(lmtp) => {
-                    writer
-                        .deliver(lmtp, &mailbox, &missing, progress, &mut report)
-                        .await
-                }
-                Err(source) => Err(InitError::Lmtp {
-                    user: mailbox.address.clone(),
-                    source,
-                }),
+                imap.create(&folder.name).await.map_err(imap_error)?;
+                present.push(0);
+                continue;
             }
-        }
-        (false, _, _) => {
-            writer
-                .append(&mut mailbox, &missing, progress, &mut report)
+            let status = imap
+                .status(&folder.name, &[StatusItem::Messages])
                 .await
+                .map_err(imap_error)?
+                .value;
+            present.push(status.messages.unwrap_or(0));
         }
-    };
-    if let Some(imap) = mailbox.imap {
-        let _ = imap.logout().await;
+        let imap = if settings.via == Via::ImapAppend {
+            Some(imap)
+        } else {
+            let _ = imap.logout().await;
+            None
+        };
+        Ok(Mailbox {
+            address,
+            present,
+            imap,
+        })
     }
-    progress.users_done.fetch_add(1, Ordering::Relaxed);
-    written.map(|()| report)
+
+    /// Brings `user`'s mailbox to the starting state.
+    async fn run(&self, progress: &Progress, user: u32) -> Result<UserReport, InitError> {
+        let UserJob {
+            plan,
+            population,
+            target,
+            settings,
+        } = *self;
+        let mut mailbox = self.count_folders(user).await?;
+        let wanted = plan.initial_messages(user);
+        let missing: Vec<&InitialMessage> = wanted.iter().filter(|m| mailbox.lacks(m)).collect();
+        let mut report = UserReport {
+            wanted: wanted.len() as u64,
+            already_there: (wanted.len() - missing.len()) as u64,
+            ..UserReport::default()
+        };
+        progress
+            .to_add
+            .fetch_add(missing.len() as u64, Ordering::Relaxed);
+        let writer = Writer {
+            plan,
+            population,
+            generator: MessageGenerator::new(plan.seed()),
+            run_id: format!("init-{}", plan.seed()),
+            to: vec![mailbox.address.clone()],
+        };
+        let written = match (missing.is_empty(), settings.via, &target.lmtp) {
+            (true, _, _) => Ok(()),
+            (false, Via::Lmtp, Some(endpoint)) => {
+                match target
+                    .connect_smtp(
+                        endpoint,
+                        Flavor::Lmtp,
+                        "init.peakhour",
+                        settings.timeout.max(settings.command_timeout),
+                    )
+                    .await
+                {
+                    Ok(lmtp) => {
+                        writer
+                            .deliver(lmtp, &mailbox, &missing, progress, &mut report)
+                            .await
+                    }
+                    Err(source) => Err(InitError::Lmtp {
+                        user: mailbox.address.clone(),
+                        source,
+                    }),
+                }
+            }
+            (false, _, _) => {
+                writer
+                    .append(&mut mailbox, &missing, progress, &mut report)
+                    .await
+            }
+        };
+        if let Some(imap) = mailbox.imap {
+            let _ = imap.logout().await;
+        }
+        progress.users_done.fetch_add(1, Ordering::Relaxed);
+        written.map(|()| report)
+    }
 }
 
 /// MULTIAPPEND batches stay below these, so that a command stays modest.
@@ -327,15 +393,23 @@ const APPEND_BATCH_BYTES: usize = 4 << 20;
 /// Writes one mailbox's initial messages.
 struct Writer<'a> {
     plan: &'a Plan,
+    population: &'a Population,
     generator: MessageGenerator,
     run_id: String,
     to: Vec<String>,
 }
 
 impl Writer<'_> {
+    /// The population member `message` appears to come from.
+    fn sender(&self, message: &InitialMessage) -> String {
+        self.population
+            .address(message.from)
+            .unwrap_or_else(|_| self.to[0].clone())
+    }
+
     /// The bytes of `message`, deterministic from the seed.
     fn render(&self, message: &InitialMessage) -> Vec<u8> {
-        let from = self.plan.address(message.from);
+        let from = self.sender(message);
         let date = initial_date(message);
         let mut buffer = Vec::new();
         self.generator.write(
@@ -363,7 +437,7 @@ impl Writer<'_> {
     ) -> Result<(), InitError> {
         for message in missing {
             let folder = &self.plan.folders()[message.folder].name;
-            let from = self.plan.address(message.from);
+            let from = self.sender(message);
             let bytes = self.render(message);
             let recipient = detail_address(&mailbox.address, folder);
             let outcome = lmtp

@@ -27,6 +27,15 @@
 //!   TLS) in a real run, in-memory streams to fake servers in tests. All
 //!   timing is on tokio's clock, so a whole run can be tested on a paused
 //!   clock ([`run_with`]).
+//! * Mail goes only to the run's [`Population`]: the users file's addresses
+//!   or the profile's pattern. Every recipient is checked against it before
+//!   the SMTP transaction starts, and one outside it stops the run.
+//! * Every network wait has a deadline: connects, greetings, TLS handshakes
+//!   and STARTTLS get the connect timeout, every IMAP and SMTP command the
+//!   action timeout, each mailbox search of the reconciliation
+//!   [`MAILBOX_SEARCH_LIMIT`] and the whole reconciliation
+//!   [`RECONCILE_LIMIT`]. A user that cannot go on has its remaining actions
+//!   counted `not-attempted`, and a task that panics is counted (`panic`).
 //! * [`init`] brings mailboxes to a profile's starting state.
 #![deny(missing_docs)]
 
@@ -38,6 +47,7 @@ mod events;
 mod groupware;
 pub mod init;
 mod pop3_user;
+mod population;
 mod reconcile;
 mod recording;
 mod run;
@@ -48,15 +58,16 @@ mod user;
 pub use calendar::CalDavEndpoint;
 pub use calendar_init::{CalendarInitError, CalendarInitReport, init_calendars};
 pub use connector::{Connector, NetConnector};
-pub use delivery::{DeliveryTracker, Lost, bare_message_id};
-pub use events::{Counter, Event, EventSink, Outcome};
-pub use groupware::{GroupwareCheckError, action_protocols, groupware_preflight};
-pub use reconcile::{RECONCILE_LIMIT, ReconcileProgress};
+pub use delivery::{DeliveryTracker, LOST_LIST_CAP, Lost, LostReport, bare_message_id};
+pub use events::{Counter, Event, EventSink, NOT_ATTEMPTED, Outcome, PANIC};
+pub use population::{Population, PopulationError, RESERVED_TEST_DOMAINS, is_test_domain};
+pub use groupware::GroupwareCheckError;
+pub use reconcile::{MAILBOX_SEARCH_LIMIT, RECONCILE_LIMIT, ReconcileProgress};
 pub use recording::{RunRecorder, qos_thresholds};
 pub use run::{
-    Observer, Phase, RunClock, RunError, RunOutcome, RunResult, RunSettings, STOP_GRACE,
-    SelfSample, preflight, run, run_with,
+    MAX_PHASE, MAX_TIMEOUT, Observer, Phase, RunClock, RunError, RunOutcome, RunResult,
+    RunSettings, STOP_GRACE, SelfSample, preflight, run, run_with,
 };
 pub use selfcheck::{CpuMeter, LAG_PROBE_PERIOD, process_cpu_time};
-pub use target::{Credentials, Endpoint, EndpointError, Target, TlsMode};
+pub use target::{Account, Credentials, Endpoint, EndpointError, Target, TlsMode};
 pub use user::LATE_AFTER;

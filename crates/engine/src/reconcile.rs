@@ -16,8 +16,9 @@ use crate::connector::{Connector, open_imap};
 use crate::delivery::DeliveryTracker;
 use crate::events::Event;
 use crate::pop3_user::search_maildrop;
+use crate::population::Population;
 use crate::run::{Observer, RunClock, RunSettings, TICK};
-use crate::target::Target;
+use crate::target::{Target, imap_deadline};
 use crate::user::sleep_until;
 
 /// How far the reconciliation after the drain has come.
@@ -64,95 +65,131 @@ fn reconciliation_done(at: RoundStart) -> bool {
     at.waiting == 0 || (at.past_deadline && !still_arriving) || at.past_limit
 }
 
-/// After the drain, looks for every copy not yet seen with a header search
-/// in each waiting recipient's mailbox, in rounds, until
-/// [`reconciliation_done`] says so. Stopping while rounds still find copies
-/// would call delivered copies lost, as an 800-user run did with 2,460 of
-/// them while Postfix's queue was still emptying (a server past saturation
-/// drains its mail queue for minutes). What is still missing at the end is
-/// lost.
-///
-/// Returns false when `stop` was raised before it finished.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the run's parts, borrowed for the reconciliation's duration"
-)]
-pub(crate) async fn reconcile<C: Connector>(
-    connector: &Arc<C>,
-    plan: &Plan,
-    target: &Arc<Target>,
-    settings: &RunSettings,
-    delivery: &Arc<DeliveryTracker>,
-    observer: &mut dyn Observer,
-    clock: &RunClock,
-    stop: &mut watch::Receiver<bool>,
-) -> bool {
-    let start = Instant::now();
-    let deadline = start + settings.drain.max(Duration::from_secs(5));
-    let limit = start + RECONCILE_LIMIT;
-    let mut rounds = 0;
-    let mut found_last_round = 0_usize;
-    loop {
-        let waiting = delivery.outstanding_users();
-        let now = Instant::now();
-        if *stop.borrow() {
-            return false;
-        }
-        let at = RoundStart {
-            rounds,
-            found_last_round,
-            waiting: waiting.len(),
-            past_deadline: now >= deadline,
-            past_limit: now >= limit,
+/// One mailbox's search may take this long at most (its every command has
+/// the action timeout as well): a mailbox that does not answer must not hold
+/// up the others searched after it by the same task.
+pub const MAILBOX_SEARCH_LIMIT: Duration = Duration::from_secs(120);
+
+/// How a reconciliation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reconciled {
+    /// It ran to its end (false: `stop` was raised).
+    pub(crate) finished: bool,
+    /// Search tasks that panicked: the mailboxes they had not searched yet
+    /// stay marked unsearched, so their copies are reported as such.
+    pub(crate) panics: u64,
+}
+
+/// What the reconciliation works with: the run's parts, borrowed for its
+/// duration.
+pub(crate) struct Reconciliation<'a, C> {
+    pub(crate) connector: &'a Arc<C>,
+    pub(crate) plan: &'a Plan,
+    pub(crate) population: &'a Arc<Population>,
+    pub(crate) target: &'a Arc<Target>,
+    pub(crate) settings: &'a RunSettings,
+    pub(crate) delivery: &'a Arc<DeliveryTracker>,
+}
+
+impl<C: Connector> Reconciliation<'_, C> {
+    /// After the drain, looks for every copy not yet seen with a header
+    /// search in each waiting recipient's mailbox, in rounds, until
+    /// [`reconciliation_done`] says so. Stopping while rounds still find
+    /// copies would call delivered copies lost, as an 800-user run did with
+    /// 2,460 of them while Postfix's queue was still emptying (a server past
+    /// saturation drains its mail queue for minutes). What is still missing
+    /// at the end is lost; what could not be searched is marked so.
+    ///
+    /// [`RECONCILE_LIMIT`] holds inside a round too: a round still
+    /// searching at the limit is abandoned there.
+    pub(crate) async fn run(
+        &self,
+        observer: &mut dyn Observer,
+        clock: &RunClock,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Reconciled {
+        let start = Instant::now();
+        let deadline = start + self.settings.drain.max(Duration::from_secs(5));
+        let limit = start + RECONCILE_LIMIT;
+        let mut rounds = 0;
+        let mut found_last_round = 0_usize;
+        let mut ended = Reconciled {
+            finished: false,
+            panics: 0,
         };
-        if reconciliation_done(at) {
-            return true;
+        loop {
+            let waiting = self.delivery.outstanding_users();
+            let now = Instant::now();
+            if *stop.borrow() {
+                return ended;
+            }
+            let at = RoundStart {
+                rounds,
+                found_last_round,
+                waiting: waiting.len(),
+                past_deadline: now >= deadline,
+                past_limit: now >= limit,
+            };
+            if reconciliation_done(at) {
+                ended.finished = true;
+                return ended;
+            }
+            rounds += 1;
+            let round = SearchRound {
+                parts: self,
+                round: rounds,
+                limit,
+            };
+            let Some(result) = round.run(&waiting, observer, clock, stop).await else {
+                return ended;
+            };
+            found_last_round = result.found;
+            ended.panics += result.panics;
+            sleep_until(Instant::now() + Duration::from_millis(500), stop).await;
         }
-        rounds += 1;
-        let round = SearchRound {
-            connector,
-            plan,
-            target,
-            settings,
-            delivery,
-            round: rounds,
-        };
-        match round.run(&waiting, observer, clock, stop).await {
-            Some(found) => found_last_round = found,
-            None => return false,
-        }
-        sleep_until(Instant::now() + Duration::from_millis(500), stop).await;
     }
 }
 
-/// One round of reconciliation: every waiting recipient's mailbox searched once.
-struct SearchRound<'a, C> {
-    connector: &'a Arc<C>,
-    plan: &'a Plan,
-    target: &'a Arc<Target>,
-    settings: &'a RunSettings,
-    delivery: &'a Arc<DeliveryTracker>,
-    round: u32,
+/// What one round did.
+struct RoundResult {
+    /// Copies found.
+    found: usize,
+    /// Search tasks that panicked.
+    panics: u64,
 }
 
-impl<C: Connector> SearchRound<'_, C> {
+/// One round of reconciliation: every waiting recipient's mailbox searched once.
+struct SearchRound<'a, 'b, C> {
+    parts: &'a Reconciliation<'b, C>,
+    round: u32,
+    /// The reconciliation's overall limit: the round is abandoned there.
+    limit: Instant,
+}
+
+impl<C: Connector> SearchRound<'_, '_, C> {
     /// Searches the mailboxes of `waiting`, reporting progress once a
-    /// second; returns how many copies it found, or `None` if `stop` was
-    /// raised.
+    /// second, until done or the limit; `None` if `stop` was raised.
     async fn run(
         &self,
         waiting: &[u32],
         observer: &mut dyn Observer,
         clock: &RunClock,
         stop: &mut watch::Receiver<bool>,
-    ) -> Option<usize> {
+    ) -> Option<RoundResult> {
+        let delivery = self.parts.delivery;
+        // Unsearched until a search says otherwise: a search that fails,
+        // times out, panics or is cut off by the limit leaves its mailbox so.
+        delivery.searching(waiting);
         let searched = Arc::new(AtomicUsize::new(0));
         let mut searches = JoinSet::new();
         // Bounded concurrency: a reconciliation must not become a load of its own.
         for chunk in waiting.chunks(waiting.len().div_ceil(16).max(1)) {
             searches.spawn(self.search(chunk, searched.clone()));
         }
-        let mut found = 0;
+        let mut result = RoundResult {
+            found: 0,
+            panics: 0,
+        };
         let mut progress_tick = tokio::time::interval(TICK);
         let mut stop_open = true;
         loop {
@@ -165,18 +202,31 @@ impl<C: Connector> SearchRound<'_, C> {
                         return None;
                     }
                 }
-                result = searches.join_next() => match result {
-                    Some(result) => {
-                        let latencies = result.unwrap_or_default();
-                        found += latencies.len();
-                        for latency in latencies {
+                joined = searches.join_next() => match joined {
+                    Some(Ok(outcome)) => {
+                        result.found += outcome.latencies.len();
+                        for latency in outcome.latencies {
                             observer.event(clock, Instant::now(), &Event::Delivered(latency));
                         }
+                        for kind in outcome.failures {
+                            observer.event(clock, Instant::now(), &Event::SearchFailed(kind));
+                        }
                     }
-                    None => return Some(found),
+                    Some(Err(error)) => {
+                        if error.is_panic() {
+                            // Not "found nothing": its mailboxes stay unsearched.
+                            result.panics += 1;
+                            observer.event(clock, Instant::now(), &Event::Panicked { role: "reconcile" });
+                        }
+                    }
+                    None => return Some(result),
                 },
+                () = tokio::time::sleep_until(self.limit) => {
+                    searches.abort_all();
+                    return Some(result);
+                }
                 _ = progress_tick.tick() => {
-                    let (submitted_recipients, delivered_recipients) = self.delivery.totals();
+                    let (submitted_recipients, delivered_recipients) = delivery.totals();
                     observer.reconciling(ReconcileProgress {
                         round: self.round,
                         searched: searched.load(Ordering::Relaxed),
@@ -189,24 +239,28 @@ impl<C: Connector> SearchRound<'_, C> {
         }
     }
 
-    /// One search task: the mailboxes of `users` one after the other;
-    /// returns the delivery latencies of the copies it found.
+    /// One search task: the mailboxes of `users` one after the other.
     fn search(
         &self,
         users: &[u32],
         searched: Arc<AtomicUsize>,
-    ) -> impl Future<Output = Vec<Duration>> + Send + 'static {
-        let users: Vec<(u32, String)> = users.iter().map(|&u| (u, self.plan.address(u))).collect();
-        let connector = self.connector.clone();
-        let target = self.target.clone();
-        let run_id = self.settings.run_id.clone();
-        let delivery = self.delivery.clone();
-        let timeout = self.settings.connect_timeout;
-        let sent_folder = self.plan.params().sent_folder.clone();
+    ) -> impl Future<Output = SearchOutcome> + Send + 'static {
+        let parts = self.parts;
+        let users: Vec<(u32, String)> = users
+            .iter()
+            .filter_map(|&u| parts.population.address(u).ok().map(|a| (u, a)))
+            .collect();
+        let connector = parts.connector.clone();
+        let target = parts.target.clone();
+        let run_id = parts.settings.run_id.clone();
+        let delivery = parts.delivery.clone();
+        let timeout = parts.settings.connect_timeout;
+        let command_timeout = parts.settings.action_timeout;
+        let sent_folder = parts.plan.params().sent_folder.clone();
         // POP3 users' maildrops are searched over POP3 (UIDL, TOP 0).
-        let over_pop3 = self.plan.actions().contains(&ActionKind::DownloadMail);
+        let over_pop3 = parts.plan.actions().contains(&ActionKind::DownloadMail);
         async move {
-            let mut found = Vec::new();
+            let mut outcome = SearchOutcome::default();
             for (user, address) in users {
                 let search = MailboxSearch {
                     target: &target,
@@ -215,27 +269,45 @@ impl<C: Connector> SearchRound<'_, C> {
                     run_id: &run_id,
                     sent_folder: &sent_folder,
                     timeout,
+                    command_timeout,
                 };
-                let seen = if over_pop3 {
-                    search_maildrop(&target, user, &address, &run_id, timeout)
-                        .await
-                        .ok()
+                let ids = if over_pop3 {
+                    let search = search_maildrop(&target, user, &address, &run_id, timeout);
+                    match tokio::time::timeout(MAILBOX_SEARCH_LIMIT, search).await {
+                        Ok(found) => found.map_err(|failure| failure.kind),
+                        Err(_) => Err("pop3:timeout".to_owned()),
+                    }
                 } else {
-                    search.run(&*connector).await.ok()
+                    imap_deadline(MAILBOX_SEARCH_LIMIT, "SEARCH", search.run(&*connector))
+                        .await
+                        .map_err(|error| format!("imap:{}", error.kind()))
                 };
-                if let Some(seen) = seen {
-                    let at = Instant::now();
-                    for id in seen {
-                        if let Some(latency) = delivery.noticed(&id, user, at) {
-                            found.push(latency);
+                match ids {
+                    Ok(seen) => {
+                        delivery.searched(user);
+                        let at = Instant::now();
+                        for id in seen {
+                            if let Some(latency) = delivery.noticed(&id, user, at) {
+                                outcome.latencies.push(latency);
+                            }
                         }
                     }
+                    Err(kind) => outcome.failures.push(kind),
                 }
                 searched.fetch_add(1, Ordering::Relaxed);
             }
-            found
+            outcome
         }
     }
+}
+
+/// What one search task found.
+#[derive(Debug, Default)]
+struct SearchOutcome {
+    /// Delivery latencies of the copies it found.
+    latencies: Vec<Duration>,
+    /// Error kinds of the searches that failed.
+    failures: Vec<String>,
 }
 
 /// Message-IDs of this run's messages anywhere in `address`'s mailbox but
@@ -250,6 +322,7 @@ struct MailboxSearch<'a> {
     run_id: &'a str,
     sent_folder: &'a str,
     timeout: Duration,
+    command_timeout: Duration,
 }
 
 impl MailboxSearch<'_> {
@@ -261,8 +334,9 @@ impl MailboxSearch<'_> {
             run_id,
             sent_folder,
             timeout,
+            command_timeout,
         } = *self;
-        let mut imap = open_imap(connector, target, timeout).await?;
+        let mut imap = open_imap(connector, target, timeout, command_timeout).await?;
         let (login, password) = target.login(user, address);
         imap.login(login, password).await?;
         let folders: Vec<String> = imap

@@ -18,7 +18,8 @@ use peakhour_analysis::{
 use peakhour_workload::{Mode, Plan};
 use tokio::time::Instant;
 
-use crate::events::{Counter, Event, Outcome};
+use crate::events::{Counter, Event, Outcome, PANIC};
+use crate::population::Population;
 use crate::run::{Observer, Phase, RunClock, RunOutcome, RunSettings, SelfSample};
 use crate::user::LATE_AFTER;
 
@@ -75,10 +76,16 @@ impl RunRecorder {
     }
 
     /// Ends the recording: the intervals, the deliveries reconciled by
-    /// `outcome`, and the metadata from `plan` and `settings`.
+    /// `outcome` (lost copies named by their `population` address), and the
+    /// metadata from `plan` and `settings`.
+    ///
+    /// The delivery books balance: every recipient of a submission is
+    /// submitted, and is then delivered, failed (refused at submission) or
+    /// lost; a refused recipient is never also waiting.
     pub fn finish(
         self,
         plan: &Plan,
+        population: &Population,
         settings: &RunSettings,
         outcome: &RunOutcome,
     ) -> Result<RunRecord, AnalysisError> {
@@ -90,11 +97,16 @@ impl RunRecorder {
             });
         }
         let mut delivery = self.delivery;
-        delivery.submitted(outcome.submitted_recipients);
+        delivery.submitted(outcome.submitted_recipients + self.refused);
         delivery.failed(self.refused);
         for lost in &outcome.lost {
-            delivery.lost(&lost.message_id, plan.address(lost.user));
+            let address = population
+                .address(lost.user)
+                .unwrap_or_else(|_| format!("user #{}", lost.user));
+            delivery.lost(&lost.message_id, address);
         }
+        delivery.lost_not_listed(outcome.lost_total.saturating_sub(outcome.lost.len() as u64));
+        delivery.lost_unsearched(outcome.lost_unsearched);
         let intervals = self.recorder.finish(self.last_offset);
         Ok(RunRecord::new(meta, intervals, delivery.finish()?))
     }
@@ -152,6 +164,8 @@ impl Observer for RunRecorder {
                 self.delivery.delivered(*latency);
                 self.recorder.count(offset, "recipients_delivered", 1);
             }
+            Event::Panicked { role } => self.recorder.error(offset, role, PANIC),
+            Event::SearchFailed(kind) => self.recorder.error(offset, "reconcile", kind),
             Event::Finished => {
                 self.finished_users += 1;
                 self.last_finish = at.saturating_duration_since(clock.steady_start);

@@ -5,23 +5,28 @@
 //! Every instant here is tokio's, so that tests can drive a whole run on a
 //! paused clock; only the recorded start date is the wall clock's.
 
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use peakhour_analysis::{AnalysisError, RunRecord};
 use peakhour_smtp::Flavor;
+use peakhour_workload::ActionKind;
 use peakhour_workload::{MessageGenerator, Plan};
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinSet;
+use tokio::task::{Id as TaskId, JoinSet};
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::connector::{Connector, NetConnector};
-use crate::delivery::{DeliveryTracker, Lost};
-use crate::events::{Event, EventSink};
-use crate::reconcile::{ReconcileProgress, reconcile};
+use crate::delivery::{DeliveryTracker, LOST_LIST_CAP, Lost};
+use crate::events::{Event, EventSink, NOT_ATTEMPTED, Outcome};
+use crate::population::{Population, PopulationError};
+use crate::reconcile::{ReconcileProgress, Reconciliation};
 use crate::recording::RunRecorder;
 use crate::selfcheck::{CpuMeter, LagProbe};
-use crate::target::Target;
+use crate::target::{Target, imap_deadline, smtp_deadline};
 use crate::user::{Shared, Timeline, User};
 
 /// The phase a moment of the run belongs to.
@@ -58,6 +63,50 @@ pub struct RunSettings {
     pub qos_p95_ms: Option<f64>,
 }
 
+/// The longest phase (ramp-up, steady or drain) a run may have: a month,
+/// far past any sensible run, and small enough that no instant of a run
+/// can overflow.
+pub const MAX_PHASE: Duration = Duration::from_secs(31 * 24 * 3600);
+/// The longest timeout (action or connect) a run may have.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+
+impl RunSettings {
+    /// Refuses settings no run can have: a zero or absurd timeout or
+    /// interval, a phase longer than [`MAX_PHASE`]. The command line checks
+    /// its own, tighter bounds first; this keeps the engine's arithmetic on
+    /// instants from overflowing whoever calls it.
+    pub fn check(&self) -> Result<(), RunError> {
+        let bad = |what: &str, why: String| Err(RunError::Settings(format!("{what} {why}")));
+        for (what, phase) in [
+            ("ramp-up", self.ramp_up),
+            ("duration", self.duration),
+            ("drain", self.drain),
+        ] {
+            if phase > MAX_PHASE {
+                return bad(what, format!("{phase:?} is longer than {MAX_PHASE:?}"));
+            }
+        }
+        for (what, timeout) in [
+            ("action timeout", self.action_timeout),
+            ("connect timeout", self.connect_timeout),
+            ("interval", self.interval),
+        ] {
+            if timeout.is_zero() || timeout > MAX_TIMEOUT {
+                return bad(
+                    what,
+                    format!("{timeout:?} is not between 0 and {MAX_TIMEOUT:?}"),
+                );
+            }
+        }
+        if let Some(ms) = self.qos_p95_ms
+            && !(ms.is_finite() && ms > 0.0)
+        {
+            return bad("the p95 limit", format!("{ms} ms is not a positive number"));
+        }
+        Ok(())
+    }
+}
+
 /// One second of the generator's own health.
 #[derive(Debug, Clone, Copy)]
 pub struct SelfSample {
@@ -79,15 +128,23 @@ pub struct RunClock {
 }
 
 impl RunClock {
-    /// The timeline of a run shaped by `settings` that starts now.
-    pub fn starting_now(settings: &RunSettings) -> Self {
+    /// The timeline of a run shaped by `settings` that starts now; an error
+    /// if an instant of it cannot be represented (see [`RunSettings::check`]).
+    pub fn starting_now(settings: &RunSettings) -> Result<Self, RunError> {
         let t0 = Instant::now();
-        let steady_start = t0 + settings.ramp_up;
-        RunClock {
+        let steady_start = later(t0, settings.ramp_up)?;
+        let steady_end = later(steady_start, settings.duration)?;
+        // Checked here so that every later sum of the run (the drain, the
+        // deadlines) stays representable.
+        later(
+            steady_end,
+            settings.drain + settings.action_timeout * 2 + STOP_GRACE,
+        )?;
+        Ok(RunClock {
             t0,
             steady_start,
-            steady_end: steady_start + settings.duration,
-        }
+            steady_end,
+        })
     }
 
     /// Time since the run started.
@@ -105,6 +162,12 @@ impl RunClock {
             Phase::Drain
         }
     }
+}
+
+/// `at + after`, or an error when the sum overflows tokio's clock.
+fn later(at: Instant, after: Duration) -> Result<Instant, RunError> {
+    at.checked_add(after)
+        .ok_or_else(|| RunError::Settings(format!("{after:?} from now is past the clock's end")))
 }
 
 /// Receives everything a run measures, in arrival order, from a single task.
@@ -134,10 +197,20 @@ pub struct RunOutcome {
     pub submitted_recipients: u64,
     /// Recipients that saw their copy.
     pub delivered_recipients: u64,
-    /// Copies never seen (after reconciliation, unless interrupted).
+    /// Copies never seen (after reconciliation, unless interrupted): the
+    /// first [`LOST_LIST_CAP`](crate::LOST_LIST_CAP), by sender, message and
+    /// recipient.
     pub lost: Vec<Lost>,
+    /// Every copy never seen, listed in `lost` or not.
+    pub lost_total: u64,
+    /// Of `lost_total`, copies in mailboxes the last reconciliation round
+    /// could not search (the search failed, timed out or panicked).
+    pub lost_unsearched: u64,
     /// Whether the reconciliation search ran.
     pub reconciled: bool,
+    /// Tasks of the run that panicked (simulated users and reconciliation
+    /// searches): each is a bug in peakhour, and the verdict fails.
+    pub panics: u64,
 }
 
 /// Why a run could not start.
@@ -163,26 +236,43 @@ pub enum RunError {
     /// encode what it recorded.
     #[error("recording the run failed: {0}")]
     Record(#[from] AnalysisError),
+    /// The settings are out of bounds (see [`RunSettings::check`]).
+    #[error("the run's settings are out of bounds: {0}")]
+    Settings(String),
+    /// The test population is unusable, or a recipient outside it reached
+    /// the SMTP stage (then the run was stopped before sending to it).
+    #[error(transparent)]
+    Population(#[from] PopulationError),
+    /// A server the profile's calendar or POP3 actions need is missing or
+    /// unusable.
+    #[error(transparent)]
+    Groupware(#[from] crate::groupware::GroupwareCheckError),
 }
 
 /// Checks, before any load, that the first user can log on over IMAP and
 /// authenticate over SMTP. An unreachable target is reported here, not as a
 /// storm of errors in the first seconds of a run.
+///
+/// Every step has a deadline of `timeout`: connecting (with the TLS
+/// handshake and the greeting), STARTTLS, LOGIN, AUTH, and the goodbyes.
+/// A profile with calendar or POP3 actions also has its CalDAV and POP3
+/// servers checked (see [`crate::groupware`]).
 pub async fn preflight(plan: &Plan, target: &Target, timeout: Duration) -> Result<(), RunError> {
-    let address = plan.address(0);
+    let population = Population::new(plan, &target.credentials)?;
+    let address = population.address(0)?;
     let (login, password) = target.login(0, &address);
     let imap_error = |reason: String| RunError::Imap {
         endpoint: target.imap.to_string(),
         reason,
     };
     let mut imap = target
-        .connect_imap(timeout)
+        .connect_imap(timeout, timeout)
         .await
         .map_err(|e| imap_error(e.to_string()))?;
     imap.login(login, password)
         .await
         .map_err(|e| imap_error(format!("login as {login} failed: {e}")))?;
-    let _ = imap.logout().await;
+    let _ = imap_deadline(timeout, "LOGOUT", imap.logout()).await;
 
     let smtp_error = |reason: String| RunError::Smtp {
         endpoint: target.smtp.to_string(),
@@ -195,7 +285,8 @@ pub async fn preflight(plan: &Plan, target: &Target, timeout: Duration) -> Resul
     smtp.authenticate(login, password)
         .await
         .map_err(|e| smtp_error(format!("AUTH as {login} failed: {e}")))?;
-    let _ = smtp.quit().await;
+    let _ = smtp_deadline(timeout, "QUIT", smtp.quit()).await;
+    crate::groupware::groupware_preflight(plan, target, &population, timeout).await?;
     Ok(())
 }
 
@@ -241,15 +332,27 @@ pub async fn run_with<C: Connector>(
     mut stop: watch::Receiver<bool>,
     observer: &mut dyn Observer,
 ) -> Result<RunResult, RunError> {
+    settings.check()?;
+    let population = Arc::new(Population::new(&plan, &target.credentials)?);
+    if population.users() < plan.users() {
+        return Err(PopulationError::NoSuchUser {
+            user: population.users(),
+            users: population.users(),
+        }
+        .into());
+    }
     let mut recorder = RunRecorder::new(settings.interval)?;
     let started_at = SystemTime::now();
-    let clock = RunClock::starting_now(&settings);
+    let clock = RunClock::starting_now(&settings)?;
     let delivery = Arc::new(DeliveryTracker::default());
+    let halt = Arc::new(Halt::default());
+    let progress = Arc::new(ScheduleProgress::new(plan.users()));
     let (events, inbox) = EventSink::channel();
     let shared = Arc::new(Shared {
         connector: connector.clone(),
         plan: plan.clone(),
         target: target.clone(),
+        population: population.clone(),
         events,
         delivery: delivery.clone(),
         generator: MessageGenerator::new(plan.seed()),
@@ -257,34 +360,119 @@ pub async fn run_with<C: Connector>(
         action_timeout: settings.action_timeout,
         connect_timeout: settings.connect_timeout,
         client_name: settings.client_name.clone(),
+        halt: halt.clone(),
+        progress: progress.clone(),
     });
-    let tasks = spawn_users(shared, &clock, &settings, &stop);
+    let users = spawn_users(shared, &clock, &settings, &stop);
 
     let mut both = Tee {
         recorder: &mut recorder,
         observer,
     };
-    let drain_deadline = clock.steady_end + settings.drain + settings.action_timeout;
-    let interrupted = observe(&mut both, &clock, inbox, tasks, &mut stop, drain_deadline).await;
+    let supervisor = Supervisor {
+        plan: &plan,
+        clock: &clock,
+        progress: &progress,
+        halt: &halt,
+        drain_deadline: clock.steady_end + settings.drain + settings.action_timeout,
+    };
+    let ended = supervisor.observe(&mut both, inbox, users, &mut stop).await;
+    if let Some(fault) = halt.fault() {
+        return Err(fault.into());
+    }
     // A stop during the reconciliation (which can take minutes past
     // saturation) ends it too: the run is then interrupted and unreconciled.
-    let reconciled = !interrupted
-        && reconcile(
-            &connector, &plan, &target, &settings, &delivery, &mut both, &clock, &mut stop,
-        )
-        .await;
+    let reconciliation = if ended.interrupted {
+        None
+    } else {
+        let reconciliation = Reconciliation {
+            connector: &connector,
+            plan: &plan,
+            population: &population,
+            target: &target,
+            settings: &settings,
+            delivery: &delivery,
+        };
+        Some(reconciliation.run(&mut both, &clock, &mut stop).await)
+    };
+    let reconciled = reconciliation.as_ref().is_some_and(|r| r.finished);
+    let search_panics = reconciliation.as_ref().map_or(0, |r| r.panics);
     let (submitted_recipients, delivered_recipients) = delivery.totals();
+    let lost = delivery.lost(LOST_LIST_CAP);
     let outcome = RunOutcome {
         started_at,
         clock,
-        interrupted: interrupted || !reconciled,
+        interrupted: ended.interrupted || !reconciled,
         submitted_recipients,
         delivered_recipients,
-        lost: delivery.lost(),
+        lost: lost.listed,
+        lost_total: lost.total,
+        lost_unsearched: lost.unsearched,
         reconciled,
+        panics: ended.panics + search_panics,
     };
-    let record = recorder.finish(&plan, &settings, &outcome)?;
+    let mut record = recorder.finish(&plan, &population, &settings, &outcome)?;
+    // Which protocol each action spoke (update_calendar: CalDAV or IMAP).
+    record.meta.protocols = crate::groupware::action_protocols(&plan, &target);
     Ok(RunResult { outcome, record })
+}
+
+/// Set by a user that finds a recipient outside the population: the run
+/// stops at once and returns the error instead of a result.
+#[derive(Debug, Default)]
+pub(crate) struct Halt {
+    fault: std::sync::Mutex<Option<PopulationError>>,
+    raised: tokio::sync::Notify,
+}
+
+impl Halt {
+    pub(crate) fn raise(&self, error: PopulationError) {
+        self.fault
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get_or_insert(error);
+        self.raised.notify_one();
+    }
+
+    fn fault(&self) -> Option<PopulationError> {
+        self.fault
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// How far each user has come through its schedule: the `seq` of the first
+/// scheduled action it has not yet reported. When a user cannot go on (its
+/// task panicked, or was still stuck when the run had to end), the actions
+/// from there on are counted `not-attempted`, so that nothing it was due to
+/// do goes missing from the results.
+#[derive(Debug)]
+pub(crate) struct ScheduleProgress(Box<[AtomicU64]>);
+
+impl ScheduleProgress {
+    fn new(users: u32) -> Self {
+        ScheduleProgress((0..users).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    /// User `user` has reported every action before `seq`.
+    pub(crate) fn reported(&self, user: u32, next_seq: u64) {
+        if let Some(slot) = self.0.get(user as usize) {
+            slot.store(next_seq, Ordering::Relaxed);
+        }
+    }
+
+    fn next(&self, user: u32) -> u64 {
+        self.0
+            .get(user as usize)
+            .map_or(0, |slot| slot.load(Ordering::Relaxed))
+    }
+}
+
+/// The users' tasks, and which user each task is.
+struct UserTasks {
+    tasks: JoinSet<()>,
+    users: HashMap<TaskId, u32>,
 }
 
 /// Starts one task per user, each logging on at its slot of the ramp-up.
@@ -295,9 +483,10 @@ fn spawn_users<C: Connector>(
     clock: &RunClock,
     settings: &RunSettings,
     stop: &watch::Receiver<bool>,
-) -> JoinSet<()> {
+) -> UserTasks {
     let users = shared.plan.users();
     let mut tasks = JoinSet::new();
+    let mut ids = HashMap::new();
     for index in 0..users {
         let stagger = settings
             .ramp_up
@@ -308,66 +497,196 @@ fn spawn_users<C: Connector>(
             steady_end: clock.steady_end,
             drain_end: clock.steady_end + settings.drain,
         };
-        tasks.spawn(User::new(index, shared.clone()).run(timeline, stop.clone()));
+        let task = tasks.spawn(User::new(index, shared.clone()).run(timeline, stop.clone()));
+        ids.insert(task.id(), index);
     }
-    tasks
+    UserTasks { tasks, users: ids }
 }
 
-/// Hands every event to `observer` in arrival order, with the generator's
-/// own health once a second, until every user is done, `drain_deadline`
-/// passes, or two seconds after `stop` was raised. Returns whether it was
-/// stopped.
-async fn observe(
-    observer: &mut dyn Observer,
-    clock: &RunClock,
-    mut inbox: mpsc::UnboundedReceiver<Event>,
-    mut tasks: JoinSet<()>,
-    stop: &mut watch::Receiver<bool>,
+/// How a run's load phase ended.
+struct Ended {
+    /// Stopped by the caller's signal.
+    interrupted: bool,
+    /// User tasks that panicked.
+    panics: u64,
+}
+
+/// The run's loop, from the first logon to the end of the drain.
+struct Supervisor<'a> {
+    plan: &'a Plan,
+    clock: &'a RunClock,
+    progress: &'a ScheduleProgress,
+    halt: &'a Halt,
     drain_deadline: Instant,
-) -> bool {
-    let mut cpu = CpuMeter::start();
-    let mut probe = LagProbe::start();
-    let mut max_lag = Duration::ZERO;
-    let mut ticks = tokio::time::interval_at(clock.t0 + TICK, TICK);
-    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let mut interrupted = false;
-    let mut stop_open = true;
-    let mut deadline = drain_deadline;
-    loop {
-        tokio::select! {
-            biased;
-            changed = stop.changed(), if stop_open && !interrupted => {
-                if changed.is_err() {
-                    stop_open = false; // nobody can raise it any more
-                } else if *stop.borrow() {
-                    interrupted = true;
-                    // In-flight actions get two seconds, then are abandoned.
-                    deadline = Instant::now() + STOP_GRACE;
+}
+
+impl Supervisor<'_> {
+    /// Hands every event to `observer` in arrival order, with the
+    /// generator's own health once a second, until every user is done,
+    /// the drain deadline passes, two seconds after `stop` was raised, or a
+    /// fault halts the run. A user that panics is counted, and its remaining
+    /// actions are counted `not-attempted` as they fall due; users still
+    /// stuck at the end have theirs counted then.
+    async fn observe(
+        &self,
+        observer: &mut dyn Observer,
+        mut inbox: mpsc::UnboundedReceiver<Event>,
+        mut users: UserTasks,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Ended {
+        let clock = self.clock;
+        let mut cpu = CpuMeter::start();
+        let mut probe = LagProbe::start();
+        let mut max_lag = Duration::ZERO;
+        let mut ticks = tokio::time::interval_at(clock.t0 + TICK, TICK);
+        ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut ended = Ended {
+            interrupted: false,
+            panics: 0,
+        };
+        let mut stop_open = true;
+        let mut inbox_open = true;
+        // Actions scheduled after this are not owed: the steady phase's end,
+        // or the moment the run was stopped.
+        let mut cut = clock.steady_end;
+        let mut deadline = self.drain_deadline;
+        let mut owed = Owed::default();
+        while inbox_open || !owed.is_empty() {
+            tokio::select! {
+                biased;
+                () = self.halt.raised.notified() => break,
+                changed = stop.changed(), if stop_open && !ended.interrupted => {
+                    if changed.is_err() {
+                        stop_open = false; // nobody can raise it any more
+                    } else if *stop.borrow() {
+                        ended.interrupted = true;
+                        cut = cut.min(Instant::now());
+                        owed.cut(cut);
+                        // In-flight actions get two seconds, then are abandoned.
+                        deadline = Instant::now() + STOP_GRACE;
+                    }
                 }
+                event = inbox.recv(), if inbox_open => match event {
+                    Some(event) => observer.event(clock, Instant::now(), &event),
+                    None => inbox_open = false, // every user is done
+                },
+                Some(joined) = users.tasks.join_next_with_id() => {
+                    if let Err(error) = joined {
+                        let user = users.users.remove(&error.id());
+                        if error.is_panic() && let Some(user) = user {
+                            ended.panics += 1;
+                            observer.event(clock, Instant::now(), &Event::Panicked { role: "user" });
+                            owed.extend(self.remaining(user, cut));
+                        }
+                    }
+                }
+                () = sleep_until_due(owed.next_due()), if !owed.is_empty() => {
+                    owed.emit_due(observer, clock, Instant::now());
+                }
+                Some(lag) = probe.next() => {
+                    max_lag = max_lag.max(lag);
+                    observer.lag(clock, Instant::now(), lag);
+                }
+                _ = ticks.tick() => {
+                    let sample = SelfSample { cpu_percent: cpu.percent(), max_lag };
+                    max_lag = Duration::ZERO;
+                    observer.tick(clock, Instant::now(), sample);
+                }
+                () = tokio::time::sleep_until(deadline) => break,
             }
-            event = inbox.recv() => match event {
-                Some(event) => observer.event(clock, Instant::now(), &event),
-                None => break, // every user is done
-            },
-            Some(lag) = probe.next() => {
-                max_lag = max_lag.max(lag);
-                observer.lag(clock, Instant::now(), lag);
+        }
+        users.tasks.abort_all();
+        while let Some(joined) = users.tasks.join_next_with_id().await {
+            let Err(error) = joined else { continue };
+            let Some(user) = users.users.remove(&error.id()) else {
+                continue;
+            };
+            if error.is_panic() {
+                ended.panics += 1;
+                observer.event(clock, Instant::now(), &Event::Panicked { role: "user" });
             }
-            _ = ticks.tick() => {
-                let sample = SelfSample { cpu_percent: cpu.percent(), max_lag };
-                max_lag = Duration::ZERO;
-                observer.tick(clock, Instant::now(), sample);
+            // Stuck (or panicked) when the run had to end: what it still
+            // owed is counted now.
+            owed.extend(self.remaining(user, cut));
+        }
+        // Events users sent before being stopped still count.
+        while let Ok(event) = inbox.try_recv() {
+            observer.event(clock, Instant::now(), &event);
+        }
+        owed.cut(cut);
+        owed.emit_all(observer, clock, Instant::now());
+        ended
+    }
+
+    /// The actions of `user` it has not reported, due before `cut`.
+    fn remaining(&self, user: u32, cut: Instant) -> impl Iterator<Item = (Instant, ActionKind)> {
+        let next = self.progress.next(user);
+        let steady_start = self.clock.steady_start;
+        self.plan
+            .schedule(user)
+            .skip_while(move |s| s.seq < next)
+            .map(move |s| (steady_start + s.at, s.kind))
+            .take_while(move |(at, _)| *at < cut)
+    }
+}
+
+async fn sleep_until_due(due: Option<Instant>) {
+    match due {
+        Some(due) => tokio::time::sleep_until(due).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Actions owed by users that cannot go on, counted `not-attempted` at
+/// their intended time (or at once, for those already due).
+#[derive(Debug, Default)]
+struct Owed(BinaryHeap<Reverse<(Instant, ActionKind)>>);
+
+impl Owed {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn extend(&mut self, actions: impl Iterator<Item = (Instant, ActionKind)>) {
+        self.0.extend(actions.map(Reverse));
+    }
+
+    fn next_due(&self) -> Option<Instant> {
+        self.0.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// Forgets actions due at or after `cut`.
+    fn cut(&mut self, cut: Instant) {
+        self.0.retain(|Reverse((at, _))| *at < cut);
+    }
+
+    fn emit_due(&mut self, observer: &mut dyn Observer, clock: &RunClock, now: Instant) {
+        while let Some(Reverse((at, kind))) = self.0.peek().copied() {
+            if at > now {
+                break;
             }
-            _ = tokio::time::sleep_until(deadline) => break,
+            self.0.pop();
+            observer.event(clock, now, &not_attempted(kind, at));
         }
     }
-    tasks.abort_all();
-    while tasks.join_next().await.is_some() {}
-    // Events users sent before being stopped still count.
-    while let Ok(event) = inbox.try_recv() {
-        observer.event(clock, Instant::now(), &event);
+
+    fn emit_all(&mut self, observer: &mut dyn Observer, clock: &RunClock, now: Instant) {
+        while let Some(Reverse((at, kind))) = self.0.pop() {
+            observer.event(clock, now, &not_attempted(kind, at));
+        }
     }
-    interrupted
+}
+
+/// An action that was due at `intended` and never started: an error, not a
+/// late start (it never started) and not a latency (it has none).
+pub(crate) fn not_attempted(kind: ActionKind, intended: Instant) -> Event {
+    Event::Action {
+        kind,
+        intended,
+        started: intended,
+        finished: intended,
+        outcome: Outcome::Error(NOT_ATTEMPTED.into()),
+    }
 }
 
 /// How often the generator's own CPU is sampled (and the live line drawn).

@@ -1,6 +1,7 @@
 //! What a run or an init is pointed at: endpoints and credentials.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -128,10 +129,23 @@ impl fmt::Display for Endpoint {
 /// How each simulated user logs in.
 #[derive(Debug, Clone)]
 pub enum Credentials {
-    /// Every user shares one password; logins follow the profile's name pattern.
+    /// Every user shares one password; logins are the addresses the
+    /// profile's name pattern gives.
     Shared(Secret<String>),
-    /// One login and password per user, in user order (from `--users-file`).
-    PerUser(Vec<(String, Secret<String>)>),
+    /// One account per user, in user order (from `--users-file`): these
+    /// users are the run's whole population.
+    PerUser(Vec<Account>),
+}
+
+/// One user of a users file.
+#[derive(Debug, Clone)]
+pub struct Account {
+    /// What the user logs in with.
+    pub login: String,
+    /// Its password.
+    pub password: Secret<String>,
+    /// Its mail address: where the other users send its mail.
+    pub address: String,
 }
 
 /// Everything the engine needs to reach the servers.
@@ -156,25 +170,37 @@ pub struct Target {
 
 impl Target {
     /// Connects to the IMAP endpoint, with STARTTLS when its URL asks for it.
-    pub async fn connect_imap(&self, timeout: Duration) -> Result<ImapConnection, ImapError> {
+    /// Connecting, the TLS handshake, the greeting and STARTTLS together
+    /// must take less than `timeout`; every later command gets
+    /// `command_timeout`.
+    pub async fn connect_imap(
+        &self,
+        timeout: Duration,
+        command_timeout: Duration,
+    ) -> Result<ImapConnection, ImapError> {
         let endpoint = &self.imap;
-        let mut imap = ImapConnection::connect(
-            &endpoint.host,
-            endpoint.port,
-            endpoint.security(),
-            Some(self.tls.clone()),
-            timeout,
-        )
-        .await?
-        .value;
-        if endpoint.tls == TlsMode::StartTls {
-            imap.starttls(&endpoint.host, self.tls.clone()).await?;
-        }
-        Ok(imap)
+        let connect = async {
+            let mut imap = ImapConnection::connect(
+                &endpoint.host,
+                endpoint.port,
+                endpoint.security(),
+                Some(self.tls.clone()),
+                timeout,
+            )
+            .await?
+            .value;
+            imap.set_command_timeout(Some(command_timeout));
+            if endpoint.tls == TlsMode::StartTls {
+                imap.starttls(&endpoint.host, self.tls.clone()).await?;
+            }
+            Ok(imap)
+        };
+        imap_deadline(timeout, "CONNECT", connect).await
     }
 
     /// Connects to an SMTP or LMTP endpoint and says EHLO (LHLO), again after
-    /// STARTTLS when its URL asks for it.
+    /// STARTTLS when its URL asks for it, all within `timeout` (each later
+    /// command gets `timeout` too: the SMTP driver's per-command deadline).
     pub async fn connect_smtp(
         &self,
         endpoint: &Endpoint,
@@ -182,34 +208,68 @@ impl Target {
         client_name: &str,
         timeout: Duration,
     ) -> Result<SmtpConnection, SmtpError> {
-        let mut smtp = SmtpConnection::connect(
-            &endpoint.host,
-            endpoint.port,
-            flavor,
-            endpoint.security(),
-            Some(self.tls.clone()),
-            timeout,
-        )
-        .await?
-        .value;
-        smtp.ehlo(client_name).await?;
-        if endpoint.tls == TlsMode::StartTls {
-            smtp.starttls(&endpoint.host, self.tls.clone()).await?;
+        let connect = async {
+            let mut smtp = SmtpConnection::connect(
+                &endpoint.host,
+                endpoint.port,
+                flavor,
+                endpoint.security(),
+                Some(self.tls.clone()),
+                timeout,
+            )
+            .await?
+            .value;
             smtp.ehlo(client_name).await?;
-        }
-        Ok(smtp)
+            if endpoint.tls == TlsMode::StartTls {
+                smtp.starttls(&endpoint.host, self.tls.clone()).await?;
+                smtp.ehlo(client_name).await?;
+            }
+            Ok(smtp)
+        };
+        smtp_deadline(timeout, "CONNECT", connect).await
     }
 
-    /// Login and password of user `user` (0-based), given its address from the plan.
+    /// Login and password of user `user` (0-based), given its address from
+    /// the population.
     pub fn login<'a>(&'a self, user: u32, address: &'a str) -> (&'a str, &'a Secret<String>) {
         match &self.credentials {
             Credentials::Shared(password) => (address, password),
             Credentials::PerUser(list) => {
-                let (login, password) = &list[user as usize % list.len().max(1)];
-                (login, password)
+                let account = &list[user as usize % list.len().max(1)];
+                (&account.login, &account.password)
             }
         }
     }
+}
+
+/// `future`, or [`ImapError::Timeout`] once `limit` has passed: for waits
+/// the IMAP driver does not bound itself (its greeting, a TLS handshake, a
+/// sequence of commands).
+pub(crate) async fn imap_deadline<T>(
+    limit: Duration,
+    during: &'static str,
+    future: impl Future<Output = Result<T, ImapError>>,
+) -> Result<T, ImapError> {
+    tokio::time::timeout(limit, future)
+        .await
+        .unwrap_or(Err(ImapError::Timeout {
+            during,
+            after: limit,
+        }))
+}
+
+/// `future`, or [`SmtpError::Timeout`] once `limit` has passed.
+pub(crate) async fn smtp_deadline<T>(
+    limit: Duration,
+    during: &'static str,
+    future: impl Future<Output = Result<T, SmtpError>>,
+) -> Result<T, SmtpError> {
+    tokio::time::timeout(limit, future)
+        .await
+        .unwrap_or(Err(SmtpError::Timeout {
+            during,
+            after: limit,
+        }))
 }
 
 #[cfg(test)]

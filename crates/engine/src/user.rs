@@ -12,6 +12,7 @@ use peakhour_imap::{
 use peakhour_net::Timed;
 use peakhour_smtp::{Flavor, SmtpError};
 use peakhour_workload::{ActionKind, MessageGenerator, MessageSpec, Plan};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -19,11 +20,14 @@ use crate::connector::Connector;
 use crate::delivery::DeliveryTracker;
 use crate::events::{Counter, Event, EventSink, Outcome};
 use crate::groupware::GroupwareClients;
-use crate::target::{Target, TlsMode};
+use crate::population::Population;
+use crate::run::{Halt, ScheduleProgress, not_attempted};
+use crate::target::{Target, TlsMode, imap_deadline, smtp_deadline};
 
 /// An action that starts this much after its intended time counts as late.
 pub const LATE_AFTER: Duration = Duration::from_millis(10);
-/// Waits shorter than this sleep instead of entering IDLE (IDLE costs two round trips).
+/// Waits shorter than this sleep instead of entering IDLE (IDLE and DONE are
+/// two more commands for the server, even when they share writes with others).
 const MIN_IDLE: Duration = Duration::from_millis(50);
 /// The longest pause between reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(8);
@@ -34,6 +38,8 @@ pub(crate) struct Shared<C> {
     pub(crate) connector: Arc<C>,
     pub(crate) plan: Arc<Plan>,
     pub(crate) target: Arc<Target>,
+    /// The only addresses mail may go to.
+    pub(crate) population: Arc<Population>,
     pub(crate) events: EventSink,
     pub(crate) delivery: Arc<DeliveryTracker>,
     pub(crate) generator: MessageGenerator,
@@ -41,6 +47,11 @@ pub(crate) struct Shared<C> {
     pub(crate) action_timeout: Duration,
     pub(crate) connect_timeout: Duration,
     pub(crate) client_name: String,
+    /// Raised, with the error, when a recipient outside the population
+    /// reaches the SMTP stage.
+    pub(crate) halt: Arc<Halt>,
+    /// Where each user is in its schedule.
+    pub(crate) progress: Arc<ScheduleProgress>,
 }
 
 /// A message the user knows is in its Inbox.
@@ -82,6 +93,19 @@ struct Session<S> {
     highest_uid: u32,
     calendar_item: Option<u32>,
     can_idle: bool,
+    /// The user idles after the action under way: its last IMAP command
+    /// carries IDLE in the same write (see `last_command`).
+    idle_next: bool,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// The connection, for an action's last IMAP command.
+    fn last_command(&mut self) -> &mut ImapConnection<S> {
+        if std::mem::take(&mut self.idle_next) {
+            self.imap.idle_after_next_command();
+        }
+        &mut self.imap
+    }
 }
 
 /// The user's phase timeline.
@@ -108,7 +132,8 @@ pub(crate) struct User<C: Connector> {
 
 impl<C: Connector> User<C> {
     pub(crate) fn new(index: u32, shared: Arc<Shared<C>>) -> Self {
-        let address = shared.plan.address(index);
+        // The run checked that the population covers every user of the plan.
+        let address = shared.population.address(index).unwrap_or_default();
         let groupware = GroupwareClients::new(&shared, index, &address);
         User {
             index,
@@ -127,16 +152,35 @@ impl<C: Connector> User<C> {
         if !sleep_until(timeline.logon_at, &mut stop).await {
             return;
         }
-        self.ensure_session(&mut stop, timeline.steady_end).await;
         let plan = self.shared.plan.clone();
         let schedule = plan.schedule(self.index);
         // A closed loop (seed 000's scripted sends) starts each action when the
         // previous one ended, plus the pause; an open (Poisson) schedule keeps
         // to its own clock whatever the server does.
         let closed_loop = schedule.is_closed_loop();
+        let mut schedule = schedule.peekable();
+        let action_timeout = self.shared.action_timeout;
+        // Logging on is retried until the first action is past saving (its
+        // intended time plus the action timeout), not through the whole
+        // steady phase: the actions that fall due meanwhile are counted as
+        // they fall due, not all at once at the end.
+        let first_due = schedule
+            .peek()
+            .map(|first| timeline.steady_start + first.at + action_timeout);
+        let until = first_due.map_or(timeline.steady_end, |due| due.min(timeline.steady_end));
+        self.ensure_session(&mut stop, until).await;
         let mut previous_end = timeline.steady_start;
         let mut completed = true;
-        for scheduled in schedule {
+        let mut schedule = schedule.peekable();
+        while let Some(scheduled) = schedule.next() {
+            // Whether the wait after this action will be long enough to idle.
+            let idle_next = if closed_loop {
+                plan.pause() >= MIN_IDLE
+            } else {
+                schedule
+                    .peek()
+                    .is_none_or(|next| next.at.saturating_sub(scheduled.at) >= MIN_IDLE)
+            };
             let mut intended = timeline.steady_start + scheduled.at;
             if closed_loop {
                 intended = intended.max(previous_end + plan.pause());
@@ -150,8 +194,30 @@ impl<C: Connector> User<C> {
                 completed = false;
                 break;
             }
+            if Instant::now().saturating_duration_since(intended) > action_timeout {
+                // So far behind (a stalled server held the user up) that the
+                // action could not even start within its timeout: it failed
+                // without being tried, and the backlog does not turn into a
+                // burst of load once the server answers again.
+                self.shared
+                    .events
+                    .send(not_attempted(scheduled.kind, intended));
+                self.reported(scheduled.seq);
+                continue;
+            }
             if !self.logged_on() {
-                self.ensure_session(&mut stop, timeline.steady_end).await;
+                let until = (intended + action_timeout).min(timeline.steady_end);
+                if Instant::now() >= until {
+                    // Held up past the end of the steady phase (a stalled
+                    // command ran into it): no time is left to log back on,
+                    // so the action was not tried, rather than refused.
+                    self.shared
+                        .events
+                        .send(not_attempted(scheduled.kind, intended));
+                    self.reported(scheduled.seq);
+                    continue;
+                }
+                self.ensure_session(&mut stop, until).await;
                 if !self.logged_on() {
                     // Could not log back on: the action failed, and it is counted.
                     let now = Instant::now();
@@ -162,8 +228,12 @@ impl<C: Connector> User<C> {
                         finished: now,
                         outcome: Outcome::Error("not-logged-on".into()),
                     });
+                    self.reported(scheduled.seq);
                     continue;
                 }
+            }
+            if let Some(session) = self.session.as_mut() {
+                session.idle_next = idle_next && session.can_idle;
             }
             let started = Instant::now();
             let outcome = match tokio::time::timeout(
@@ -187,6 +257,7 @@ impl<C: Connector> User<C> {
             };
             let finished = Instant::now();
             previous_end = finished;
+            self.note_idle_commands();
             self.shared.events.send(Event::Action {
                 kind: scheduled.kind,
                 intended,
@@ -194,6 +265,7 @@ impl<C: Connector> User<C> {
                 finished,
                 outcome,
             });
+            self.reported(scheduled.seq);
         }
         if closed_loop && completed {
             self.shared.events.send(Event::Finished);
@@ -205,7 +277,7 @@ impl<C: Connector> User<C> {
         while self.session.is_some()
             && !*stop.borrow()
             && Instant::now() < timeline.drain_end
-            && !self.shared.delivery.outstanding_for(self.index).is_empty()
+            && self.shared.delivery.is_waiting(self.index)
         {
             let next = (Instant::now() + Duration::from_secs(1)).min(timeline.drain_end);
             self.wait_until(next, &mut stop).await;
@@ -220,6 +292,13 @@ impl<C: Connector> User<C> {
     /// Logged on: holding its IMAP session, or running without one.
     fn logged_on(&self) -> bool {
         self.session.is_some() || self.groupware.online()
+    }
+
+    /// Every action of the schedule is reported once: the run knows how far
+    /// the user got, for when it cannot go on (an action in flight then is
+    /// counted `not-attempted`).
+    fn reported(&self, seq: u64) {
+        self.shared.progress.reported(self.index, seq + 1);
     }
 
     fn drop_session(&mut self) {
@@ -276,14 +355,25 @@ impl<C: Connector> User<C> {
         let target = &self.shared.target;
         let connector = &self.shared.connector;
         let endpoint = &target.imap;
-        let connected = connector
-            .connect_imap(endpoint, &target.tls, self.shared.connect_timeout)
-            .await?;
+        let connect_timeout = self.shared.connect_timeout;
+        // The connector is not trusted to bound its waits: connecting, the
+        // TLS handshake and the greeting get the connect timeout, STARTTLS
+        // too, and every command of the session the action timeout.
+        let connected = imap_deadline(
+            connect_timeout,
+            "CONNECT",
+            connector.connect_imap(endpoint, &target.tls, connect_timeout),
+        )
+        .await?;
         let mut imap = self.command("imap.CONNECT", connected);
+        imap.set_command_timeout(Some(self.shared.action_timeout));
         if endpoint.tls == TlsMode::StartTls {
-            let done = connector
-                .starttls_imap(&mut imap, endpoint, &target.tls)
-                .await?;
+            let done = imap_deadline(
+                connect_timeout,
+                "STARTTLS",
+                connector.starttls_imap(&mut imap, endpoint, &target.tls),
+            )
+            .await?;
             self.command("imap.STARTTLS", done);
         }
         let (login, password) = target.login(self.index, &self.address);
@@ -338,6 +428,7 @@ impl<C: Connector> User<C> {
             highest_uid,
             calendar_item: None,
             can_idle,
+            idle_next: false,
         })
     }
 
@@ -355,11 +446,15 @@ impl<C: Connector> User<C> {
             if unseen_arrivals && let Err(failure) = self.fetch_new_mail().await {
                 self.background_failure(failure);
             }
+            self.note_idle_commands();
             let now = Instant::now();
             if now >= due || *stop.borrow() {
                 return;
             }
-            let idle = self.session.as_ref().is_some_and(|s| s.can_idle) && due - now >= MIN_IDLE;
+            // An IDLE sent behind the last action is taken up whatever the wait.
+            let idle = self.session.as_ref().is_some_and(|s| {
+                s.can_idle && (due - now >= MIN_IDLE || s.imap.idle_in_progress())
+            });
             if !idle {
                 sleep_until(due, stop).await;
                 return;
@@ -386,7 +481,12 @@ impl<C: Connector> User<C> {
         let Some(session) = self.session.as_mut() else {
             return Ok(false);
         };
+        // Sends IDLE, or takes up the one sent behind the last action.
         session.imap.idle_start().await?;
+        self.note_idle_commands();
+        let Some(session) = self.session.as_mut() else {
+            return Ok(false);
+        };
         let mut new_mail = false;
         loop {
             let now = Instant::now();
@@ -404,8 +504,25 @@ impl<C: Connector> User<C> {
                 _ = stop.changed() => break,
             }
         }
-        session.imap.idle_done().await?;
+        // IDLE goes on: the next command ends it, with DONE in its write
+        // (the next action, or the fetch of new mail), and a next wait
+        // carries on with it.
         Ok(new_mail)
+    }
+
+    /// Counts the IDLE and DONE that went out with the last IMAP commands.
+    /// They are commands on the wire like any other, so the cost per command
+    /// (docs/PERFORMANCE.md) counts them too.
+    fn note_idle_commands(&mut self) {
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        if let Some(elapsed) = session.imap.take_idle_start_time() {
+            self.shared.events.command("imap.IDLE", elapsed);
+        }
+        if let Some(elapsed) = session.imap.take_idle_done_time() {
+            self.shared.events.command("imap.DONE", elapsed);
+        }
     }
 
     /// Fetches envelopes of messages that arrived since the last look, and
@@ -522,7 +639,7 @@ impl<C: Connector> User<C> {
         }
         let first = exists.saturating_sub(page - 1).max(1);
         let fetched = session
-            .imap
+            .last_command()
             .fetch(
                 &format!("{first}:{exists}"),
                 &[FetchItem::Uid, FetchItem::Flags, FetchItem::Envelope],
@@ -569,7 +686,10 @@ impl<C: Connector> User<C> {
             section: BodySection::Full,
             peek: false,
         }];
-        let fetched = session.imap.fetch(&uid.to_string(), &body, true).await?;
+        let fetched = session
+            .last_command()
+            .fetch(&uid.to_string(), &body, true)
+            .await?;
         events.command("imap.UID FETCH", fetched.elapsed);
         events.count(Counter::MessageOpens, 1);
         if fetched.value.is_empty() {
@@ -603,7 +723,7 @@ impl<C: Connector> User<C> {
         let session = self.session()?;
         let uid = session.inbox[index].uid;
         let moved = session
-            .imap
+            .last_command()
             .move_messages(&uid.to_string(), &folder, true)
             .await?;
         events.command("imap.UID MOVE", moved.elapsed);
@@ -614,9 +734,18 @@ impl<C: Connector> User<C> {
     async fn send(&mut self, nth: u64) -> Result<Outcome, Failure> {
         let shared = self.shared.clone();
         let plan = &shared.plan;
+        let population = &shared.population;
         let choice = plan.send_choice(self.index, nth);
+        // Distribution lists are expanded by the client, as Outlook expands a
+        // personal list: the envelope names every member, and every member
+        // is a member of the population.
         let recipients = plan.delivered_to(&choice);
-        let mut to: Vec<String> = choice.direct.iter().map(|&u| plan.address(u)).collect();
+        let envelope = self.envelope(&recipients)?;
+        let mut to: Vec<String> = choice
+            .direct
+            .iter()
+            .filter_map(|&u| population.address(u).ok())
+            .collect();
         if let Some(list) = choice.list {
             to.push(plan.list_address(list));
         }
@@ -630,24 +759,32 @@ impl<C: Connector> User<C> {
             kind: &plan.mix()[choice.mix],
         });
         let message_id = header(&message, "Message-ID").unwrap_or_default();
-        // Distribution lists are expanded by the client, as Outlook expands a
-        // personal list: the envelope names every member.
-        let envelope: Vec<String> = recipients.iter().map(|&u| plan.address(u)).collect();
 
         let target = &shared.target;
         let endpoint = &target.smtp;
-        let connected = shared
-            .connector
-            .connect_smtp(endpoint, Flavor::Smtp, &target.tls, shared.connect_timeout)
-            .await?;
+        let connected = smtp_deadline(
+            shared.connect_timeout,
+            "CONNECT",
+            shared.connector.connect_smtp(
+                endpoint,
+                Flavor::Smtp,
+                &target.tls,
+                shared.connect_timeout,
+            ),
+        )
+        .await?;
         let mut smtp = self.command("smtp.CONNECT", connected);
         let done = smtp.ehlo(&shared.client_name).await?;
         self.command("smtp.EHLO", done);
         if endpoint.tls == TlsMode::StartTls {
-            let done = shared
-                .connector
-                .starttls_smtp(&mut smtp, endpoint, &target.tls)
-                .await?;
+            let done = smtp_deadline(
+                shared.connect_timeout,
+                "STARTTLS",
+                shared
+                    .connector
+                    .starttls_smtp(&mut smtp, endpoint, &target.tls),
+            )
+            .await?;
             self.command("smtp.STARTTLS", done);
             let done = smtp.ehlo(&shared.client_name).await?;
             self.command("smtp.EHLO", done);
@@ -687,7 +824,7 @@ impl<C: Connector> User<C> {
             let sent_folder = plan.params().sent_folder.clone();
             let session = self.session()?;
             let appended = session
-                .imap
+                .last_command()
                 .append(&sent_folder, &["\\Seen"], None, &message)
                 .await?;
             shared.events.command("imap.APPEND", appended.elapsed);
@@ -696,6 +833,25 @@ impl<C: Connector> User<C> {
             return Ok(Outcome::Error("smtp:recipient-refused".into()));
         }
         Ok(Outcome::Ok)
+    }
+
+    /// The addresses of `recipients`, each checked against the population
+    /// before any SMTP transaction starts. One outside it is a bug: the run
+    /// is halted rather than send to anyone else.
+    fn envelope(&self, recipients: &[u32]) -> Result<Vec<String>, Failure> {
+        let population = &self.shared.population;
+        recipients
+            .iter()
+            .map(|&u| population.address(u))
+            .collect::<Result<Vec<String>, _>>()
+            .and_then(|envelope| population.admit(&envelope).map(|()| envelope))
+            .map_err(|error| {
+                self.shared.halt.raise(error);
+                Failure {
+                    kind: "outside-population".into(),
+                    session_lost: false,
+                }
+            })
     }
 
     async fn update_calendar(&mut self, nth: u64) -> Result<Outcome, Failure> {

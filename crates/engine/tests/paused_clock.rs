@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use peakhour_analysis::{Phase as RecordedPhase, RunRecord};
 use peakhour_engine::{
-    Event, LATE_AFTER, Outcome, RECONCILE_LIMIT, RunResult, RunSettings, STOP_GRACE, run_with,
+    Event, LATE_AFTER, NOT_ATTEMPTED, Outcome, RECONCILE_LIMIT, RunResult, RunSettings, STOP_GRACE,
+    run_with,
 };
 use peakhour_workload::Plan;
 use support::{FakeMail, Seen, fake_mail, plan, settings, target};
@@ -183,22 +184,34 @@ async fn an_action_that_starts_late_counts_its_lateness_and_is_counted_late() {
 
     // What must happen, from the user's schedule: each check starts when it
     // is due (the timer ends on the next millisecond) or when the previous
-    // one ends, whichever is later; those still running when the drain is
-    // over are abandoned.
+    // one ends, whichever is later. One that could not start within the
+    // action timeout of when it was due is not attempted; the one still
+    // running when the drain is over is abandoned, and it and every check
+    // due after it are not attempted either.
     let settings = support::settings(10, 60, 5);
     let abandoned_at = clock.steady_end + settings.drain + settings.action_timeout;
-    let mut expected = Vec::new();
+    let mut expected: Vec<(Instant, Option<(Instant, Instant)>)> = Vec::new();
     let mut previous_end = clock.steady_start;
+    let mut alive = true;
     for scheduled in plan.schedule(0) {
         let intended = clock.steady_start + scheduled.at;
-        let started = intended.max(previous_end);
-        if intended >= clock.steady_end || started + slow > abandoned_at {
+        if intended >= clock.steady_end {
             break;
         }
+        let started = intended.max(previous_end);
+        if !alive || started - intended > settings.action_timeout {
+            expected.push((intended, None));
+            continue;
+        }
+        if started + slow > abandoned_at {
+            alive = false;
+            expected.push((intended, None));
+            continue;
+        }
         previous_end = started + slow;
-        expected.push((intended, started, previous_end));
+        expected.push((intended, Some((started, previous_end))));
     }
-    let actual: Vec<(Instant, Instant, Instant)> = seen
+    let actual: Vec<(Instant, Instant, Instant, Outcome)> = seen
         .events
         .iter()
         .filter_map(|(_, e)| match e {
@@ -206,18 +219,25 @@ async fn an_action_that_starts_late_counts_its_lateness_and_is_counted_late() {
                 intended,
                 started,
                 finished,
+                outcome,
                 ..
-            } => Some((*intended, *started, *finished)),
+            } => Some((*intended, *started, *finished, outcome.clone())),
             _ => None,
         })
         .collect();
     assert_eq!(actual.len(), expected.len());
+    let not_attempted = Outcome::Error(NOT_ATTEMPTED.into());
     for (actual, expected) in actual.iter().zip(&expected) {
         assert_eq!(actual.0, expected.0, "intended");
+        let Some((started, _)) = expected.1 else {
+            assert_eq!(actual.3, not_attempted);
+            continue;
+        };
+        assert_eq!(actual.3, Outcome::Ok);
         assert!(
-            actual.1 >= expected.1 && actual.1 - expected.1 <= MS,
+            actual.1 >= started && actual.1 - started <= MS,
             "started {:?} after the model",
-            actual.1 - expected.1
+            actual.1 - started
         );
         assert_eq!(
             actual.2 - actual.1,
@@ -225,6 +245,16 @@ async fn an_action_that_starts_late_counts_its_lateness_and_is_counted_late() {
             "SELECT's delay is the action's time"
         );
     }
+    let skipped = expected.iter().filter(|e| e.1.is_none()).count();
+    assert!(
+        skipped >= 2,
+        "the backlog should outgrow the timeout: {skipped}"
+    );
+    let actual: Vec<(Instant, Instant, Instant)> = actual
+        .into_iter()
+        .filter(|a| a.3 == Outcome::Ok)
+        .map(|(intended, started, finished, _)| (intended, started, finished))
+        .collect();
 
     let late = actual
         .iter()

@@ -1,5 +1,6 @@
 //! What a lab is: its directory, domain, users, storage and ports.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -78,6 +79,14 @@ pub struct Ports {
     pub pop3: u16,
     /// Dovecot LMTP, which Postfix delivers to and `peakhour init` writes to.
     pub lmtp: u16,
+    /// Radicale's CalDAV (plain HTTP), used by a lab started `--with caldav`.
+    /// 0 in the state of a lab started before Radicale was part of the lab.
+    #[serde(default)]
+    pub caldav: u16,
+    /// Samba's SMB port, used by a lab started `--with smb`. 0 in the state of
+    /// a lab started before Samba was part of the lab.
+    #[serde(default)]
+    pub smb: u16,
 }
 
 impl Ports {
@@ -96,6 +105,9 @@ impl Ports {
             imaps: shift(993)?,
             pop3: shift(110)?,
             lmtp: shift(24)?,
+            // HTTP's port: Radicale speaks plain HTTP on loopback.
+            caldav: shift(80)?,
+            smb: shift(445)?,
         })
     }
 
@@ -129,7 +141,8 @@ impl Ports {
     }
 
     /// Every port with its service name, in a stable order (a port of 0, not
-    /// offered, is left out).
+    /// offered, is left out). The optional servers' ports are listed whether
+    /// or not a lab runs them; [`LabConfig::services`] has the ones it uses.
     pub fn named(&self) -> Vec<(&'static str, u16)> {
         [
             ("smtp", self.smtp),
@@ -139,6 +152,8 @@ impl Ports {
             ("imaps", self.imaps),
             ("pop3", self.pop3),
             ("lmtp", self.lmtp),
+            ("caldav", self.caldav),
+            ("smb", self.smb),
         ]
         .into_iter()
         .filter(|(_, port)| *port != 0)
@@ -166,6 +181,8 @@ impl Default for Ports {
             imaps: 10993,
             pop3: 10110,
             lmtp: 10024,
+            caldav: 10080,
+            smb: 10445,
         }
     }
 }
@@ -195,6 +212,10 @@ pub struct LabConfig {
     /// CPU and memory caps on every server process (Linux cgroups).
     #[serde(default)]
     pub limits: Limits,
+    /// The optional servers this lab runs beside Postfix and Dovecot
+    /// (`lab up --with caldav,smb`).
+    #[serde(default)]
+    pub with: BTreeSet<OptionalServer>,
 }
 
 fn one() -> u32 {
@@ -213,7 +234,27 @@ impl LabConfig {
             imap_client_limit: 1,
             namespace: Namespace::default(),
             limits: Limits::default(),
+            with: BTreeSet::new(),
         }
+    }
+
+    /// True if the lab runs `server`.
+    pub fn runs(&self, server: OptionalServer) -> bool {
+        self.with.contains(&server)
+    }
+
+    /// The ports this lab listens on, with their service names: every mail
+    /// port, and the optional servers' ports only if it runs them.
+    pub fn services(&self) -> Vec<(&'static str, u16)> {
+        self.ports
+            .named()
+            .into_iter()
+            .filter(|(service, _)| match *service {
+                "caldav" => self.runs(OptionalServer::Caldav),
+                "smb" => self.runs(OptionalServer::Smb),
+                _ => true,
+            })
+            .collect()
     }
 
     /// Checks what the types cannot: the namespace and the limits.
@@ -225,6 +266,63 @@ impl LabConfig {
     /// The login name of user `n` (1-based), e.g. `user42@bench.test`.
     pub fn user_address(&self, n: u32) -> String {
         format!("user{n}@{}", self.domain)
+    }
+}
+
+/// A server the lab starts only when asked (`lab up --with NAME`), because
+/// the mail benchmarks do not need it and it costs start time and memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptionalServer {
+    /// Radicale (Debian's `radicale` 3.1): CalDAV over plain HTTP.
+    Caldav,
+    /// Samba's `smbd` (Debian's `samba` 4.17): one SMB share.
+    Smb,
+}
+
+impl OptionalServer {
+    /// Every optional server, in the order they are started.
+    pub const ALL: [OptionalServer; 2] = [OptionalServer::Caldav, OptionalServer::Smb];
+
+    /// The name `--with` takes and `lab status --json` lists (`caldav`, `smb`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OptionalServer::Caldav => "caldav",
+            OptionalServer::Smb => "smb",
+        }
+    }
+
+    /// The server program's name, as `lab status` lists it (`radicale`, `samba`).
+    pub fn server_name(self) -> &'static str {
+        match self {
+            OptionalServer::Caldav => "radicale",
+            OptionalServer::Smb => "samba",
+        }
+    }
+
+    /// Parses a name as `--with` takes it (for the command line's value parser).
+    pub fn parse(text: &str) -> Result<OptionalServer, String> {
+        text.parse()
+    }
+}
+
+impl fmt::Display for OptionalServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for OptionalServer {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "caldav" => Ok(OptionalServer::Caldav),
+            "smb" => Ok(OptionalServer::Smb),
+            other => Err(format!(
+                "unknown server {other:?}: --with takes caldav (Radicale) or smb (Samba)"
+            )),
+        }
     }
 }
 
@@ -502,6 +600,30 @@ mod tests {
         assert_eq!(both.memory_bytes, Some(256 << 20));
         assert!(!both.is_unlimited());
         assert!(Limits::default().is_unlimited());
+    }
+
+    #[test]
+    fn optional_servers_have_ports_only_when_run() {
+        let ports = Ports::from_base(20000).unwrap();
+        assert_eq!((ports.caldav, ports.smb), (20080, 20445));
+        let mut config = LabConfig::new("/x");
+        assert!(
+            !config
+                .services()
+                .iter()
+                .any(|(s, _)| *s == "caldav" || *s == "smb")
+        );
+        config.with.insert("smb".parse().unwrap());
+        let services = config.services();
+        assert!(services.contains(&("smb", 10445)));
+        assert!(!services.iter().any(|(s, _)| *s == "caldav"));
+        assert!(
+            "ldap"
+                .parse::<OptionalServer>()
+                .unwrap_err()
+                .contains("caldav")
+        );
+        assert_eq!(OptionalServer::Caldav.server_name(), "radicale");
     }
 
     #[test]

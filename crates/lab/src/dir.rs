@@ -23,7 +23,16 @@ use crate::LabError;
 pub(crate) const MANIFEST: &str = "lab-manifest.json";
 
 /// Every entry the lab makes at the top of its directory.
-const LAB_ENTRIES: [&str; 6] = [MANIFEST, "state.json", "tls", "dovecot", "postfix", "mail"];
+const LAB_ENTRIES: [&str; 8] = [
+    MANIFEST,
+    "state.json",
+    "tls",
+    "dovecot",
+    "postfix",
+    "mail",
+    "radicale",
+    "samba",
+];
 
 /// What the lab made in its directory (`lab-manifest.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

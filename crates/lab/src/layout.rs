@@ -118,4 +118,71 @@ impl Layout {
     pub fn postfix_recipients(&self) -> PathBuf {
         self.postfix_dir().join("recipients")
     }
+
+    /// Radicale's directory (`lab up --with caldav`): configuration, users, log.
+    pub fn radicale_dir(&self) -> PathBuf {
+        self.root.join("radicale")
+    }
+
+    /// Radicale's configuration file (`radicale --config`).
+    pub fn radicale_config(&self) -> PathBuf {
+        self.radicale_dir().join("config")
+    }
+
+    /// Radicale's htpasswd file of users, with plain passwords.
+    pub fn radicale_users(&self) -> PathBuf {
+        self.radicale_dir().join("users")
+    }
+
+    /// Radicale's storage: one collection tree per user.
+    pub fn radicale_collections(&self) -> PathBuf {
+        self.radicale_dir().join("collections")
+    }
+
+    /// Where Radicale's stdout and stderr go; it logs there too.
+    pub fn radicale_console(&self) -> PathBuf {
+        self.radicale_dir().join("console.log")
+    }
+
+    /// Samba's directory (`lab up --with smb`): configuration, state, share.
+    pub fn samba_dir(&self) -> PathBuf {
+        self.root.join("samba")
+    }
+
+    /// `smb.conf` (`smbd -s`).
+    pub fn samba_conf(&self) -> PathBuf {
+        self.samba_dir().join("smb.conf")
+    }
+
+    /// The `username map` that signs every lab user in as one Unix account.
+    pub fn samba_users_map(&self) -> PathBuf {
+        self.samba_dir().join("users.map")
+    }
+
+    /// One of Samba's private state directories (`private`, `state`, `cache`,
+    /// `lock`, `run`, `log`).
+    pub fn samba_state(&self, name: &str) -> PathBuf {
+        self.samba_dir().join(name)
+    }
+
+    /// The share's root: one directory per user.
+    pub fn samba_share(&self) -> PathBuf {
+        self.samba_dir().join("share")
+    }
+
+    /// Samba's log (`log file`).
+    pub fn samba_log(&self) -> PathBuf {
+        self.samba_state("log").join("smbd.log")
+    }
+
+    /// Where smbd's stdout and stderr go.
+    pub fn samba_console(&self) -> PathBuf {
+        self.samba_state("log").join("console.log")
+    }
+
+    /// The pid file of `samba-dcerpcd`, which smbd starts on demand (for a
+    /// share listing) in a session of its own.
+    pub fn samba_dcerpcd_pid_file(&self) -> PathBuf {
+        self.samba_state("run").join("samba-dcerpcd.pid")
+    }
 }

@@ -1,17 +1,21 @@
 //! # peakhour-lab
 //!
-//! The lab layer of peakhour: a real mail system on loopback, started and
-//! stopped from a private directory, for the demo and for tests.
+//! The lab layer of peakhour: a real mail system (and, on request, a CalDAV
+//! and an SMB server) on loopback, started and stopped from a private
+//! directory, for the demo and for tests.
 //!
 //! * **Postfix** accepts SMTP (STARTTLS, AUTH through Dovecot) and SMTP over
 //!   implicit TLS, and hands every message for the lab domain to Dovecot by LMTP.
 //! * **Dovecot** serves IMAP (and IMAPS), POP3 and LMTP, with users
 //!   `user1` ... `userN` in `bench.test` sharing one password generated per lab.
+//! * On request ([`OptionalServer`], `lab up --with caldav,smb`), **Radicale**
+//!   serves CalDAV and **Samba** one SMB share, to the same users.
 //!
-//! Both run as root from configuration in the lab directory (see [`Layout`]),
+//! All run from configuration in the lab directory (see [`Layout`]),
 //! each master in a session of its own, so that [`Lab::down`] can find and stop
 //! every process the lab started, by PID, even after a crash. Nothing is read
-//! from `/etc/postfix` or `/etc/dovecot`, and nothing listens beyond 127.0.0.1.
+//! from `/etc` (Postfix's, Dovecot's, Radicale's or Samba's), and nothing
+//! listens beyond 127.0.0.1.
 //!
 //! Because it runs as root, the lab is careful with what it touches: it uses
 //! only a new, empty or lab-made directory that only root can change, never
@@ -24,11 +28,17 @@
 //! [`Limits`]: a cgroup (v1 or v2) caps the CPU and memory of every server
 //! process, and [`LimitsStatus`] names the files that account for them.
 //!
+//! [`check_mail_path`] sends one message through a running lab with
+//! peakhour's own SMTP, IMAP and POP3 clients and times every command
+//! (`peakhour lab check`); it is the one part of the lab that speaks the
+//! protocols, and the reason the lab depends on the protocol crates.
+//!
 //! The packages come from Debian (`scripts/setup.sh` installs them); a missing
 //! one is reported by [`Lab::up`] with the command that installs it.
 #![deny(missing_docs)]
 
 mod cgroup;
+mod check;
 mod config;
 mod dir;
 mod error;
@@ -37,13 +47,19 @@ mod lifecycle;
 mod prerequisites;
 mod probe;
 mod process;
+mod radicale;
 mod render;
+mod samba;
+mod server;
 mod state;
+mod text;
 mod tls;
 
 pub use cgroup::{CgroupStatus, CgroupVersion};
+pub use check::{CheckError, CheckLine, check_mail_path};
 pub use config::{
-    DEFAULT_DOMAIN, LabConfig, Limits, MAIL_UID, Namespace, Ports, Storage, parse_size,
+    DEFAULT_DOMAIN, LabConfig, Limits, MAIL_UID, Namespace, OptionalServer, Ports, Storage,
+    parse_size,
 };
 pub use dir::PurgeReport;
 pub use error::{LabError, SETUP_COMMAND};

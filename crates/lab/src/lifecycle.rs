@@ -9,9 +9,13 @@ use rand::distr::Alphanumeric;
 use crate::cgroup::{LabCgroup, group_name};
 use crate::dir::{self, PurgeReport};
 use crate::probe::{self, PortProbe};
-use crate::process::{Recognised, ServerCommand, spawn_in_new_session};
+use crate::process::{ProcessId, ProcessInfo, Recognised, spawn_in_new_session};
+use crate::server::Server;
 use crate::state::{ComponentStatus, Endpoints, LabState, LabStatus, LimitsStatus};
-use crate::{LabConfig, LabError, Layout, MAIL_UID, prerequisites, render, tls};
+use crate::{
+    LabConfig, LabError, Layout, MAIL_UID, OptionalServer, prerequisites, radicale, render, samba,
+    tls,
+};
 
 /// How long `up` waits for every endpoint to answer.
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -75,7 +79,7 @@ impl Lab {
     /// this lab's). Harmless if the lab is already up with the same settings.
     pub fn up(config: &LabConfig) -> Result<UpReport, LabError> {
         let started = Instant::now();
-        prerequisites::check()?;
+        prerequisites::check(&config.with)?;
         config.validate().map_err(LabError::BadConfig)?;
         if let Some(port) = config.ports.duplicate() {
             return Err(LabError::DuplicatePort(port));
@@ -94,12 +98,12 @@ impl Lab {
         let mut cleaned_up = 0;
         let mut warnings = Vec::new();
         if let Some(state) = &previous {
-            let all_running = state.masters().count() == 2
+            let all_running = state.masters().count() == servers(&state.config).len()
                 && state
                     .masters()
-                    .all(|(name, p)| p.recognise(&lab.command(name)) == Recognised::Running);
+                    .all(|(server, p)| p.recognise(&lab.command(server)) == Recognised::Running);
             if all_running {
-                if state.config != config {
+                if settings(&state.config) != settings(&config) {
                     return Err(LabError::RunningWithOtherSettings {
                         dir,
                         running: describe(&state.config),
@@ -125,7 +129,7 @@ impl Lab {
             }
         }
 
-        for (service, port) in config.ports.named() {
+        for (service, port) in config.services() {
             if !probe::port_is_free(port) {
                 return Err(LabError::PortInUse { service, port });
             }
@@ -139,12 +143,20 @@ impl Lab {
         tls::ensure_certificates(&layout)?;
         write_configuration(&config, &layout, &password)?;
         create_postfix_queue(&layout)?;
+        if config.runs(OptionalServer::Caldav) {
+            radicale::prepare(&config, &layout, &password)?;
+        }
+        if config.runs(OptionalServer::Smb) {
+            samba::prepare(&config, &layout, &password)?;
+        }
 
         let mut state = LabState {
             config: config.clone(),
             password,
             dovecot: None,
             postfix: None,
+            radicale: None,
+            samba: None,
             cgroup: None,
         };
         if !config.limits.is_unlimited() {
@@ -158,8 +170,7 @@ impl Lab {
             // A lab that did not come up leaves nothing running behind it.
             lab.stop_masters(&state);
             let _ = lab.remove_cgroup(&state);
-            state.dovecot = None;
-            state.postfix = None;
+            state.forget_masters();
             state.cgroup = None;
             let _ = state.save(&layout.state_file());
             return Err(error);
@@ -193,8 +204,7 @@ impl Lab {
                 Err(e) => report.warnings.push(e.to_string()),
             }
         }
-        state.dovecot = None;
-        state.postfix = None;
+        state.forget_masters();
         if purge && report.remaining.is_empty() && state.cgroup.is_none() {
             report.purge = Some(dir::purge(lab.layout.root())?);
         } else {
@@ -214,33 +224,13 @@ impl Lab {
     }
 
     /// The command line the lab runs `server` with, from this directory.
-    fn command(&self, server: &str) -> ServerCommand {
-        let layout = &self.layout;
-        if server == "dovecot" {
-            ServerCommand {
-                argv: vec![
-                    "/usr/sbin/dovecot".into(),
-                    "-F".into(),
-                    "-c".into(),
-                    layout.dovecot_conf().display().to_string(),
-                ],
-                helpers_dir: "/usr/lib/dovecot/",
-            }
-        } else {
-            ServerCommand {
-                argv: vec![
-                    "/usr/lib/postfix/sbin/master".into(),
-                    "-c".into(),
-                    layout.postfix_dir().display().to_string(),
-                    "-d".into(),
-                ],
-                helpers_dir: "/usr/lib/postfix/sbin/",
-            }
-        }
+    fn command(&self, server: Server) -> crate::process::ServerCommand {
+        server.command(&self.layout)
     }
 
-    /// Starts Dovecot, then Postfix, each in its own session (and in the
-    /// lab's cgroup, if it has one), and waits until every endpoint answers.
+    /// Starts Dovecot, then Postfix, then the optional servers, each in its
+    /// own session (and in the lab's cgroup, if it has one), and waits until
+    /// every endpoint answers.
     /// The state is saved after each start, so that `down` can stop whatever
     /// did start even if this process dies.
     fn start_servers(&self, state: &mut LabState) -> Result<(), LabError> {
@@ -250,22 +240,15 @@ impl Lab {
             .as_ref()
             .map(LabCgroup::procs_files)
             .unwrap_or_default();
-        for (name, console) in [
-            ("dovecot", layout.dovecot_console()),
-            ("postfix", layout.postfix_console()),
-        ] {
-            let command = self.command(name);
-            let (program, args) = command
-                .argv
-                .split_first()
-                .unwrap_or((&command.argv[0], &[]));
+        for server in servers(&state.config) {
+            let launch = self.command(server).launch_argv();
+            let Some((program, args)) = launch.split_first() else {
+                continue;
+            };
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let console = server.console(layout);
             let started = spawn_in_new_session(program, &args, &console, &cgroup_procs)?;
-            if name == "dovecot" {
-                state.dovecot = Some(started);
-            } else {
-                state.postfix = Some(started);
-            }
+            state.set_master(server, Some(started));
             state.save(&layout.state_file())?;
         }
         self.wait_until_ready(state)
@@ -281,12 +264,14 @@ impl Lab {
             purge: None,
         };
         // Postfix first: it stops accepting mail before its delivery target goes.
-        for (name, master) in state.masters() {
-            let command = self.command(name);
+        for (server, master) in state.masters() {
+            let name = server.name();
+            let command = self.command(server);
             match master.recognise(&command) {
                 Recognised::Foreign(why) => {
                     report.not_ours.push(format!(
-                        "{name}: state.json names {why}; it was not started by this lab and was                          left alone"
+                        "{name}: state.json names {why}; it was not started by this lab and was \
+                         left alone"
                     ));
                     continue;
                 }
@@ -297,8 +282,24 @@ impl Lab {
             report
                 .remaining
                 .extend(master.server_processes(&command).iter().map(|p| p.pid));
+            if server == Server::Samba {
+                self.stop_samba_dcerpcd(master, &mut report);
+            }
         }
         report
+    }
+
+    /// Stops the `samba-dcerpcd` this lab's smbd (`smbd_master`) started,
+    /// which lives in a session of its own and outlives smbd.
+    fn stop_samba_dcerpcd(&self, smbd_master: ProcessId, report: &mut DownReport) {
+        let Some((helper, command)) = samba::dcerpcd(&self.layout, smbd_master) else {
+            return;
+        };
+        report.stopped.push("samba-dcerpcd".to_owned());
+        report.killed += helper.stop_server(&command, STOP_GRACE);
+        report
+            .remaining
+            .extend(helper.server_processes(&command).iter().map(|p| p.pid));
     }
 
     /// Removes the lab's cgroup, if the state names one and it is this lab's.
@@ -323,22 +324,10 @@ impl Lab {
             return Err(LabError::NoLab(lab.layout.root().to_owned()));
         };
         let config = &state.config;
-        let servers: Vec<ComponentStatus> =
-            [("dovecot", state.dovecot), ("postfix", state.postfix)]
-                .into_iter()
-                .map(|(name, master)| {
-                    let command = lab.command(name);
-                    ComponentStatus {
-                        name: name.to_owned(),
-                        master_pid: master.map(|p| p.pid),
-                        running: master
-                            .is_some_and(|p| p.recognise(&command) == Recognised::Running),
-                        processes: master
-                            .map(|p| p.server_processes(&command))
-                            .unwrap_or_default(),
-                    }
-                })
-                .collect();
+        let servers: Vec<ComponentStatus> = servers(config)
+            .into_iter()
+            .map(|server| lab.component_status(server, state.master(server)))
+            .collect();
         let ports = probe_all(config, Duration::from_secs(2));
         let healthy = servers.iter().all(|s| s.running) && ports.iter().all(|p| p.answers);
         let name = group_name(lab.layout.root());
@@ -360,6 +349,7 @@ impl Lab {
                 memory_bytes: config.limits.memory_bytes,
                 cgroup,
             },
+            with: config.with.clone(),
             endpoints: Endpoints::of(config),
             ca_file: lab.layout.ca_cert().display().to_string(),
             servers,
@@ -367,12 +357,33 @@ impl Lab {
         })
     }
 
+    /// One server's master and processes; Samba's include the
+    /// `samba-dcerpcd` its smbd started, which runs in a session of its own.
+    fn component_status(&self, server: Server, master: Option<ProcessId>) -> ComponentStatus {
+        let command = self.command(server);
+        let mut processes: Vec<ProcessInfo> = master
+            .map(|p| p.server_processes(&command))
+            .unwrap_or_default();
+        if server == Server::Samba
+            && let Some((helper, helper_command)) =
+                master.and_then(|m| samba::dcerpcd(&self.layout, m))
+        {
+            processes.extend(helper.server_processes(&helper_command));
+        }
+        ComponentStatus {
+            name: server.name().to_owned(),
+            master_pid: master.map(|p| p.pid),
+            running: master.is_some_and(|p| p.recognise(&command) == Recognised::Running),
+            processes,
+        }
+    }
+
     fn wait_until_ready(&self, state: &LabState) -> Result<(), LabError> {
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
-            for (name, master) in state.masters() {
+            for (server, master) in state.masters() {
                 if !master.is_alive() {
-                    return Err(self.server_failed(name));
+                    return Err(self.server_failed(server));
                 }
             }
             let probes = probe_all(&state.config, Duration::from_millis(500));
@@ -395,27 +406,17 @@ impl Lab {
         }
     }
 
-    fn server_failed(&self, name: &str) -> LabError {
-        let (server, console, log) = if name == "dovecot" {
-            (
-                "Dovecot",
-                self.layout.dovecot_console(),
-                self.layout.dovecot_log(),
-            )
+    fn server_failed(&self, server: Server) -> LabError {
+        let console = server.console(&self.layout);
+        let log = server.log(&self.layout);
+        let logs = if console == log {
+            vec![tail(&log)]
         } else {
-            (
-                "Postfix",
-                self.layout.postfix_console(),
-                self.layout.postfix_log(),
-            )
+            vec![tail(&console), tail(&log)]
         };
-        let reason = [tail(&console), tail(&log)]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join("\n");
+        let reason = logs.into_iter().flatten().collect::<Vec<_>>().join("\n");
         LabError::ServerFailed {
-            server,
+            server: server.title(),
             reason: if reason.is_empty() {
                 "it exited at once".into()
             } else {
@@ -456,16 +457,35 @@ impl Drop for LabGuard {
     }
 }
 
+/// The masters a lab with `config` runs, in the order they are started.
+fn servers(config: &LabConfig) -> Vec<Server> {
+    let optional = config.with.iter().map(|s| Server::optional(*s));
+    [Server::Dovecot, Server::Postfix]
+        .into_iter()
+        .chain(optional)
+        .collect()
+}
+
 fn probe_all(config: &LabConfig, timeout: Duration) -> Vec<PortProbe> {
     config
-        .ports
-        .named()
+        .services()
         .into_iter()
-        .map(|(service, port)| {
-            let implicit_tls = matches!(service, "imaps" | "submissions");
-            probe::probe(service, port, implicit_tls, timeout)
-        })
+        .map(|(service, port)| probe::probe(service, port, probe::speaks(service), timeout))
         .collect()
+}
+
+/// What makes a running lab the one asked for: an optional server's port
+/// matters only if the lab runs it (a lab started before Radicale and Samba
+/// existed has no port for them in its state).
+fn settings(config: &LabConfig) -> LabConfig {
+    let mut settings = config.clone();
+    if !settings.runs(OptionalServer::Caldav) {
+        settings.ports.caldav = 0;
+    }
+    if !settings.runs(OptionalServer::Smb) {
+        settings.ports.smb = 0;
+    }
+    settings
 }
 
 fn describe(config: &LabConfig) -> String {
@@ -477,9 +497,15 @@ fn describe(config: &LabConfig) -> String {
         || "no memory cap".to_owned(),
         |b| format!("{b} bytes of memory"),
     );
+    let with = if config.with.is_empty() {
+        "no optional servers".to_owned()
+    } else {
+        let names: Vec<&str> = config.with.iter().map(|s| s.as_str()).collect();
+        format!("with {}", names.join(","))
+    };
     format!(
         "{} users, {} storage, imap port {}, smtp port {}, {} IMAP connections per process, \
-         namespace prefix {:?} separator {:?}, {cpus}, {memory}",
+         namespace prefix {:?} separator {:?}, {cpus}, {memory}, {with}",
         config.users,
         config.storage,
         config.ports.imap,
@@ -652,4 +678,34 @@ fn tail(path: &Path) -> Option<String> {
     let start = lines.len().saturating_sub(8);
     let tail = lines[start..].join("\n");
     (!tail.trim().is_empty()).then_some(tail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Ports;
+
+    #[test]
+    fn an_unused_optional_servers_port_does_not_change_a_labs_settings() {
+        let before_radicale = LabConfig {
+            ports: Ports {
+                caldav: 0,
+                smb: 0,
+                ..Ports::default()
+            },
+            ..LabConfig::new("/srv/lab")
+        };
+        let now = LabConfig::new("/srv/lab");
+        assert_eq!(settings(&before_radicale), settings(&now));
+        let with_smb = LabConfig {
+            with: [OptionalServer::Smb].into_iter().collect(),
+            ..now.clone()
+        };
+        assert_ne!(settings(&with_smb), settings(&now));
+        assert!(
+            describe(&with_smb).ends_with("with smb"),
+            "{}",
+            describe(&with_smb)
+        );
+    }
 }

@@ -1,8 +1,9 @@
 //! Is everything the lab runs installed, and may we run it?
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::LabError;
+use crate::{LabError, OptionalServer};
 
 /// (what, file, Debian package) for everything `lab up` executes.
 const REQUIRED: &[(&str, &str, &str)] = &[
@@ -32,9 +33,34 @@ const REQUIRED: &[(&str, &str, &str)] = &[
     ("setsid", "/usr/bin/setsid", "util-linux"),
 ];
 
-/// Fails with the first missing package, or if not running as root.
-pub(crate) fn check() -> Result<(), LabError> {
-    for &(what, path, package) in REQUIRED {
+/// What each optional server needs, as [`REQUIRED`].
+fn optional(server: OptionalServer) -> &'static [(&'static str, &'static str, &'static str)] {
+    match server {
+        OptionalServer::Caldav => &[
+            ("Radicale", crate::radicale::SCRIPT, "radicale"),
+            (
+                "setpriv (to run Radicale as its own user)",
+                "/usr/bin/setpriv",
+                "util-linux",
+            ),
+        ],
+        OptionalServer::Smb => &[
+            ("Samba's smbd", "/usr/sbin/smbd", "samba"),
+            (
+                "Samba's samba-dcerpcd",
+                "/usr/libexec/samba/samba-dcerpcd",
+                "samba",
+            ),
+            ("smbpasswd", "/usr/bin/smbpasswd", "samba-common-bin"),
+        ],
+    }
+}
+
+/// Fails with the first missing package (of the mail system and of the
+/// optional servers in `with`), or if not running as root.
+pub(crate) fn check(with: &BTreeSet<OptionalServer>) -> Result<(), LabError> {
+    let wanted = with.iter().flat_map(|server| optional(*server));
+    for &(what, path, package) in REQUIRED.iter().chain(wanted) {
         if !Path::new(path).exists() {
             return Err(LabError::MissingPackage {
                 what,

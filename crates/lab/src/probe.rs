@@ -1,6 +1,6 @@
 //! Ports: is one free before `up`, and does a server answer on it after.
 
-use std::io::{ErrorKind, Read};
+use std::io::{ErrorKind, Read, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
@@ -29,13 +29,34 @@ pub(crate) fn port_is_free(port: u16) -> bool {
     }
 }
 
-/// Connects to `127.0.0.1:port` and reads the server's greeting line.
-///
-/// `tls` services (implicit TLS) are only connected to: their greeting comes
-/// after a handshake this probe does not make.
-pub(crate) fn probe(service: &str, port: u16, tls: bool, timeout: Duration) -> PortProbe {
+/// What a service says first, and so how it is probed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Speaks {
+    /// A greeting line (SMTP, LMTP, IMAP, POP3).
+    Greeting,
+    /// Nothing before the client does; the probe only connects. Implicit TLS
+    /// (the greeting comes after a handshake this probe does not make) and
+    /// SMB (binary, client first).
+    ConnectOnly(&'static str),
+    /// HTTP: the probe asks `OPTIONS /` and reads the status line.
+    Http,
+}
+
+/// How each lab service is probed.
+pub(crate) fn speaks(service: &str) -> Speaks {
+    match service {
+        "imaps" | "submissions" => Speaks::ConnectOnly("accepts connections (TLS)"),
+        "smb" => Speaks::ConnectOnly("accepts connections (SMB)"),
+        "caldav" => Speaks::Http,
+        _ => Speaks::Greeting,
+    }
+}
+
+/// Connects to `127.0.0.1:port` and reads what the server says first: its
+/// greeting line, or its answer to an HTTP request.
+pub(crate) fn probe(service: &str, port: u16, speaks: Speaks, timeout: Duration) -> PortProbe {
     let address = format!("127.0.0.1:{port}");
-    let result = greeting(&address, tls, timeout);
+    let result = first_line(&address, speaks, timeout);
     let (answers, detail) = match result {
         Ok(line) => (true, line),
         Err(reason) => (false, reason),
@@ -48,15 +69,23 @@ pub(crate) fn probe(service: &str, port: u16, tls: bool, timeout: Duration) -> P
     }
 }
 
-fn greeting(address: &str, tls: bool, timeout: Duration) -> Result<String, String> {
+fn first_line(address: &str, speaks: Speaks, timeout: Duration) -> Result<String, String> {
     let addr: SocketAddr = address.parse().map_err(|e| format!("{e}"))?;
     let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| e.to_string())?;
-    if tls {
-        return Ok("accepts connections (TLS)".into());
+    if let Speaks::ConnectOnly(detail) = speaks {
+        return Ok(detail.into());
     }
     stream
         .set_read_timeout(Some(timeout))
         .map_err(|e| e.to_string())?;
+    if speaks == Speaks::Http {
+        // HTTP/1.0, so the server closes after answering; no credentials, and
+        // OPTIONS changes nothing.
+        stream
+            .set_write_timeout(Some(timeout))
+            .and_then(|()| stream.write_all(b"OPTIONS / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"))
+            .map_err(|e| format!("cannot send a request: {e}"))?;
+    }
     let mut buf = [0u8; 512];
     let mut len = 0;
     while !buf[..len].contains(&b'\n') && len < buf.len() {
@@ -73,8 +102,13 @@ fn greeting(address: &str, tls: bool, timeout: Duration) -> Result<String, Strin
         .unwrap_or_default()
         .trim_end()
         .to_owned();
-    // Every lab service greets positively: SMTP/LMTP 220, IMAP "* OK", POP3 "+OK".
-    if line.starts_with("220") || line.starts_with("* OK") || line.starts_with("+OK") {
+    // Every lab service greets positively: SMTP/LMTP 220, IMAP "* OK", POP3
+    // "+OK"; an HTTP server answers with any status line (it is up).
+    let positive = match speaks {
+        Speaks::Http => line.starts_with("HTTP/1."),
+        _ => line.starts_with("220") || line.starts_with("* OK") || line.starts_with("+OK"),
+    };
+    if positive {
         Ok(line)
     } else {
         Err(format!("unexpected greeting: {line}"))
@@ -96,7 +130,7 @@ mod tests {
             conn.write_all(b"* OK [CAPABILITY IMAP4rev1] ready\r\n")
                 .unwrap();
         });
-        let found = probe("imap", port, false, Duration::from_secs(2));
+        let found = probe("imap", port, Speaks::Greeting, Duration::from_secs(2));
         server.join().unwrap();
         assert!(found.answers, "{found:?}");
         assert_eq!(found.detail, "* OK [CAPABILITY IMAP4rev1] ready");
@@ -108,7 +142,30 @@ mod tests {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
             listener.local_addr().unwrap().port()
         };
-        let found = probe("smtp", port, false, Duration::from_millis(300));
+        let found = probe("smtp", port, Speaks::Greeting, Duration::from_millis(300));
         assert!(!found.answers);
+    }
+
+    #[test]
+    fn an_http_server_is_asked_and_answers_with_its_status_line() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut request = [0u8; 64];
+            let n = conn.read(&mut request).unwrap();
+            conn.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n")
+                .unwrap();
+            String::from_utf8_lossy(&request[..n]).into_owned()
+        });
+        let found = probe("caldav", port, speaks("caldav"), Duration::from_secs(2));
+        let request = server.join().unwrap();
+        assert!(request.starts_with("OPTIONS / HTTP/1.0\r\n"), "{request}");
+        assert!(found.answers, "{found:?}");
+        assert_eq!(found.detail, "HTTP/1.0 200 OK");
+        assert_eq!(
+            speaks("smb"),
+            Speaks::ConnectOnly("accepts connections (SMB)")
+        );
     }
 }

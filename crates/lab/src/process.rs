@@ -46,16 +46,50 @@ pub struct ProcessInfo {
 /// What the lab runs for one server, to recognise its processes by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ServerCommand {
-    /// The program and its arguments, exactly as the lab starts it.
+    /// The program and its arguments, exactly as the server runs (its
+    /// `/proc/PID/cmdline`).
     pub(crate) argv: Vec<String>,
-    /// The directory holding the server's helper executables; a process in the
-    /// master's session that runs anything else is not the server's.
-    pub(crate) helpers_dir: &'static str,
+    /// What runs `argv` and then becomes it by `exec` (e.g. `setpriv`, which
+    /// drops root first); empty if the lab runs `argv` itself.
+    pub(crate) launcher: Vec<String>,
+    /// True if a process whose command line merely starts with `argv` is the
+    /// server: for `samba-dcerpcd`, which smbd starts with arguments of its
+    /// own choosing after the configuration file.
+    pub(crate) argv_is_prefix: bool,
+    /// The directory holding the server's helper executables, if it has any; a
+    /// process in the master's session that runs anything else is not the
+    /// server's.
+    pub(crate) helpers_dir: Option<&'static str>,
 }
 
 impl ServerCommand {
+    /// A server run as `argv`, whose helpers live in `helpers_dir`.
+    pub(crate) fn new(argv: Vec<String>, helpers_dir: Option<&'static str>) -> Self {
+        ServerCommand {
+            argv,
+            launcher: Vec::new(),
+            argv_is_prefix: false,
+            helpers_dir,
+        }
+    }
+
+    /// What the lab executes to start the server: the launcher, then `argv`.
+    pub(crate) fn launch_argv(&self) -> Vec<String> {
+        self.launcher.iter().chain(&self.argv).cloned().collect()
+    }
+
+    /// True if `cmdline` is this server's command line.
+    fn matches(&self, cmdline: &[String]) -> bool {
+        if self.argv_is_prefix {
+            cmdline.starts_with(&self.argv)
+        } else {
+            cmdline == self.argv.as_slice()
+        }
+    }
+
     /// True if `pid` runs one of this server's executables: the master's
-    /// program, or a helper from its directory.
+    /// program (after links: `/usr/bin/python3` runs as `python3.11`), or a
+    /// helper from its directory.
     fn runs_our_executable(&self, pid: i32) -> bool {
         let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
             return false;
@@ -63,7 +97,13 @@ impl ServerCommand {
         // An executable replaced by a package upgrade reads "PATH (deleted)".
         let exe = exe.to_string_lossy();
         let exe = exe.strip_suffix(" (deleted)").unwrap_or(&exe);
-        Some(exe) == self.argv.first().map(String::as_str) || exe.starts_with(self.helpers_dir)
+        let Some(program) = self.argv.first() else {
+            return false;
+        };
+        let resolved = std::fs::canonicalize(program).ok();
+        exe == program
+            || resolved.is_some_and(|r| r.as_os_str() == exe)
+            || self.helpers_dir.is_some_and(|dir| exe.starts_with(dir))
     }
 }
 
@@ -127,7 +167,7 @@ impl ProcessId {
             return Recognised::Gone;
         }
         let cmdline = command_line(self.pid);
-        if cmdline.as_ref() == Some(&command.argv) {
+        if cmdline.as_deref().is_some_and(|c| command.matches(c)) {
             Recognised::Running
         } else {
             Recognised::Foreign(format!(
@@ -352,10 +392,10 @@ mod tests {
             2,
             "shell and its sleep child"
         );
-        let command = ServerCommand {
-            argv: vec!["sh".into(), "-c".into(), "sleep 30 & wait".into()],
-            helpers_dir: "/usr/bin/",
-        };
+        let command = ServerCommand::new(
+            vec!["sh".into(), "-c".into(), "sleep 30 & wait".into()],
+            Some("/usr/bin/"),
+        );
         assert_eq!(master.recognise(&command), Recognised::Running);
         master.stop_server(&command, Duration::from_millis(500));
         assert!(!master.is_alive());
@@ -367,10 +407,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let console = dir.path().join("console.log");
         let sleeper = spawn_in_new_session("sleep", &["30"], &console, &[]).unwrap();
-        let dovecot = ServerCommand {
-            argv: vec!["/usr/sbin/dovecot".into(), "-F".into()],
-            helpers_dir: "/usr/lib/dovecot/",
-        };
+        let dovecot = ServerCommand::new(
+            vec!["/usr/sbin/dovecot".into(), "-F".into()],
+            Some("/usr/lib/dovecot/"),
+        );
         assert!(matches!(
             sleeper.recognise(&dovecot),
             Recognised::Foreign(_)

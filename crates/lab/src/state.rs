@@ -5,10 +5,13 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeSet;
+
 use crate::cgroup::{CgroupStatus, LabCgroup};
 use crate::probe::PortProbe;
 use crate::process::{ProcessId, ProcessInfo};
-use crate::{LabConfig, LabError, Namespace, Storage};
+use crate::server::Server;
+use crate::{LabConfig, LabError, Namespace, OptionalServer, Storage};
 
 /// The lab's memory, kept in `state.json` (mode 0600: it holds the password).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -19,6 +22,12 @@ pub(crate) struct LabState {
     pub(crate) password: String,
     pub(crate) dovecot: Option<ProcessId>,
     pub(crate) postfix: Option<ProcessId>,
+    /// Radicale's process, for a lab `--with caldav`.
+    #[serde(default)]
+    pub(crate) radicale: Option<ProcessId>,
+    /// smbd's master, for a lab `--with smb`.
+    #[serde(default)]
+    pub(crate) samba: Option<ProcessId>,
     /// The cgroup the servers run in, for a shaped lab. Kept because it
     /// depends on the cgroup `up` ran in, which `down` may not share.
     #[serde(default)]
@@ -50,14 +59,44 @@ impl LabState {
         crate::dir::replace_file(path, json.as_bytes(), 0o600)
     }
 
-    pub(crate) fn masters(&self) -> impl Iterator<Item = (&'static str, ProcessId)> + '_ {
-        [("postfix", self.postfix), ("dovecot", self.dovecot)]
+    /// Every master the state records, in the order `down` stops them.
+    pub(crate) fn masters(&self) -> impl Iterator<Item = (Server, ProcessId)> + '_ {
+        Server::STOP_ORDER
             .into_iter()
-            .filter_map(|(name, id)| id.map(|id| (name, id)))
+            .filter_map(|server| self.master(server).map(|id| (server, id)))
+    }
+
+    /// The master the state records for `server`.
+    pub(crate) fn master(&self, server: Server) -> Option<ProcessId> {
+        match server {
+            Server::Dovecot => self.dovecot,
+            Server::Postfix => self.postfix,
+            Server::Radicale => self.radicale,
+            Server::Samba => self.samba,
+        }
+    }
+
+    /// Records (or, with None, forgets) the master of `server`.
+    pub(crate) fn set_master(&mut self, server: Server, id: Option<ProcessId>) {
+        let slot = match server {
+            Server::Dovecot => &mut self.dovecot,
+            Server::Postfix => &mut self.postfix,
+            Server::Radicale => &mut self.radicale,
+            Server::Samba => &mut self.samba,
+        };
+        *slot = id;
+    }
+
+    /// Forgets every master (after `down`, or an `up` that failed).
+    pub(crate) fn forget_masters(&mut self) {
+        for server in Server::STOP_ORDER {
+            self.set_master(server, None);
+        }
     }
 }
 
-/// The lab's endpoints, as `127.0.0.1:PORT`.
+/// The lab's endpoints: the mail servers' as `127.0.0.1:PORT`, the optional
+/// servers' as URLs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Endpoints {
     /// SMTP (STARTTLS, AUTH) into Postfix.
@@ -77,6 +116,13 @@ pub struct Endpoints {
     pub pop3: String,
     /// LMTP on Dovecot.
     pub lmtp: String,
+    /// Radicale's CalDAV root, `http://127.0.0.1:PORT/` (each user's principal
+    /// and calendar home is `/userN/`), for a lab `--with caldav`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caldav: Option<String>,
+    /// Samba's share, `smb://127.0.0.1:PORT/peakhour`, for a lab `--with smb`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smb: Option<String>,
 }
 
 impl Endpoints {
@@ -91,6 +137,12 @@ impl Endpoints {
             imaps: at(p.imaps),
             pop3: at(p.pop3),
             lmtp: at(p.lmtp),
+            caldav: config
+                .runs(OptionalServer::Caldav)
+                .then(|| format!("http://127.0.0.1:{}/", p.caldav)),
+            smb: config
+                .runs(OptionalServer::Smb)
+                .then(|| format!("smb://127.0.0.1:{}/{}", p.smb, crate::samba::SHARE)),
         }
     }
 }
@@ -98,7 +150,7 @@ impl Endpoints {
 /// One server of the lab: its master process and everything in its session.
 #[derive(Debug, Clone, Serialize)]
 pub struct ComponentStatus {
-    /// `dovecot` or `postfix`.
+    /// `dovecot`, `postfix`, `radicale` or `samba`.
     pub name: String,
     /// The master's PID, if the lab started one.
     pub master_pid: Option<i32>,
@@ -127,6 +179,8 @@ pub struct LabStatus {
     pub namespace: Namespace,
     /// CPU and memory caps, and the cgroup that enforces them.
     pub limits: LimitsStatus,
+    /// The optional servers the lab runs (`caldav`, `smb`).
+    pub with: BTreeSet<OptionalServer>,
     /// Where to connect.
     pub endpoints: Endpoints,
     /// The CA certificate to trust for the lab's TLS.
@@ -153,5 +207,43 @@ impl LabStatus {
     /// A username of the lab (`user{n}@domain`).
     pub fn user(&self, n: u32) -> String {
         format!("user{n}@{}", self.domain)
+    }
+
+    /// The master process of `server` (`dovecot` or `postfix`), if the lab started one.
+    pub fn master_pid(&self, server: &str) -> Option<u32> {
+        self.servers
+            .iter()
+            .find(|s| s.name == server)
+            .and_then(|s| s.master_pid)
+            .and_then(|pid| u32::try_from(pid).ok())
+    }
+
+    /// Why this lab cannot carry a load of `users` users, if it cannot: it
+    /// is not healthy, or it has fewer users. `dir` is the lab directory as
+    /// the caller named it, for the command that puts it right.
+    pub fn unfit_for(&self, users: u32, dir: &std::path::Path) -> Option<String> {
+        let dir = dir.display();
+        if !self.healthy {
+            return Some(format!(
+                "the lab in {} is not healthy; see `peakhour lab status --dir {dir}`",
+                self.dir
+            ));
+        }
+        (self.users < users).then(|| {
+            format!(
+                "the lab has {} users and the largest step needs {users}; restart it with \
+                 `peakhour lab down --dir {dir} && peakhour lab up --dir {dir} --users {users}`",
+                self.users
+            )
+        })
+    }
+
+    /// Dovecot's client ports: IMAP, IMAPS and POP3 (not LMTP, which Postfix uses).
+    pub fn dovecot_client_ports(&self) -> Vec<u16> {
+        let e = &self.endpoints;
+        [&e.imap, &e.imaps, &e.pop3]
+            .into_iter()
+            .filter_map(|endpoint| crate::check::port(endpoint).ok())
+            .collect()
     }
 }

@@ -5,48 +5,8 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
-use common::{assert_matches_schema, config, scratch_dir};
+use common::{assert_matches_schema, config, python_smoke, scratch_dir};
 use peakhour_lab::{LabConfig, LabGuard, Namespace};
-
-/// Runs tests/lab_smoke.py against `lab` with `extra` arguments.
-fn python_smoke(lab: &LabGuard, extra: &[&str]) -> String {
-    let status_file = scratch_dir();
-    let status_path = status_file.path().join("status.json");
-    let status = lab.lab().status().unwrap();
-    std::fs::write(&status_path, serde_json::to_vec(&status).unwrap()).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/lab_smoke.py");
-    let output = Command::new("python3")
-        .arg(&script)
-        .arg("--status-file")
-        .arg(&status_path)
-        .args(extra)
-        .output()
-        .expect("python3");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    if !output.status.success() {
-        // The servers' own account of what happened, to tell a server's fault from ours.
-        let log_tail = |path: std::path::PathBuf| {
-            let text = std::fs::read_to_string(&path).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            format!(
-                "--- {}\n{}",
-                path.display(),
-                lines[lines.len().saturating_sub(30)..].join("\n")
-            )
-        };
-        let layout = lab.lab().layout();
-        panic!(
-            "lab_smoke.py {extra:?} failed:\n{stdout}{}\n{}\n{}",
-            String::from_utf8_lossy(&output.stderr),
-            log_tail(layout.dovecot_log()),
-            log_tail(layout.postfix_log())
-        );
-    }
-    stdout
-}
 
 #[test]
 fn issue_12_a_courier_style_namespace_puts_every_folder_under_inbox() {

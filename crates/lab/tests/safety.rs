@@ -10,11 +10,9 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use common::{config, lab_processes, scratch_dir};
-use peakhour_lab::{Lab, LabError, ProcessId};
+use common::{Bystander, config, lab_processes, scratch_dir};
+use peakhour_lab::{Lab, LabError};
 
 /// Every path under `root` (not following links) with its mode, owner,
 /// and contents or link target: what "nothing changed" is checked against.
@@ -200,41 +198,6 @@ fn issue_11_planted_links_inside_the_lab_are_not_followed() {
         fs::read_to_string(victim.path().join("state.json")).unwrap(),
         state_text
     );
-}
-
-/// A process of somebody else's: `sleep` in a session of its own, as a
-/// server master would be.
-struct Bystander(std::process::Child);
-
-impl Bystander {
-    fn start() -> Bystander {
-        let child = Command::new("setsid")
-            .args(["sleep", "300"])
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap();
-        Bystander(child)
-    }
-
-    fn id(&self) -> ProcessId {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            // setsid has exec'd sleep once the command line says so.
-            let cmdline = fs::read(format!("/proc/{}/cmdline", self.0.id())).unwrap();
-            if cmdline.starts_with(b"sleep\0") {
-                return ProcessId::of(self.0.id()).unwrap();
-            }
-            assert!(Instant::now() < deadline, "sleep did not start");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
-
-impl Drop for Bystander {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]

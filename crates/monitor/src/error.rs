@@ -46,6 +46,14 @@ pub enum MonitorError {
         /// The regex error.
         source: regex_lite::Error,
     },
+    /// A process group given as text (`NAME=REGEX`) that is not one.
+    #[error("{reason}")]
+    GroupSpec {
+        /// The text as given.
+        spec: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A configuration value out of range (e.g. a zero interval).
     #[error("invalid monitor configuration: {0}")]
     Config(String),

@@ -129,6 +129,13 @@ pub const POSTFIX_NAMES: &[&str] = &[
     "spawn",
 ];
 
+/// Radicale's process names: the lab runs it as `python3 /usr/bin/radicale`;
+/// started through its script, it is `radicale`.
+pub const RADICALE_NAMES: &[&str] = &["python3*", "radicale"];
+
+/// Samba's process names (Samba 4.17): smbd and its helpers.
+pub const SAMBA_NAMES: &[&str] = &["smbd*", "cleanupd", "samba-dcerpcd", "rpcd_*", "samba-bgqd"];
+
 impl GroupSpec {
     /// A group matching exact command names (trailing `*` = prefix).
     pub fn names(name: impl Into<String>, names: &[&str]) -> Self {
@@ -191,6 +198,46 @@ impl GroupSpec {
     /// The defaults: `dovecot`, `postfix`, `peakhour`.
     pub fn defaults() -> Vec<Self> {
         vec![Self::dovecot(), Self::postfix(), Self::peakhour()]
+    }
+
+    /// The defaults, with `dovecot` and `postfix` counting only the processes
+    /// under the given master (one lab's servers, when other labs or a system
+    /// Postfix run on the same host); a master not known leaves its group whole.
+    pub fn defaults_within(dovecot_master: Option<u32>, postfix_master: Option<u32>) -> Vec<Self> {
+        let scoped = |group: Self, master: Option<u32>| match master {
+            Some(pid) => group.within(&[pid]),
+            None => group,
+        };
+        vec![
+            scoped(Self::dovecot(), dovecot_master),
+            scoped(Self::postfix(), postfix_master),
+            Self::peakhour(),
+        ]
+    }
+
+    /// A group from `NAME=REGEX`: NAME is lowercase letters, digits and `_`
+    /// (it becomes a column name) and not one of the defaults' names; REGEX
+    /// matches command names.
+    pub fn parse(spec: &str) -> Result<Self, MonitorError> {
+        let refuse = |reason: String| MonitorError::GroupSpec {
+            spec: spec.to_owned(),
+            reason,
+        };
+        let Some((name, pattern)) = spec.split_once('=') else {
+            return Err(refuse("expected NAME=REGEX, e.g. nginx=^nginx".into()));
+        };
+        let name = name.trim();
+        let column_safe = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_';
+        if name.is_empty() || !name.bytes().all(column_safe) {
+            return Err(refuse(
+                "the name must be lowercase letters, digits and _ (it becomes a column name)"
+                    .into(),
+            ));
+        }
+        if ["dovecot", "postfix", "peakhour"].contains(&name) {
+            return Err(refuse(format!("{name} is a default group already")));
+        }
+        Self::regex(name, pattern)
     }
 }
 
@@ -328,6 +375,7 @@ impl GroupTracker {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn ps(pid: u32, ppid: u32, comm: &str) -> PidStat {
@@ -337,6 +385,34 @@ mod tests {
             comm: comm.into(),
             ..PidStat::default()
         }
+    }
+
+    #[test]
+    fn a_group_from_text_needs_a_column_safe_new_name_and_a_regex() {
+        let group = GroupSpec::parse("nginx=^nginx").unwrap();
+        assert_eq!(group.name, "nginx");
+        assert!(group.matcher.matches("nginx", 1, 2));
+        assert!(!group.matcher.matches("apache2", 1, 2));
+        for (spec, reason) in [
+            ("nginx", "expected NAME=REGEX"),
+            ("Nginx=^nginx", "lowercase letters"),
+            ("=^nginx", "lowercase letters"),
+            ("ngi-nx=^nginx", "lowercase letters"),
+            ("postfix=^smtpd", "default group already"),
+            ("nginx=(", "invalid regex"),
+        ] {
+            let error = GroupSpec::parse(spec).unwrap_err().to_string();
+            assert!(error.contains(reason), "{spec}: {error}");
+        }
+    }
+
+    #[test]
+    fn defaults_within_a_lab_scope_only_the_servers_with_a_known_master() {
+        let groups = GroupSpec::defaults_within(Some(100), None);
+        let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(names, ["dovecot", "postfix", "peakhour"]);
+        assert_eq!(groups[0].ancestor_pids, [100]);
+        assert!(groups[1].ancestor_pids.is_empty());
     }
 
     #[test]

@@ -40,6 +40,7 @@ mod cost;
 mod csv;
 mod error;
 mod groups;
+mod live;
 mod mail;
 mod metric_key;
 mod monitor;
@@ -54,7 +55,7 @@ pub use csv::CsvWriter;
 pub use error::MonitorError;
 pub use groups::{
     DOVECOT_NAMES, GroupSpec, GroupTracker, POSTFIX_NAMES, ProcessCounters, ProcessMatcher,
-    assign_groups,
+    RADICALE_NAMES, SAMBA_NAMES, assign_groups,
 };
 pub use mail::{MailProbes, count_files, postfix_queue_sizes};
 pub use metric_key::{

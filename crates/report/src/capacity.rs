@@ -8,13 +8,14 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use peakhour_analysis::capacity::sweep::{P95Basis, SweepAnalysis, SweepStep};
+use peakhour_analysis::capacity::sweep::{P95Basis, SweepAnalysis, SweepOutcome, SweepStep};
 use peakhour_analysis::capacity::{CapacityAnalysis, UslFit};
 use serde::{Deserialize, Serialize};
 
 use crate::ReportError;
 use crate::capacity_html::{CapacityPage, render_capacity_html};
 use crate::csv::csv_writer;
+use crate::curve_csv::CurveColumns;
 use crate::number::format_number as num;
 
 /// The fixed columns of `capacity.csv`; `p95_ms.<action>` columns follow,
@@ -167,6 +168,92 @@ pub fn render_sweep_html(
         table_rows: &rows,
         notes: &sweep.notes,
     })
+}
+
+/// `peakhour analyze capacity --json`: the analysis, and under `input` the
+/// file and the columns it was computed from.
+pub fn analysis_json(
+    analysis: &CapacityAnalysis,
+    file: &str,
+    columns: &CurveColumns<'_>,
+) -> Result<String, ReportError> {
+    let mut value = serde_json::to_value(analysis)?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert(
+            "input".to_string(),
+            serde_json::json!({
+                "file": file,
+                "load_column": columns.load,
+                "throughput_column": columns.throughput,
+                "p95_column": columns.p95,
+            }),
+        );
+    }
+    Ok(serde_json::to_string_pretty(&value)?)
+}
+
+/// What a sweep was asked for, as its files tell it beside the steps.
+#[derive(Debug, Clone)]
+pub struct SweepPlan<'a> {
+    /// The sweep directory.
+    pub dir: &'a str,
+    /// The profile's name.
+    pub profile: &'a str,
+    /// The seed asked for (each step records the one it ran with).
+    pub seed: u64,
+    /// The user counts planned.
+    pub steps_planned: &'a [u32],
+    /// Which p95 the curve uses.
+    pub basis: P95Basis,
+    /// The early-stop error ratio.
+    pub max_error_ratio: f64,
+    /// Each step's phases as people read them: `30s ramp-up, 2m steady, 10s drain`.
+    pub phases: String,
+}
+
+/// `capacity.json`'s document for a sweep that ran `outcome` and was analysed as `sweep`.
+pub fn sweep_json(
+    plan: &SweepPlan<'_>,
+    sweep: &SweepAnalysis,
+    outcome: &SweepOutcome,
+) -> CapacityJson {
+    CapacityJson {
+        analysis: sweep.analysis.clone(),
+        sweep: SweepJson {
+            dir: plan.dir.to_owned(),
+            profile: plan.profile.to_owned(),
+            seed: outcome.steps.first().map_or(plan.seed, |s| s.seed),
+            speed: outcome.speed(),
+            steps_planned: plan.steps_planned.to_vec(),
+            steps_run: outcome.steps.iter().map(|s| s.users).collect(),
+            load: "users".into(),
+            throughput: "actions_per_second".into(),
+            p95_basis: plan.basis,
+            p95_source: plan.basis.source().into(),
+            qos_p95_ms: sweep.qos.limit_ms,
+            max_error_ratio: plan.max_error_ratio,
+            stopped_early: outcome.stopped_early.clone(),
+            failed: outcome.failed.clone(),
+            interrupted: outcome.interrupted,
+            statement: sweep.statement.clone(),
+        },
+    }
+}
+
+/// `capacity.html` for a sweep, titled with its profile, users, seed and phases.
+pub fn sweep_html(plan: &SweepPlan<'_>, sweep: &SweepAnalysis, outcome: &SweepOutcome) -> String {
+    let users: Vec<String> = outcome.steps.iter().map(|s| s.users.to_string()).collect();
+    let speed = outcome.speed().map(|s| format!(" · speed {s}"));
+    let subtitle = format!(
+        "users {} · seed {}{} · each step {} · {}",
+        users.join(", "),
+        plan.seed,
+        speed.unwrap_or_default(),
+        plan.phases,
+        plan.dir
+    );
+    let title = format!("peakhour sweep: {}", plan.profile);
+    render_sweep_html(&title, &subtitle, sweep, plan.basis, &outcome.steps)
 }
 
 /// One finished step in a line, as the sweep prints it.

@@ -14,13 +14,15 @@
 //! | terminal | [`render_monitor`] | the server part alone, for `peakhour monitor` |
 //! | `capacity.csv` | [`capacity::write_capacity_csv`] | one row per sweep step ([`capacity::CAPACITY_CSV_COLUMNS`]) |
 //! | `capacity.json` | [`capacity::capacity_json`] | the capacity analysis of a sweep, checked against [`capacity::CAPACITY_SCHEMA`] |
-//! | `capacity.html` | [`capacity::render_sweep_html`] | the capacity curve's charts, statement and steps |
+//! | `capacity.html` | [`capacity::sweep_html`] | the capacity curve's charts, statement and steps |
+//! | `report.html` | [`render_html`] | the full-disclosure report; [`monitor_view`] reduces `monitor.csv` to its server timelines and counter table |
+//! | `tasks.*`, `plan.*`, `matrix.*` | [`plan`] | the planner's outputs: atomic-task costs, the sizing plan, the CPU × memory matrix |
+//! | stdout | [`render_summary_as`], [`render_comparison_as`] | a summary or a comparison in one [`TextFormat`] |
 //!
 //! Every page shares one style sheet and one SVG chart kit ([`html`]),
 //! every number one formatter ([`number`]), and every CSV one writer (the
 //! `csv` crate). [`curve_csv`] reads the tables `peakhour analyze capacity`
 //! is given.
-//! | report.html | [`monitor_view`] | `monitor.csv` reduced to the report's server timelines and counter table |
 //!
 //! The meaning of every field and column is in this crate's README.
 //!
@@ -59,7 +61,10 @@ pub use html::{
 };
 pub use json::{SUMMARY_SCHEMA, summary_json};
 pub use monitor_view::monitor_view;
-pub use summary_formats::{SUMMARY_CSV_HEADER, render_summary_markdown, write_summary_csv};
+pub use summary_formats::{
+    SUMMARY_CSV_HEADER, TextFormat, render_comparison_as, render_summary_as,
+    render_summary_markdown, write_summary_csv,
+};
 pub use terminal::{render_monitor, render_terminal};
 
 /// What can go wrong while rendering.

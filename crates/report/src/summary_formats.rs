@@ -1,12 +1,82 @@
-//! The summary for spreadsheets and wikis: `peakhour report --format csv|markdown`.
+//! The summary for spreadsheets and wikis: `peakhour report --format csv|markdown`,
+//! and the choice among the four forms a summary or a comparison is printed in.
 
 use std::fmt::Write as _;
 
 use peakhour_analysis::Summary;
 
 use crate::ReportError;
+use crate::compare::{
+    Comparison, compare_json, render_compare_markdown, render_compare_text, write_compare_csv,
+};
 use crate::csv::{csv_writer, write_header};
+use crate::json::summary_json;
 use crate::number::short;
+use crate::terminal::render_terminal;
+
+/// The forms `peakhour report --format` and `compare --format` print in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextFormat {
+    /// For the terminal: [`render_terminal`], [`render_compare_text`].
+    Text,
+    /// [`summary_json`], [`compare_json`].
+    Json,
+    /// [`write_summary_csv`], [`write_compare_csv`].
+    Csv,
+    /// [`render_summary_markdown`], [`render_compare_markdown`].
+    Markdown,
+}
+
+impl TextFormat {
+    /// Every form's name, as the command line spells it.
+    pub const NAMES: [&str; 4] = ["text", "json", "csv", "markdown"];
+}
+
+impl std::str::FromStr for TextFormat {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, String> {
+        match name {
+            "text" => Ok(Self::Text),
+            "json" => Ok(Self::Json),
+            "csv" => Ok(Self::Csv),
+            "markdown" => Ok(Self::Markdown),
+            other => Err(format!(
+                "no format {other:?}; there are {}",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+/// A run's summary in `format`.
+pub fn render_summary_as(s: &Summary, format: TextFormat) -> Result<String, ReportError> {
+    Ok(match format {
+        TextFormat::Text => render_terminal(s),
+        TextFormat::Json => summary_json(s)?,
+        TextFormat::Csv => csv_text(|out| write_summary_csv(s, out))?,
+        TextFormat::Markdown => render_summary_markdown(s),
+    })
+}
+
+/// A comparison in `format`.
+pub fn render_comparison_as(c: &Comparison, format: TextFormat) -> Result<String, ReportError> {
+    Ok(match format {
+        TextFormat::Text => render_compare_text(c),
+        TextFormat::Json => compare_json(c)?,
+        TextFormat::Csv => csv_text(|out| write_compare_csv(c, out))?,
+        TextFormat::Markdown => render_compare_markdown(c),
+    })
+}
+
+/// What a CSV writer wrote, as text (the writers write UTF-8 only).
+fn csv_text(
+    write: impl FnOnce(&mut Vec<u8>) -> Result<(), ReportError>,
+) -> Result<String, ReportError> {
+    let mut out = Vec::new();
+    write(&mut out)?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
 
 /// CSV header of [`write_summary_csv`].
 pub const SUMMARY_CSV_HEADER: &str = "section,item,measure,value,unit";

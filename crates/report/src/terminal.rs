@@ -4,6 +4,8 @@ use std::fmt::Write as _;
 
 use peakhour_analysis::{Bottleneck, ResourceHighAverage, Summary, Verdict, WeightSource};
 
+use crate::number::{or_dash, plain};
+
 /// Renders the end-of-run summary as plain text (no colour codes, so it can
 /// be logged or piped): the per-action table, the weighted p95 score,
 /// MMB-style throughput, delivery, the server's high averages and the
@@ -25,12 +27,20 @@ fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
     writeln!(
         out,
         "steady state: {} s in {} intervals, from {} s after start; latency in ms from the intended start",
-        num(s.steady.length_s),
+        plain(s.steady.length_s),
         s.steady.intervals,
-        num(s.steady.start_s)
+        plain(s.steady.start_s)
     )?;
     writeln!(out)?;
 
+    actions_into(s, out)?;
+    figures_into(s, out)?;
+    delivery_into(s, out)?;
+    verdict_into(s, out)
+}
+
+/// The per-action table: counts, percentiles, errors, late starts, QoS.
+fn actions_into(s: &Summary, out: &mut String) -> std::fmt::Result {
     let header = [
         "action", "count", "p50", "p95", "p99", "max", "errors", "late", "qos",
     ];
@@ -84,6 +94,11 @@ fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
     }
     writeln!(out)?;
 
+    Ok(())
+}
+
+/// The score, the throughput and, for a fixed workload, its completion.
+fn figures_into(s: &Summary, out: &mut String) -> std::fmt::Result {
     let source = match s.score.weight_source {
         WeightSource::Profile => "weights: profile actions per day",
         WeightSource::Measured => "weights: measured counts",
@@ -98,15 +113,15 @@ fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
     writeln!(
         out,
         "throughput:          {} messages submitted/h · {} recipients delivered/h",
-        num(t.messages_submitted_per_hour),
-        num(t.recipients_delivered_per_hour)
+        plain(t.messages_submitted_per_hour),
+        plain(t.recipients_delivered_per_hour)
     )?;
     writeln!(
         out,
         "                     {} message opens/s · {} folder opens/s · {} actions/s",
-        num(t.message_opens_per_second),
-        num(t.folder_opens_per_second),
-        num(t.actions_per_second)
+        plain(t.message_opens_per_second),
+        plain(t.folder_opens_per_second),
+        plain(t.actions_per_second)
     )?;
     if let Some(completion) = &s.meta.completion {
         let minutes = completion.time_to_finish.as_secs_f64() / 60.0;
@@ -120,10 +135,15 @@ fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
             "fixed workload:      {} of {} users finished in {} s · {} recipients delivered per minute",
             completion.users_finished,
             s.users,
-            num(completion.time_to_finish.as_secs_f64()),
-            num(per_minute)
+            plain(completion.time_to_finish.as_secs_f64()),
+            plain(per_minute)
         )?;
     }
+    Ok(())
+}
+
+/// Delivery: what reconciled, what was lost, late starts and errors by kind.
+fn delivery_into(s: &Summary, out: &mut String) -> std::fmt::Result {
     let d = &s.delivery;
     writeln!(
         out,
@@ -169,6 +189,11 @@ fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
             .collect();
         writeln!(out, "errors by kind:      {}", kinds.join(" · "))?;
     }
+    Ok(())
+}
+
+/// The monitor's findings, the warnings and the QoS verdict.
+fn verdict_into(s: &Summary, out: &mut String) -> std::fmt::Result {
     writeln!(out)?;
     if !s.resources.is_empty() || s.bottleneck.is_some() {
         monitor_into(
@@ -198,7 +223,7 @@ fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
         Verdict::Pass => writeln!(
             out,
             "QoS verdict: PASS (every action's p95 within its limit, default {} ms)",
-            num(s.meta.qos.default_p95_ms)
+            plain(s.meta.qos.default_p95_ms)
         )?,
         Verdict::Fail => {
             writeln!(out, "QoS verdict: FAIL")?;
@@ -240,7 +265,7 @@ fn monitor_into(
         writeln!(
             out,
             "server ({scope}; high average = highest mean over {} s, ± its std dev):",
-            num(window)
+            plain(window)
         )?;
         let header = ["metric", "mean", "p95", "max", "high average"];
         let rows: Vec<[String; 5]> = resources
@@ -309,22 +334,5 @@ fn value(metric: &str, v: f64) -> String {
 }
 
 fn ms(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_owned(), num)
-}
-
-/// Numbers as a person reads them: three significant digits below 100, whole
-/// numbers above (`374769`, `10.5`, `5.57`, `0.123`), without a pointless `.0`.
-fn num(v: f64) -> String {
-    let decimals = match v.abs() {
-        a if a >= 100.0 || a == 0.0 => 0,
-        a if a >= 10.0 => 1,
-        a if a >= 1.0 => 2,
-        _ => 3,
-    };
-    let text = format!("{v:.decimals$}");
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        text
-    }
+    or_dash(v, plain, "-")
 }

@@ -43,6 +43,7 @@ pub use plan::{
     ActionParams, ActionRate, Attachment, DEFAULT_SEED, Folder, InitialMessage, MessageType,
     Overrides, Plan, SendChoice,
 };
+pub use profile::bounds;
 pub use profile::{
     ActionKind, Actions, AttachmentKind, AttachmentSpec, CalendarSpec, ChangeEvent, CheckInbox,
     CreateEvent, Delete, DownloadMail, Fixed, FolderSpec, Lists, Mailbox, MixEntry, Mode, Move,

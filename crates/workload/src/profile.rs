@@ -764,7 +764,13 @@ impl Profile {
         }
         let mut total = 0i64;
         for (i, m) in mix.iter().enumerate() {
-            total += non_negative(&m.weight, &format!("mix[{i}].weight"), file, src)?;
+            // Saturating: each weight's own bound is checked later.
+            total = total.saturating_add(non_negative(
+                &m.weight,
+                &format!("mix[{i}].weight"),
+                file,
+                src,
+            )?);
         }
         if total == 0 && !mix.is_empty() {
             return Err(err(
@@ -815,8 +821,196 @@ impl Profile {
                 "the [fixed] table needs mode = \"fixed\"",
             ));
         }
+        self.check_bounds(file, src)
+    }
+
+    /// Upper bounds on every number, so that a typo (`per_day = 1e12`,
+    /// `body = "900MB"`) is refused with the field named instead of
+    /// exhausting memory, overflowing arithmetic or flooding the server.
+    /// [`bounds`] gives the limits; docs/reliability.md lists them.
+    fn check_bounds(&self, file: &str, src: &str) -> Result<(), ProfileError> {
+        let too_big = |span: Range<usize>, field: &str, got: String, max: String| {
+            ProfileError::at(
+                file,
+                src,
+                Some(span),
+                field,
+                format!("{got} is more than the limit of {max}"),
+            )
+        };
+        let count = |v: &Spanned<i64>, field: &str, max: i64| {
+            let x = *v.get_ref();
+            (x <= max)
+                .then_some(())
+                .ok_or_else(|| too_big(v.span(), field, x.to_string(), max.to_string()))
+        };
+        let number = |v: &Spanned<f64>, field: &str, max: f64| {
+            let x = *v.get_ref();
+            (x <= max)
+                .then_some(())
+                .ok_or_else(|| too_big(v.span(), field, x.to_string(), max.to_string()))
+        };
+        let duration = |v: &Spanned<HumanDuration>, field: &str, max: Duration| {
+            let x = v.get_ref().0;
+            (x <= max).then_some(()).ok_or_else(|| {
+                too_big(
+                    v.span(),
+                    field,
+                    HumanDuration(x).to_string(),
+                    HumanDuration(max).to_string(),
+                )
+            })
+        };
+        duration(&self.day, "day", bounds::MAX_DAY)?;
+        number(&self.speed, "speed", bounds::MAX_SPEED)?;
+        count(&self.users.count, "users.count", bounds::MAX_USERS)?;
+        count(&self.lists.per_users, "lists.per_users", bounds::MAX_USERS)?;
+        number(
+            &self.lists.members,
+            "lists.members",
+            bounds::MAX_LIST_MEMBERS,
+        )?;
+        number(
+            &self.recipients.average,
+            "recipients.average",
+            bounds::MAX_RECIPIENTS,
+        )?;
+        if let Some(pause) = self.fixed.as_ref().and_then(|f| f.pause.as_ref()) {
+            duration(pause, "fixed.pause", bounds::MAX_DAY)?;
+        }
+        for (kind, f) in self.actions.frequencies() {
+            if let Some(p) = &f.per_day {
+                number(p, &format!("actions.{kind}.per_day"), bounds::MAX_PER_DAY)?;
+            }
+            if let Some(c) = &f.count {
+                count(c, &format!("actions.{kind}.count"), bounds::MAX_FIXED_COUNT)?;
+            }
+        }
+        if let Some(ci) = &self.actions.check_inbox {
+            count(
+                &ci.page_size,
+                "actions.check_inbox.page_size",
+                bounds::MAX_PAGE_SIZE,
+            )?;
+        }
+        let mix = self.mix.get_ref();
+        if mix.len() > bounds::MAX_MIX_ENTRIES {
+            return Err(too_big(
+                self.mix.span(),
+                "mix",
+                format!("{} entries", mix.len()),
+                bounds::MAX_MIX_ENTRIES.to_string(),
+            ));
+        }
+        for (i, m) in mix.iter().enumerate() {
+            count(&m.weight, &format!("mix[{i}].weight"), bounds::MAX_WEIGHT)?;
+            let attachment = m.attachment.as_ref().map_or(0, |a| a.size.get_ref().0);
+            let size = m.body.get_ref().0.saturating_add(attachment);
+            if size > bounds::MAX_MESSAGE_BYTES {
+                return Err(too_big(
+                    m.body.span(),
+                    &format!("mix[{i}]"),
+                    format!("a message of {} (body and attachment)", ByteSize(size)),
+                    ByteSize(bounds::MAX_MESSAGE_BYTES).to_string(),
+                ));
+            }
+        }
+        self.check_mailbox_bounds(file, src)?;
+        number(&self.qos.p95_ms, "qos.p95_ms", bounds::MAX_QOS_MS)?;
+        for (kind, v) in &self.qos.actions {
+            number(v, &format!("qos.actions.{kind}"), bounds::MAX_QOS_MS)?;
+        }
         Ok(())
     }
+
+    /// The starting mailbox's part of [`Profile::check_bounds`].
+    fn check_mailbox_bounds(&self, file: &str, src: &str) -> Result<(), ProfileError> {
+        let too_big = |span: Range<usize>, field: &str, got: String, max: String| {
+            ProfileError::at(
+                file,
+                src,
+                Some(span),
+                field,
+                format!("{got} is more than the limit of {max}"),
+            )
+        };
+        let count = |v: &Spanned<i64>, field: &str, max: i64| {
+            let x = *v.get_ref();
+            (x <= max)
+                .then_some(())
+                .ok_or_else(|| too_big(v.span(), field, x.to_string(), max.to_string()))
+        };
+        let mut folders = 0_i64;
+        let mut messages = 0_i64;
+        for (i, f) in self.mailbox.folders.iter().enumerate() {
+            count(
+                &f.count,
+                &format!("mailbox.folders[{i}].count"),
+                bounds::MAX_FOLDERS,
+            )?;
+            count(
+                &f.messages,
+                &format!("mailbox.folders[{i}].messages"),
+                bounds::MAX_MESSAGES_PER_FOLDER,
+            )?;
+            folders += f.count.get_ref();
+            messages += f.count.get_ref() * f.messages.get_ref();
+            if folders > bounds::MAX_FOLDERS || messages > bounds::MAX_MESSAGES_PER_MAILBOX {
+                return Err(too_big(
+                    f.count.span(),
+                    "mailbox.folders",
+                    format!("{folders} folders holding {messages} messages"),
+                    format!(
+                        "{} folders and {} messages per mailbox",
+                        bounds::MAX_FOLDERS,
+                        bounds::MAX_MESSAGES_PER_MAILBOX
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The largest values a profile may hold. Each is far beyond any workload
+/// the seeds describe, and small enough that memory and arithmetic stay
+/// bounded.
+pub mod bounds {
+    use std::time::Duration;
+
+    /// Simulated users (`users.count`), as many as the lab can create.
+    pub const MAX_USERS: i64 = 1_000_000;
+    /// The simulated day: a month.
+    pub const MAX_DAY: Duration = Duration::from_secs(31 * 24 * 3600);
+    /// Day compression.
+    pub const MAX_SPEED: f64 = 100_000.0;
+    /// One action's `per_day`, per user (the heaviest MMB user does a few
+    /// hundred actions a day).
+    pub const MAX_PER_DAY: f64 = 100_000.0;
+    /// One action's `count` per user in fixed mode.
+    pub const MAX_FIXED_COUNT: i64 = 1_000_000;
+    /// Members of a distribution list, on average.
+    pub const MAX_LIST_MEMBERS: f64 = 10_000.0;
+    /// Recipients of a message, on average.
+    pub const MAX_RECIPIENTS: f64 = 1_000.0;
+    /// Messages fetched by a check of the Inbox.
+    pub const MAX_PAGE_SIZE: i64 = 10_000;
+    /// Entries of the message mix.
+    pub const MAX_MIX_ENTRIES: usize = 1_000;
+    /// One mix entry's weight.
+    pub const MAX_WEIGHT: i64 = 1_000_000_000;
+    /// One message: body and attachment before encoding. 32 MiB grows to
+    /// about 43 MiB in base64, under the IMAP client's 64 MiB literal limit,
+    /// so that every message sent can be read back.
+    pub const MAX_MESSAGE_BYTES: u64 = 32 * 1024 * 1024;
+    /// Folders of a mailbox at the start.
+    pub const MAX_FOLDERS: i64 = 1_000;
+    /// Messages of one folder at the start.
+    pub const MAX_MESSAGES_PER_FOLDER: i64 = 1_000_000;
+    /// Messages of one mailbox at the start, all folders together.
+    pub const MAX_MESSAGES_PER_MAILBOX: i64 = 1_000_000;
+    /// A p95 limit: an hour.
+    pub const MAX_QOS_MS: f64 = 3_600_000.0;
 }
 
 fn non_negative(v: &Spanned<i64>, field: &str, file: &str, src: &str) -> Result<i64, ProfileError> {

@@ -45,7 +45,10 @@ impl HumanDuration {
             rest = &rest[unit_len..];
             total += value * scale;
         }
-        Ok(HumanDuration(Duration::from_secs_f64(total)))
+        // Checked: `99999999999999999999h` is a number, but no duration.
+        Duration::try_from_secs_f64(total)
+            .map(HumanDuration)
+            .map_err(|_| format!("`{t}` is too long to be a duration"))
     }
 }
 
@@ -117,7 +120,11 @@ impl ByteSize {
             "M" | "MB" | "MiB" => 1024.0 * 1024.0,
             other => return Err(format!("unknown size unit `{other}` (use B, KB or MB)")),
         };
-        Ok(ByteSize((value * scale).round() as u64))
+        let bytes = (value * scale).round();
+        if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+            return Err(format!("`{t}` is too large to be a size"));
+        }
+        Ok(ByteSize(bytes as u64))
     }
 }
 
@@ -191,6 +198,10 @@ mod tests {
         assert!(HumanDuration::parse("8").is_err());
         assert!(HumanDuration::parse("8d").is_err());
         assert!(HumanDuration::parse("h").is_err());
+        // Too long for a Duration: an error, not a panic.
+        let error = HumanDuration::parse("99999999999999999999h").unwrap_err();
+        assert!(error.contains("too long"), "{error}");
+        assert!(HumanDuration::parse(&format!("{}s", "9".repeat(400))).is_err());
     }
 
     #[test]
@@ -206,5 +217,6 @@ mod tests {
             assert_eq!(s.to_string(), text);
         }
         assert!(ByteSize::parse("1XB").is_err());
+        assert!(ByteSize::parse("99999999999999999999MB").is_err());
     }
 }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use peakhour_analysis::capacity::{CapacityAnalysis, CapacityOptions};
-use peakhour_report::capacity::render_capacity_text;
+use peakhour_report::capacity::{analysis_json, render_capacity_text};
 use peakhour_report::curve_csv::{CurveColumns, CurveTable};
 
 use crate::args::{AnalyzeCapacityArgs, AnalyzeCommand};
@@ -21,17 +21,16 @@ pub(crate) fn run(command: AnalyzeCommand) -> anyhow::Result<ExitCode> {
 }
 
 fn capacity(args: &AnalyzeCapacityArgs) -> anyhow::Result<ExitCode> {
-    let file = args.file.display();
+    let file = args.file.display().to_string();
     let text =
         std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {file}"))?;
+    let columns = CurveColumns {
+        load: &args.load_column,
+        throughput: &args.throughput_column,
+        p95: args.p95_column.as_deref(),
+    };
     let points = CurveTable::parse(&text)
-        .and_then(|table| {
-            table.points(CurveColumns {
-                load: &args.load_column,
-                throughput: &args.throughput_column,
-                p95: args.p95_column.as_deref(),
-            })
-        })
+        .and_then(|table| table.points(columns))
         .with_context(|| format!("in {file}"))?;
     if args.qos_p95_ms.is_nan() || args.qos_p95_ms <= 0.0 {
         bail!("--qos-p95-ms must be a positive number of milliseconds");
@@ -43,19 +42,7 @@ fn capacity(args: &AnalyzeCapacityArgs) -> anyhow::Result<ExitCode> {
     };
     let analysis = CapacityAnalysis::compute(&points, &options)?;
     if args.json {
-        let mut value = serde_json::to_value(&analysis)?;
-        if let Some(object) = value.as_object_mut() {
-            object.insert(
-                "input".to_string(),
-                serde_json::json!({
-                    "file": file.to_string(),
-                    "load_column": args.load_column,
-                    "throughput_column": args.throughput_column,
-                    "p95_column": args.p95_column,
-                }),
-            );
-        }
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        println!("{}", analysis_json(&analysis, &file, &columns)?);
     } else {
         let title = format!(
             "{} against {} in {file}",

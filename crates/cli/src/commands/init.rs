@@ -5,24 +5,42 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 use peakhour_engine::init::{InitSettings, Progress, Via, init};
-use peakhour_engine::{CalendarInitError, CalendarInitReport, Target};
-use peakhour_workload::{Overrides, Plan};
+use peakhour_workload::Overrides;
 
-use super::target::{load_profile, resolve_plan, resolve_target};
+use super::target::{check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::InitArgs;
+use crate::config::{CONNECT_TIMEOUT, INIT_COMMAND_TIMEOUT, InitConfig, usage_exit};
 
-pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
+/// The plan and target of an init, with the test population checked.
+fn prepare(
+    args: &InitArgs,
+    config: &InitConfig,
+) -> anyhow::Result<(Arc<peakhour_workload::Plan>, Arc<peakhour_engine::Target>)> {
     let profile = load_profile(&args.profile.profile)?;
     let resolved = resolve_target(&args.target)?;
     let overrides = Overrides {
-        users: args.users,
+        users: config.users,
         seed: args.seed,
         ..Overrides::default()
     };
     let plan = resolve_plan(&profile, overrides, &resolved)?;
-    let target = resolved.target.clone();
+    check_population(&plan, &resolved, &config.allow_domains)?;
+    Ok((plan, resolved.target.clone()))
+}
+
+pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
+    // Bounds, the profile, the target and the population: all checked
+    // before any connection; bad usage exits with code 2.
+    let prepared = InitConfig::check(&args)
+        .map_err(anyhow::Error::from)
+        .and_then(|config| prepare(&args, &config).map(|prepared| (config, prepared)));
+    let (config, (plan, target)) = match prepared {
+        Ok(prepared) => prepared,
+        Err(error) => return usage_exit(error),
+    };
     let via = match args.via.as_str() {
         "lmtp" if target.lmtp.is_none() => anyhow::bail!(
             "--via lmtp needs an LMTP endpoint: use --target lab, or give --lmtp lmtp://host:port"
@@ -49,35 +67,35 @@ pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
     );
     let settings = InitSettings {
         via,
-        parallel: args.parallel,
-        timeout: Duration::from_secs(10),
+        parallel: config.parallel,
+        timeout: CONNECT_TIMEOUT,
+        command_timeout: INIT_COMMAND_TIMEOUT,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let report = runtime.block_on(async {
-        let job = tokio::spawn(init(
-            plan.clone(),
-            target.clone(),
-            settings,
-            progress.clone(),
-        ));
-        let mut ticker = tokio::time::interval(Duration::from_millis(200));
-        while !job.is_finished() {
-            ticker.tick().await;
-            // Messages already there count as done, so the bar ends full on a re-run.
-            let done = progress.added.load(Ordering::Relaxed);
-            let to_add = progress.to_add.load(Ordering::Relaxed);
-            let users_done = progress.users_done.load(Ordering::Relaxed);
-            let checked_already =
-                (users_done * per_user).saturating_sub(to_add.min(users_done * per_user));
-            bar.set_position((done + checked_already).min(bar.length().unwrap_or(u64::MAX)));
-            bar.set_message(format!("{users_done}/{} users", plan.users()));
-        }
-        job.await
-    })??;
+    let report = runtime
+        .block_on(async {
+            let job = tokio::spawn(init(plan.clone(), target, settings, progress.clone()));
+            let mut ticker = tokio::time::interval(Duration::from_millis(200));
+            while !job.is_finished() {
+                ticker.tick().await;
+                // Messages already there count as done, so the bar ends full on a re-run.
+                let done = progress.added.load(Ordering::Relaxed);
+                let to_add = progress.to_add.load(Ordering::Relaxed);
+                let users_done = progress.users_done.load(Ordering::Relaxed);
+                let checked_already =
+                    (users_done * per_user).saturating_sub(to_add.min(users_done * per_user));
+                bar.set_position((done + checked_already).min(bar.length().unwrap_or(u64::MAX)));
+                bar.set_message(format!("{users_done}/{} users", plan.users()));
+            }
+            job.await
+        })
+        // A panic of the init as a whole, or of one of its workers (the engine
+        // reports that as an error): either way, a failed init.
+        .context("init panicked (a bug in peakhour)")?
+        .context("init failed; what was added stays, and a second init resumes")?;
     bar.finish_and_clear();
-    let calendars = runtime.block_on(init_calendars(&plan, &target, args.parallel))?;
     println!(
         "init done: {} users, {} messages wanted, {} already there, {} added ({:.1} MB) in {:.1} s = {:.0} messages/s",
         report.users,
@@ -88,44 +106,8 @@ pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         report.elapsed.as_secs_f64(),
         report.messages_per_second()
     );
-    if let Some(report) = calendars {
-        println!(
-            "calendars done: {} users, {} calendars created, {} events wanted, {} already there, {} added in {:.1} s",
-            report.users,
-            report.calendars_created,
-            report.wanted,
-            report.already_there,
-            report.added,
-            report.elapsed.as_secs_f64()
-        );
+    if let Some(calendars) = &report.calendars {
+        println!("{calendars}");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Each user's calendar and its starting events, when the profile keeps a
-/// calendar and the target has a CalDAV server; `update_calendar` without
-/// one writes to the IMAP folder the mail side created.
-async fn init_calendars(
-    plan: &Arc<Plan>,
-    target: &Arc<Target>,
-    parallel: usize,
-) -> anyhow::Result<Option<CalendarInitReport>> {
-    if !plan.uses_calendar() {
-        return Ok(None);
-    }
-    if target.caldav.is_none() {
-        if plan.needs_caldav() {
-            anyhow::bail!(CalendarInitError::NoCalDav);
-        }
-        eprintln!("no CalDAV server: update_calendar will write to the IMAP folder");
-        return Ok(None);
-    }
-    let report = peakhour_engine::init_calendars(
-        plan.clone(),
-        target.clone(),
-        parallel,
-        Duration::from_secs(10),
-    )
-    .await?;
-    Ok(Some(report))
 }

@@ -4,11 +4,12 @@ mod analyze;
 mod completions;
 mod init;
 mod lab;
-mod lab_check;
 mod monitor;
 mod profiles;
 mod report;
 mod run;
+mod signals;
+mod status_line;
 mod sweep;
 mod target;
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use peakhour_report::CompareRun;
+use peakhour_report::{CompareRun, TextFormat, render_comparison_as, render_summary_as};
 use peakhour_rundir::{Run, RunDir};
 
 use crate::args::{CompareArgs, ReportArgs};
@@ -22,29 +22,22 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let path = write_report(&args.run_dir)?;
     if let Some(format) = args.format.as_deref() {
         let run = RunDir::new(&args.run_dir).load()?;
-        let text = match format {
-            "json" => peakhour_report::summary_json(&run.summary)?,
-            "csv" => {
-                let mut out = Vec::new();
-                peakhour_report::write_summary_csv(&run.summary, &mut out)?;
-                String::from_utf8(out)?
-            }
-            "markdown" => peakhour_report::render_summary_markdown(&run.summary),
-            _ => peakhour_report::render_terminal(&run.summary),
-        };
-        print_stdout(&text)?;
+        print_stdout(&render_summary_as(&run.summary, text_format(format)?)?)?;
     }
     eprintln!("report: {}", path.display());
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints to stdout; a closed pipe (`| head`) ends quietly.
+/// `--format`, which clap has checked against [`TextFormat::NAMES`].
+fn text_format(name: &str) -> anyhow::Result<TextFormat> {
+    name.parse().map_err(anyhow::Error::msg)
+}
+
+/// Prints to stdout; a closed pipe (`| head`) ends quietly (see `main`).
 fn print_stdout(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
-    }
+    out.write_all(text.as_bytes())?;
+    Ok(out.flush()?)
 }
 
 /// `peakhour compare RUN_A RUN_B [...]`.
@@ -68,17 +61,10 @@ pub(crate) fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     let comparison = peakhour_report::compare(&runs)?;
-    let text = match args.format.as_str() {
-        "json" => peakhour_report::compare_json(&comparison)?,
-        "csv" => {
-            let mut out = Vec::new();
-            peakhour_report::write_compare_csv(&comparison, &mut out)?;
-            String::from_utf8(out)?
-        }
-        "markdown" => peakhour_report::render_compare_markdown(&comparison),
-        _ => peakhour_report::render_compare_text(&comparison),
-    };
-    print_stdout(&text)?;
+    print_stdout(&render_comparison_as(
+        &comparison,
+        text_format(&args.format)?,
+    )?)?;
     if let Some(path) = &args.html {
         std::fs::write(path, peakhour_report::render_compare_html(&comparison))
             .with_context(|| format!("cannot write {}", path.display()))?;

@@ -24,8 +24,9 @@ use tokio::time::Instant;
 
 use self::live_line::LiveLine;
 use super::monitor::{cost_line, findings, lab_probes, local_source, wait_for_signal};
-use super::target::{ResolvedTarget, load_profile, resolve_plan, resolve_target};
+use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::RunArgs;
+use crate::config::{CONNECT_TIMEOUT, RunConfig as CheckedRunConfig, usage_exit};
 
 /// The server monitor samples every second during a run.
 const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
@@ -34,34 +35,38 @@ const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
 const EXIT_INTERRUPTED: u8 = 130;
 
 pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let prepared = Prepared::new(&args)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // Bounds first, then the profile, the target and the population: all
+    // before any connection, and bad usage exits with code 2.
+    let prepared = match CheckedRunConfig::check(&args)
+        .map_err(anyhow::Error::from)
+        .and_then(|config| Prepared::new(&args, config))
+    {
+        Ok(prepared) => prepared,
+        Err(error) => return usage_exit(error),
+    };
+    // One thread for the users, the observer and the I/O driver. With a
+    // worker per core, every event a user sends and every socket that became
+    // ready woke another thread (2.3 futex calls and 2.6 context switches per
+    // IMAP command); on one thread there are none, and CPU per command fell
+    // by a quarter (docs/PERFORMANCE.md). One core of client is well above
+    // what a lab on the same machine sustains; the monitor keeps its own thread.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime
         .block_on(peakhour_engine::preflight(
             &prepared.plan,
             &prepared.target,
-            Duration::from_secs(10),
+            CONNECT_TIMEOUT,
         ))
         .context("the target failed its check before the load; nothing was run")?;
-    runtime
-        .block_on(peakhour_engine::groupware_preflight(
-            &prepared.plan,
-            &prepared.target,
-            Duration::from_secs(10),
-        ))
-        .context("the target failed its check before the load; nothing was run")?;
-    prepared.announce(&args);
+    prepared.announce();
 
-    let (mut result, monitor) = prepared.execute(&args, &runtime)?;
-    // Which protocol each action spoke (update_calendar: CalDAV or IMAP).
-    result.record.meta.protocols =
-        peakhour_engine::action_protocols(&prepared.plan, &prepared.target);
+    let (result, monitor) = prepared.execute(&runtime)?;
     let outcome = &result.outcome;
     let mut summary = Summary::compute(&result.record)?;
     if let Some(monitor) = monitor {
-        monitor.add_findings(&mut summary, &result, args.high_average_window);
+        monitor.add_findings(&mut summary, &result, prepared.config.high_average_window);
     }
     RunDir::new(&prepared.dir).write_results(&result.record, &summary)?;
     if let Err(e) = super::report::write_report(&prepared.dir) {
@@ -72,6 +77,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if !outcome.reconciled {
         println!("deliveries were not reconciled (the run was interrupted)");
     }
+    print_safety_notes(&summary);
     println!("results: {}", prepared.dir.display());
     Ok(if outcome.interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
@@ -82,9 +88,37 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// What the summary holds that the terminal table does not say: panics,
+/// and lost copies that were never looked for.
+fn print_safety_notes(summary: &Summary) {
+    if summary.panics > 0 {
+        println!(
+            "FAILED: {} of peakhour's tasks panicked (a bug in peakhour); their work is missing \
+             from the figures and counted as errors of kind `panic`",
+            summary.panics
+        );
+    }
+    let d = &summary.delivery;
+    if d.lost_unsearched > 0 {
+        println!(
+            "{} of the {} lost copies are in mailboxes the reconciliation could not search \
+             (the search failed, timed out or panicked): not seen, but not looked for either",
+            d.lost_unsearched, d.lost
+        );
+    }
+    if d.lost_not_listed > 0 {
+        println!(
+            "summary.json names the first {} lost copies; {} more are counted, not named",
+            d.lost_recipients.len(),
+            d.lost_not_listed
+        );
+    }
+}
+
 /// A run ready to start: its plan, target, directory (with `config.toml`
 /// written) and engine settings.
 struct Prepared {
+    config: CheckedRunConfig,
     plan: Arc<Plan>,
     target: Arc<Target>,
     resolved: ResolvedTarget,
@@ -93,16 +127,19 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn new(args: &RunArgs) -> anyhow::Result<Self> {
+    fn new(args: &RunArgs, config: CheckedRunConfig) -> anyhow::Result<Self> {
         let profile = load_profile(&args.profile.profile)?;
         let resolved = resolve_target(&args.target)?;
+        let shape = &config.shape;
         let overrides = Overrides {
-            users: args.users,
-            day: args.shape.day,
-            speed: args.shape.speed,
-            seed: args.shape.seed,
+            users: config.users,
+            day: shape.day,
+            speed: shape.speed,
+            seed: shape.seed,
         };
         let plan = resolve_plan(&profile, overrides, &resolved)?;
+        // Mail goes only to the test population, checked before any connection.
+        check_population(&plan, &resolved, &config.allow_domains)?;
         let target = resolved.target.clone();
 
         let run_id = peakhour_rundir::dir_name(
@@ -124,20 +161,21 @@ impl Prepared {
         }
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
-        RunDir::new(&dir).write_config(&run_config(&plan, args, &target)?)?;
+        RunDir::new(&dir).write_config(&run_config(&plan, &config, &target)?)?;
 
         let settings = RunSettings {
             run_id,
-            ramp_up: args.shape.ramp_up,
-            duration: args.shape.duration,
-            drain: args.shape.drain,
-            action_timeout: args.shape.action_timeout,
-            connect_timeout: Duration::from_secs(10),
+            ramp_up: shape.ramp_up,
+            duration: shape.duration,
+            drain: shape.drain,
+            action_timeout: shape.action_timeout,
+            connect_timeout: CONNECT_TIMEOUT,
             client_name: "client.peakhour.test".into(),
-            interval: args.shape.interval,
-            qos_p95_ms: args.shape.qos_p95_ms,
+            interval: shape.interval,
+            qos_p95_ms: shape.qos_p95_ms,
         };
         Ok(Prepared {
+            config,
             plan,
             target,
             resolved,
@@ -146,8 +184,9 @@ impl Prepared {
         })
     }
 
-    fn announce(&self, args: &RunArgs) {
+    fn announce(&self) {
         let plan = &self.plan;
+        let shape = &self.config.shape;
         eprintln!(
             "run {}: {} users of {}, day {} at speed {} (seed {}), ramp-up {:?}, steady {:?}, drain up to {:?}",
             self.settings.run_id,
@@ -156,9 +195,9 @@ impl Prepared {
             humantime(plan.day()),
             plan.speed(),
             plan.seed(),
-            args.shape.ramp_up,
-            args.shape.duration,
-            args.shape.drain
+            shape.ramp_up,
+            shape.duration,
+            shape.drain
         );
     }
 
@@ -175,11 +214,8 @@ impl Prepared {
 
     /// Runs the users with the monitor sampling beside them, until the run
     /// ends or SIGINT/SIGTERM stops it.
-    fn execute(
-        &self,
-        args: &RunArgs,
-        runtime: &Runtime,
-    ) -> anyhow::Result<(RunResult, Option<MonitorRun>)> {
+    fn execute(&self, runtime: &Runtime) -> anyhow::Result<(RunResult, Option<MonitorRun>)> {
+        let baseline = self.config.monitor_baseline;
         let monitor_source = self.monitor_source();
         // The monitor samples on a runtime (and thread) of its own: a sample reads
         // /proc for every process, and must not delay the simulated users' timers.
@@ -200,7 +236,7 @@ impl Prepared {
             });
             // The monitor's time_s counts from the run's start; a baseline samples the
             // idle server before it (negative time_s).
-            let origin = Instant::now() + args.monitor_baseline;
+            let origin = Instant::now() + baseline;
             let monitor = monitor_source.and_then(|(source, csv)| {
                 let config = MonitorConfig {
                     interval: MONITOR_INTERVAL,
@@ -219,10 +255,10 @@ impl Prepared {
                     None
                 }
             };
-            if monitor.is_some() && !args.monitor_baseline.is_zero() {
+            if monitor.is_some() && !baseline.is_zero() {
                 eprintln!(
                     "monitor: sampling the idle server for {} before the load",
-                    humantime(args.monitor_baseline)
+                    humantime(baseline)
                 );
                 tokio::time::sleep_until(origin).await;
             }
@@ -287,14 +323,16 @@ fn humantime(d: Duration) -> String {
     peakhour_workload::HumanDuration(d).to_string()
 }
 
-/// The resolved configuration, with every setting and no password.
+/// The resolved configuration, with every setting and no password; the
+/// domains allowed outside the reserved test names are on record too
+/// (`[population] allowed_domains`).
 fn run_config(
     plan: &Plan,
-    args: &RunArgs,
+    config: &CheckedRunConfig,
     target: &peakhour_engine::Target,
 ) -> anyhow::Result<RunConfig> {
-    let shape = &args.shape;
-    Ok(RunConfig::new(
+    let shape = &config.shape;
+    let mut recorded = RunConfig::new(
         RunSection {
             ramp_up: HumanDuration(shape.ramp_up),
             duration: HumanDuration(shape.duration),
@@ -308,11 +346,25 @@ fn run_config(
         },
         MonitorSection {
             interval: HumanDuration(MONITOR_INTERVAL),
-            high_average_window: HumanDuration(args.high_average_window),
-            baseline: HumanDuration(args.monitor_baseline),
+            high_average_window: HumanDuration(config.high_average_window),
+            baseline: HumanDuration(config.monitor_baseline),
         },
         plan,
-    )?)
+    )?;
+    if !config.allow_domains.is_empty() {
+        let domains = config
+            .allow_domains
+            .iter()
+            .cloned()
+            .map(toml::Value::String)
+            .collect();
+        let mut population = toml::Table::new();
+        population.insert("allowed_domains".into(), toml::Value::Array(domains));
+        recorded
+            .plan
+            .insert("population".into(), toml::Value::Table(population));
+    }
+    Ok(recorded)
 }
 
 fn signed_secs(at: Instant, origin: Instant) -> f64 {

@@ -22,17 +22,15 @@ use peakhour_analysis::capacity::sweep::{
 };
 use peakhour_lab::Lab;
 use peakhour_report::capacity::{
-    CapacityJson, SweepJson, capacity_json, render_sweep_html, render_sweep_text, step_line,
+    SweepPlan, capacity_json, render_sweep_text, step_line, sweep_html, sweep_json,
     write_capacity_csv,
 };
 use peakhour_workload::HumanDuration;
 
-use self::child::{Interrupt, common_args, run_args, run_child};
+use self::child::{Children, common_args, run_args, run_child};
+use super::signals::EXIT_INTERRUPTED;
 use super::target::load_profile;
 use crate::args::SweepArgs;
-
-/// Exit code of a sweep stopped by SIGINT or SIGTERM, as `peakhour run`'s.
-const EXIT_INTERRUPTED: u8 = 130;
 
 /// A step's `summary.json` as the typed [`Summary`], through the run directory's reader.
 fn read_summary(dir: &Path) -> anyhow::Result<Summary> {
@@ -99,7 +97,7 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
     let (dir, seed) = (&plan.dir, plan.seed);
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the sweep directory {}", dir.display()))?;
-    let interrupt = Interrupt::install()?;
+    let children = Children::install()?;
     let list: Vec<String> = plan.steps.iter().map(u32::to_string).collect();
     eprintln!(
         "sweep {}: profile {}, users {}, seed {seed}, each step {} ramp-up + {} steady + {} drain; stop after two QoS failures in a row or errors above {}",
@@ -118,8 +116,8 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
         init.extend(["--users".into(), max_users.to_string().into()]);
         init.extend(["--seed".into(), seed.to_string().into()]);
         eprintln!("sweep: initializing {max_users} mailboxes once, for the largest step");
-        let status = run_child(&init, "[init] ", &interrupt)?;
-        if interrupt.interrupted() {
+        let status = run_child(&init, "[init] ", &children)?;
+        if children.interrupted() {
             eprintln!("sweep: interrupted during init; no step was run");
             return Ok(ExitCode::from(EXIT_INTERRUPTED));
         }
@@ -127,7 +125,7 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
             bail!("init failed ({status}); no step was run (see its output above)");
         }
     }
-    let outcome = run_steps(&args, &plan, &interrupt)?;
+    let outcome = run_steps(&args, &plan, &children)?;
     let code = if outcome.interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
     } else if outcome.failed.is_some() {
@@ -143,11 +141,11 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Runs the steps in turn until the last, an early stop, a failure or a signal.
-fn run_steps(args: &SweepArgs, plan: &Plan, interrupt: &Interrupt) -> anyhow::Result<SweepOutcome> {
+fn run_steps(args: &SweepArgs, plan: &Plan, children: &Children) -> anyhow::Result<SweepOutcome> {
     let (steps, dir) = (&plan.steps, &plan.dir);
     let mut outcome = SweepOutcome::default();
     for (i, &users) in steps.iter().enumerate() {
-        if interrupt.interrupted() {
+        if children.interrupted() {
             break;
         }
         let name = format!("step-{users}u");
@@ -160,10 +158,10 @@ fn run_steps(args: &SweepArgs, plan: &Plan, interrupt: &Interrupt) -> anyhow::Re
             step_dir.display()
         );
         let child_args = run_args(args, users, plan.seed, &step_dir);
-        let status = run_child(&child_args, &prefix, interrupt)?;
+        let status = run_child(&child_args, &prefix, children)?;
         let code = status.code();
         if !step_dir.join("summary.json").exists() {
-            if !interrupt.interrupted() {
+            if !children.interrupted() {
                 outcome.failed = Some(format!(
                     "the step at {users} users ended without results ({status}); see its output above"
                 ));
@@ -175,7 +173,7 @@ fn run_steps(args: &SweepArgs, plan: &Plan, interrupt: &Interrupt) -> anyhow::Re
         let step_interrupted = step.interrupted || code == Some(i32::from(EXIT_INTERRUPTED));
         outcome.steps.push(step);
         write_csv(dir, &outcome.steps)?;
-        if step_interrupted || interrupt.interrupted() {
+        if step_interrupted || children.interrupted() {
             break;
         }
         if !matches!(code, Some(0) | Some(1)) {
@@ -197,7 +195,7 @@ fn run_steps(args: &SweepArgs, plan: &Plan, interrupt: &Interrupt) -> anyhow::Re
             break;
         }
     }
-    outcome.interrupted = interrupt.interrupted() || outcome.steps.iter().any(|s| s.interrupted);
+    outcome.interrupted = children.interrupted() || outcome.steps.iter().any(|s| s.interrupted);
     Ok(outcome)
 }
 
@@ -219,45 +217,24 @@ fn finish(args: &SweepArgs, plan: &Plan, outcome: &SweepOutcome) -> anyhow::Resu
         );
         return Ok(());
     };
-    let steps_run: Vec<u32> = outcome.steps.iter().map(|s| s.users).collect();
-    let json = CapacityJson {
-        analysis: sweep.analysis.clone(),
-        sweep: SweepJson {
-            dir: dir.display().to_string(),
-            profile: plan.profile.clone(),
-            seed: outcome.steps.first().map_or(plan.seed, |s| s.seed),
-            speed: outcome.speed(),
-            steps_planned: plan.steps.clone(),
-            steps_run: steps_run.clone(),
-            load: "users".into(),
-            throughput: "actions_per_second".into(),
-            p95_basis: plan.basis,
-            p95_source: plan.basis.source().into(),
-            qos_p95_ms: sweep.qos.limit_ms,
-            max_error_ratio: args.max_error_ratio,
-            stopped_early: outcome.stopped_early.clone(),
-            failed: outcome.failed.clone(),
-            interrupted: outcome.interrupted,
-            statement: sweep.statement.clone(),
-        },
+    let dir_text = dir.display().to_string();
+    let sweep_plan = SweepPlan {
+        dir: &dir_text,
+        profile: &plan.profile,
+        seed: plan.seed,
+        steps_planned: &plan.steps,
+        basis: plan.basis,
+        max_error_ratio: args.max_error_ratio,
+        phases: format!(
+            "{} ramp-up, {} steady, {} drain",
+            HumanDuration(args.shape.ramp_up),
+            HumanDuration(args.shape.duration),
+            HumanDuration(args.shape.drain)
+        ),
     };
+    let json = sweep_json(&sweep_plan, &sweep, outcome);
     write_file(&dir.join("capacity.json"), capacity_json(&json)?)?;
-    let list: Vec<String> = steps_run.iter().map(u32::to_string).collect();
-    let subtitle = format!(
-        "users {} · seed {}{} · each step {} ramp-up, {} steady, {} drain · {}",
-        list.join(", "),
-        plan.seed,
-        outcome
-            .speed()
-            .map(|s| format!(" · speed {s}"))
-            .unwrap_or_default(),
-        HumanDuration(args.shape.ramp_up),
-        HumanDuration(args.shape.duration),
-        HumanDuration(args.shape.drain),
-        dir.display()
-    );
-    let title = format!("peakhour sweep: {}", plan.profile);
-    let html = render_sweep_html(&title, &subtitle, &sweep, plan.basis, &outcome.steps);
+    let html = sweep_html(&sweep_plan, &sweep, outcome);
     write_file(&dir.join("capacity.html"), html)?;
     print!(
         "{}",
@@ -279,20 +256,8 @@ fn check_lab(args: &SweepArgs, max_users: u32) -> anyhow::Result<()> {
             dir.display()
         )
     })?;
-    if !status.healthy {
-        bail!(
-            "the lab in {} is not healthy; see `peakhour lab status --dir {}`",
-            status.dir,
-            dir.display()
-        );
+    match status.unfit_for(max_users, dir) {
+        Some(why) => bail!("{why}"),
+        None => Ok(()),
     }
-    if status.users < max_users {
-        bail!(
-            "the lab has {} users and the largest step needs {max_users}; restart it with \
-             `peakhour lab down --dir {d} && peakhour lab up --dir {d} --users {max_users}`",
-            status.users,
-            d = dir.display()
-        );
-    }
-    Ok(())
 }

@@ -4,12 +4,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
-use peakhour_engine::{CalDavEndpoint, Credentials, Endpoint, Target};
+use peakhour_engine::{Account, CalDavEndpoint, Credentials, Endpoint, Population, Target};
 use peakhour_lab::{Lab, LabStatus};
 use peakhour_net::{Secret, TlsSettings};
 use peakhour_workload::{Overrides, Plan, Profile, builtin};
 
 use crate::args::TargetArgs;
+use crate::config::UsageError;
 
 /// Reads a built-in profile by name, or a profile file by path.
 pub(crate) fn load_profile(name: &str) -> anyhow::Result<Profile> {
@@ -70,7 +71,7 @@ pub(crate) fn resolve_target(args: &TargetArgs) -> anyhow::Result<ResolvedTarget
                 &url("lmtp", &status.endpoints.lmtp),
                 &["lmtp"],
             )?),
-            caldav: caldav_endpoint(args, None)?,
+            caldav: caldav_endpoint(args, status.endpoints.caldav.as_deref())?,
             pop3: Some(Endpoint::parse(
                 &url("pop3", &status.endpoints.pop3),
                 &["pop3"],
@@ -140,8 +141,12 @@ fn caldav_endpoint(args: &TargetArgs, lab: Option<&str>) -> anyhow::Result<Optio
         .context("--caldav")
 }
 
-/// `login,password` per line; `#` comments and blank lines are skipped.
-fn read_users_file(path: &Path) -> anyhow::Result<Vec<(String, Secret<String>)>> {
+/// `login,password[,address]` per line; `#` comments and blank lines are
+/// skipped. These users are the run's whole test population: mail goes only
+/// to their addresses. The address is the third column, or the login when
+/// the login is an address. A password may hold commas; one whose last
+/// comma is followed by something like an address needs the third column.
+fn read_users_file(path: &Path) -> anyhow::Result<Vec<Account>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut users = Vec::new();
@@ -150,22 +155,61 @@ fn read_users_file(path: &Path) -> anyhow::Result<Vec<(String, Secret<String>)>>
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let Some((login, password)) = line.split_once(',') else {
-            bail!(
-                "{}:{}: expected `login,password`",
-                path.display(),
-                index + 1
-            );
-        };
-        if login.trim().is_empty() {
-            bail!("{}:{}: empty login", path.display(), index + 1);
-        }
-        users.push((login.trim().to_owned(), Secret::new(password.to_owned())));
+        let at = || format!("{}:{}", path.display(), index + 1);
+        users.push(parse_account(line).map_err(|why| anyhow::anyhow!("{}: {why}", at()))?);
     }
     if users.is_empty() {
         bail!("{} holds no users", path.display());
     }
     Ok(users)
+}
+
+/// One line of a users file.
+fn parse_account(line: &str) -> Result<Account, String> {
+    let Some((login, rest)) = line.split_once(',') else {
+        return Err("expected `login,password[,address]`".into());
+    };
+    let login = login.trim();
+    if login.is_empty() {
+        return Err("empty login".into());
+    }
+    let looks_like_address =
+        |s: &str| s.contains('@') && !s.contains(char::is_whitespace) && !s.ends_with('@');
+    let (password, address) = match rest.rsplit_once(',') {
+        Some((password, address)) if looks_like_address(address.trim()) => {
+            (password, address.trim().to_owned())
+        }
+        _ if looks_like_address(login) => (rest, login.to_owned()),
+        _ => {
+            return Err(format!(
+                "the login {login:?} is not a mail address: add the user's address as a third \
+                 column (login,password,address), so that the run knows where its mail goes"
+            ));
+        }
+    };
+    Ok(Account {
+        login: login.to_owned(),
+        password: Secret::new(password.to_owned()),
+        address,
+    })
+}
+
+/// The run's test population, refused before any connection when it is
+/// unusable, or (on an explicit target) when a domain of it is neither a
+/// reserved test domain nor named with `--allow-domain`.
+pub(crate) fn check_population(
+    plan: &peakhour_workload::Plan,
+    resolved: &ResolvedTarget,
+    allowed: &[String],
+) -> Result<Population, UsageError> {
+    let population = Population::new(plan, &resolved.target.credentials)
+        .map_err(|e| UsageError(format!("the test population: {e}")))?;
+    if resolved.lab.is_none() {
+        population.check_domains(allowed).map_err(|e| {
+            UsageError(format!("{e}; nothing was sent and no server was contacted"))
+        })?;
+    }
+    Ok(population)
 }
 
 /// Resolves the plan; with the lab, the user count defaults to the lab's and may not exceed it.
@@ -184,7 +228,9 @@ pub(crate) fn resolve_plan(
         }
     }
     if let Credentials::PerUser(list) = &resolved.target.credentials {
-        let users = *overrides.users.get_or_insert(list.len() as u32);
+        let users = *overrides
+            .users
+            .get_or_insert(u32::try_from(list.len()).unwrap_or(u32::MAX));
         if users as usize > list.len() {
             bail!(
                 "--users {users} but the users file lists only {}",
@@ -193,4 +239,23 @@ pub(crate) fn resolve_plan(
         }
     }
     Ok(Arc::new(Plan::resolve(profile, &overrides)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_users_file_line_gives_login_password_and_address() {
+        let account = parse_account("alice,s3cret,alice@corp.example").unwrap();
+        assert_eq!(account.login, "alice");
+        assert_eq!(account.password.expose(), "s3cret");
+        assert_eq!(account.address, "alice@corp.example");
+        let account = parse_account("bob@x.test,pa,ss").unwrap();
+        assert_eq!(account.address, "bob@x.test");
+        assert_eq!(account.password.expose(), "pa,ss");
+        let error = parse_account("carol,pw").unwrap_err();
+        assert!(error.contains("third column"), "{error}");
+        assert!(parse_account("dave").is_err());
+    }
 }

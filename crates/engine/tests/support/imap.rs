@@ -186,6 +186,9 @@ impl Session {
             "LIST" => self.list(tag),
             "CREATE" => self.create(tag, &args),
             "SELECT" | "EXAMINE" => self.select(tag, &args),
+            "FETCH" | "UID FETCH" if self.mail.store().endless_fetch => {
+                return self.endless_fetch().await;
+            }
             "FETCH" | "UID FETCH" => self.fetch(tag, &args, uid),
             "UID SEARCH" => self.search(tag, rest),
             "UID MOVE" => self.move_message(tag, &args),
@@ -337,6 +340,25 @@ impl Session {
         format!("{expunged}{tag} OK moved\r\n")
     }
 
+    /// Answers a FETCH with untagged responses carrying 1 KB literals, and
+    /// never completes it, until the client hangs up.
+    async fn endless_fetch(&mut self) -> std::io::Result<()> {
+        let body = "x".repeat(1024);
+        let mut written = 0_u64;
+        let mut n = 1_u64;
+        let result = loop {
+            let response = format!("* {n} FETCH (UID {n} BODY[] {{1024}}\r\n{body})\r\n");
+            if let Err(e) = self.send(&response).await {
+                break Err(e);
+            }
+            written += response.len() as u64;
+            n += 1;
+        };
+        let mut store = self.mail.store();
+        store.endless_bytes_max = store.endless_bytes_max.max(written);
+        result
+    }
+
     /// IDLE until DONE, telling the client about new mail as it arrives.
     async fn idle(&mut self, tag: &str) -> std::io::Result<()> {
         self.send("+ idling\r\n").await?;
@@ -348,6 +370,11 @@ impl Session {
             }
             tokio::select! {
                 line = self.lines.next_line() => match line? {
+                    Some(line) if line.eq_ignore_ascii_case("DONE") && self.mail.store().stall_done => {
+                        // Never completes: quiet until the client hangs up.
+                        while let Ok(Some(_)) = self.lines.next_line().await {}
+                        return Err(std::io::ErrorKind::UnexpectedEof.into());
+                    }
                     Some(line) if line.eq_ignore_ascii_case("DONE") => break,
                     Some(_) => return self.send(&format!("{tag} BAD expected DONE\r\n")).await,
                     None => return Err(std::io::ErrorKind::UnexpectedEof.into()),

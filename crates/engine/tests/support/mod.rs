@@ -4,8 +4,11 @@
 //!
 //! They speak just enough of each protocol for the engine's users and its
 //! reconciliation, and have knobs for the faults the tests need: refused
-//! connections and logins, slow or hanging commands, and a mail queue that
-//! delivers when the test says.
+//! connections and logins, slow or hanging commands, a mail queue that
+//! delivers when the test says (or never), a server that never greets, one
+//! that never answers DONE, one that answers a FETCH with endless literals,
+//! and test hooks that make a connection attempt panic (the engine's own
+//! code has no such hook).
 
 #![allow(dead_code, reason = "each test uses some of the knobs")]
 
@@ -107,6 +110,24 @@ pub(crate) struct Store {
     /// The folder the mail queue delivers into (a server-side filter).
     pub(crate) delivery_folder: String,
     pub(crate) delay: CommandDelay,
+    /// IMAP connections are accepted and never greeted.
+    pub(crate) silent_imap: bool,
+    /// DONE ends no IDLE: the server goes quiet instead.
+    pub(crate) stall_done: bool,
+    /// FETCH is answered with `* n FETCH (... BODY[] {1024} ...)` forever.
+    pub(crate) endless_fetch: bool,
+    /// The most bytes one endless FETCH got through before the client hung up.
+    pub(crate) endless_bytes_max: u64,
+    /// The IMAP client's limits, as the connector sets them.
+    pub(crate) imap_limits: Limits,
+    /// Test hook: the first SMTP connection asked for at or after then panics.
+    pub(crate) panic_smtp_connect_at: Option<Instant>,
+    /// Test hook: every IMAP connection asked for at or after then panics.
+    pub(crate) panic_imap_connects_from: Option<Instant>,
+    /// Every other RCPT TO is refused (550), counting from the first.
+    pub(crate) refuse_every_other_rcpt: bool,
+    /// RCPT TO commands seen so far.
+    pub(crate) rcpts: usize,
 }
 
 /// The fake mail system: a store, and a connector that opens in-memory
@@ -137,6 +158,15 @@ impl FakeMail {
             delivery: Box::new(|_, accepted| Some(accepted)),
             delivery_folder: "INBOX".into(),
             delay: Box::new(|_, _| Duration::ZERO),
+            silent_imap: false,
+            stall_done: false,
+            endless_fetch: false,
+            endless_bytes_max: 0,
+            imap_limits: Limits::default(),
+            panic_smtp_connect_at: None,
+            panic_imap_connects_from: None,
+            refuse_every_other_rcpt: false,
+            rcpts: 0,
         };
         FakeMail {
             store: Arc::new(Mutex::new(store)),
@@ -211,6 +241,15 @@ impl FakeMail {
     }
 }
 
+/// Whether a one-shot hook set for `at` fires now (and disarms it).
+fn take_hook(hook: &mut Option<Instant>) -> bool {
+    if hook.is_some_and(|at| Instant::now() >= at) {
+        *hook = None;
+        return true;
+    }
+    false
+}
+
 fn header(message: &[u8], name: &str) -> Option<String> {
     let text = String::from_utf8_lossy(message);
     let head = text.split("\r\n\r\n").next()?;
@@ -230,12 +269,19 @@ impl Connector for FakeMail {
         _tls: &Arc<rustls::ClientConfig>,
         _timeout: Duration,
     ) -> Result<Timed<ImapConnection<DuplexStream>>, ImapError> {
-        let refused = {
+        let (refused, silent, limits) = {
             let mut store = self.store();
             store.imap_connects.push(Instant::now());
             let refused = store.refuse_imap_connects > 0;
             store.refuse_imap_connects = store.refuse_imap_connects.saturating_sub(1);
-            refused
+            if store
+                .panic_imap_connects_from
+                .is_some_and(|from| Instant::now() >= from)
+            {
+                drop(store);
+                panic!("test hook: an IMAP connection attempt panics");
+            }
+            (refused, store.silent_imap, store.imap_limits)
         };
         if refused {
             return Err(ImapError::Transport(TransportError::Connect {
@@ -244,8 +290,18 @@ impl Connector for FakeMail {
             }));
         }
         let (client, server) = tokio::io::duplex(64 * 1024);
-        tokio::spawn(imap::serve(self.clone(), server));
-        ImapConnection::from_stream(client, Limits::default()).await
+        if silent {
+            // Accepted, never greeted: held open until the client hangs up.
+            tokio::spawn(async move {
+                let mut server = server;
+                let _ = tokio::io::AsyncReadExt::read(&mut server, &mut [0; 64]).await;
+            });
+        } else {
+            tokio::spawn(imap::serve(self.clone(), server));
+        }
+        // No deadline here on purpose: the engine must not trust a
+        // connector to bound the greeting.
+        ImapConnection::from_stream(client, limits).await
     }
 
     async fn starttls_imap(
@@ -264,6 +320,9 @@ impl Connector for FakeMail {
         _tls: &Arc<rustls::ClientConfig>,
         timeout: Duration,
     ) -> Result<Timed<SmtpConnection<DuplexStream>>, SmtpError> {
+        if take_hook(&mut self.store().panic_smtp_connect_at) {
+            panic!("test hook: an SMTP connection attempt panics");
+        }
         let (client, server) = tokio::io::duplex(64 * 1024);
         tokio::spawn(smtp::serve(self.clone(), server));
         SmtpConnection::from_stream(client, flavor, timeout).await

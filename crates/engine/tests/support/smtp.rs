@@ -26,9 +26,18 @@ async fn session(mail: FakeMail, stream: DuplexStream) -> std::io::Result<()> {
             recipients.clear();
             "250 ok\r\n"
         } else if let Some(address) = upper.strip_prefix("RCPT TO:") {
-            let address = address.trim().trim_start_matches('<').trim_end_matches('>');
-            recipients.push(address.to_ascii_lowercase());
-            "250 ok\r\n"
+            let refused = {
+                let mut store = mail.store();
+                store.rcpts += 1;
+                store.refuse_every_other_rcpt && store.rcpts % 2 == 1
+            };
+            if refused {
+                "550 5.1.1 no such user\r\n"
+            } else {
+                let address = address.trim().trim_start_matches('<').trim_end_matches('>');
+                recipients.push(address.to_ascii_lowercase());
+                "250 ok\r\n"
+            }
         } else if upper == "DATA" {
             out.write_all(b"354 go ahead\r\n").await?;
             let mut message = Vec::new();

@@ -1,5 +1,7 @@
 //! Window statistics and the high average.
 
+use peakhour_analysis::quantile::quantile_sorted;
+
 use super::Columns;
 
 /// Seed 001: "sustained means more than 30 seconds of activity".
@@ -46,7 +48,8 @@ fn points(times: &[f64], values: &[f64], window: TimeWindow) -> (Vec<f64>, Vec<f
 pub struct WindowStats {
     /// Arithmetic mean.
     pub mean: f64,
-    /// 95th percentile, nearest-rank (the value at rank ⌈0.95·n⌉).
+    /// 95th percentile, by peakhour's one definition
+    /// ([`peakhour_analysis::quantile`]: the nearest rank ⌈0.95·n⌉).
     pub p95: f64,
     /// Largest value.
     pub max: f64,
@@ -62,10 +65,9 @@ pub fn window_stats(times: &[f64], values: &[f64], window: TimeWindow) -> Option
     }
     let mean = v.iter().sum::<f64>() / v.len() as f64;
     v.sort_by(f64::total_cmp);
-    let rank = (0.95 * v.len() as f64).ceil() as usize;
     Some(WindowStats {
         mean,
-        p95: v[rank.clamp(1, v.len()) - 1],
+        p95: quantile_sorted(&v, 0.95)?,
         max: v[v.len() - 1],
         samples: v.len(),
     })

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use peakhour_net::{Progress, Pump, PumpError, Secret, Security, Stopwatch, Timed, Transport};
+use peakhour_net::{
+    MAX_READ, Progress, Pump, PumpError, Secret, Security, Stopwatch, Timed, Transport,
+};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
@@ -19,11 +21,6 @@ use crate::types::{
     ThreadAlgorithm, ThreadNode,
 };
 
-/// Read size while a command is answered: big enough for FETCH bodies.
-const COMMAND_READ_CHUNK: usize = 16 * 1024;
-/// Read size while idling: updates are a few dozen bytes, and an idle user
-/// must stay small.
-const IDLE_READ_CHUNK: usize = 1024;
 /// Updates kept for the next `noop`/`idle_wait` when nobody collects them;
 /// the mailbox state stays exact regardless.
 const MAX_PENDING_UPDATES: usize = 256;
@@ -54,6 +51,14 @@ pub struct ImapConnection<S = Transport> {
     pump: Pump<S, ClientCore>,
     pending_updates: Vec<MailboxUpdate>,
     command_timeout: Option<Duration>,
+    /// The next command carries IDLE behind it ([`ImapConnection::idle_after_next_command`]).
+    idle_behind: bool,
+    /// When the IDLE in flight was written, until its `+` arrives.
+    idle_sent_at: Option<Instant>,
+    /// How long the last IDLE took from its write to the server's `+`.
+    idle_start_time: Option<Duration>,
+    /// How long the last IDLE ended by a command's DONE took to complete.
+    idle_done_time: Option<Duration>,
 }
 
 impl ImapConnection<Transport> {
@@ -93,9 +98,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
     pub async fn from_stream(stream: S, limits: Limits) -> Result<Timed<Self>, ImapError> {
         let stopwatch = Stopwatch::start();
         let mut connection = Self {
-            pump: Pump::new(stream, ClientCore::new(limits), COMMAND_READ_CHUNK),
+            pump: Pump::new(stream, ClientCore::new(limits), MAX_READ),
             pending_updates: Vec::new(),
             command_timeout: None,
+            idle_behind: false,
+            idle_sent_at: None,
+            idle_start_time: None,
+            idle_done_time: None,
         };
         loop {
             let event = connection.pump.next_event(&stopwatch, None).await;
@@ -103,7 +112,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
                 break;
             }
         }
-        connection.shrink();
         Ok(stopwatch.finish(connection))
     }
 
@@ -126,11 +134,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
 
     /// Runs any request and returns its reply; the typed methods below are
     /// built on it.
+    ///
+    /// A request made while idling ends IDLE first: DONE goes out in the
+    /// same write as the request when it [`Request::can_follow_idle`] (the
+    /// time returned then runs from that write and covers the end of IDLE
+    /// too), else DONE alone, and the request once IDLE has completed.
     pub async fn run(&mut self, request: &Request) -> Result<Timed<Reply>, ImapError> {
+        let after_idle = self.begin(request).await?;
+        if std::mem::take(&mut self.idle_behind)
+            && !matches!(request, Request::Idle | Request::Logout)
+            && self.pump.core.queue_idle().is_ok()
+        {
+            self.idle_sent_at = Some(Instant::now());
+        }
         let stopwatch = Stopwatch::start();
-        self.pump.core.send(request)?;
-        let reply = self.drive(request.name(), false, &stopwatch).await;
-        self.shrink();
+        let reply = self
+            .drive(request.name(), false, after_idle, &stopwatch)
+            .await;
         match reply? {
             Some(reply) => Ok(stopwatch.finish(reply)),
             None => Err(ImapError::malformed(
@@ -306,8 +326,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
         let stopwatch = Stopwatch::start();
         self.ensure_capabilities().await?;
         let mut copied = None;
-        for request in Request::move_messages(self.pump.core.capabilities(), set, mailbox, uid) {
-            if let Reply::Copied(uids) = self.run(&request).await?.value {
+        // IDLE, if asked for, goes behind the last of the commands.
+        let idle_behind = std::mem::take(&mut self.idle_behind);
+        let requests = Request::move_messages(self.pump.core.capabilities(), set, mailbox, uid);
+        let last = requests.len().saturating_sub(1);
+        for (index, request) in requests.iter().enumerate() {
+            self.idle_behind = idle_behind && index == last;
+            if let Reply::Copied(uids) = self.run(request).await?.value {
                 copied = uids;
             }
         }
@@ -430,13 +455,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
     }
 
     /// Starts IDLE and waits for the server's `+`. Then call
-    /// [`ImapConnection::idle_wait`] as often as needed and
-    /// [`ImapConnection::idle_done`] before any other command.
+    /// [`ImapConnection::idle_wait`] as often as needed. IDLE lasts until
+    /// [`ImapConnection::idle_done`] or the next command, which ends it with
+    /// DONE in the same write.
+    ///
+    /// When an IDLE is already on its way ([`ImapConnection::idle_after_next_command`])
+    /// or still running, nothing is sent: this waits for its `+` if needed,
+    /// and the time returned is that wait. [`ImapConnection::take_idle_start_time`]
+    /// tells whether an IDLE was accepted, and how long after it was written.
     pub async fn idle_start(&mut self) -> Result<Timed<()>, ImapError> {
         let stopwatch = Stopwatch::start();
+        if self.pump.core.is_idling() {
+            return Ok(stopwatch.finish(()));
+        }
+        if self.pump.core.is_idle_requested() {
+            return self.await_idle_accepted(&stopwatch).await;
+        }
         self.ensure_capabilities().await?;
-        self.pump.core.send(&Request::Idle)?;
-        match self.drive("IDLE", true, &stopwatch).await? {
+        let after_idle = self.begin(&Request::Idle).await?;
+        self.idle_sent_at = Some(Instant::now());
+        let stopwatch = Stopwatch::start();
+        match self.drive("IDLE", true, after_idle, &stopwatch).await? {
             None => Ok(stopwatch.finish(())),
             // Completed before `+`: the server ended IDLE at once.
             Some(_) => Err(ImapError::malformed(
@@ -459,7 +498,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
         // update already here is returned before reading more.
         let deadline = Instant::now() + max;
         let clock = Stopwatch::start();
-        self.pump.set_read_chunk(IDLE_READ_CHUNK);
         loop {
             loop {
                 match self.pump.core.next()? {
@@ -483,45 +521,132 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
 
     /// Ends IDLE with DONE and waits for the completion; returns the updates
     /// not yet collected. The time covers DONE to the tagged OK.
+    ///
+    /// Not needed before another command, which ends IDLE itself and saves a
+    /// write and a round trip; but call it first when that command's
+    /// arguments depend on the mailbox's state, since
+    /// [`ImapConnection::mailbox`] may still miss updates the server sends as
+    /// IDLE ends.
     pub async fn idle_done(&mut self) -> Result<Timed<Vec<MailboxUpdate>>, ImapError> {
         let stopwatch = Stopwatch::start();
         if self.pump.core.is_busy() {
             // Not busy: the server already ended IDLE by itself (seen in idle_wait).
             self.pump.core.idle_done();
-            self.drive("IDLE", false, &stopwatch).await?;
+            self.drive("IDLE", false, false, &stopwatch).await?;
         }
-        self.shrink();
         Ok(stopwatch.finish(std::mem::take(&mut self.pending_updates)))
+    }
+
+    /// Sends IDLE behind the next command, in the same write, so that idling
+    /// starts when that command completes without another write or round
+    /// trip. Then [`ImapConnection::idle_start`] only waits for the `+`, if
+    /// it has not arrived yet. Ignored for IDLE and LOGOUT, and without the
+    /// IDLE capability.
+    pub fn idle_after_next_command(&mut self) {
+        self.idle_behind = true;
+    }
+
+    /// True from the moment an IDLE is written until it ends.
+    pub fn idle_in_progress(&self) -> bool {
+        self.pump.core.is_idling() || self.pump.core.is_idle_requested()
+    }
+
+    /// How long the last IDLE the server accepted took, from the write that
+    /// carried it to the `+`. Taken once, so that every IDLE on the wire is
+    /// counted once.
+    pub fn take_idle_start_time(&mut self) -> Option<Duration> {
+        self.idle_start_time.take()
+    }
+
+    /// How long the last IDLE that a command ended took, from the write that
+    /// carried DONE to IDLE's tagged OK. Taken once, so that every DONE on
+    /// the wire is counted once. (An explicit [`ImapConnection::idle_done`]
+    /// returns its own time instead.)
+    pub fn take_idle_done_time(&mut self) -> Option<Duration> {
+        self.idle_done_time.take()
+    }
+
+    /// Hands `request` to the core. While idling, DONE goes first, in the
+    /// same write when the request may follow it (true then).
+    async fn begin(&mut self, request: &Request) -> Result<bool, ImapError> {
+        if self.pump.core.is_idle_requested() {
+            // DONE may only follow the `+`.
+            self.await_idle_accepted(&Stopwatch::start()).await?;
+        }
+        if self.pump.core.is_idling() {
+            if request.can_follow_idle() {
+                self.pump.core.send_after_idle(request)?;
+                return Ok(true);
+            }
+            let done = self.idle_done().await?;
+            self.idle_done_time = Some(done.elapsed);
+        }
+        self.pump.core.send(request)?;
+        Ok(false)
+    }
+
+    /// Reads until the server's `+` to the IDLE in flight.
+    async fn await_idle_accepted(&mut self, stopwatch: &Stopwatch) -> Result<Timed<()>, ImapError> {
+        match self.drive("IDLE", true, false, stopwatch).await? {
+            None => Ok(stopwatch.finish(())),
+            Some(_) => Err(ImapError::malformed(
+                "IDLE completed before it started",
+                &[],
+            )),
+        }
+    }
+
+    fn idle_accepted(&mut self) {
+        if let Some(sent) = self.idle_sent_at.take() {
+            self.idle_start_time = Some(sent.elapsed());
+        }
     }
 
     fn on_idle_event(&mut self, event: Event) -> Result<(), ImapError> {
         match event {
             Event::Update(update) => self.keep_update(update),
             Event::Rejected(rejection) => return Err(rejected(rejection)),
-            Event::Greeting { .. } | Event::IdleAccepted | Event::Completed { .. } => {}
+            Event::IdleAccepted => self.idle_accepted(),
+            Event::Greeting { .. } | Event::Completed { .. } => {}
         }
         Ok(())
     }
 
     /// Writes and reads until the command in flight completes (`Some`), or,
     /// with `until_idling`, until the server accepts IDLE (`None`), within the
-    /// command timeout if one is set.
+    /// command timeout if one is set. `after_idle`: the command went out
+    /// behind DONE, and IDLE's own completion comes first.
     async fn drive(
         &mut self,
         command: &'static str,
         until_idling: bool,
+        mut after_idle: bool,
         stopwatch: &Stopwatch,
     ) -> Result<Option<Reply>, ImapError> {
         let deadline = self.command_timeout.map(|after| Instant::now() + after);
-        self.pump.set_read_chunk(COMMAND_READ_CHUNK);
         loop {
             let event = self.pump.next_event(stopwatch, deadline).await;
-            match event.map_err(|e| pump_error(e, command, self.command_timeout))? {
+            let event = event.map_err(|e| pump_error(e, command, self.command_timeout))?;
+            if after_idle {
+                // The IDLE the command followed ends first, OK or not: the
+                // server takes the command either way.
+                if let Event::Completed { .. } | Event::Rejected(_) = event {
+                    after_idle = false;
+                    self.idle_done_time = Some(stopwatch.elapsed());
+                    continue;
+                }
+            }
+            match event {
                 Event::Completed { reply, .. } => return Ok(Some(reply)),
                 Event::Rejected(rejection) => return Err(rejected(rejection)),
                 Event::Update(update) => self.keep_update(update),
-                Event::IdleAccepted if until_idling => return Ok(None),
-                Event::IdleAccepted | Event::Greeting { .. } => {}
+                Event::IdleAccepted => {
+                    self.idle_accepted();
+                    if until_idling {
+                        return Ok(None);
+                    }
+                }
+                Event::Greeting { .. } => {}
             }
         }
     }
@@ -534,15 +659,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
 
     async fn ensure_capabilities(&mut self) -> Result<(), ImapError> {
         if !self.pump.core.capabilities().is_known() {
+            // An IDLE asked for goes behind the command the caller meant.
+            let idle_behind = std::mem::take(&mut self.idle_behind);
             self.run(&Request::Capability).await?;
+            self.idle_behind = idle_behind;
         }
         Ok(())
-    }
-
-    /// Gives back the read buffer between commands: an idle connection keeps
-    /// only the core's small state.
-    fn shrink(&mut self) {
-        self.pump.release_read_buffer();
     }
 }
 

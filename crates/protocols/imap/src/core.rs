@@ -111,9 +111,18 @@ struct InFlight {
     /// Pieces still to write; the front is the next to go.
     outgoing: VecDeque<Outgoing>,
     collected: Collected,
+    /// Bytes and responses of untagged data received while in flight,
+    /// held to [`Limits::max_collected_bytes`] and
+    /// [`Limits::max_collected_responses`].
+    collected_bytes: u64,
+    collected_responses: u64,
     idle: IdlePhase,
     /// DONE was asked for before the server's `+` arrived.
     done_requested: bool,
+    /// For SELECT and EXAMINE: the mailbox state that starts when the
+    /// command does (a SELECT deselects the current mailbox even if it then
+    /// fails). Applied when the command becomes the one in flight.
+    selecting: Option<MailboxState>,
 }
 
 // By hand: `outgoing` may hold a LOGIN password, which must never be printed.
@@ -157,11 +166,17 @@ enum Phase {
 #[derive(Debug)]
 pub struct ClientCore {
     framer: Framer,
+    limits: Limits,
     phase: Phase,
     next_tag: u32,
     capabilities: Capabilities,
     mailbox: Option<MailboxState>,
     in_flight: Option<InFlight>,
+    /// Commands sent behind the one in flight, in the same write: a command
+    /// after DONE ([`ClientCore::send_after_idle`]), IDLE behind a command
+    /// ([`ClientCore::queue_idle`]), or both. Each becomes the one in flight
+    /// when the one before it completes.
+    queued: VecDeque<InFlight>,
     events: VecDeque<Event>,
     /// The BYE text, kept so the error for the connection closing can show it.
     bye: Option<String>,
@@ -174,11 +189,13 @@ impl ClientCore {
     pub fn new(limits: Limits) -> Self {
         Self {
             framer: Framer::new(limits),
+            limits,
             phase: Phase::AwaitingGreeting,
             next_tag: 1,
             capabilities: Capabilities::default(),
             mailbox: None,
             in_flight: None,
+            queued: VecDeque::new(),
             events: VecDeque::new(),
             bye: None,
             input_closed: false,
@@ -212,6 +229,36 @@ impl ClientCore {
             .is_some_and(|f| f.idle == IdlePhase::Idling)
     }
 
+    /// True while an IDLE in flight waits for the server's `+`.
+    pub fn is_idle_requested(&self) -> bool {
+        self.in_flight
+            .as_ref()
+            .is_some_and(|f| f.idle == IdlePhase::Requested)
+    }
+
+    /// Sends IDLE right behind the command in flight, in the same write: once
+    /// that command completes, IDLE is the command in flight, and the server's
+    /// `+` ([`Event::IdleAccepted`]) follows the command's completion without
+    /// another round trip. Returns IDLE's tag.
+    ///
+    /// The command may itself be queued behind DONE: DONE, the command and
+    /// IDLE then all go out in one write.
+    ///
+    /// [`ImapError::Busy`] unless the last command started is not IDLE and is
+    /// still in flight or queued; [`ImapError::NotOffered`] without the IDLE
+    /// capability. Nothing is queued then.
+    pub fn queue_idle(&mut self) -> Result<String, ImapError> {
+        let busy = ImapError::Busy { command: "IDLE" };
+        let last = self.queued.back().or(self.in_flight.as_ref());
+        if self.phase != Phase::Ready || !last.is_some_and(|f| f.idle == IdlePhase::NotIdle) {
+            return Err(busy);
+        }
+        let flight = self.prepare(&Request::Idle)?;
+        let tag = flight.tag.clone();
+        self.queued.push_back(flight);
+        Ok(tag)
+    }
+
     /// Starts `request`; its bytes come out of [`ClientCore::next`]. Returns the tag.
     ///
     /// Fails without sending anything if a command is in flight, if the server
@@ -226,14 +273,48 @@ impl ClientCore {
         if self.in_flight.is_some() {
             return Err(ImapError::Busy { command });
         }
+        let flight = self.prepare(request)?;
+        let tag = flight.tag.clone();
+        self.activate(flight);
+        Ok(tag)
+    }
+
+    /// Ends IDLE and starts `request` behind it: DONE and the request go out
+    /// in one write (one system call and one packet instead of two, and no
+    /// round trip waited for in between). IDLE then completes with
+    /// [`Event::Completed`] (`command` "IDLE"), and `request` after it.
+    /// Returns the request's tag.
+    ///
+    /// Only while idling (the server's `+` seen, DONE not yet asked for), and
+    /// only for a request that [`Request::can_follow_idle`]; otherwise
+    /// [`ImapError::Busy`] and nothing is queued.
+    pub fn send_after_idle(&mut self, request: &Request) -> Result<String, ImapError> {
+        let command = request.name();
+        if self.phase != Phase::Ready
+            || !self.is_idling()
+            || !self.queued.is_empty()
+            || !request.can_follow_idle()
+        {
+            return Err(ImapError::Busy { command });
+        }
+        let flight = self.prepare(request)?;
+        let tag = flight.tag.clone();
+        self.idle_done();
+        self.queued.push_back(flight);
+        Ok(tag)
+    }
+
+    /// Encodes `request` under the next tag; nothing changes if it fails.
+    fn prepare(&mut self, request: &Request) -> Result<InFlight, ImapError> {
+        let command = request.name();
         request.check_offered(&self.capabilities)?;
         let tag = format!("A{:04}", self.next_tag);
         let outgoing = request.encode(&tag, &self.capabilities)?;
         self.next_tag = self.next_tag.wrapping_add(1);
+        let mut selecting = None;
         let (request_kind, collected) = match request {
             Request::Select(name) | Request::Examine(name) => {
-                // A SELECT deselects the current mailbox even if it then fails.
-                self.mailbox = Some(MailboxState {
+                selecting = Some(MailboxState {
                     name: name.clone(),
                     read_only: matches!(request, Request::Examine(_)),
                     ..MailboxState::default()
@@ -273,20 +354,30 @@ impl ClientCore {
             Request::Id(_) => (RequestKind::Other, Collected::Id(Vec::new())),
             _ => (RequestKind::Other, Collected::Nothing),
         };
-        self.in_flight = Some(InFlight {
-            tag: tag.clone(),
+        Ok(InFlight {
+            tag,
             request_kind,
             command,
             outgoing: outgoing.into(),
             collected,
+            collected_bytes: 0,
+            collected_responses: 0,
             idle: if matches!(request, Request::Idle) {
                 IdlePhase::Requested
             } else {
                 IdlePhase::NotIdle
             },
             done_requested: false,
-        });
-        Ok(tag)
+            selecting,
+        })
+    }
+
+    /// Makes `flight` the command in flight.
+    fn activate(&mut self, mut flight: InFlight) {
+        if let Some(state) = flight.selecting.take() {
+            self.mailbox = Some(state);
+        }
+        self.in_flight = Some(flight);
     }
 
     /// Ends IDLE: queues `DONE` (at once, or as soon as the server's `+` arrives).
@@ -376,6 +467,7 @@ impl ClientCore {
     fn fail(&mut self, error: ImapError) -> ImapError {
         self.phase = Phase::Closed;
         self.in_flight = None;
+        self.queued.clear();
         error
     }
 
@@ -385,15 +477,18 @@ impl ClientCore {
         }
     }
 
-    /// Everything that can go out before the next continuation request.
+    /// Everything that can go out before the next continuation request: the
+    /// command in flight's, and, as each has nothing more to send, the
+    /// commands queued behind it.
     fn writable(&mut self) -> Option<Vec<u8>> {
         let flight = self.in_flight.as_mut()?;
         let mut out: Option<Vec<u8>> = None;
-        while let Some(Outgoing::Bytes(_)) = flight.outgoing.front() {
-            if let Some(Outgoing::Bytes(bytes)) = flight.outgoing.pop_front() {
-                match &mut out {
-                    Some(out) => out.extend_from_slice(&bytes),
-                    None => out = Some(bytes),
+        take_bytes(&mut flight.outgoing, &mut out);
+        if flight.outgoing.is_empty() {
+            for queued in &mut self.queued {
+                take_bytes(&mut queued.outgoing, &mut out);
+                if !queued.outgoing.is_empty() {
+                    break;
                 }
             }
         }
@@ -436,6 +531,7 @@ impl ClientCore {
         match response {
             Response::CommandContinuationRequest(_) => self.on_continuation(bytes),
             Response::Data(data) => {
+                self.count_collected(bytes)?;
                 self.on_data(data);
                 Ok(())
             }
@@ -460,6 +556,31 @@ impl ClientCore {
                 self.on_tagged(tagged.tag.inner(), &tagged.body, bytes)
             }
         }
+    }
+
+    /// Counts untagged data against the command in flight's collection
+    /// limits (IDLE collects nothing and is not counted: its updates are
+    /// handed out, and kept only up to a small number, as they arrive).
+    fn count_collected(&mut self, bytes: &[u8]) -> Result<(), ImapError> {
+        let limits = self.limits;
+        let Some(flight) = self.in_flight.as_mut() else {
+            return Ok(());
+        };
+        if flight.idle != IdlePhase::NotIdle {
+            return Ok(());
+        }
+        flight.collected_bytes = flight.collected_bytes.saturating_add(bytes.len() as u64);
+        flight.collected_responses += 1;
+        if flight.collected_bytes > limits.max_collected_bytes
+            || flight.collected_responses > limits.max_collected_responses
+        {
+            return Err(ImapError::malformed(
+                "the answer to one command exceeded the client's limit (Limits::max_collected_bytes \
+                 or max_collected_responses): a server sending endless untagged data",
+                bytes,
+            ));
+        }
+        Ok(())
     }
 
     fn on_greeting(&mut self, greeting: Greeting<'_>) -> Result<(), ImapError> {
@@ -535,6 +656,7 @@ impl ClientCore {
                 },
                 text: body.text.to_string(),
             }));
+            self.start_queued();
             return Ok(());
         }
         let had_capabilities = matches!(body.code, Some(Code::Capability(_)));
@@ -587,7 +709,15 @@ impl ClientCore {
             command: flight.command,
             reply,
         });
+        self.start_queued();
         Ok(())
+    }
+
+    /// The command queued behind the one that completed becomes the one in flight.
+    fn start_queued(&mut self) {
+        if let Some(queued) = self.queued.pop_front() {
+            self.activate(queued);
+        }
     }
 
     /// Response codes that carry state, in untagged OK or in a tagged OK.
@@ -782,6 +912,19 @@ impl ClientCore {
     }
 }
 
+/// Moves the bytes at the front of `outgoing` into `out`, up to the first
+/// wait for a continuation request.
+fn take_bytes(outgoing: &mut VecDeque<Outgoing>, out: &mut Option<Vec<u8>>) {
+    while let Some(Outgoing::Bytes(_)) = outgoing.front() {
+        if let Some(Outgoing::Bytes(bytes)) = outgoing.pop_front() {
+            match out {
+                Some(out) => out.extend_from_slice(&bytes),
+                None => *out = Some(bytes),
+            }
+        }
+    }
+}
+
 impl ProtocolCore for ClientCore {
     type Event = Event;
     type Error = ImapError;
@@ -811,5 +954,117 @@ fn copy_uid(code: Option<&Code<'_>>) -> Option<CopyUid> {
             destination: convert::uid_set(destination),
         }),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+
+    use super::*;
+    use crate::types::FetchItem;
+
+    fn idling() -> ClientCore {
+        let mut core = ClientCore::new(Limits::default());
+        core.enqueue_input(b"* OK [CAPABILITY IMAP4rev1 IDLE] hi\r\n");
+        assert!(matches!(
+            core.next(),
+            Ok(Progress::Event(Event::Greeting { .. }))
+        ));
+        core.send(&Request::Idle).unwrap();
+        assert_eq!(
+            core.next().unwrap(),
+            Progress::Output(b"A0001 IDLE\r\n".to_vec())
+        );
+        core.enqueue_input(b"+ idling\r\n");
+        assert_eq!(core.next().unwrap(), Progress::Event(Event::IdleAccepted));
+        core
+    }
+
+    fn uid_fetch(uid: bool) -> Request {
+        Request::Fetch {
+            set: "7".into(),
+            items: vec![FetchItem::Uid],
+            uid,
+        }
+    }
+
+    #[test]
+    fn done_and_the_next_command_are_one_write() {
+        let mut core = idling();
+        assert_eq!(core.send_after_idle(&uid_fetch(true)).unwrap(), "A0002");
+        assert_eq!(
+            core.next().unwrap(),
+            Progress::Output(b"DONE\r\nA0002 UID FETCH 7 UID\r\n".to_vec())
+        );
+        assert_eq!(core.next().unwrap(), Progress::NeedMoreInput);
+        core.enqueue_input(b"A0001 OK idle done\r\n* 1 FETCH (UID 7)\r\nA0002 OK done\r\n");
+        let completed = |core: &mut ClientCore| match core.next().unwrap() {
+            Progress::Event(Event::Completed { command, .. }) => command,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(completed(&mut core), "IDLE");
+        assert_eq!(completed(&mut core), "UID FETCH");
+        assert!(!core.is_busy());
+    }
+
+    #[test]
+    fn idle_rides_behind_a_command() {
+        let mut core = idling();
+        // DONE, the command behind it, and a new IDLE: one write.
+        core.send_after_idle(&uid_fetch(true)).unwrap();
+        assert_eq!(core.queue_idle().unwrap(), "A0003");
+        assert!(matches!(core.queue_idle(), Err(ImapError::Busy { .. })));
+        assert_eq!(
+            core.next().unwrap(),
+            Progress::Output(b"DONE\r\nA0002 UID FETCH 7 UID\r\nA0003 IDLE\r\n".to_vec())
+        );
+        core.enqueue_input(b"A0001 OK idle done\r\nA0002 OK done\r\n+ idling\r\n");
+        assert!(matches!(
+            core.next().unwrap(),
+            Progress::Event(Event::Completed {
+                command: "IDLE",
+                ..
+            })
+        ));
+        assert!(matches!(
+            core.next().unwrap(),
+            Progress::Event(Event::Completed {
+                command: "UID FETCH",
+                ..
+            })
+        ));
+        assert!(core.is_idle_requested());
+        assert_eq!(core.next().unwrap(), Progress::Event(Event::IdleAccepted));
+        assert!(core.is_idling());
+    }
+
+    #[test]
+    fn sequence_numbers_do_not_follow_done() {
+        let mut core = idling();
+        let refused = core.send_after_idle(&uid_fetch(false));
+        assert!(matches!(refused, Err(ImapError::Busy { command: "FETCH" })));
+        // Nothing was queued, and IDLE goes on until DONE.
+        assert!(core.is_idling());
+        assert_eq!(core.next().unwrap(), Progress::NeedMoreInput);
+    }
+
+    #[test]
+    fn a_select_behind_done_leaves_the_mailbox_alone_until_idle_ends() {
+        let mut core = idling();
+        core.send(&Request::Noop).unwrap_err();
+        core.send_after_idle(&Request::Select("Other".into()))
+            .unwrap();
+        assert!(matches!(core.next().unwrap(), Progress::Output(_)));
+        assert!(core.mailbox().is_none(), "selected before IDLE ended");
+        core.enqueue_input(b"A0001 OK idle done\r\n");
+        assert!(matches!(
+            core.next().unwrap(),
+            Progress::Event(Event::Completed {
+                command: "IDLE",
+                ..
+            })
+        ));
+        assert_eq!(core.mailbox().map(|m| m.name.as_str()), Some("Other"));
     }
 }

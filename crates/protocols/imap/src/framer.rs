@@ -19,6 +19,14 @@ pub struct Limits {
     pub max_literal: u64,
     /// Largest whole response: all its lines and literals together.
     pub max_response: u64,
+    /// Most bytes of untagged data one command may collect before its
+    /// completion (every response the server sends while it is in flight),
+    /// so that a server sending endless `* n FETCH` responses cannot grow one
+    /// command's answer without bound.
+    pub max_collected_bytes: u64,
+    /// Most untagged responses one command may collect: small responses
+    /// cost more memory than their bytes once parsed.
+    pub max_collected_responses: u64,
 }
 
 impl Default for Limits {
@@ -27,6 +35,8 @@ impl Default for Limits {
             max_line: 1024 * 1024,
             max_literal: 64 * 1024 * 1024,
             max_response: 80 * 1024 * 1024,
+            max_collected_bytes: 256 * 1024 * 1024,
+            max_collected_responses: 1_000_000,
         }
     }
 }

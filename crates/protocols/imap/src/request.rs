@@ -216,6 +216,38 @@ impl Request {
         }
     }
 
+    /// Whether the command can go out in the same write as the DONE that
+    /// ends an IDLE, before IDLE's completion has arrived.
+    ///
+    /// Not when it names messages by sequence number: the server may still
+    /// report expunges as it ends IDLE, and those renumber the messages
+    /// (RFC 3501, section 5.5). STARTTLS and the logins change what the
+    /// connection is, and are never sent while idling anyway.
+    pub fn can_follow_idle(&self) -> bool {
+        match self {
+            Request::Fetch { uid, .. }
+            | Request::Store { uid, .. }
+            | Request::Copy { uid, .. }
+            | Request::Move { uid, .. } => *uid,
+            Request::Search { .. } | Request::Sort { .. } | Request::Thread { .. } => false,
+            Request::StartTls | Request::Login { .. } | Request::AuthenticatePlain { .. } => false,
+            Request::Capability
+            | Request::Noop
+            | Request::Logout
+            | Request::Id(_)
+            | Request::List { .. }
+            | Request::Create(_)
+            | Request::Select(_)
+            | Request::Examine(_)
+            | Request::Status { .. }
+            | Request::Expunge
+            | Request::UidExpunge(_)
+            | Request::Append { .. }
+            | Request::MultiAppend { .. }
+            | Request::Idle => true,
+        }
+    }
+
     /// The commands that move `set` to `mailbox`: MOVE when the server offers
     /// it, otherwise COPY, STORE +FLAGS.SILENT \Deleted and an expunge.
     ///

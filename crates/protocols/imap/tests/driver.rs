@@ -178,6 +178,80 @@ async fn idle_wait_is_cancel_safe_and_reports_new_mail() {
     done.await.unwrap();
 }
 
+/// A command made while idling ends IDLE with DONE in the same write: the
+/// server below reads the UID FETCH before it answers DONE, which would
+/// never happen if the client waited for that answer. IDLE can ride behind a
+/// command the same way. A command naming messages by sequence number still
+/// waits for IDLE's completion.
+#[tokio::test(start_paused = true)]
+async fn done_and_idle_share_a_write_with_the_next_command() {
+    let (client, server_end) = tokio::io::duplex(4096);
+    let (read, mut write) = tokio::io::split(server_end);
+    let mut read = BufReader::new(read);
+    write
+        .write_all(b"* OK [CAPABILITY IMAP4rev1 IDLE] hi\r\n")
+        .await
+        .unwrap();
+    let mut imap = ImapConnection::from_stream(client, Limits::default())
+        .await
+        .unwrap()
+        .value;
+    let client = tokio::spawn(async move {
+        let items = [FetchItem::Uid];
+        imap.idle_start().await.unwrap();
+        assert!(imap.take_idle_start_time().is_some());
+        let fetched = imap.fetch("7", &items, true).await.unwrap().value;
+        assert_eq!(fetched[0].uid, Some(7));
+        assert!(imap.take_idle_done_time().is_some());
+        assert!(imap.take_idle_done_time().is_none(), "taken once");
+        imap.idle_after_next_command();
+        imap.fetch("8", &items, true).await.unwrap();
+        assert!(imap.idle_in_progress());
+        imap.idle_start().await.unwrap();
+        assert!(imap.take_idle_start_time().is_some());
+        // Already idling: nothing is sent.
+        imap.idle_start().await.unwrap();
+        assert!(imap.take_idle_start_time().is_none());
+        imap.fetch("1", &items, false).await.unwrap();
+        assert!(imap.take_idle_done_time().is_some());
+        assert!(!imap.idle_in_progress());
+    });
+    expect(&mut read, "A0001 IDLE\r\n").await;
+    write.write_all(b"+ idling\r\n").await.unwrap();
+    expect(&mut read, "DONE\r\n").await;
+    expect(&mut read, "A0002 UID FETCH 7 UID\r\n").await;
+    write
+        .write_all(b"A0001 OK idle done\r\n* 1 FETCH (UID 7)\r\nA0002 OK done\r\n")
+        .await
+        .unwrap();
+    expect(&mut read, "A0003 UID FETCH 8 UID\r\n").await;
+    expect(&mut read, "A0004 IDLE\r\n").await;
+    write
+        .write_all(b"* 2 FETCH (UID 8)\r\nA0003 OK done\r\n+ idling\r\n")
+        .await
+        .unwrap();
+    expect(&mut read, "DONE\r\n").await;
+    // Nothing more comes until IDLE has completed: the read below would
+    // hang (the paused clock ends the wait at once).
+    let mut early = String::new();
+    let waited = tokio::time::timeout(Duration::from_secs(5), read.read_line(&mut early)).await;
+    assert!(waited.is_err(), "sent before IDLE completed: {early:?}");
+    write.write_all(b"A0004 OK idle done\r\n").await.unwrap();
+    expect(&mut read, "A0005 FETCH 1 UID\r\n").await;
+    write
+        .write_all(b"* 1 FETCH (UID 7)\r\nA0005 OK done\r\n")
+        .await
+        .unwrap();
+    client.await.unwrap();
+}
+
+/// Reads one line from the client and checks it.
+async fn expect(read: &mut BufReader<tokio::io::ReadHalf<DuplexStream>>, want: &str) {
+    let mut line = String::new();
+    read.read_line(&mut line).await.unwrap();
+    assert_eq!(line, want);
+}
+
 #[test]
 fn command_futures_are_send() {
     fn assert_send<T: Send>(_: &T) {}

@@ -23,7 +23,7 @@ mod tls;
 pub mod transcript;
 mod transport;
 
-pub use pump::{Pump, PumpError};
+pub use pump::{MAX_READ, Pump, PumpError};
 pub use sans_io::{ErrorKind, Progress, ProtocolCore};
 pub use secret::Secret;
 pub use timing::{Stopwatch, Timed};

@@ -5,12 +5,28 @@
 //! first event, give up at a deadline. That loop lives here, once; the drivers
 //! decide what the events mean.
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use std::cell::RefCell;
+use std::pin::Pin;
+use std::task::Poll;
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::Instant;
 
 use crate::sans_io::{Progress, ProtocolCore};
 use crate::timing::Stopwatch;
 use crate::transport::TransportError;
+
+/// The most one read takes from the stream.
+pub const MAX_READ: usize = 64 * 1024;
+
+thread_local! {
+    /// Where every pump on this thread reads into, before the bytes go to its
+    /// core. One buffer per thread, lent for the length of one `poll_read`:
+    /// no connection holds a read buffer between reads (thousands of idle
+    /// users stay small), and no read allocates one (a 16 KiB buffer per read
+    /// cost a `malloc`, a `free` and often a `malloc_consolidate`).
+    static READ_SCRATCH: RefCell<Box<[u8]>> = RefCell::new(vec![0; MAX_READ].into_boxed_slice());
+}
 
 /// Why [`Pump::next_event`] returned no event.
 #[derive(Debug, thiserror::Error)]
@@ -41,7 +57,6 @@ pub struct Pump<S, C> {
     pub stream: S,
     /// The protocol state machine.
     pub core: C,
-    read_buf: Vec<u8>,
     read_chunk: usize,
     /// A read returned 0: the stream is not read again.
     closed: bool,
@@ -52,28 +67,28 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
     C: ProtocolCore,
 {
-    /// Runs `core` over `stream`, asking each read for up to `read_chunk` bytes.
+    /// Runs `core` over `stream`, asking each read for up to `read_chunk` bytes
+    /// (at most [`MAX_READ`]).
     pub fn new(stream: S, core: C, read_chunk: usize) -> Self {
         Self {
             stream,
             core,
-            read_buf: Vec::new(),
-            read_chunk,
+            read_chunk: read_chunk.clamp(1, MAX_READ),
             closed: false,
         }
     }
 
-    /// How many bytes each later read asks for. Large while a command's answer
-    /// streams in, small while a connection waits idle.
+    /// How many bytes each later read asks for at most (up to [`MAX_READ`]).
+    /// Reads go through one buffer per thread, so a large chunk costs no
+    /// memory per connection.
     pub fn set_read_chunk(&mut self, read_chunk: usize) {
-        self.read_chunk = read_chunk;
+        self.read_chunk = read_chunk.clamp(1, MAX_READ);
     }
 
-    /// Gives the read buffer's memory back. Drivers call it between commands
-    /// so that an idle connection holds no read buffer.
-    pub fn release_read_buffer(&mut self) {
-        self.read_buf = Vec::new();
-    }
+    /// Kept for the drivers that call it between commands. A pump holds no
+    /// read buffer between reads any more (see [`MAX_READ`]), so there is
+    /// nothing to give back.
+    pub fn release_read_buffer(&mut self) {}
 
     /// Writes the core's output and feeds it what the peer sends until it
     /// reports an event, or until `deadline` (none: wait as long as it takes).
@@ -119,21 +134,37 @@ where
         if self.closed {
             return Err(PumpError::Closed);
         }
-        self.read_buf.clear();
-        self.read_buf.reserve(self.read_chunk);
-        let read = self
-            .stream
-            .read_buf(&mut self.read_buf)
-            .await
-            .map_err(io_error)?;
+        let Self {
+            stream,
+            core,
+            read_chunk,
+            ..
+        } = self;
+        // The thread's buffer is borrowed only inside one poll, never across
+        // an await, and what was read reaches the core in that same poll.
+        let read = std::future::poll_fn(|cx| {
+            READ_SCRATCH.with_borrow_mut(|scratch| {
+                let mut buf = ReadBuf::new(&mut scratch[..*read_chunk]);
+                match Pin::new(&mut *stream).poll_read(cx, &mut buf) {
+                    Poll::Ready(Ok(())) => {
+                        let bytes = buf.filled();
+                        if !bytes.is_empty() {
+                            core.set_clock(clock.elapsed());
+                            core.enqueue_input(bytes);
+                        }
+                        Poll::Ready(Ok(bytes.len()))
+                    }
+                    Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+                    Poll::Pending => Poll::Pending,
+                }
+            })
+        })
+        .await
+        .map_err(io_error)?;
         if read == 0 {
             self.closed = true;
             self.core.input_closed();
-        } else {
-            self.core.set_clock(clock.elapsed());
-            self.core.enqueue_input(&self.read_buf);
         }
-        self.read_buf.clear();
         Ok(())
     }
 }
@@ -238,13 +269,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn release_gives_the_buffer_back() {
+    async fn reads_at_most_the_chunk_asked_for() {
         let (client, mut server) = tokio::io::duplex(64);
-        let mut pump = Pump::new(client, Lines::default(), 1024);
-        server.write_all(b"x\n").await.unwrap();
-        pump.next_event(&Stopwatch::start(), None).await.unwrap();
-        assert!(pump.read_buf.capacity() >= 1024);
-        pump.release_read_buffer();
-        assert_eq!(pump.read_buf.capacity(), 0);
+        let mut pump = Pump::new(client, Lines::default(), 3);
+        server.write_all(b"abcdefg\n").await.unwrap();
+        let clock = Stopwatch::start();
+        pump.read_once(&clock).await.unwrap();
+        assert_eq!(pump.core.input, b"abc");
+        pump.set_read_chunk(usize::MAX);
+        assert_eq!(pump.read_chunk, MAX_READ);
+        assert_eq!(pump.next_event(&clock, None).await.unwrap(), b"abcdefg\n");
+        assert_eq!(pump.core.inputs, 2);
     }
 }

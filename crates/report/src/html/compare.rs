@@ -4,7 +4,8 @@ use std::fmt::Write as _;
 
 use super::svg::{self, Bar};
 use super::{CSS, escape};
-use crate::compare::Comparison;
+use crate::compare::{Comparison, MetricComparison};
+use crate::number::{DASH, or_dash};
 
 /// Renders a comparison as one self-contained HTML page: the runs, the
 /// warnings, a side-by-side table with changes and the noise verdict, and
@@ -68,39 +69,7 @@ pub fn render_compare_html(c: &Comparison) -> String {
     }
     out.push_str("</tr></thead><tbody>");
     for m in &c.metrics {
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td class=\"l\">{}</td>",
-            escape(&m.metric),
-            escape(&m.unit)
-        );
-        for v in &m.values {
-            let _ = write!(out, "<td>{}</td>", v.map_or_else(|| "–".into(), svg::short));
-        }
-        for ch in &m.changes {
-            let better = ch.change_pct.map(|p| (p < 0.0) == m.lower_is_better);
-            let class = match (ch.within_noise, better) {
-                (Some(true), _) => "noise",
-                (_, Some(true)) => "lower",
-                (_, Some(false)) => "higher",
-                _ => "noise",
-            };
-            let change = ch
-                .change_pct
-                .map_or_else(|| "–".into(), |p| format!("{p:+.1}%"));
-            let noise = match (ch.within_noise, ch.ci_low_pct, ch.ci_high_pct) {
-                (Some(true), Some(l), Some(h)) => format!("within noise [{l:+.1}%, {h:+.1}%]"),
-                (Some(false), Some(l), Some(h)) => format!("beyond noise [{l:+.1}%, {h:+.1}%]"),
-                (Some(true), _, _) => "within noise (&lt; 1 std dev)".into(),
-                (Some(false), _, _) => "more than 1 std dev".into(),
-                (None, _, _) => "unknown".into(),
-            };
-            let _ = write!(
-                out,
-                "<td class=\"{class}\">{change}</td><td class=\"l {class}\">{noise}</td>"
-            );
-        }
-        out.push_str("</tr>");
+        metric_row(&mut out, m);
     }
     out.push_str("</tbody></table><ul>");
     for m in &c.metrics {
@@ -135,4 +104,42 @@ pub fn render_compare_html(c: &Comparison) -> String {
         c.bootstrap.resamples, c.bootstrap.seed
     );
     out
+}
+
+/// One metric's row: its value in each run, then each change against the
+/// baseline, coloured by direction unless it is within the noise.
+fn metric_row(out: &mut String, m: &MetricComparison) {
+    let _ = write!(
+        out,
+        "<tr><td>{}</td><td class=\"l\">{}</td>",
+        escape(&m.metric),
+        escape(&m.unit)
+    );
+    for v in &m.values {
+        let _ = write!(out, "<td>{}</td>", or_dash(*v, svg::short, DASH));
+    }
+    for ch in &m.changes {
+        let better = ch.change_pct.map(|p| (p < 0.0) == m.lower_is_better);
+        let class = match (ch.within_noise, better) {
+            (Some(true), _) => "noise",
+            (_, Some(true)) => "lower",
+            (_, Some(false)) => "higher",
+            _ => "noise",
+        };
+        let change = ch
+            .change_pct
+            .map_or_else(|| "–".into(), |p| format!("{p:+.1}%"));
+        let noise = match (ch.within_noise, ch.ci_low_pct, ch.ci_high_pct) {
+            (Some(true), Some(l), Some(h)) => format!("within noise [{l:+.1}%, {h:+.1}%]"),
+            (Some(false), Some(l), Some(h)) => format!("beyond noise [{l:+.1}%, {h:+.1}%]"),
+            (Some(true), _, _) => "within noise (&lt; 1 std dev)".into(),
+            (Some(false), _, _) => "more than 1 std dev".into(),
+            (None, _, _) => "unknown".into(),
+        };
+        let _ = write!(
+            out,
+            "<td class=\"{class}\">{change}</td><td class=\"l {class}\">{noise}</td>"
+        );
+    }
+    out.push_str("</tr>");
 }

@@ -9,6 +9,7 @@ use super::inputs::{HostFacts, MonitorView};
 use super::svg::{self, Band, Bar, Line, Timeline, short};
 use super::{CSS, escape};
 use crate::ReportError;
+use crate::number::{DASH, or_dash};
 
 /// Every section's `id`, in page order.
 pub const REPORT_SECTIONS: [&str; 8] = [
@@ -92,12 +93,9 @@ fn duration(secs: f64) -> String {
     parts.join(" ")
 }
 
-fn ms(v: Option<f64>) -> String {
-    v.map_or_else(|| "–".to_owned(), short)
-}
-
+/// An optional figure for a table cell: short, `–` for none.
 fn opt(v: Option<f64>) -> String {
-    v.map_or_else(|| "–".to_owned(), short)
+    or_dash(v, short, DASH)
 }
 
 /// The warnings box: shown first, loud when something undermines the numbers.
@@ -228,12 +226,12 @@ fn verdict(out: &mut String, s: &Summary) {
     };
     kpi(
         out,
-        format!("{} ms", ms(s.score.weighted_p95_ms)),
+        format!("{} ms", opt(s.score.weighted_p95_ms)),
         "weighted p95 score",
     );
     kpi(
         out,
-        format!("{} ms", ms(s.score.pooled_p95_ms)),
+        format!("{} ms", opt(s.score.pooled_p95_ms)),
         "p95 of all actions pooled",
     );
     kpi(
@@ -304,11 +302,11 @@ fn actions(out: &mut String, s: &Summary) {
             "<tr><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(name),
             a.count,
-            ms(a.p50_ms),
-            ms(a.p95_ms),
-            ms(a.p99_ms),
-            ms(a.max_ms),
-            ms(a.mean_ms),
+            opt(a.p50_ms),
+            opt(a.p95_ms),
+            opt(a.p99_ms),
+            opt(a.max_ms),
+            opt(a.mean_ms),
             if a.errors > 0 {
                 format!("<span class=\"fail\">{}</span>", a.errors)
             } else {
@@ -625,6 +623,16 @@ fn timelines(out: &mut String, input: &ReportInput<'_>, series: &IntervalSeries)
             None,
         ));
     }
+    monitor_timelines(out, input, &chart);
+    out.push_str("</section>\n");
+}
+
+/// A chart: id, title, unit, lines and an optional reference line.
+type Chart<'a> = dyn Fn(&str, &str, &str, Vec<Line>, Option<(f64, String)>) -> String + 'a;
+
+/// The monitor's timelines on the run's time axis, or a note for each
+/// resource the run has no samples of.
+fn monitor_timelines(out: &mut String, input: &ReportInput<'_>, chart: &Chart<'_>) {
     for (key, title) in [
         ("cpu", "Server CPU"),
         ("memory", "Server memory"),
@@ -668,7 +676,6 @@ fn timelines(out: &mut String, input: &ReportInput<'_>, series: &IntervalSeries)
             }
         }
     }
-    out.push_str("</section>\n");
 }
 
 /// Chart group, unit and scale of a monitor column, from its name.
@@ -784,9 +791,9 @@ fn delivery(out: &mut String, record: &RunRecord, s: &Summary) -> Result<(), Rep
         } else {
             " (<span class=\"fail\">not reconciled</span>)"
         },
-        ms(d.p50_ms),
-        ms(d.p95_ms),
-        ms(d.max_ms)
+        opt(d.p50_ms),
+        opt(d.p95_ms),
+        opt(d.max_ms)
     );
     let h = record.delivery.latency.decode()?;
     if h.is_empty() {
@@ -818,20 +825,68 @@ fn delivery(out: &mut String, record: &RunRecord, s: &Summary) -> Result<(), Rep
     Ok(())
 }
 
+/// A row of a two-column table.
+fn kv(out: &mut String, k: &str, v: &str) {
+    let _ = write!(
+        out,
+        "<tr><td>{}</td><td class=\"l\">{}</td></tr>",
+        escape(k),
+        escape(v)
+    );
+}
+
+/// The client host's facts and the server software found, from `host.json`.
+fn host_disclosure(out: &mut String, input: &ReportInput<'_>) {
+    match input.host {
+        Some(h) => {
+            out.push_str("<table><tbody>");
+            let none = "not recorded".to_owned();
+            kv(out, "CPU model", h.cpu_model.as_ref().unwrap_or(&none));
+            kv(
+                out,
+                "logical CPUs",
+                &h.cpu_cores.map_or_else(|| none.clone(), |c| c.to_string()),
+            );
+            kv(
+                out,
+                "memory",
+                &h.memory_kb.map_or_else(
+                    || none.clone(),
+                    |kb| format!("{:.1} GiB ({kb} KiB)", kb as f64 / 1024.0 / 1024.0),
+                ),
+            );
+            kv(out, "kernel", h.kernel.as_ref().unwrap_or(&none));
+            kv(out, "operating system", h.os.as_ref().unwrap_or(&none));
+            kv(out, "facts collected at", h.collected_at.as_ref().unwrap_or(&none));
+            out.push_str("</tbody></table><h3>Server software</h3>");
+            if h.servers.is_empty() {
+                out.push_str("<p class=\"nodata\">no server software was detected</p>");
+            } else {
+                out.push_str("<table><thead><tr><th>service</th><th class=\"l\">software</th><th class=\"l\">found by</th></tr></thead><tbody>");
+                for sv in &h.servers {
+                    let _ = write!(
+                        out,
+                        "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+                        escape(&sv.service),
+                        escape(&sv.software),
+                        escape(&sv.source)
+                    );
+                }
+                out.push_str("</tbody></table>");
+            }
+        }
+        None => out.push_str(
+            "<p class=\"nodata\">not recorded (no host.json): client CPU, memory, kernel and server software are unknown</p><h3>Server software</h3><p class=\"nodata\">not recorded</p>",
+        ),
+    }
+}
+
 fn disclosure(out: &mut String, input: &ReportInput<'_>) {
     let s = input.summary;
     let m = &s.meta;
     out.push_str(
         "<section id=\"disclosure\"><h2>Full disclosure</h2><h3>Run parameters</h3><table><tbody>",
     );
-    let kv = |out: &mut String, k: &str, v: &str| {
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td class=\"l\">{}</td></tr>",
-            escape(k),
-            escape(v)
-        );
-    };
     kv(out, "peakhour version", &m.peakhour_version);
     kv(out, "run id", &m.run_id);
     kv(out, "started at (UTC)", &m.started_at);
@@ -897,48 +952,7 @@ fn disclosure(out: &mut String, input: &ReportInput<'_>) {
     kv(out, "client cores used", &m.client_cores.to_string());
     kv(out, "interrupted", if m.interrupted { "yes" } else { "no" });
     out.push_str("</tbody></table><h3>Client host</h3>");
-    match input.host {
-        Some(h) => {
-            out.push_str("<table><tbody>");
-            let none = "not recorded".to_owned();
-            kv(out, "CPU model", h.cpu_model.as_ref().unwrap_or(&none));
-            kv(
-                out,
-                "logical CPUs",
-                &h.cpu_cores.map_or_else(|| none.clone(), |c| c.to_string()),
-            );
-            kv(
-                out,
-                "memory",
-                &h.memory_kb.map_or_else(
-                    || none.clone(),
-                    |kb| format!("{:.1} GiB ({kb} KiB)", kb as f64 / 1024.0 / 1024.0),
-                ),
-            );
-            kv(out, "kernel", h.kernel.as_ref().unwrap_or(&none));
-            kv(out, "operating system", h.os.as_ref().unwrap_or(&none));
-            kv(out, "facts collected at", h.collected_at.as_ref().unwrap_or(&none));
-            out.push_str("</tbody></table><h3>Server software</h3>");
-            if h.servers.is_empty() {
-                out.push_str("<p class=\"nodata\">no server software was detected</p>");
-            } else {
-                out.push_str("<table><thead><tr><th>service</th><th class=\"l\">software</th><th class=\"l\">found by</th></tr></thead><tbody>");
-                for sv in &h.servers {
-                    let _ = write!(
-                        out,
-                        "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
-                        escape(&sv.service),
-                        escape(&sv.software),
-                        escape(&sv.source)
-                    );
-                }
-                out.push_str("</tbody></table>");
-            }
-        }
-        None => out.push_str(
-            "<p class=\"nodata\">not recorded (no host.json): client CPU, memory, kernel and server software are unknown</p><h3>Server software</h3><p class=\"nodata\">not recorded</p>",
-        ),
-    }
+    host_disclosure(out, input);
     out.push_str("<h3>Server monitor</h3>");
     match input.monitor {
         Some(mv) if !mv.config.is_empty() => {

@@ -220,6 +220,26 @@ fn y_grid(s: &mut String, y_max: f64, y: impl Fn(f64) -> f64, right: f64) {
     }
 }
 
+/// Vertical grid lines of a bar chart with their labels at 0, ¼, ½, ¾ and
+/// all of `x_max`, from `top` down to `bottom`.
+pub(crate) fn x_grid(
+    s: &mut String,
+    x_max: f64,
+    x: impl Fn(f64) -> f64,
+    (top, bottom): (f64, f64),
+) {
+    for i in 0..=4 {
+        let v = x_max * f64::from(i) / 4.0;
+        let xx = x(v);
+        let _ = write!(
+            s,
+            r#"<line class="grid" x1="{xx:.1}" x2="{xx:.1}" y1="{top}" y2="{bottom:.1}"/><text class="xlabel" x="{xx:.1}" y="{:.1}">{}</text>"#,
+            bottom + 14.0,
+            short(v)
+        );
+    }
+}
+
 /// A chart title with its unit.
 fn chart_title(s: &mut String, x: f64, title: &str, unit: &str) {
     let _ = write!(
@@ -501,16 +521,7 @@ pub(crate) fn bar_chart(
     open_svg(&mut s, id, height, title);
     chart_title(&mut s, 8.0, title, unit);
     let bottom = TOP + row * bars.len() as f64;
-    for i in 0..=4 {
-        let v = x_max * f64::from(i) / 4.0;
-        let xx = x(v);
-        let _ = write!(
-            s,
-            r#"<line class="grid" x1="{xx:.1}" x2="{xx:.1}" y1="{TOP}" y2="{bottom:.1}"/><text class="xlabel" x="{xx:.1}" y="{:.1}">{}</text>"#,
-            bottom + 14.0,
-            short(v)
-        );
-    }
+    x_grid(&mut s, x_max, x, (TOP, bottom));
     for (i, bar) in bars.iter().enumerate() {
         let y0 = TOP + row * i as f64;
         let colour = PALETTE[0];

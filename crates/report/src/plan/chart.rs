@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::html::escape;
-use crate::html::svg::{PALETTE, nice_ceiling, short};
+use crate::html::svg::{PALETTE, nice_ceiling, short, x_grid};
 
 const WIDTH: f64 = 960.0;
 const TOP: f64 = 40.0;
@@ -76,16 +76,7 @@ pub(crate) fn paired_bars(id: &str, title: &str, unit: &str, pairs: &[Pair]) -> 
         32.0,
     );
     let bottom = TOP + row * pairs.len() as f64;
-    for i in 0..=4 {
-        let v = x_max * f64::from(i) / 4.0;
-        let xx = x(v);
-        let _ = write!(
-            s,
-            r#"<line class="grid" x1="{xx:.1}" x2="{xx:.1}" y1="{TOP}" y2="{bottom:.1}"/><text class="xlabel" x="{xx:.1}" y="{:.1}">{}</text>"#,
-            bottom + 14.0,
-            short(v)
-        );
-    }
+    x_grid(&mut s, x_max, x, (TOP, bottom));
     for (i, p) in pairs.iter().enumerate() {
         let y0 = TOP + row * i as f64;
         let _ = write!(

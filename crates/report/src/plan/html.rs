@@ -17,7 +17,7 @@ use peakhour_analysis::plan::{
 
 use super::chart::{Pair, XyLine, paired_bars, xy_chart};
 use super::terminal::grid_rows;
-use super::{bytes, cpus_label, num, opt_num, pm, users};
+use super::{bytes, cpus_label, num, opt_num, pm, sizing_cells, users};
 use crate::html::svg::nice_ceiling;
 use crate::html::{CSS, escape};
 
@@ -227,24 +227,16 @@ fn sizing_table(plan: &Plan) -> String {
         .rows
         .iter()
         .map(|r| {
-            vec![
-                users(r.users),
-                match (r.memory_peak_bytes, r.memory_peak_sd_bytes) {
-                    (Some(m), Some(sd)) => format!("{} ± {}", bytes(m), bytes(sd)),
-                    _ => "–".to_owned(),
-                },
-                r.memory_to_install_bytes
-                    .map_or_else(|| "–".to_owned(), |b| bytes(b as f64)),
-                pm(r.cpu_cores, r.cpu_cores_sd),
-                r.cores_to_install.to_string(),
-                num(r.disk_iops),
+            let mut cells = sizing_cells(r);
+            cells.extend([
                 pm(r.disk_kib_per_s, r.disk_kib_per_s_sd),
                 pm(r.net_kib_per_s, r.net_kib_per_s_sd),
                 num(r.actions_per_s),
                 r.fits_host
                     .map_or("–", |f| if f { "yes" } else { "no" })
                     .to_owned(),
-            ]
+            ]);
+            cells
         })
         .collect();
     html_table("sizing", &header, &rows)

@@ -15,7 +15,9 @@ mod csv;
 mod html;
 mod terminal;
 
-use peakhour_analysis::plan::{Matrix, Plan, TaskSet};
+use peakhour_analysis::plan::{Matrix, Plan, PlanRow, TaskSet};
+
+use crate::number::{DASH, grouped, or_dash};
 
 use crate::ReportError;
 
@@ -60,42 +62,31 @@ pub fn matrix_json(matrix: &Matrix) -> Result<String, ReportError> {
     pretty(matrix)
 }
 
-/// A number for people: 3 significant digits below 1000, whole and
-/// grouped above (`12,345`), no trailing zeros; `–` for no value.
-pub(crate) fn num(v: f64) -> String {
-    if !v.is_finite() {
-        return "–".to_owned();
-    }
-    if v.abs() >= 1000.0 {
-        let whole = format!("{:.0}", v.abs());
-        let mut grouped = String::new();
-        for (i, c) in whole.chars().enumerate() {
-            if i > 0 && (whole.len() - i) % 3 == 0 {
-                grouped.push(',');
-            }
-            grouped.push(c);
-        }
-        return if v < 0.0 {
-            format!("-{grouped}")
-        } else {
-            grouped
-        };
-    }
-    if v == 0.0 {
-        return "0".to_owned();
-    }
-    let decimals = (2 - v.abs().log10().floor() as i32).clamp(0, 6) as usize;
-    let s = format!("{v:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        s
-    }
+/// A number for people: the report's [`grouped`] form (3 significant
+/// digits below 1000, whole and grouped above).
+pub(crate) use crate::number::grouped as num;
+
+/// The first cells of a sizing table's row, the same in every form: users,
+/// peak memory ± its standard deviation, memory to install, CPU cores busy,
+/// cores to install, disk I/Os per second.
+pub(crate) fn sizing_cells(r: &PlanRow) -> Vec<String> {
+    vec![
+        users(r.users),
+        match (r.memory_peak_bytes, r.memory_peak_sd_bytes) {
+            (Some(m), Some(sd)) => format!("{} ± {}", bytes(m), bytes(sd)),
+            _ => DASH.to_owned(),
+        },
+        r.memory_to_install_bytes
+            .map_or_else(|| DASH.to_owned(), |b| bytes(b as f64)),
+        pm(r.cpu_cores, r.cpu_cores_sd),
+        r.cores_to_install.to_string(),
+        num(r.disk_iops),
+    ]
 }
 
-/// An optional number.
+/// An optional number; `–` for none.
 pub(crate) fn opt_num(v: Option<f64>) -> String {
-    v.map_or_else(|| "–".to_owned(), num)
+    or_dash(v, grouped, DASH)
 }
 
 /// `value ± sd`.

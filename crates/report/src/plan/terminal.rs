@@ -7,7 +7,7 @@ use peakhour_analysis::plan::{
     Direction, METRIC_CPU_PCT, METRIC_WEIGHTED_P95_MS, Matrix, Plan, QosMethod, TaskSet, TaskUnit,
 };
 
-use super::{bytes, cpus_label, num, opt_num, pm, users};
+use super::{bytes, cpus_label, num, opt_num, pm, sizing_cells, users};
 
 /// A table with the first column left-aligned and the others right-aligned.
 pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
@@ -165,20 +165,9 @@ pub fn render_plan_terminal(plan: &Plan) -> String {
         .rows
         .iter()
         .map(|r| {
-            vec![
-                users(r.users),
-                match (r.memory_peak_bytes, r.memory_peak_sd_bytes) {
-                    (Some(m), Some(sd)) => format!("{} ± {}", bytes(m), bytes(sd)),
-                    _ => "–".to_owned(),
-                },
-                r.memory_to_install_bytes
-                    .map_or_else(|| "–".to_owned(), |b| bytes(b as f64)),
-                pm(r.cpu_cores, r.cpu_cores_sd),
-                r.cores_to_install.to_string(),
-                num(r.disk_iops),
-                num(r.disk_kib_per_s),
-                num(r.net_kib_per_s),
-            ]
+            let mut cells = sizing_cells(r);
+            cells.extend([num(r.disk_kib_per_s), num(r.net_kib_per_s)]);
+            cells
         })
         .collect();
     out.push_str(&table(&header, &rows));

@@ -1,79 +1,46 @@
 //! The sweep's child processes: `peakhour init` and one `peakhour run` per
-//! step, their output streamed through with a prefix, and SIGINT or
-//! SIGTERM passed on to the running child.
+//! step, their output streamed through with a prefix, and a stopping signal
+//! passed on to the running child as SIGINT.
 
 use std::ffi::OsString;
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use peakhour_workload::HumanDuration;
 
 use crate::args::SweepArgs;
+use crate::commands::signals::Interrupt;
 
-/// SIGINT and SIGTERM: set a flag and pass SIGINT on to the running step.
-pub(super) struct Interrupt {
-    flag: Arc<AtomicBool>,
-    child: Arc<AtomicU32>,
+/// The sweep's children and the signals: the first SIGINT, SIGTERM or
+/// SIGHUP stops the sweep after the running step, and every one is passed on
+/// to that step as SIGINT, so that it writes what it measured.
+pub(super) struct Children {
+    interrupt: Interrupt,
+    /// The running child's pid, 0 when none runs.
+    running: Arc<AtomicU32>,
 }
 
-impl Interrupt {
+impl Children {
     pub(super) fn install() -> anyhow::Result<Self> {
-        let flag = Arc::new(AtomicBool::new(false));
-        let child = Arc::new(AtomicU32::new(0));
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let (thread_flag, thread_child) = (flag.clone(), child.clone());
-        std::thread::Builder::new()
-            .name("sweep-signals".into())
-            .spawn(move || {
-                let runtime = match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
-                    Ok(r) => r,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
-                        return;
-                    }
-                };
-                runtime.block_on(async move {
-                    use tokio::signal::unix::{SignalKind, signal};
-                    let (mut int, mut term) =
-                        match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
-                            (Ok(i), Ok(t)) => (i, t),
-                            (Err(e), _) | (_, Err(e)) => {
-                                let _ = ready_tx.send(Err(e.to_string()));
-                                return;
-                            }
-                        };
-                    let _ = ready_tx.send(Ok(()));
-                    loop {
-                        tokio::select! {
-                            _ = int.recv() => {}
-                            _ = term.recv() => {}
-                        }
-                        if !thread_flag.swap(true, Ordering::SeqCst) {
-                            eprintln!(
-                                "\nsweep: interrupted; stopping the current step, then writing what was measured"
-                            );
-                        }
-                        forward_sigint(thread_child.load(Ordering::SeqCst));
-                    }
-                });
-            })
-            .context("cannot start the signal thread")?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(Self { flag, child }),
-            Ok(Err(e)) => bail!("cannot watch for SIGINT: {e}"),
-            Err(_) => bail!("cannot watch for SIGINT"),
-        }
+        let running = Arc::new(AtomicU32::new(0));
+        let child = running.clone();
+        let interrupt = Interrupt::install(move |first| {
+            if first {
+                eprintln!(
+                    "\nsweep: interrupted; stopping the current step, then writing what was measured"
+                );
+            }
+            forward_sigint(child.load(Ordering::SeqCst));
+        })?;
+        Ok(Self { interrupt, running })
     }
 
     pub(super) fn interrupted(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
+        self.interrupt.interrupted()
     }
 }
 
@@ -126,7 +93,7 @@ fn pump(mut from: impl std::io::Read, prefix: String) {
 pub(super) fn run_child(
     args: &[OsString],
     prefix: &str,
-    interrupt: &Interrupt,
+    children: &Children,
 ) -> anyhow::Result<ExitStatus> {
     // The running binary itself: through /proc/self/exe every step runs the
     // same peakhour even if the file is replaced (rebuilt) during the sweep,
@@ -144,8 +111,8 @@ pub(super) fn run_child(
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("cannot start {}", exe.display()))?;
-    interrupt.child.store(child.id(), Ordering::SeqCst);
-    if interrupt.interrupted() {
+    children.running.store(child.id(), Ordering::SeqCst);
+    if children.interrupted() {
         forward_sigint(child.id());
     }
     let mut pumps = Vec::new();
@@ -158,7 +125,7 @@ pub(super) fn run_child(
         pumps.push(std::thread::spawn(move || pump(err, prefix)));
     }
     let status = child.wait();
-    interrupt.child.store(0, Ordering::SeqCst);
+    children.running.store(0, Ordering::SeqCst);
     for p in pumps {
         let _ = p.join();
     }

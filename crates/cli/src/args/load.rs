@@ -1,0 +1,191 @@
+//! The arguments of the commands that put load on a server: `init`, `run`
+//! and `sweep`, with what they share (the profile, the target, the run's
+//! shape). These are the raw values as typed; `crate::config` checks them
+//! into the settings a run uses.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::help::{IMAP_URL_HELP, LMTP_URL_HELP, SMTP_URL_HELP};
+use super::parse_duration;
+
+/// Which profile to use: a built-in name or a TOML file.
+#[derive(Debug, Args)]
+pub(crate) struct ProfileArg {
+    /// A built-in profile (`peakhour profiles list`) or the path of a profile TOML file.
+    #[arg(long, value_name = "NAME|FILE", default_value = "mmb-medium")]
+    pub(crate) profile: String,
+}
+
+/// Where the load goes and who logs in.
+#[derive(Debug, Args)]
+pub(crate) struct TargetArgs {
+    /// `lab` to use the lab in --lab-dir (endpoints, users and password from its state), or
+    /// `explicit` to use --imap, --smtp and a user list.
+    #[arg(long, value_name = "lab|explicit", default_value = "lab", value_parser = ["lab", "explicit"])]
+    pub(crate) target: String,
+    /// The lab directory, with --target lab.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = ".peakhour/lab",
+        env = "PEAKHOUR_LAB_DIR"
+    )]
+    pub(crate) lab_dir: PathBuf,
+    /// IMAP server (--target explicit): imap://, imap+starttls:// or imaps://HOST:PORT
+    /// (--help says what each means).
+    #[arg(long, value_name = "URL", long_help = IMAP_URL_HELP)]
+    pub(crate) imap: Option<String>,
+    /// SMTP submission server (--target explicit): smtp://, smtp+starttls://, submission://,
+    /// submission+starttls://, submissions:// or smtps://HOST:PORT (--help says what each means).
+    #[arg(long, value_name = "URL", long_help = SMTP_URL_HELP)]
+    pub(crate) smtp: Option<String>,
+    /// LMTP server for `init --via lmtp` (--target explicit): lmtp:// or lmtp+starttls://HOST:PORT.
+    #[arg(long, value_name = "URL", long_help = LMTP_URL_HELP)]
+    pub(crate) lmtp: Option<String>,
+    /// CalDAV server (any target; the lab's own by default when it runs one): http:// or
+    /// https://HOST:PORT[/PATH], where each user's calendar home is discovered. Without one,
+    /// `update_calendar` writes to an IMAP folder.
+    #[arg(long, value_name = "URL")]
+    pub(crate) caldav: Option<String>,
+    /// POP3 server for `download_mail` (--target explicit): pop3://, pop3+starttls:// or
+    /// pop3s://HOST:PORT. The lab's POP3 server is used with --target lab.
+    #[arg(long, value_name = "URL")]
+    pub(crate) pop3: Option<String>,
+    /// CSV of `login,password[,address]` lines, one per simulated user, in user order: the
+    /// run's whole test population. The address is the login when the login is one.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) users_file: Option<PathBuf>,
+    /// The environment variable holding the password every user shares (explicit targets
+    /// whose users follow the profile's name pattern). Kept out of argv on purpose.
+    #[arg(long, value_name = "VAR", default_value = "PEAKHOUR_PASSWORD")]
+    pub(crate) password_env: String,
+    /// A PEM file of CA certificates to trust in addition to the system's.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) ca_file: Option<PathBuf>,
+    /// Accept any TLS certificate. Only for test servers you control.
+    #[arg(long)]
+    pub(crate) insecure_skip_tls_verify: bool,
+    /// With --target explicit, allow test users in DOMAIN (repeatable). Mail goes only to
+    /// the run's test population; a population outside the reserved test domains (.test,
+    /// .example, .invalid, .localhost, example.com/.net/.org) is refused unless its domain
+    /// is named here.
+    #[arg(long, value_name = "DOMAIN")]
+    pub(crate) allow_domain: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InitArgs {
+    #[command(flatten)]
+    pub(crate) profile: ProfileArg,
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    /// Users to initialize (default: the lab's user count, or the profile's).
+    #[arg(long, value_name = "N")]
+    pub(crate) users: Option<u32>,
+    /// Seed for message content and mailbox layout (recorded; default 1).
+    #[arg(long, value_name = "N")]
+    pub(crate) seed: Option<u64>,
+    /// Users initialized at once.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub(crate) parallel: usize,
+    /// How messages get in: `append` (IMAP APPEND, batched with MULTIAPPEND
+    /// when offered) or `lmtp` (LMTP delivery, one transaction per message;
+    /// needs the lab or --lmtp).
+    #[arg(long, value_name = "append|lmtp", default_value = "append", value_parser = ["append", "lmtp"])]
+    pub(crate) via: String,
+}
+
+/// How a run is shaped in time and judged: shared by `run` and every step of `sweep`.
+#[derive(Debug, Args)]
+pub(crate) struct RunShape {
+    /// Length of the simulated day (the profile's counts are per day).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub(crate) day: Option<std::time::Duration>,
+    /// Day compression: 16 runs an 8-hour day in 30 minutes. It multiplies the load.
+    #[arg(long, value_name = "X")]
+    pub(crate) speed: Option<f64>,
+    /// The measured steady phase.
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    pub(crate) duration: std::time::Duration,
+    /// Users log on staggered over this long before measuring starts.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    pub(crate) ramp_up: std::time::Duration,
+    /// After the steady phase: time allowed for in-flight actions and for deliveries to arrive.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    pub(crate) drain: std::time::Duration,
+    /// Seed for schedules, recipients and message content (recorded in the results).
+    #[arg(long, value_name = "N")]
+    pub(crate) seed: Option<u64>,
+    /// Length of one measurement interval.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub(crate) interval: std::time::Duration,
+    /// An action taking longer than this fails with `timeout`.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub(crate) action_timeout: std::time::Duration,
+    /// QoS: the p95 every action must meet, in ms (default: the profile's, 1000 for MMB).
+    #[arg(long, value_name = "MS")]
+    pub(crate) qos_p95_ms: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    pub(crate) profile: ProfileArg,
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    /// Simulated users (default: the lab's user count, or the profile's).
+    #[arg(long, value_name = "N")]
+    pub(crate) users: Option<u32>,
+    #[command(flatten)]
+    pub(crate) shape: RunShape,
+    /// The run directory (default: runs/TIME-PROFILE-USERSu, TIME in UTC).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+    /// Server monitor: the shortest window of the high average (highest sustained mean).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub(crate) high_average_window: std::time::Duration,
+    /// Server monitor: sample the idle server this long before the load starts
+    /// (rows with a negative time_s in monitor.csv).
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    pub(crate) monitor_baseline: std::time::Duration,
+}
+
+/// `peakhour sweep`
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("steps").required(true).args(["users", "from"])))]
+pub(crate) struct SweepArgs {
+    #[command(flatten)]
+    pub(crate) profile: ProfileArg,
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    /// The user counts of the steps, e.g. 25,50,100,200,400.
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',', num_args = 1..)]
+    pub(crate) users: Option<Vec<u32>>,
+    /// First step of a geometric progression of user counts (with --to, --factor).
+    #[arg(long, value_name = "N", requires = "to")]
+    pub(crate) from: Option<u32>,
+    /// Last step: from, from x factor, ... up to N (N itself ends the list).
+    #[arg(long, value_name = "N", requires = "from")]
+    pub(crate) to: Option<u32>,
+    /// Growth factor between steps, with --from and --to.
+    #[arg(long, value_name = "X", default_value_t = 2.0)]
+    pub(crate) factor: f64,
+    /// Every step is shaped the same; one seed serves init and every step.
+    #[command(flatten)]
+    pub(crate) shape: RunShape,
+    /// Which p95 the capacity curve is held to the QoS limit by: `weighted` (the score's
+    /// weighted p95) or `max-action` (the slowest action's p95).
+    #[arg(long, value_name = "WHICH", default_value = "weighted", value_parser = ["weighted", "max-action"])]
+    pub(crate) p95: String,
+    /// Stop climbing when failed actions exceed this fraction of the attempted ones.
+    #[arg(long, value_name = "RATIO", default_value_t = 0.05)]
+    pub(crate) max_error_ratio: f64,
+    /// Skip `init` (the mailboxes are already filled for the largest step).
+    #[arg(long)]
+    pub(crate) no_init: bool,
+    /// The sweep directory (default: runs/TIME-sweep-PROFILE, TIME in UTC).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+}

@@ -1,0 +1,212 @@
+//! `peakhour run` and `peakhour init`: their raw arguments checked into the
+//! settings they run with.
+
+use std::time::Duration;
+
+use super::{
+    MAX_ACTION_TIMEOUT, MAX_DAY, MAX_DRAIN, MAX_DURATION, MAX_HIGH_AVERAGE_WINDOW,
+    MAX_INIT_PARALLEL, MAX_INTERVAL, MAX_INTERVALS, MAX_MONITOR_BASELINE, MAX_QOS_P95_MS,
+    MAX_RAMP_UP, MAX_SPEED, MAX_USERS, MIN_ACTION_TIMEOUT, MIN_DURATION, MIN_INTERVAL, UsageError,
+    count_within, duration_within, positive_at_most,
+};
+use crate::args::{InitArgs, RunArgs, RunShape, TargetArgs};
+
+/// A run's shape in time and its QoS limit, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Shape {
+    pub(crate) day: Option<Duration>,
+    pub(crate) speed: Option<f64>,
+    pub(crate) seed: Option<u64>,
+    pub(crate) ramp_up: Duration,
+    pub(crate) duration: Duration,
+    pub(crate) drain: Duration,
+    pub(crate) interval: Duration,
+    pub(crate) action_timeout: Duration,
+    pub(crate) qos_p95_ms: Option<f64>,
+}
+
+impl Shape {
+    /// Checks the shape of `run` (and of every step of a sweep).
+    pub(crate) fn check(raw: &RunShape) -> Result<Shape, UsageError> {
+        let zero = Duration::ZERO;
+        let duration = duration_within("duration", raw.duration, MIN_DURATION, MAX_DURATION)?;
+        let interval = duration_within("interval", raw.interval, MIN_INTERVAL, MAX_INTERVAL)?;
+        let intervals = duration.as_nanos().div_ceil(interval.as_nanos());
+        if intervals > u128::from(MAX_INTERVALS) {
+            return Err(UsageError(format!(
+                "--duration {} in intervals of {} makes {intervals} intervals, more than the \
+                 {MAX_INTERVALS} a run may hold: choose a longer --interval",
+                human(duration),
+                human(interval)
+            )));
+        }
+        Ok(Shape {
+            day: raw
+                .day
+                .map(|day| duration_within("day", day, Duration::from_secs(1), MAX_DAY))
+                .transpose()?,
+            speed: raw
+                .speed
+                .map(|speed| positive_at_most("speed", speed, MAX_SPEED))
+                .transpose()?,
+            seed: raw.seed,
+            ramp_up: duration_within("ramp-up", raw.ramp_up, zero, MAX_RAMP_UP)?,
+            duration,
+            drain: duration_within("drain", raw.drain, zero, MAX_DRAIN)?,
+            interval,
+            action_timeout: duration_within(
+                "action-timeout",
+                raw.action_timeout,
+                MIN_ACTION_TIMEOUT,
+                MAX_ACTION_TIMEOUT,
+            )?,
+            qos_p95_ms: raw
+                .qos_p95_ms
+                .map(|ms| positive_at_most("qos-p95-ms", ms, MAX_QOS_P95_MS))
+                .transpose()?,
+        })
+    }
+}
+
+/// `peakhour run`'s settings, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RunConfig {
+    pub(crate) users: Option<u32>,
+    pub(crate) shape: Shape,
+    pub(crate) high_average_window: Duration,
+    pub(crate) monitor_baseline: Duration,
+    pub(crate) allow_domains: Vec<String>,
+}
+
+impl RunConfig {
+    /// Checks every option of `run` that has bounds; the profile, the target
+    /// and the population are checked when they are read.
+    pub(crate) fn check(args: &RunArgs) -> Result<RunConfig, UsageError> {
+        Ok(RunConfig {
+            users: args
+                .users
+                .map(|users| count_within("users", users, 1, MAX_USERS))
+                .transpose()?,
+            shape: Shape::check(&args.shape)?,
+            high_average_window: duration_within(
+                "high-average-window",
+                args.high_average_window,
+                Duration::from_secs(1),
+                MAX_HIGH_AVERAGE_WINDOW,
+            )?,
+            monitor_baseline: duration_within(
+                "monitor-baseline",
+                args.monitor_baseline,
+                Duration::ZERO,
+                MAX_MONITOR_BASELINE,
+            )?,
+            allow_domains: allowed_domains(&args.target)?,
+        })
+    }
+}
+
+/// `peakhour init`'s settings, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct InitConfig {
+    pub(crate) users: Option<u32>,
+    pub(crate) parallel: usize,
+    pub(crate) allow_domains: Vec<String>,
+}
+
+impl InitConfig {
+    pub(crate) fn check(args: &InitArgs) -> Result<InitConfig, UsageError> {
+        Ok(InitConfig {
+            users: args
+                .users
+                .map(|users| count_within("users", users, 1, MAX_USERS))
+                .transpose()?,
+            parallel: count_within("parallel", args.parallel, 1, MAX_INIT_PARALLEL)?,
+            allow_domains: allowed_domains(&args.target)?,
+        })
+    }
+}
+
+/// The `--allow-domain` values: domain names, not addresses or patterns.
+fn allowed_domains(target: &TargetArgs) -> Result<Vec<String>, UsageError> {
+    target
+        .allow_domain
+        .iter()
+        .map(|domain| {
+            let trimmed = domain.trim().trim_end_matches('.');
+            let valid = !trimmed.is_empty()
+                && trimmed.contains('.')
+                && trimmed
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.');
+            if valid {
+                Ok(trimmed.to_ascii_lowercase())
+            } else {
+                Err(UsageError(format!(
+                    "--allow-domain {domain:?} is not a domain name such as mail.corp.example"
+                )))
+            }
+        })
+        .collect()
+}
+
+fn human(d: Duration) -> String {
+    peakhour_workload::HumanDuration(d).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::args::{Cli, Command};
+
+    fn run_args(extra: &[&str]) -> RunArgs {
+        let mut argv = vec!["peakhour", "run"];
+        argv.extend_from_slice(extra);
+        match Cli::try_parse_from(argv).expect("parses").command {
+            Command::Run(args) => args,
+            _ => unreachable!("a run"),
+        }
+    }
+
+    #[test]
+    fn the_defaults_are_within_bounds() {
+        let config = RunConfig::check(&run_args(&[])).expect("defaults");
+        assert_eq!(config.shape.duration, Duration::from_secs(120));
+        assert_eq!(config.shape.action_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn issue_11_absurd_run_options_are_refused_with_the_flag_named() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--interval", "1ms"], "--interval 1ms"),
+            (&["--action-timeout", "0s"], "--action-timeout 0s"),
+            (&["--qos-p95-ms", "NaN"], "--qos-p95-ms NaN"),
+            (&["--qos-p95-ms", "inf"], "--qos-p95-ms inf"),
+            (&["--qos-p95-ms=-5"], "--qos-p95-ms -5"),
+            (&["--speed", "0"], "--speed 0"),
+            (&["--speed", "1e300"], "--speed 1e300"),
+            (&["--duration", "9000h"], "--duration 9000h"),
+            (&["--duration", "0s"], "--duration 0s"),
+            (&["--ramp-up", "48h"], "--ramp-up 48h"),
+            (&["--drain", "48h"], "--drain 48h"),
+            (&["--users", "0"], "--users 0"),
+            (&["--users", "4000000000"], "--users 4000000000"),
+            (&["--day", "0s"], "--day 0s"),
+            (&["--duration", "720h", "--interval", "1s"], "intervals"),
+            (&["--allow-domain", "user@corp.example"], "--allow-domain"),
+            (&["--monitor-baseline", "5h"], "--monitor-baseline"),
+        ];
+        for (argv, expected) in cases {
+            let error = RunConfig::check(&run_args(argv)).expect_err("out of bounds");
+            assert!(error.0.contains(expected), "{argv:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn allowed_domains_are_normalized() {
+        let config =
+            RunConfig::check(&run_args(&["--allow-domain", "Corp.Example.CO."])).expect("a domain");
+        assert_eq!(config.allow_domains, vec!["corp.example.co".to_owned()]);
+    }
+}
