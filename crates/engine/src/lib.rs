@@ -60,8 +60,8 @@ pub use calendar_init::{CalendarInitError, CalendarInitReport, init_calendars};
 pub use connector::{Connector, NetConnector};
 pub use delivery::{DeliveryTracker, LOST_LIST_CAP, Lost, LostReport, bare_message_id};
 pub use events::{Counter, Event, EventSink, NOT_ATTEMPTED, Outcome, PANIC};
-pub use population::{Population, PopulationError, RESERVED_TEST_DOMAINS, is_test_domain};
 pub use groupware::GroupwareCheckError;
+pub use population::{Population, PopulationError, RESERVED_TEST_DOMAINS, is_test_domain};
 pub use reconcile::{MAILBOX_SEARCH_LIMIT, RECONCILE_LIMIT, ReconcileProgress};
 pub use recording::{RunRecorder, qos_thresholds};
 pub use run::{

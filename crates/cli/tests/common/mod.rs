@@ -3,7 +3,7 @@
 
 use std::process::{Command, Output};
 
-use peakhour_lab::{LabConfig, LabGuard, Ports};
+use peakhour_lab::{LabConfig, LabGuard, OptionalServer, Ports};
 
 /// The binary under test.
 pub(crate) const PEAKHOUR: &str = env!("CARGO_BIN_EXE_peakhour");
@@ -11,6 +11,11 @@ pub(crate) const PEAKHOUR: &str = env!("CARGO_BIN_EXE_peakhour");
 /// A lab with `users` users in a temporary directory, on free loopback ports;
 /// it stops when the guard is dropped and the directory goes with the TempDir.
 pub(crate) fn start_lab(users: u32) -> (tempfile::TempDir, LabGuard) {
+    start_lab_with(users, &[])
+}
+
+/// [`start_lab`] with optional servers too (`--with caldav` ...).
+pub(crate) fn start_lab_with(users: u32, with: &[OptionalServer]) -> (tempfile::TempDir, LabGuard) {
     // 0755: the lab refuses (and does not chmod) a 0700 directory its servers cannot reach.
     let dir = tempfile::Builder::new()
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
@@ -23,6 +28,7 @@ pub(crate) fn start_lab(users: u32) -> (tempfile::TempDir, LabGuard) {
         let config = LabConfig {
             users,
             ports: Ports::free().expect("free loopback ports"),
+            with: with.iter().copied().collect(),
             ..LabConfig::new(dir.path())
         };
         match LabGuard::start(&config) {
