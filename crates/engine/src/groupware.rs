@@ -41,14 +41,17 @@ impl From<Pop3Failure> for Failure {
     }
 }
 
-/// True if a user of `plan` on `target` needs an IMAP session: it reads,
-/// files or checks mail over IMAP, keeps a copy of what it sends, or keeps
-/// its calendar in an IMAP folder for want of a CalDAV server.
-pub(crate) fn needs_imap(plan: &Plan, target: &Target) -> bool {
+/// True if a user of `plan` needs an IMAP session: it reads,
+/// files or checks mail over IMAP, keeps a copy of what it sends, receives
+/// mail it notices only over IMAP (a profile that sends but does not
+/// download over POP3: recipients notice arrivals by IDLE), or keeps its
+/// calendar in an IMAP folder for want of a CalDAV server (`has_caldav`).
+pub(crate) fn needs_imap(plan: &Plan, has_caldav: bool) -> bool {
+    let downloads = plan.actions().contains(&ActionKind::DownloadMail);
     plan.actions().iter().any(|kind| match kind {
         ActionKind::CheckInbox | ActionKind::Read | ActionKind::Move | ActionKind::Delete => true,
-        ActionKind::Send => plan.params().save_copy,
-        ActionKind::UpdateCalendar => target.caldav.is_none(),
+        ActionKind::Send => plan.params().save_copy || !downloads,
+        ActionKind::UpdateCalendar => !has_caldav,
         ActionKind::PollCalendar
         | ActionKind::CreateEvent
         | ActionKind::ChangeEvent
@@ -115,7 +118,7 @@ impl GroupwareClients {
         GroupwareClients {
             calendar,
             pop3,
-            imap_needed: needs_imap(plan, target),
+            imap_needed: needs_imap(plan, target.caldav.is_some()),
             online: false,
         }
     }
@@ -263,4 +266,25 @@ pub(crate) async fn groupware_preflight(
             })?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use peakhour_workload::{Overrides, builtin};
+
+    use super::*;
+
+    fn plan(name: &str) -> Plan {
+        let profile = builtin(name).unwrap().profile().unwrap();
+        Plan::resolve(&profile, &Overrides::default()).unwrap()
+    }
+
+    #[test]
+    fn only_users_that_need_it_hold_an_imap_session() {
+        // Calendar users and POP3 users do not; MMB users do, with CalDAV or not.
+        assert!(!needs_imap(&plan("caldav-office"), true));
+        assert!(!needs_imap(&plan("pop3-user"), false));
+        assert!(needs_imap(&plan("mmb-medium"), true));
+        assert!(needs_imap(&plan("mmb-medium"), false));
+    }
 }

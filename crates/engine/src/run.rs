@@ -256,7 +256,7 @@ pub enum RunError {
 /// Every step has a deadline of `timeout`: connecting (with the TLS
 /// handshake and the greeting), STARTTLS, LOGIN, AUTH, and the goodbyes.
 /// A profile with calendar or POP3 actions also has its CalDAV and POP3
-/// servers checked (see [`crate::groupware`]).
+/// servers checked ([`GroupwareCheckError`](crate::GroupwareCheckError) says what failed).
 pub async fn preflight(plan: &Plan, target: &Target, timeout: Duration) -> Result<(), RunError> {
     let population = Population::new(plan, &target.credentials)?;
     let address = population.address(0)?;
