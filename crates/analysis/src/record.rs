@@ -161,6 +161,11 @@ pub struct RunMeta {
     /// stops): how many users finished and when the last one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion: Option<Completion>,
+    /// The protocol each action spoke, by action name (`update_calendar`:
+    /// `caldav`, or `imap` when the target had no CalDAV server); empty in
+    /// records made before it was kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub protocols: BTreeMap<String, String>,
 }
 
 /// How a fixed-count workload finished; its headline figures are the time to
@@ -201,6 +206,7 @@ impl RunMeta {
             action_weights: BTreeMap::new(),
             qos: QosThresholds::default(),
             completion: None,
+            protocols: BTreeMap::new(),
         }
     }
 }

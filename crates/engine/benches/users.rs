@@ -126,6 +126,8 @@ fn target(lab: &LabGuard) -> Arc<Target> {
         lmtp: Some(
             Endpoint::parse(&format!("lmtp://{}", status.endpoints.lmtp), &["lmtp"]).expect("lmtp"),
         ),
+        caldav: None,
+        pop3: None,
         tls,
         credentials: Credentials::Shared(Secret::new(status.password.clone())),
     })

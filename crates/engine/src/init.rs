@@ -67,8 +67,11 @@ pub struct InitReport {
     pub added: u64,
     /// Bytes added.
     pub bytes: u64,
-    /// Wall time.
+    /// Wall time (of the mailboxes; the calendars keep their own).
     pub elapsed: Duration,
+    /// The calendars made over CalDAV, when the profile keeps a calendar
+    /// and the target has a CalDAV server.
+    pub calendars: Option<crate::CalendarInitReport>,
 }
 
 impl InitReport {
@@ -121,6 +124,9 @@ pub enum InitError {
         "LMTP delivery needs an LMTP endpoint (the lab has one); use IMAP APPEND for other servers"
     )]
     NoLmtp,
+    /// The calendars could not be made (see [`crate::init_calendars`]).
+    #[error(transparent)]
+    Calendar(#[from] crate::CalendarInitError),
 }
 
 /// Live progress, readable from another task (for a progress bar).
@@ -211,6 +217,8 @@ pub async fn init(
         return Err(error);
     }
     report.elapsed = started.elapsed();
+    report.calendars =
+        crate::calendar_init::init_calendars(&plan, &target, &population, &settings).await?;
     Ok(report)
 }
 

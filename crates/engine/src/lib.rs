@@ -43,11 +43,15 @@
 //!   directory or an SMB share.
 #![deny(missing_docs)]
 
+mod calendar;
+mod calendar_init;
 mod connector;
 mod delivery;
 mod events;
 pub mod files;
+mod groupware;
 pub mod init;
+mod pop3_user;
 mod population;
 mod reconcile;
 mod recording;
@@ -57,9 +61,12 @@ pub mod session_tasks;
 mod target;
 mod user;
 
+pub use calendar::CalDavEndpoint;
+pub use calendar_init::{CalendarInitError, CalendarInitReport, init_calendars};
 pub use connector::{Connector, NetConnector};
 pub use delivery::{DeliveryTracker, LOST_LIST_CAP, Lost, LostReport, bare_message_id};
 pub use events::{Counter, Event, EventSink, NOT_ATTEMPTED, Outcome, PANIC};
+pub use groupware::GroupwareCheckError;
 pub use population::{Population, PopulationError, RESERVED_TEST_DOMAINS, is_test_domain};
 pub use reconcile::{MAILBOX_SEARCH_LIMIT, RECONCILE_LIMIT, ReconcileProgress};
 pub use recording::{RunRecorder, qos_thresholds};

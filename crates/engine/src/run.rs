@@ -243,6 +243,10 @@ pub enum RunError {
     /// the SMTP stage (then the run was stopped before sending to it).
     #[error(transparent)]
     Population(#[from] PopulationError),
+    /// A server the profile's calendar or POP3 actions need is missing or
+    /// unusable.
+    #[error(transparent)]
+    Groupware(#[from] crate::groupware::GroupwareCheckError),
 }
 
 /// Checks, before any load, that the first user can log on over IMAP and
@@ -251,6 +255,8 @@ pub enum RunError {
 ///
 /// Every step has a deadline of `timeout`: connecting (with the TLS
 /// handshake and the greeting), STARTTLS, LOGIN, AUTH, and the goodbyes.
+/// A profile with calendar or POP3 actions also has its CalDAV and POP3
+/// servers checked ([`GroupwareCheckError`](crate::GroupwareCheckError) says what failed).
 pub async fn preflight(plan: &Plan, target: &Target, timeout: Duration) -> Result<(), RunError> {
     let population = Population::new(plan, &target.credentials)?;
     let address = population.address(0)?;
@@ -280,6 +286,7 @@ pub async fn preflight(plan: &Plan, target: &Target, timeout: Duration) -> Resul
         .await
         .map_err(|e| smtp_error(format!("AUTH as {login} failed: {e}")))?;
     let _ = smtp_deadline(timeout, "QUIT", smtp.quit()).await;
+    crate::groupware::groupware_preflight(plan, target, &population, timeout).await?;
     Ok(())
 }
 
@@ -404,7 +411,9 @@ pub async fn run_with<C: Connector>(
         reconciled,
         panics: ended.panics + search_panics,
     };
-    let record = recorder.finish(&plan, &population, &settings, &outcome)?;
+    let mut record = recorder.finish(&plan, &population, &settings, &outcome)?;
+    // Which protocol each action spoke (update_calendar: CalDAV or IMAP).
+    record.meta.protocols = crate::groupware::action_protocols(&plan, &target);
     Ok(RunResult { outcome, record })
 }
 

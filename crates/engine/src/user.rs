@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use crate::connector::Connector;
 use crate::delivery::DeliveryTracker;
 use crate::events::{Counter, Event, EventSink, Outcome};
+use crate::groupware::GroupwareClients;
 use crate::population::Population;
 use crate::run::{Halt, ScheduleProgress, not_attempted};
 use crate::target::{Target, TlsMode, imap_deadline, smtp_deadline};
@@ -61,9 +62,9 @@ struct Known {
 }
 
 /// Why an action failed, and whether the session survived it.
-struct Failure {
-    kind: String,
-    session_lost: bool,
+pub(crate) struct Failure {
+    pub(crate) kind: String,
+    pub(crate) session_lost: bool,
 }
 
 impl From<ImapError> for Failure {
@@ -122,6 +123,8 @@ pub(crate) struct User<C: Connector> {
     address: String,
     shared: Arc<Shared<C>>,
     session: Option<Session<C::Stream>>,
+    /// The calendar and POP3 clients, for the profiles that use them.
+    groupware: GroupwareClients,
     failures_in_a_row: u32,
     /// Sessions established so far: any after the first is a reconnect.
     logons: u32,
@@ -131,11 +134,13 @@ impl<C: Connector> User<C> {
     pub(crate) fn new(index: u32, shared: Arc<Shared<C>>) -> Self {
         // The run checked that the population covers every user of the plan.
         let address = shared.population.address(index).unwrap_or_default();
+        let groupware = GroupwareClients::new(&shared, index, &address);
         User {
             index,
             address,
             shared,
             session: None,
+            groupware,
             failures_in_a_row: 0,
             logons: 0,
         }
@@ -200,7 +205,7 @@ impl<C: Connector> User<C> {
                 self.reported(scheduled.seq);
                 continue;
             }
-            if self.session.is_none() {
+            if !self.logged_on() {
                 let until = (intended + action_timeout).min(timeline.steady_end);
                 if Instant::now() >= until {
                     // Held up past the end of the steady phase (a stalled
@@ -213,7 +218,7 @@ impl<C: Connector> User<C> {
                     continue;
                 }
                 self.ensure_session(&mut stop, until).await;
-                if self.session.is_none() {
+                if !self.logged_on() {
                     // Could not log back on: the action failed, and it is counted.
                     let now = Instant::now();
                     self.shared.events.send(Event::Action {
@@ -281,6 +286,12 @@ impl<C: Connector> User<C> {
             let _ = tokio::time::timeout(Duration::from_secs(2), session.imap.logout()).await;
             self.shared.events.send(Event::LoggedOn(-1));
         }
+        self.groupware.go_offline(&self.shared);
+    }
+
+    /// Logged on: holding its IMAP session, or running without one.
+    fn logged_on(&self) -> bool {
+        self.session.is_some() || self.groupware.online()
     }
 
     /// Every action of the schedule is reported once: the run knows how far
@@ -312,6 +323,10 @@ impl<C: Connector> User<C> {
 
     /// Logs on, retrying with backoff until it works, `stop` is raised or `until` passes.
     async fn ensure_session(&mut self, stop: &mut watch::Receiver<bool>, until: Instant) {
+        if !self.groupware.imap_needed() {
+            self.groupware.go_online(&self.shared);
+            return;
+        }
         while self.session.is_none() && !*stop.borrow() && Instant::now() < until {
             match tokio::time::timeout(self.shared.action_timeout, self.log_on()).await {
                 Ok(Ok(session)) => {
@@ -582,6 +597,12 @@ impl<C: Connector> User<C> {
     }
 
     async fn act(&mut self, kind: ActionKind, seq: u64, nth: u64) -> Result<Outcome, Failure> {
+        let groupware = self
+            .groupware
+            .act(&self.shared, self.index, &self.address, kind, seq, nth);
+        if let Some(done) = groupware.await {
+            return done;
+        }
         match kind {
             ActionKind::CheckInbox => self.check_inbox().await,
             ActionKind::Read => self.read(seq).await,
@@ -589,6 +610,11 @@ impl<C: Connector> User<C> {
             ActionKind::Delete => self.move_message(seq, true).await,
             ActionKind::Send => self.send(nth).await,
             ActionKind::UpdateCalendar => self.update_calendar(nth).await,
+            // Handled by the groupware clients above.
+            ActionKind::PollCalendar
+            | ActionKind::CreateEvent
+            | ActionKind::ChangeEvent
+            | ActionKind::DownloadMail => Ok(Outcome::Skipped("not_groupware")),
         }
     }
 

@@ -45,6 +45,15 @@ pub(crate) struct TargetArgs {
     /// LMTP server for `init --via lmtp` (--target explicit): lmtp:// or lmtp+starttls://HOST:PORT.
     #[arg(long, value_name = "URL", long_help = LMTP_URL_HELP)]
     pub(crate) lmtp: Option<String>,
+    /// CalDAV server (any target; the lab's own by default when it runs one): http:// or
+    /// https://HOST:PORT[/PATH], where each user's calendar home is discovered. Without one,
+    /// `update_calendar` writes to an IMAP folder.
+    #[arg(long, value_name = "URL")]
+    pub(crate) caldav: Option<String>,
+    /// POP3 server for `download_mail` (--target explicit): pop3://, pop3+starttls:// or
+    /// pop3s://HOST:PORT. The lab's POP3 server is used with --target lab.
+    #[arg(long, value_name = "URL")]
+    pub(crate) pop3: Option<String>,
     /// CSV of `login,password[,address]` lines, one per simulated user, in user order: the
     /// run's whole test population. The address is the login when the login is one.
     #[arg(long, value_name = "FILE")]

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
-use peakhour_engine::{Account, Credentials, Endpoint, Population, Target};
+use peakhour_engine::{Account, CalDavEndpoint, Credentials, Endpoint, Population, Target};
 use peakhour_lab::{Lab, LabStatus};
 use peakhour_net::{Secret, TlsSettings};
 use peakhour_workload::{Overrides, Plan, Profile, builtin};
@@ -71,6 +71,11 @@ pub(crate) fn resolve_target(args: &TargetArgs) -> anyhow::Result<ResolvedTarget
                 &url("lmtp", &status.endpoints.lmtp),
                 &["lmtp"],
             )?),
+            caldav: caldav_endpoint(args, status.endpoints.caldav.as_deref())?,
+            pop3: Some(Endpoint::parse(
+                &url("pop3", &status.endpoints.pop3),
+                &["pop3"],
+            )?),
             tls: tls_settings(args, Some(&status.ca_file))?,
             credentials: Credentials::Shared(Secret::new(status.password.clone())),
         };
@@ -109,6 +114,13 @@ pub(crate) fn resolve_target(args: &TargetArgs) -> anyhow::Result<ResolvedTarget
             .map(|url| Endpoint::parse(url, &["lmtp"]))
             .transpose()
             .context("--lmtp")?,
+        caldav: caldav_endpoint(args, None)?,
+        pop3: args
+            .pop3
+            .as_deref()
+            .map(|url| Endpoint::parse(url, &["pop3", "pop3s"]))
+            .transpose()
+            .context("--pop3")?,
         tls: tls_settings(args, None)?,
         credentials,
     };
@@ -116,6 +128,17 @@ pub(crate) fn resolve_target(args: &TargetArgs) -> anyhow::Result<ResolvedTarget
         target: Arc::new(target),
         lab: None,
     })
+}
+
+/// The CalDAV server: `--caldav URL` if given (for any target), else the
+/// lab's own (`endpoints.caldav` of its status), else none.
+fn caldav_endpoint(args: &TargetArgs, lab: Option<&str>) -> anyhow::Result<Option<CalDavEndpoint>> {
+    args.caldav
+        .as_deref()
+        .or(lab)
+        .map(CalDavEndpoint::parse)
+        .transpose()
+        .context("--caldav")
 }
 
 /// `login,password[,address]` per line; `#` comments and blank lines are

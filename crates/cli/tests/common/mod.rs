@@ -14,7 +14,7 @@ pub(crate) fn start_lab(users: u32) -> (tempfile::TempDir, LabGuard) {
     start_lab_with(users, &[])
 }
 
-/// [`start_lab`] with optional servers too (`lab up --with smb`, say).
+/// [`start_lab`] with optional servers too (`--with caldav`, `--with smb`).
 pub(crate) fn start_lab_with(users: u32, with: &[OptionalServer]) -> (tempfile::TempDir, LabGuard) {
     // 0755: the lab refuses (and does not chmod) a 0700 directory its servers cannot reach.
     let dir = tempfile::Builder::new()
