@@ -128,6 +128,7 @@ fn target(lab: &LabGuard) -> Arc<Target> {
         ),
         tls,
         credentials: Credentials::Shared(Secret::new(status.password.clone())),
+        options: peakhour_engine::ServerOptions::default(),
     })
 }
 

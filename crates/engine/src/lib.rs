@@ -42,6 +42,7 @@
 mod connector;
 mod delivery;
 mod events;
+mod folders;
 pub mod init;
 mod population;
 mod reconcile;
@@ -62,5 +63,9 @@ pub use run::{
     RunSettings, STOP_GRACE, SelfSample, preflight, run, run_with,
 };
 pub use selfcheck::{CpuMeter, LAG_PROBE_PERIOD, process_cpu_time};
-pub use target::{Account, Credentials, Endpoint, EndpointError, Target, TlsMode};
+pub use folders::ServerFolders;
+pub use peakhour_smtp::AuthPolicy;
+pub use target::{
+    Account, Credentials, Endpoint, EndpointError, ServerOptions, Target, TlsMode,
+};
 pub use user::LATE_AFTER;

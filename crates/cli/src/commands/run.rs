@@ -23,7 +23,9 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use self::live_line::LiveLine;
-use super::monitor::{cost_line, findings, lab_probes, local_source, wait_for_signal};
+use super::monitor::{
+    Watching, cost_line, findings, lab_probes, local_source, wait_for_signal,
+};
 use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::RunArgs;
 use crate::config::{CONNECT_TIMEOUT, RunConfig as CheckedRunConfig, usage_exit};
@@ -205,7 +207,8 @@ impl Prepared {
     /// Dovecot ports) and its CSV file.
     fn monitor_source(&self) -> anyhow::Result<(LocalSource, std::fs::File)> {
         let lab = self.resolved.lab.as_ref();
-        let source = local_source(&[], lab, lab.map(lab_probes).unwrap_or_default())?;
+        let probes = lab.map(lab_probes).unwrap_or_default();
+        let source = local_source(&self.config.groups, lab, probes, Watching::OnlyPeakhour)?;
         let path = self.dir.join("monitor.csv");
         let csv = std::fs::File::create(&path)
             .with_context(|| format!("cannot create {}", path.display()))?;

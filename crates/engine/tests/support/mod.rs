@@ -390,6 +390,7 @@ pub(crate) fn target() -> Arc<Target> {
         lmtp: None,
         tls,
         credentials: Credentials::Shared(Secret::new(PASSWORD.into())),
+        options: peakhour_engine::ServerOptions::default(),
     })
 }
 

@@ -160,9 +160,12 @@ pub(super) fn common_args(args: &SweepArgs) -> Vec<OsString> {
     push("--lmtp", t.lmtp.clone().map(Into::into));
     push("--users-file", t.users_file.clone().map(Into::into));
     push("--ca-file", t.ca_file.clone().map(Into::into));
+    push("--folder-prefix", t.folder_prefix.clone().map(Into::into));
     if t.insecure_skip_tls_verify {
         out.push("--insecure-skip-tls-verify".into());
     }
+    let auth = format!("{:?}", t.smtp_auth).to_ascii_lowercase();
+    out.extend(["--smtp-auth".into(), auth.into()]);
     out
 }
 
@@ -195,6 +198,9 @@ pub(super) fn run_args(args: &SweepArgs, users: u32, seed: u64, dir: &Path) -> V
     }
     if let Some(ms) = args.shape.qos_p95_ms {
         out.extend(["--qos-p95-ms".into(), ms.to_string().into()]);
+    }
+    for group in &args.group {
+        out.extend(["--group".into(), group.into()]);
     }
     out
 }
