@@ -121,7 +121,9 @@ impl ServerFolders {
 /// and so is every other name here, as servers on case-insensitive stores
 /// may report another case than the one created.
 pub(crate) fn listed(existing: &[String], folder: &str) -> bool {
-    existing.iter().any(|name| name.eq_ignore_ascii_case(folder))
+    existing
+        .iter()
+        .any(|name| name.eq_ignore_ascii_case(folder))
 }
 
 /// Asks the server where the user's folders are: NAMESPACE when it offers

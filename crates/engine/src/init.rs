@@ -566,7 +566,10 @@ async fn own_messages(
     }
     imap.examine(folder).await?;
     let found = imap
-        .search(&SearchKey::Header("X-Peakhour-Run".into(), run_id.into()), true)
+        .search(
+            &SearchKey::Header("X-Peakhour-Run".into(), run_id.into()),
+            true,
+        )
         .await?
         .value;
     Ok(u32::try_from(found.len()).unwrap_or(u32::MAX))

@@ -14,8 +14,8 @@ use tokio::time::Instant;
 
 use crate::connector::{Connector, open_imap};
 use crate::delivery::DeliveryTracker;
-use crate::folders::discover;
 use crate::events::Event;
+use crate::folders::discover;
 use crate::population::Population;
 use crate::run::{Observer, RunClock, RunSettings, TICK};
 use crate::target::{Target, imap_deadline};

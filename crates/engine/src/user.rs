@@ -372,8 +372,10 @@ impl<C: Connector> User<C> {
         // attributes): the profile's names as this server spells them.
         let events = &self.shared.events;
         let prefix = target.options.folder_prefix.as_deref();
-        let (server, listing) =
-            discover(&mut imap, prefix, |name, elapsed| events.command(name, elapsed)).await?;
+        let (server, listing) = discover(&mut imap, prefix, |name, elapsed| {
+            events.command(name, elapsed)
+        })
+        .await?;
         let params = server.params(self.shared.plan.params());
         let existing: Vec<String> = listing.into_iter().map(|e| e.name).collect();
         // Folders a run needs: create any that `init` has not (idempotent).

@@ -156,6 +156,12 @@ fn delivery_into(s: &Summary, out: &mut String) -> std::fmt::Result {
         ms(d.p95_ms),
         ms(d.max_ms)
     )?;
+    if d.delivered_recipients > 0 {
+        writeln!(
+            out,
+            "  (latency: SMTP submission until the recipient's IMAP session saw the copy: queue, delivery and the server's IDLE notice included)"
+        )?;
+    }
     if let Some(queued) = d.mail_queue_at_end.filter(|q| d.lost > 0 && *q > 0) {
         writeln!(
             out,

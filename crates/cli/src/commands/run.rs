@@ -23,9 +23,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use self::live_line::LiveLine;
-use super::monitor::{
-    Watching, cost_line, findings, lab_probes, local_source, wait_for_signal,
-};
+use super::monitor::{Watching, cost_line, findings, lab_probes, local_source, wait_for_signal};
 use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::RunArgs;
 use crate::config::{CONNECT_TIMEOUT, RunConfig as CheckedRunConfig, usage_exit};

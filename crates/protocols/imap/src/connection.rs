@@ -17,8 +17,8 @@ use crate::framer::Limits;
 use crate::request::Request;
 use crate::types::{
     AppendUid, Capabilities, CopyUid, FetchItem, FetchedMessage, ListEntry, MailboxInfo,
-    MailboxState, MailboxUpdate, Namespaces, SearchKey, SortCriterion, StatusInfo, StatusItem, StoreMode,
-    ThreadAlgorithm, ThreadNode,
+    MailboxState, MailboxUpdate, Namespaces, SearchKey, SortCriterion, StatusInfo, StatusItem,
+    StoreMode, ThreadAlgorithm, ThreadNode,
 };
 
 /// Updates kept for the next `noop`/`idle_wait` when nobody collects them;
@@ -230,10 +230,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
     /// namespaces. Needs the NAMESPACE capability (checked before sending).
     pub async fn namespace(&mut self) -> Result<Timed<Namespaces>, ImapError> {
         self.ensure_capabilities().await?;
-        Ok(self.run(&Request::Namespace).await?.map(|reply| match reply {
-            Reply::Namespace(namespaces) => namespaces,
-            _ => Namespaces::default(),
-        }))
+        Ok(self
+            .run(&Request::Namespace)
+            .await?
+            .map(|reply| match reply {
+                Reply::Namespace(namespaces) => namespaces,
+                _ => Namespaces::default(),
+            }))
     }
 
     /// CREATE.

@@ -187,8 +187,14 @@ mod tests {
         let error = relay.auth_step(AuthPolicy::Plain, true).unwrap_err();
         assert_eq!(error.to_string(), "the server does not offer AUTH PLAIN");
         let both = extensions(b"250-mx\r\n250 AUTH LOGIN PLAIN\r\n");
-        assert_eq!(both.auth_step(AuthPolicy::Auto, true).unwrap(), AuthStep::Plain);
-        assert_eq!(both.auth_step(AuthPolicy::Login, true).unwrap(), AuthStep::Login);
+        assert_eq!(
+            both.auth_step(AuthPolicy::Auto, true).unwrap(),
+            AuthStep::Plain
+        );
+        assert_eq!(
+            both.auth_step(AuthPolicy::Login, true).unwrap(),
+            AuthStep::Login
+        );
         assert_eq!("NONE".parse::<AuthPolicy>().unwrap(), AuthPolicy::None);
         assert!("cram".parse::<AuthPolicy>().is_err());
     }
