@@ -715,7 +715,14 @@ impl<C: Connector> User<C> {
             .last_command()
             .move_messages(&uid.to_string(), &folder, true)
             .await?;
-        events.command("imap.UID MOVE", moved.elapsed);
+        // Recorded under the commands actually sent: a server without MOVE
+        // got COPY, STORE and EXPUNGE (RFC 6851's fallback).
+        let sent = if session.imap.capabilities().has("MOVE") {
+            "imap.UID MOVE"
+        } else {
+            "imap.UID COPY+STORE+EXPUNGE"
+        };
+        events.command(sent, moved.elapsed);
         session.inbox.swap_remove(index);
         Ok(Outcome::Ok)
     }

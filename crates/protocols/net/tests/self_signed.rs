@@ -95,10 +95,10 @@ async fn issue_12_a_self_signed_certificate_given_as_ca_file_is_trusted() {
     let _ = tls.read_to_string(&mut hello).await;
     assert_eq!(hello, "hello\n");
 
-    let refused = Transport::connect_tls("127.0.0.1", port, timeout, settings(&other))
-        .await
-        .err()
-        .expect("another certificate is not trusted");
+    let Err(refused) = Transport::connect_tls("127.0.0.1", port, timeout, settings(&other)).await
+    else {
+        panic!("another certificate is not trusted");
+    };
     let message = refused.to_string();
     assert!(message.contains("--ca-file"), "{message}");
     assert!(
