@@ -130,6 +130,7 @@ fn target(lab: &LabGuard) -> Arc<Target> {
         pop3: None,
         tls,
         credentials: Credentials::Shared(Secret::new(status.password.clone())),
+        options: peakhour_engine::ServerOptions::default(),
     })
 }
 

@@ -49,6 +49,7 @@ mod connector;
 mod delivery;
 mod events;
 pub mod files;
+mod folders;
 mod groupware;
 pub mod init;
 mod pop3_user;
@@ -66,7 +67,9 @@ pub use calendar_init::{CalendarInitError, CalendarInitReport, init_calendars};
 pub use connector::{Connector, NetConnector};
 pub use delivery::{DeliveryTracker, LOST_LIST_CAP, Lost, LostReport, bare_message_id};
 pub use events::{Counter, Event, EventSink, NOT_ATTEMPTED, Outcome, PANIC};
+pub use folders::ServerFolders;
 pub use groupware::GroupwareCheckError;
+pub use peakhour_smtp::AuthPolicy;
 pub use population::{Population, PopulationError, RESERVED_TEST_DOMAINS, is_test_domain};
 pub use reconcile::{MAILBOX_SEARCH_LIMIT, RECONCILE_LIMIT, ReconcileProgress};
 pub use recording::{RunRecorder, qos_thresholds};
@@ -75,5 +78,5 @@ pub use run::{
     RunSettings, STOP_GRACE, SelfSample, preflight, run, run_with,
 };
 pub use selfcheck::{CpuMeter, LAG_PROBE_PERIOD, process_cpu_time};
-pub use target::{Account, Credentials, Endpoint, EndpointError, Target, TlsMode};
+pub use target::{Account, Credentials, Endpoint, EndpointError, ServerOptions, Target, TlsMode};
 pub use user::LATE_AFTER;

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use crate::connector::{Connector, open_imap};
 use crate::delivery::DeliveryTracker;
 use crate::events::Event;
+use crate::folders::discover;
 use crate::pop3_user::search_maildrop;
 use crate::population::Population;
 use crate::run::{Observer, RunClock, RunSettings, TICK};
@@ -339,17 +340,22 @@ impl MailboxSearch<'_> {
         let mut imap = open_imap(connector, target, timeout, command_timeout).await?;
         let (login, password) = target.login(user, address);
         imap.login(login, password).await?;
-        let folders: Vec<String> = imap
-            .list("", "*")
-            .await?
-            .value
+        let prefix = target.options.folder_prefix.as_deref();
+        let (server, listing) = discover(&mut imap, prefix, |_, _| {}).await?;
+        // The profile's Sent as the server names it (`INBOX.Sent`, or the
+        // folder marked \Sent).
+        let sent = server
+            .sent
+            .clone()
+            .unwrap_or_else(|| server.name(sent_folder));
+        let folders: Vec<String> = listing
             .into_iter()
             .filter(|entry| {
                 !entry
                     .attributes
                     .iter()
                     .any(|a| a.eq_ignore_ascii_case("\\Noselect"))
-                    && !entry.name.eq_ignore_ascii_case(sent_folder)
+                    && !entry.name.eq_ignore_ascii_case(&sent)
             })
             .map(|entry| entry.name)
             .collect();

@@ -282,7 +282,8 @@ pub async fn preflight(plan: &Plan, target: &Target, timeout: Duration) -> Resul
         .connect_smtp(&target.smtp, Flavor::Smtp, "preflight.peakhour", timeout)
         .await
         .map_err(|e| smtp_error(e.to_string()))?;
-    smtp.authenticate(login, password)
+    let encrypted = target.smtp.tls != crate::target::TlsMode::None;
+    smtp.authenticate_as(target.options.smtp_auth, encrypted, login, password)
         .await
         .map_err(|e| smtp_error(format!("AUTH as {login} failed: {e}")))?;
     let _ = smtp_deadline(timeout, "QUIT", smtp.quit()).await;

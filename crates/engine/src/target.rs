@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use peakhour_imap::{ImapConnection, ImapError};
 use peakhour_net::{Secret, Security};
-use peakhour_smtp::{Flavor, SmtpConnection, SmtpError};
+use peakhour_smtp::{AuthPolicy, Flavor, SmtpConnection, SmtpError};
 
 /// How a connection to an endpoint is secured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +148,16 @@ pub struct Account {
     pub address: String,
 }
 
+/// How the engine adapts to a server that is not the lab.
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    /// Whether and how users authenticate to the SMTP server (`--smtp-auth`).
+    pub smtp_auth: AuthPolicy,
+    /// The prefix of the user's own folders, instead of the one the server
+    /// announces with NAMESPACE (`--folder-prefix`).
+    pub folder_prefix: Option<String>,
+}
+
 /// Everything the engine needs to reach the servers.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -166,6 +176,8 @@ pub struct Target {
     pub tls: Arc<rustls::ClientConfig>,
     /// Logins and passwords.
     pub credentials: Credentials,
+    /// SMTP AUTH and folder names.
+    pub options: ServerOptions,
 }
 
 impl Target {

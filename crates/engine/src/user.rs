@@ -11,7 +11,7 @@ use peakhour_imap::{
 };
 use peakhour_net::Timed;
 use peakhour_smtp::{Flavor, SmtpError};
-use peakhour_workload::{ActionKind, MessageGenerator, MessageSpec, Plan};
+use peakhour_workload::{ActionKind, ActionParams, MessageGenerator, MessageSpec, Plan};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use crate::connector::Connector;
 use crate::delivery::DeliveryTracker;
 use crate::events::{Counter, Event, EventSink, Outcome};
+use crate::folders::{discover, listed};
 use crate::groupware::GroupwareClients;
 use crate::population::Population;
 use crate::run::{Halt, ScheduleProgress, not_attempted};
@@ -88,6 +89,9 @@ impl From<SmtpError> for Failure {
 }
 
 struct Session<S> {
+    /// The profile's action parameters with the folders as this server
+    /// names them ([`ServerFolders`](crate::ServerFolders)).
+    params: Arc<ActionParams>,
     imap: ImapConnection<S>,
     inbox: Vec<Known>,
     highest_uid: u32,
@@ -379,23 +383,22 @@ impl<C: Connector> User<C> {
         let (login, password) = target.login(self.index, &self.address);
         let done = imap.login(login, password).await?;
         self.command("imap.LOGIN", done);
-        let plan = &self.shared.plan;
-        let params = plan.params();
+        // Where the user's folders are (NAMESPACE, LIST with special-use
+        // attributes): the profile's names as this server spells them.
+        let events = &self.shared.events;
+        let prefix = target.options.folder_prefix.as_deref();
+        let (server, listing) = discover(&mut imap, prefix, |name, elapsed| {
+            events.command(name, elapsed)
+        })
+        .await?;
+        let params = server.params(self.shared.plan.params());
+        let existing: Vec<String> = listing.into_iter().map(|e| e.name).collect();
         // Folders a run needs: create any that `init` has not (idempotent).
-        let listed = imap.list("", "*").await?;
-        let existing: Vec<String> = self
-            .command("imap.LIST", listed)
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
         let mut needed: Vec<&str> =
             vec![&params.trash, &params.sent_folder, &params.calendar_folder];
         needed.extend(params.move_targets.iter().map(String::as_str));
         for folder in needed {
-            if !existing
-                .iter()
-                .any(|name| name.eq_ignore_ascii_case(folder))
-            {
+            if !listed(&existing, folder) {
                 let done = imap.create(folder).await?;
                 self.command("imap.CREATE", done);
             }
@@ -423,6 +426,7 @@ impl<C: Connector> User<C> {
         let highest_uid = inbox.iter().map(|k| k.uid).max().unwrap_or(0);
         let can_idle = imap.capabilities().has("IDLE");
         Ok(Session {
+            params: Arc::new(params),
             imap,
             inbox,
             highest_uid,
@@ -618,6 +622,17 @@ impl<C: Connector> User<C> {
         }
     }
 
+    /// The action parameters of the session's server (its folder names).
+    fn session_params(&self) -> Result<Arc<ActionParams>, Failure> {
+        self.session
+            .as_ref()
+            .map(|s| s.params.clone())
+            .ok_or(Failure {
+                kind: "no-session".into(),
+                session_lost: true,
+            })
+    }
+
     fn session(&mut self) -> Result<&mut Session<C::Stream>, Failure> {
         self.session.as_mut().ok_or(Failure {
             kind: "no-session".into(),
@@ -626,7 +641,7 @@ impl<C: Connector> User<C> {
     }
 
     async fn check_inbox(&mut self) -> Result<Outcome, Failure> {
-        let inbox = self.shared.plan.params().inbox.clone();
+        let inbox = self.session_params()?.inbox.clone();
         let page = self.shared.plan.params().page_size.max(1);
         let events = self.shared.events.clone();
         let session = self.session()?;
@@ -702,7 +717,7 @@ impl<C: Connector> User<C> {
     }
 
     async fn move_message(&mut self, seq: u64, delete: bool) -> Result<Outcome, Failure> {
-        let params = self.shared.plan.params().clone();
+        let params = self.session_params()?;
         let events = self.shared.events.clone();
         let picked = self.pick_message(seq, false);
         let Some(index) = picked else {
@@ -726,7 +741,14 @@ impl<C: Connector> User<C> {
             .last_command()
             .move_messages(&uid.to_string(), &folder, true)
             .await?;
-        events.command("imap.UID MOVE", moved.elapsed);
+        // Recorded under the commands actually sent: a server without MOVE
+        // got COPY, STORE and EXPUNGE (RFC 6851's fallback).
+        let sent = if session.imap.capabilities().has("MOVE") {
+            "imap.UID MOVE"
+        } else {
+            "imap.UID COPY+STORE+EXPUNGE"
+        };
+        events.command(sent, moved.elapsed);
         session.inbox.swap_remove(index);
         Ok(Outcome::Ok)
     }
@@ -790,8 +812,14 @@ impl<C: Connector> User<C> {
             self.command("smtp.EHLO", done);
         }
         let (login, password) = target.login(self.index, &self.address);
-        let done = smtp.authenticate(login, password).await?;
-        self.command("smtp.AUTH", done);
+        let encrypted = endpoint.tls != TlsMode::None;
+        let policy = target.options.smtp_auth;
+        if let Some(done) = smtp
+            .authenticate_as(policy, encrypted, login, password)
+            .await?
+        {
+            self.command("smtp.AUTH", done);
+        }
         let sent = smtp.send_mail(&self.address, &envelope, &message).await?;
         self.command("smtp.TRANSACTION", sent.clone().map(|_| ()));
         let outcome = sent.value;
@@ -821,7 +849,7 @@ impl<C: Connector> User<C> {
         }
 
         if plan.params().save_copy {
-            let sent_folder = plan.params().sent_folder.clone();
+            let sent_folder = self.session_params()?.sent_folder.clone();
             let session = self.session()?;
             let appended = session
                 .last_command()
@@ -855,7 +883,7 @@ impl<C: Connector> User<C> {
     }
 
     async fn update_calendar(&mut self, nth: u64) -> Result<Outcome, Failure> {
-        let params = self.shared.plan.params().clone();
+        let params = self.session_params()?;
         let events = self.shared.events.clone();
         let item = calendar_item(&self.shared.run_id, self.index, nth, &self.address);
         let session = self.session()?;

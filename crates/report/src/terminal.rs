@@ -170,6 +170,12 @@ fn delivery_into(s: &Summary, out: &mut String) -> std::fmt::Result {
         ms(d.p95_ms),
         ms(d.max_ms)
     )?;
+    if d.delivered_recipients > 0 {
+        writeln!(
+            out,
+            "  (latency: SMTP submission until the recipient's IMAP session saw the copy: queue, delivery and the server's IDLE notice included)"
+        )?;
+    }
     if let Some(queued) = d.mail_queue_at_end.filter(|q| d.lost > 0 && *q > 0) {
         writeln!(
             out,
@@ -208,8 +214,27 @@ fn common_tail(s: &Summary, out: &mut String) -> std::fmt::Result {
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
         writeln!(out, "errors by kind:      {}", kinds.join(" · "))?;
+        if let Some(hint) = connection_limit_hint(s) {
+            writeln!(out, "  {hint}")?;
+        }
     }
     Ok(())
+}
+
+/// What users that could not log on (or lost their session) most often
+/// mean on a server that is not the lab: a limit on connections per client
+/// address, since every simulated user connects from the same one.
+fn connection_limit_hint(s: &Summary) -> Option<String> {
+    let count = |kind: &str| s.errors_by_kind.get(kind).copied().unwrap_or(0);
+    let logons = count("not-logged-on") + count("imap:closed");
+    (logons > 0).then(|| {
+        format!(
+            "{logons} errors are sessions that closed or never logged on: if the server limits \
+             connections per client address (Dovecot's mail_max_userip_connections, Courier's \
+             MAXPERIP), the users past its limit fail this way; raise it for the test or run \
+             fewer users (docs/servers.md, \"Connection limits\")"
+        )
+    })
 }
 
 /// The monitor's findings, the warnings and the QoS verdict.

@@ -111,7 +111,7 @@ pub struct SendChoice {
 }
 
 /// Per-action parameters the engine follows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ActionParams {
     /// Check inbox: the folder checked.
     pub inbox: String,

@@ -62,7 +62,16 @@ pub(crate) struct TargetArgs {
     /// whose users follow the profile's name pattern). Kept out of argv on purpose.
     #[arg(long, value_name = "VAR", default_value = "PEAKHOUR_PASSWORD")]
     pub(crate) password_env: String,
-    /// A PEM file of CA certificates to trust in addition to the system's.
+    /// SMTP AUTH: `auto` (PLAIN or LOGIN when offered, none otherwise), `none` (a relay
+    /// that trusts this network), `plain` or `login`.
+    #[arg(long, value_name = "auto|none|plain|login", default_value = "auto")]
+    pub(crate) smtp_auth: peakhour_engine::AuthPolicy,
+    /// Where the users' own folders live, instead of the server's NAMESPACE answer
+    /// (e.g. `INBOX.`; `""` for the top level). Profile folder names go under it.
+    #[arg(long, value_name = "PREFIX")]
+    pub(crate) folder_prefix: Option<String>,
+    /// A PEM file of CA certificates to trust in addition to the system's; a
+    /// self-signed server certificate may be given here as its own CA.
     #[arg(long, value_name = "FILE")]
     pub(crate) ca_file: Option<PathBuf>,
     /// Accept any TLS certificate. Only for test servers you control.
@@ -153,6 +162,10 @@ pub(crate) struct RunArgs {
     /// (rows with a negative time_s in monitor.csv).
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
     pub(crate) monitor_baseline: std::time::Duration,
+    /// Server monitor: a process group NAME=REGEX (on command names), repeatable: the
+    /// server's processes when it is not the lab.
+    #[arg(long, value_name = "NAME=REGEX")]
+    pub(crate) group: Vec<String>,
 }
 
 /// `peakhour sweep`
@@ -185,6 +198,9 @@ pub(crate) struct SweepArgs {
     /// Stop climbing when failed actions exceed this fraction of the attempted ones.
     #[arg(long, value_name = "RATIO", default_value_t = 0.05)]
     pub(crate) max_error_ratio: f64,
+    /// Server monitor: a process group NAME=REGEX, repeatable (as for `run`).
+    #[arg(long, value_name = "NAME=REGEX")]
+    pub(crate) group: Vec<String>,
     /// Skip `init` (the mailboxes are already filled for the largest step).
     #[arg(long)]
     pub(crate) no_init: bool,

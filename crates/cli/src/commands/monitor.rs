@@ -35,6 +35,16 @@ pub(crate) fn lab_probes(status: &LabStatus) -> MailProbes {
     }
 }
 
+/// Which processes the local source counts besides the `--group` ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Watching {
+    /// `peakhour monitor`: Dovecot and Postfix by name (and peakhour).
+    MailServers,
+    /// A run against an explicit target: only peakhour, since a Dovecot or
+    /// Postfix on this host need not be the target's.
+    OnlyPeakhour,
+}
+
 /// The local source with the default groups (dovecot, postfix, peakhour),
 /// the extra `NAME=REGEX` groups, and the mail probes. With a lab, the
 /// `dovecot` and `postfix` groups count only that lab's servers (other labs
@@ -43,11 +53,15 @@ pub(crate) fn local_source(
     groups: &[String],
     lab: Option<&LabStatus>,
     mail: MailProbes,
+    watching: Watching,
 ) -> anyhow::Result<LocalSource> {
     let mut config = LocalConfig {
         mail,
         ..LocalConfig::default()
     };
+    if watching == Watching::OnlyPeakhour {
+        config.groups = vec![GroupSpec::peakhour()];
+    }
     if let Some(lab) = lab {
         config.groups =
             GroupSpec::defaults_within(lab.master_pid("dovecot"), lab.master_pid("postfix"));
@@ -93,7 +107,7 @@ fn start(
     }
     let mail = mail_probes(args);
     let what = mail.describe();
-    let source = local_source(&args.group, None, mail)?;
+    let source = local_source(&args.group, None, mail, Watching::MailServers)?;
     Ok((Monitor::start(source, Some(csv), config)?, what))
 }
 

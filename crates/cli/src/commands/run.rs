@@ -22,7 +22,7 @@ use tokio::runtime::Runtime;
 
 use self::live_line::LiveLine;
 use self::monitored::{MonitorRun, run_monitored};
-use super::monitor::{lab_probes, local_source};
+use super::monitor::{Watching, lab_probes, local_source};
 use super::signals::EXIT_INTERRUPTED;
 use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::RunArgs;
@@ -215,7 +215,8 @@ impl Prepared {
     /// Dovecot ports) and its CSV file.
     fn monitor_source(&self) -> anyhow::Result<(LocalSource, std::fs::File)> {
         let lab = self.resolved.lab.as_ref();
-        let source = local_source(&[], lab, lab.map(lab_probes).unwrap_or_default())?;
+        let probes = lab.map(lab_probes).unwrap_or_default();
+        let source = local_source(&self.config.groups, lab, probes, Watching::OnlyPeakhour)?;
         let path = self.dir.join("monitor.csv");
         let csv = std::fs::File::create(&path)
             .with_context(|| format!("cannot create {}", path.display()))?;

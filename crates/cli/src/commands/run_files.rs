@@ -27,7 +27,7 @@ use peakhour_rundir::{DirKind, MonitorSection, RunConfig, RunDir, RunSection, Ta
 use peakhour_workload::HumanDuration;
 use peakhour_workload::files::FileOverrides;
 
-use super::monitor::local_source;
+use super::monitor::{Watching, local_source};
 use super::run::MONITOR_INTERVAL;
 use super::run::monitored::run_monitored;
 use super::signals::EXIT_INTERRUPTED;
@@ -191,8 +191,18 @@ fn monitor_source(
     dir: &std::path::Path,
 ) -> anyhow::Result<(LocalSource, std::fs::File)> {
     let source = match lab {
-        Some(lab) => local_source(&[], Some(lab), MailProbes::default())?,
-        None => local_source(&[SAMBA_GROUP.to_owned()], None, MailProbes::default())?,
+        Some(lab) => local_source(
+            &[],
+            Some(lab),
+            MailProbes::default(),
+            Watching::OnlyPeakhour,
+        )?,
+        None => local_source(
+            &[SAMBA_GROUP.to_owned()],
+            None,
+            MailProbes::default(),
+            Watching::OnlyPeakhour,
+        )?,
     };
     let path = dir.join("monitor.csv");
     let csv = std::fs::File::create(&path)

@@ -4,7 +4,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
-use peakhour_engine::{Account, CalDavEndpoint, Credentials, Endpoint, Population, Target};
+use peakhour_engine::{
+    Account, CalDavEndpoint, Credentials, Endpoint, Population, ServerOptions, Target,
+};
 use peakhour_lab::{Lab, LabStatus};
 use peakhour_net::{Secret, TlsSettings};
 use peakhour_workload::{Overrides, Plan, Profile, builtin};
@@ -51,6 +53,13 @@ fn tls_settings(
     Ok(settings.client_config()?)
 }
 
+fn server_options(args: &TargetArgs) -> ServerOptions {
+    ServerOptions {
+        smtp_auth: args.smtp_auth,
+        folder_prefix: args.folder_prefix.clone(),
+    }
+}
+
 pub(crate) fn resolve_target(args: &TargetArgs) -> anyhow::Result<ResolvedTarget> {
     if args.target == "lab" {
         let status = Lab::new(&args.lab_dir)
@@ -78,6 +87,7 @@ pub(crate) fn resolve_target(args: &TargetArgs) -> anyhow::Result<ResolvedTarget
             )?),
             tls: tls_settings(args, Some(&status.ca_file))?,
             credentials: Credentials::Shared(Secret::new(status.password.clone())),
+            options: server_options(args),
         };
         return Ok(ResolvedTarget {
             target: Arc::new(target),
@@ -123,6 +133,7 @@ pub(crate) fn resolve_target(args: &TargetArgs) -> anyhow::Result<ResolvedTarget
             .context("--pop3")?,
         tls: tls_settings(args, None)?,
         credentials,
+        options: server_options(args),
     };
     Ok(ResolvedTarget {
         target: Arc::new(target),

@@ -392,6 +392,7 @@ pub(crate) fn target() -> Arc<Target> {
         pop3: None,
         tls,
         credentials: Credentials::Shared(Secret::new(PASSWORD.into())),
+        options: peakhour_engine::ServerOptions::default(),
     })
 }
 

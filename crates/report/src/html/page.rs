@@ -807,7 +807,7 @@ fn delivery(out: &mut String, record: &RunRecord, s: &Summary) -> Result<(), Rep
     let d = &s.delivery;
     let _ = write!(
         out,
-        "<section id=\"delivery\"><h2>Delivery latency</h2><p>{} of {} recipients delivered, {} failed, {} lost{} · p50 {} ms · p95 {} ms · max {} ms. Measured end to end, from SMTP submission until the copy was seen in the recipient's mailbox, over the whole run.</p>",
+        "<section id=\"delivery\"><h2>Delivery latency</h2><p>{} of {} recipients delivered, {} failed, {} lost{} · p50 {} ms · p95 {} ms · max {} ms. Measured end to end over the whole run, from the SMTP submission until the recipient's IMAP session saw the copy: it includes the submission, the MTA's queue, the delivery into the store, and the IMAP server's notice to the client (IDLE, or the next check of the Inbox), so a server that notifies late adds its delay here; it is not the MTA's delivery time alone.</p>",
         d.delivered_recipients,
         d.submitted_recipients,
         d.failed_recipients,

@@ -168,9 +168,12 @@ pub(crate) fn target_args(t: &TargetArgs) -> Vec<OsString> {
     for domain in &t.allow_domain {
         push("--allow-domain", Some(domain.into()));
     }
+    push("--folder-prefix", t.folder_prefix.clone().map(Into::into));
     if t.insecure_skip_tls_verify {
         out.push("--insecure-skip-tls-verify".into());
     }
+    let auth = format!("{:?}", t.smtp_auth).to_ascii_lowercase();
+    out.extend(["--smtp-auth".into(), auth.into()]);
     out
 }
 
@@ -203,6 +206,9 @@ pub(super) fn run_args(args: &SweepArgs, users: u32, seed: u64, dir: &Path) -> V
     }
     if let Some(ms) = args.shape.qos_p95_ms {
         out.extend(["--qos-p95-ms".into(), ms.to_string().into()]);
+    }
+    for group in &args.group {
+        out.extend(["--group".into(), group.into()]);
     }
     out.extend(file_args(&args.files));
     out

@@ -23,7 +23,7 @@ use peakhour_workload::derive::one_action_profile;
 use tokio::time::Instant;
 
 use super::Setup;
-use crate::commands::monitor::{lab_probes, local_source};
+use crate::commands::monitor::{Watching, lab_probes, local_source};
 use crate::commands::planner::load_average;
 use crate::commands::sweep::child::Children;
 
@@ -36,7 +36,8 @@ impl Setup {
     fn start_monitor(&self, dir: &Path, origin: Instant) -> anyhow::Result<Monitor> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let lab = self.resolved.lab.as_ref();
-        let source = local_source(&[], lab, lab.map(lab_probes).unwrap_or_default())?;
+        let probes = lab.map(lab_probes).unwrap_or_default();
+        let source = local_source(&[], lab, probes, Watching::MailServers)?;
         let path = dir.join("monitor.csv");
         let csv = std::fs::File::create(&path)
             .with_context(|| format!("cannot create {}", path.display()))?;
