@@ -9,7 +9,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{peakhour, start_lab};
+use common::peakhour;
 use peakhour_lab::{LabConfig, LabGuard, Limits, Ports};
 
 /// Two actions, small mailboxes: enough to exercise every path quickly.
@@ -82,7 +82,19 @@ fn open_dir() -> tempfile::TempDir {
 /// resource to run out. Every task runs briefly (3 s at 2 workstations).
 #[test]
 fn issue_13_tasks_rank_mmb_medium_then_a_plan_for_10000_users() {
-    let (_lab_dir, lab) = start_lab(8);
+    // A lab in a cgroup (capped at this machine's 2 cores): its CPU is the
+    // cgroup's, read every sample. Without one the CPU comes from the
+    // process groups, whose reads the monitor spreads over up to 10 samples
+    // when they cost more than 5 ms (a debug build on a loaded machine),
+    // too coarse for tasks measured over 3 s.
+    let dir = open_dir();
+    let config = LabConfig {
+        users: 8,
+        ports: Ports::free().unwrap(),
+        limits: Limits::default().with_cpus(2.0).unwrap(),
+        ..LabConfig::new(dir.path())
+    };
+    let lab = LabGuard::start(&config).unwrap();
     let out = tempfile::tempdir().unwrap();
     let tasks_dir = out.path().join("tasks");
     let output = peakhour(&[
@@ -162,8 +174,14 @@ fn issue_13_tasks_rank_mmb_medium_then_a_plan_for_10000_users() {
         assert!(tasks_dir.join(file).exists(), "{file} was not written");
     }
 
-    let tasks_json = tasks_dir.join("tasks.json");
-    let plan_dir = out.path().join("plan");
+    plan_for_10000_users(&tasks_dir.join("tasks.json"), out.path());
+}
+
+/// `peakhour plan --users 1000,5000,10000` on `tasks_json`: the sizing
+/// table and the first resource to run out, printed and in plan.json (valid
+/// against its schema).
+fn plan_for_10000_users(tasks_json: &Path, out: &Path) {
+    let plan_dir = out.join("plan");
     let plan_args = [
         "plan",
         "--tasks",
