@@ -19,7 +19,7 @@
 //! - [`files`] is the file-server side: NetBench's disk mix (seed 004) as a file profile
 //!   with seeded per-client scripts, and the dbench/NBENCH load-file parser.
 //!
-//! - [`derive`] writes the planner's derived profiles: one action alone, or the Inbox
+//! - [`derive`](mod@derive) writes the planner's derived profiles: one action alone, or the Inbox
 //!   topped up.
 //!
 //! The engine consumes all of this; this crate knows nothing about it.
