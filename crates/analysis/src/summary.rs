@@ -302,6 +302,10 @@ pub struct Summary {
     pub qos: QosReport,
     /// The run was stopped early; figures cover what was measured.
     pub interrupted: bool,
+    /// Set when `peakhour report` rebuilt this summary from what a killed run
+    /// left on disk (then `interrupted` is true as well).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<crate::Recovery>,
     /// The figures may describe peakhour rather than the server.
     pub client_bound: bool,
     /// Why `client_bound` is set.
@@ -524,7 +528,8 @@ impl Summary {
         Ok(Summary {
             verdict,
             qos,
-            interrupted: meta.interrupted,
+            interrupted: meta.interrupted || meta.recovered.is_some(),
+            recovered: meta.recovered.clone(),
             client_bound: !client_bound_reasons.is_empty(),
             client_bound_reasons,
             seed: meta.seed,

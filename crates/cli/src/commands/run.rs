@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use peakhour_analysis::{Summary, Verdict};
-use peakhour_engine::{RunResult, RunSettings, Target};
+use peakhour_engine::{Both, RunResult, RunSettings, Target};
 use peakhour_monitor::analysis::{TimeWindow, mail_queue_at_end};
 use peakhour_monitor::{LocalSource, Monitor, MonitorConfig, MonitorReport};
 use peakhour_rundir::{DirKind, MonitorSection, RunConfig, RunDir, RunSection, TargetSection};
@@ -23,16 +23,14 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use self::live_line::LiveLine;
-use super::monitor::{cost_line, findings, lab_probes, local_source, wait_for_signal};
+use super::monitor::{cost_line, findings, lab_probes, local_source};
+use super::signals::{EXIT_INTERRUPTED, Interrupt, exit_at_once};
 use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::RunArgs;
 use crate::config::{CONNECT_TIMEOUT, RunConfig as CheckedRunConfig, usage_exit};
 
 /// The server monitor samples every second during a run.
 const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
-
-/// Exit code of a run stopped by SIGINT or SIGTERM (128 + SIGINT, as shells report it).
-const EXIT_INTERRUPTED: u8 = 130;
 
 pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // Bounds first, then the profile, the target and the population: all
@@ -206,14 +204,12 @@ impl Prepared {
     fn monitor_source(&self) -> anyhow::Result<(LocalSource, std::fs::File)> {
         let lab = self.resolved.lab.as_ref();
         let source = local_source(&[], lab, lab.map(lab_probes).unwrap_or_default())?;
-        let path = self.dir.join("monitor.csv");
-        let csv = std::fs::File::create(&path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-        Ok((source, csv))
+        Ok((source, RunDir::new(&self.dir).create_monitor_csv()?))
     }
 
-    /// Runs the users with the monitor sampling beside them, until the run
-    /// ends or SIGINT/SIGTERM stops it.
+    /// Runs the users with the monitor sampling beside them and every closed
+    /// interval journaled to disk, until the run ends or a signal (SIGINT,
+    /// SIGTERM, SIGHUP) stops it; a second signal exits at once.
     fn execute(&self, runtime: &Runtime) -> anyhow::Result<(RunResult, Option<MonitorRun>)> {
         let baseline = self.config.monitor_baseline;
         let monitor_source = self.monitor_source();
@@ -225,15 +221,18 @@ impl Prepared {
             .enable_all()
             .build()?;
         let mut live = LiveLine::new(self.plan.actions());
+        let mut journal = RunDir::new(&self.dir).journal()?;
         let (stop_tx, stop_rx) = watch::channel(false);
+        let _interrupt = Interrupt::install(move |first| {
+            if !first {
+                exit_at_once();
+            }
+            eprintln!(
+                "\nstopping: finishing in-flight actions (at most 2 s), then writing results (a second signal exits at once)"
+            );
+            let _ = stop_tx.send(true);
+        })?;
         let (result, monitor) = runtime.block_on(async {
-            tokio::spawn(async move {
-                wait_for_signal().await;
-                eprintln!(
-                    "\nstopping: finishing in-flight actions (at most 2 s), then writing results"
-                );
-                let _ = stop_tx.send(true);
-            });
             // The monitor's time_s counts from the run's start; a baseline samples the
             // idle server before it (negative time_s).
             let origin = Instant::now() + baseline;
@@ -267,7 +266,7 @@ impl Prepared {
                 self.target.clone(),
                 self.settings.clone(),
                 stop_rx,
-                &mut live,
+                &mut Both(&mut live, &mut journal),
             )
             .await;
             let monitor = match monitor {
@@ -280,6 +279,9 @@ impl Prepared {
             (result, monitor)
         });
         live.clear();
+        if let Err(e) = journal.finish() {
+            eprintln!("warning: closed intervals were not all journaled as they closed: {e}");
+        }
         Ok((result?, monitor))
     }
 }
