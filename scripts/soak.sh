@@ -47,6 +47,7 @@ done
 if [ -z "$dir" ]; then
   dir=$(mktemp -d /tmp/peakhour-soak.XXXXXX)
 fi
+mkdir -p "$dir"
 chmod 755 "$dir" # the lab's servers must reach it (mktemp makes it 0700)
 lab_dir="$dir/lab"
 run_dir="$dir/run"

@@ -162,6 +162,11 @@ pub struct RunMeta {
     /// so the figures stop at the last interval that reached the disk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovered: Option<Recovery>,
+    /// What weakened the run's security, one sentence each (TLS
+    /// certificates not verified, passwords in plain text to a host that is
+    /// not loopback); empty when nothing did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security_shortcuts: Vec<String>,
 }
 
 /// How a record was rebuilt from a run that never finished writing.
@@ -219,6 +224,7 @@ impl RunMeta {
             qos: QosThresholds::default(),
             completion: None,
             recovered: None,
+            security_shortcuts: Vec::new(),
         }
     }
 }

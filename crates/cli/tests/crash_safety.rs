@@ -91,8 +91,16 @@ fn issue_11_sigkill_mid_run_leaves_closed_intervals_and_report_rebuilds_an_inter
     let csv = std::fs::read_to_string(run_dir.join("intervals.csv")).unwrap();
     // At least a row per closed interval but the last, which the kill may
     // have caught between the journal and the CSV.
-    assert!(csv.lines().count() >= on_disk, "{on_disk} intervals:\n{csv}");
-    assert!(std::fs::metadata(run_dir.join("latency.hlog")).unwrap().len() > 0);
+    assert!(
+        csv.lines().count() >= on_disk,
+        "{on_disk} intervals:\n{csv}"
+    );
+    assert!(
+        std::fs::metadata(run_dir.join("latency.hlog"))
+            .unwrap()
+            .len()
+            > 0
+    );
     assert!(std::fs::metadata(run_dir.join("monitor.csv")).is_ok());
 
     let report = peakhour(&["report", run_dir.to_str().unwrap()]);
@@ -108,7 +116,10 @@ fn issue_11_sigkill_mid_run_leaves_closed_intervals_and_report_rebuilds_an_inter
     assert!(steady_actions(&summary) > 0, "what was measured is kept");
     assert!(run_dir.join("report.html").exists());
     assert!(run_dir.join("record.json").exists());
-    assert!(!run_dir.join("intervals.jsonl").exists(), "record.json supersedes it");
+    assert!(
+        !run_dir.join("intervals.jsonl").exists(),
+        "record.json supersedes it"
+    );
 }
 
 #[test]
@@ -126,8 +137,14 @@ fn issue_11_sigterm_and_sighup_end_a_run_like_sigint() {
         assert!(stderr.contains("stopping:"), "{stop}: {stderr}");
         let summary = summary(&run_dir);
         assert_eq!(summary["interrupted"], true, "{stop}");
-        assert!(summary.get("recovered").is_none(), "{stop}: written by the run itself");
-        assert!(steady_actions(&summary) > 0, "{stop}: what was measured is kept");
+        assert!(
+            summary.get("recovered").is_none(),
+            "{stop}: written by the run itself"
+        );
+        assert!(
+            steady_actions(&summary) > 0,
+            "{stop}: what was measured is kept"
+        );
         assert!(!run_dir.join("intervals.jsonl").exists());
     }
 }
@@ -146,7 +163,10 @@ fn issue_11_a_second_sigint_exits_at_once_keeping_what_was_written() {
     let mut seen = String::new();
     loop {
         let mut line = String::new();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "no `stopping:` in {seen}");
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "no `stopping:` in {seen}"
+        );
         seen.push_str(&line);
         if line.starts_with("stopping:") {
             break;

@@ -62,5 +62,7 @@ pub use run::{
     RunSettings, STOP_GRACE, SelfSample, preflight, run, run_with,
 };
 pub use selfcheck::{CpuMeter, LAG_PROBE_PERIOD, process_cpu_time};
-pub use target::{Account, Credentials, Endpoint, EndpointError, Target, TlsMode};
+pub use target::{
+    Account, Credentials, Endpoint, EndpointError, Target, TlsMode, security_shortcuts,
+};
 pub use user::LATE_AFTER;

@@ -40,6 +40,11 @@ impl RunDir {
         }
         record.meta.interrupted = true;
         record.meta.recovered = Some(recovery.clone());
+        // The journal's head is written before the run's shortcuts are
+        // added to its metadata; config.toml has them.
+        if let Some(config) = self.read_config()? {
+            record.meta.security_shortcuts = config.config.target.security_shortcuts;
+        }
         let summary = Summary::compute(&record)
             .map_err(|e| self.parse_error(RunFile::Journal, ".", e.to_string()))?;
         self.write_results(&record, &summary)?;

@@ -60,7 +60,8 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .context("the target failed its check before the load; nothing was run")?;
     prepared.announce();
 
-    let (result, monitor) = prepared.execute(&runtime)?;
+    let (mut result, monitor) = prepared.execute(&runtime)?;
+    result.record.meta.security_shortcuts = prepared.resolved.shortcuts.clone();
     let outcome = &result.outcome;
     let mut summary = Summary::compute(&result.record)?;
     if let Some(monitor) = monitor {
@@ -159,7 +160,9 @@ impl Prepared {
         }
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
-        RunDir::new(&dir).write_config(&run_config(&plan, &config, &target)?)?;
+        let mut recorded = run_config(&plan, &config, &target)?;
+        recorded.target.security_shortcuts = resolved.shortcuts.clone();
+        RunDir::new(&dir).write_config(&recorded)?;
 
         let settings = RunSettings {
             run_id,
@@ -345,6 +348,7 @@ fn run_config(
         TargetSection {
             imap: target.imap.to_string(),
             smtp: target.smtp.to_string(),
+            security_shortcuts: Vec::new(),
         },
         MonitorSection {
             interval: HumanDuration(MONITOR_INTERVAL),
