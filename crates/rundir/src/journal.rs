@@ -220,10 +220,7 @@ fn write_journal(dir: &RunDir, received: &mpsc::Receiver<Entry>) -> Result<(), R
         Entry::Closed(interval) => Some(*interval),
         Entry::Started(_) => None,
     });
-    let intervals = closed.map(|interval| {
-        appender.append(&interval);
-        interval
-    });
+    let intervals = closed.inspect(|interval| appender.append(interval));
     let hlog_result = peakhour_report::write_hlog_intervals(&meta, intervals, &mut hlog, || {
         hlog_sync.sync_data()
     });
