@@ -78,8 +78,8 @@ pub use histogram::{
 pub use record::{
     ActionInterval, ClientInterval, Completion, DEFAULT_INTERVAL, DEFAULT_MAX_ERROR_RATIO,
     DEFAULT_P95_LIMIT_MS, DeliveryRecord, DeliveryRecorder, IntervalRecord, LOST_LIST_CAP,
-    LostRecipient, Phase, PhaseLengths, QosThresholds, RUN_RECORD_VERSION, RunMeta, RunRecord,
-    counters, merge_interval_lists,
+    LostRecipient, Phase, PhaseLengths, QosThresholds, RUN_RECORD_VERSION, Recovery, RunMeta,
+    RunRecord, counters, merge_interval_lists,
 };
 pub use recorder::{
     ActionTiming, DEFAULT_LATE_START_THRESHOLD, ENCODE_FAILURES_COUNTER, IntervalRecorder, Outcome,

@@ -314,6 +314,14 @@ pub struct Summary {
     pub qos: QosReport,
     /// The run was stopped early; figures cover what was measured.
     pub interrupted: bool,
+    /// Set when `peakhour report` rebuilt this summary from what a killed run
+    /// left on disk (then `interrupted` is true as well).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<crate::Recovery>,
+    /// What weakened the run's security (from the record's metadata): TLS
+    /// certificates not verified, passwords in plain text off the machine.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security_shortcuts: Vec<String>,
     /// The figures may describe peakhour rather than the server.
     pub client_bound: bool,
     /// Why `client_bound` is set.
@@ -565,7 +573,9 @@ impl Summary {
         Ok(Summary {
             verdict,
             qos,
-            interrupted: meta.interrupted,
+            interrupted: meta.interrupted || meta.recovered.is_some(),
+            recovered: meta.recovered.clone(),
+            security_shortcuts: meta.security_shortcuts.clone(),
             client_bound: !client_bound_reasons.is_empty(),
             client_bound_reasons,
             seed: meta.seed,

@@ -71,14 +71,16 @@ pub use metric_key::{
     instances_with,
 };
 pub use monitor::{Monitor, MonitorConfig, MonitorReport, StopHandle};
+#[doc(hidden)]
+pub use procfs::parse_every_proc_file;
 pub use procfs::{PidStat, parse_pid_stat};
 pub use sample::{
     CpuSample, CpuShares, DiskSample, GroupSample, MailSample, MemorySample, NetworkSample,
     PressureSample, QueueSizes, Sample, SystemSample,
 };
 pub use source::{
-    LocalConfig, LocalSource, NodeExporterSource, PROCESS_READ_BUDGET, SampleFuture, Source,
-    parse_exposition,
+    LocalConfig, LocalSource, MAX_CPUS, NodeExporterSource, PROCESS_READ_BUDGET, SampleFuture,
+    Source, parse_exposition, parse_scrape_response,
 };
 pub use system::{
     CpuCounters, DiskCounters, MemoryCounters, NetCounters, PressureCounters, SystemCounters,

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use peakhour_analysis::{Summary, Verdict};
-use peakhour_engine::{RunResult, RunSettings, Target};
+use peakhour_engine::{Both, RunResult, RunSettings, Target};
 use peakhour_monitor::LocalSource;
 use peakhour_rundir::{DirKind, MonitorSection, RunConfig, RunDir, RunSection, TargetSection};
 use peakhour_workload::{HumanDuration, Overrides, Plan};
@@ -67,7 +67,8 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .context("the target failed its check before the load; nothing was run")?;
     prepared.announce();
 
-    let (result, monitor) = prepared.execute(&runtime)?;
+    let (mut result, monitor) = prepared.execute(&runtime)?;
+    result.record.meta.security_shortcuts = prepared.resolved.shortcuts.clone();
     let outcome = &result.outcome;
     let mut summary = Summary::compute(&result.record)?;
     summary.limits = super::planner::summary_limits(prepared.resolved.lab.as_ref());
@@ -171,7 +172,9 @@ impl Prepared {
         }
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
-        RunDir::new(&dir).write_config(&run_config(&plan, &config, &target)?)?;
+        let mut recorded = run_config(&plan, &config, &target)?;
+        recorded.target.security_shortcuts = resolved.shortcuts.clone();
+        RunDir::new(&dir).write_config(&recorded)?;
 
         let settings = RunSettings {
             run_id,
@@ -217,17 +220,16 @@ impl Prepared {
         let lab = self.resolved.lab.as_ref();
         let probes = lab.map(lab_probes).unwrap_or_default();
         let source = local_source(&self.config.groups, lab, probes, Watching::OnlyPeakhour)?;
-        let path = self.dir.join("monitor.csv");
-        let csv = std::fs::File::create(&path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-        Ok((source, csv))
+        Ok((source, RunDir::new(&self.dir).create_monitor_csv()?))
     }
 
-    /// Runs the users with the monitor sampling beside them, until the run
-    /// ends or SIGINT/SIGTERM stops it.
+    /// Runs the users with the monitor sampling beside them and every closed
+    /// interval journaled to disk, until the run ends or a signal (SIGINT,
+    /// SIGTERM, SIGHUP) stops it; a second signal exits at once.
     fn execute(&self, runtime: &Runtime) -> anyhow::Result<(RunResult, Option<MonitorRun>)> {
         let mut live = LiveLine::new(self.plan.actions());
-        let live_ref = &mut live;
+        let mut journal = RunDir::new(&self.dir).journal()?;
+        let observers = &mut Both(&mut live, &mut journal);
         let (result, monitor) = run_monitored(
             runtime,
             self.monitor_source(),
@@ -239,12 +241,15 @@ impl Prepared {
                     self.target.clone(),
                     self.settings.clone(),
                     stop,
-                    live_ref,
+                    observers,
                 )
                 .await
             },
         )?;
         live.clear();
+        if let Err(e) = journal.finish() {
+            eprintln!("warning: closed intervals were not all journaled as they closed: {e}");
+        }
         Ok((result?, monitor))
     }
 }
@@ -273,6 +278,7 @@ fn run_config(
         TargetSection {
             imap: target.imap.to_string(),
             smtp: target.smtp.to_string(),
+            security_shortcuts: Vec::new(),
         },
         MonitorSection {
             interval: HumanDuration(MONITOR_INTERVAL),

@@ -151,6 +151,7 @@ fn run_config(
         target: TargetSection {
             imap: String::new(),
             smtp: String::new(),
+            security_shortcuts: Vec::new(),
         },
         monitor: MonitorSection {
             interval: HumanDuration(MONITOR_INTERVAL),

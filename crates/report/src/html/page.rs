@@ -106,6 +106,18 @@ fn warnings(out: &mut String, input: &ReportInput<'_>) {
     if s.interrupted {
         bad.push("<b>Interrupted:</b> the run was stopped early; the figures cover only what was measured.".into());
     }
+    if let Some(r) = &s.recovered {
+        bad.push(format!(
+            "<b>Rebuilt after a kill:</b> from {}, {} closed intervals up to {:.0} s; {}.",
+            escape(&r.from),
+            r.intervals,
+            r.measured_until_s,
+            escape(&r.note)
+        ));
+    }
+    for shortcut in &s.security_shortcuts {
+        bad.push(format!("<b>Security shortcut:</b> {}.", escape(shortcut)));
+    }
     if s.client_bound {
         bad.push(format!(
             "<b>Client-bound:</b> peakhour itself may have set the pace, so these numbers can describe the load generator rather than the server: {}.",

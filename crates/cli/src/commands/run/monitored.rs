@@ -1,6 +1,6 @@
 //! The server monitor beside a load, for mail runs and file runs alike: it samples on a
-//! runtime (and thread) of its own from the end of an optional idle baseline, SIGINT or
-//! SIGTERM stops the load, and its findings over the measured window go into the summary.
+//! runtime (and thread) of its own from the end of an optional idle baseline, SIGINT,
+//! SIGTERM or SIGHUP stops the load (a second signal exits at once), and its findings over the measured window go into the summary.
 
 use std::future::Future;
 use std::time::Duration;
@@ -12,7 +12,8 @@ use tokio::runtime::Runtime;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::super::monitor::{cost_line, findings, wait_for_signal};
+use super::super::monitor::{cost_line, findings};
+use super::super::signals::{Interrupt, exit_at_once};
 use super::MONITOR_INTERVAL;
 
 /// What the server monitor recorded during the run, and the instant its
@@ -43,12 +44,14 @@ where
         .enable_all()
         .build()?;
     let (stop_tx, stop_rx) = watch::channel(false);
+    let _interrupt = Interrupt::install(move |first| {
+        if !first {
+            exit_at_once();
+        }
+        eprintln!("\nstopping: {stopping} (a second signal exits at once)");
+        let _ = stop_tx.send(true);
+    })?;
     Ok(runtime.block_on(async {
-        tokio::spawn(async move {
-            wait_for_signal().await;
-            eprintln!("\nstopping: {stopping}");
-            let _ = stop_tx.send(true);
-        });
         // The monitor's time_s counts from the run's start; a baseline samples the
         // idle server before it (negative time_s).
         let origin = Instant::now() + baseline;
