@@ -70,7 +70,7 @@ pub use metric_key::{
     CoreField, DiskField, Family, Field, GroupField, MetricKey, NetField, SystemField, Unit,
     instances_with,
 };
-pub use monitor::{Monitor, MonitorConfig, MonitorReport, StopHandle};
+pub use monitor::{Monitor, MonitorConfig, MonitorReport, StopHandle, signed_secs};
 #[doc(hidden)]
 pub use procfs::parse_every_proc_file;
 pub use procfs::{PidStat, parse_pid_stat};

@@ -22,7 +22,7 @@ use peakhour_rundir::{DirKind, RunDir, RunFile, default_dir};
 use tokio::sync::watch;
 
 use super::signals::EXIT_INTERRUPTED;
-pub(crate) use super::signals::wait_for_signal;
+use super::signals::wait_for_signal;
 use super::status_line::StatusLine;
 use crate::args::MonitorArgs;
 

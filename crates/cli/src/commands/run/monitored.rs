@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use peakhour_analysis::Summary;
 use peakhour_monitor::analysis::{TimeWindow, mail_queue_at_end};
-use peakhour_monitor::{LocalSource, Monitor, MonitorConfig, MonitorReport};
+use peakhour_monitor::{LocalSource, Monitor, MonitorConfig, MonitorReport, signed_secs};
 use tokio::runtime::Runtime;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -118,13 +118,5 @@ impl MonitorRun {
         summary.resources = found.resources;
         summary.delivery.mail_queue_at_end = mail_queue_at_end(&report.table);
         eprintln!("{}", cost_line(&report));
-    }
-}
-
-fn signed_secs(at: Instant, origin: Instant) -> f64 {
-    if at >= origin {
-        at.duration_since(origin).as_secs_f64()
-    } else {
-        -origin.duration_since(at).as_secs_f64()
     }
 }
