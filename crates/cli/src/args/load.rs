@@ -139,6 +139,21 @@ pub(crate) struct RunShape {
     pub(crate) qos_p95_ms: Option<f64>,
 }
 
+/// Live metrics for Prometheus: shared by `run` and every step of `sweep`.
+#[derive(Debug, Args)]
+pub(crate) struct MetricsArgs {
+    /// Serve live metrics at http://ADDR/metrics during the run, as OpenMetrics (or Prometheus
+    /// text if the scraper asks): actions and errors by kind, users logged on, the phase, the
+    /// generator's CPU and scheduling lag, latency histograms (docs/live-metrics.md). ADDR is
+    /// IP:PORT, e.g. 127.0.0.1:9464; none by default.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics_listen: Option<std::net::SocketAddr>,
+    /// With --metrics-listen: keep serving the final figures this long after the run, so that
+    /// a scraper's last scrape sees them (at least its scrape interval; at most 10m).
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
+    pub(crate) metrics_linger: std::time::Duration,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
     #[command(flatten)]
@@ -166,6 +181,8 @@ pub(crate) struct RunArgs {
     /// server's processes when it is not the lab.
     #[arg(long, value_name = "NAME=REGEX")]
     pub(crate) group: Vec<String>,
+    #[command(flatten)]
+    pub(crate) metrics: MetricsArgs,
 }
 
 /// `peakhour sweep`
@@ -213,4 +230,7 @@ pub(crate) struct SweepArgs {
     pub(crate) price: Option<f64>,
     #[command(flatten)]
     pub(crate) files: FileArgs,
+    /// Each step serves its live metrics on the same address in turn.
+    #[command(flatten)]
+    pub(crate) metrics: MetricsArgs,
 }

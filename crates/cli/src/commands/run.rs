@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use peakhour_analysis::{Summary, Verdict};
-use peakhour_engine::{Both, RunResult, RunSettings, Target};
+use peakhour_engine::{Both, Observer, RunResult, RunSettings, Target};
 use peakhour_monitor::LocalSource;
 use peakhour_rundir::{DirKind, MonitorSection, RunConfig, RunDir, RunSection, TargetSection};
 use peakhour_workload::{HumanDuration, Overrides, Plan};
@@ -26,7 +26,7 @@ use super::monitor::{Watching, lab_probes, local_source};
 use super::signals::EXIT_INTERRUPTED;
 use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::RunArgs;
-use crate::config::{CONNECT_TIMEOUT, RunConfig as CheckedRunConfig, usage_exit};
+use crate::config::{CONNECT_TIMEOUT, RunConfig as CheckedRunConfig, UsageError, usage_exit};
 
 /// The server monitor samples every second during a run.
 pub(super) const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
@@ -39,6 +39,9 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Err(error) => return usage_exit(error.into()),
     };
     let prepared = match super::run_files::file_profile(&args.profile.profile) {
+        Ok(Some(_)) if args.metrics.metrics_listen.is_some() => {
+            return usage_exit(UsageError("--metrics-listen serves mail runs only".into()).into());
+        }
         Ok(Some(choice)) => {
             return super::run_files::run(&args, config, choice).or_else(usage_exit);
         }
@@ -49,6 +52,8 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Ok(prepared) => prepared,
         Err(error) => return usage_exit(error),
     };
+    let (listen, linger) = (args.metrics.metrics_listen, args.metrics.metrics_linger);
+    let metrics = peakhour_metrics::Exporter::start(listen, linger)?;
     // One thread for the users, the observer and the I/O driver. With a
     // worker per core, every event a user sends and every socket that became
     // ready woke another thread (2.3 futex calls and 2.6 context switches per
@@ -66,8 +71,11 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         ))
         .context("the target failed its check before the load; nothing was run")?;
     prepared.announce();
+    if let Some(address) = metrics.address() {
+        eprintln!("live metrics at http://{address}/metrics, until {linger:?} after the run");
+    }
 
-    let (mut result, monitor) = prepared.execute(&runtime)?;
+    let (mut result, monitor) = prepared.execute(&runtime, &mut metrics.observer())?;
     result.record.meta.security_shortcuts = prepared.resolved.shortcuts.clone();
     let outcome = &result.outcome;
     let mut summary = Summary::compute(&result.record)?;
@@ -90,6 +98,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     print_safety_notes(&summary);
     println!("results: {}", prepared.dir.display());
+    metrics.finish();
     Ok(if outcome.interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
     } else if summary.verdict == Verdict::Fail {
@@ -226,10 +235,14 @@ impl Prepared {
     /// Runs the users with the monitor sampling beside them and every closed
     /// interval journaled to disk, until the run ends or a signal (SIGINT,
     /// SIGTERM, SIGHUP) stops it; a second signal exits at once.
-    fn execute(&self, runtime: &Runtime) -> anyhow::Result<(RunResult, Option<MonitorRun>)> {
+    fn execute(
+        &self,
+        runtime: &Runtime,
+        metrics: &mut dyn Observer,
+    ) -> anyhow::Result<(RunResult, Option<MonitorRun>)> {
         let mut live = LiveLine::new(self.plan.actions());
         let mut journal = RunDir::new(&self.dir).journal()?;
-        let observers = &mut Both(&mut live, &mut journal);
+        let observers = &mut Both(&mut live, &mut Both(&mut journal, metrics));
         let (result, monitor) = run_monitored(
             runtime,
             self.monitor_source(),
