@@ -192,11 +192,9 @@ pub const RECIPIENTS_DELIVERED: Family = phase_counter(
     "Recipients that noticed their copy of a tracked message (IDLE, a check, or the reconciliation's search).",
 );
 /// Message bodies opened.
-pub const MESSAGE_OPENS: Family =
-    phase_counter("peakhour_message_opens", "Message bodies opened.");
+pub const MESSAGE_OPENS: Family = phase_counter("peakhour_message_opens", "Message bodies opened.");
 /// Folders opened.
-pub const FOLDER_OPENS: Family =
-    phase_counter("peakhour_folder_opens", "Folders opened (SELECT).");
+pub const FOLDER_OPENS: Family = phase_counter("peakhour_folder_opens", "Folders opened (SELECT).");
 /// Connections re-established.
 pub const RECONNECTS: Family = phase_counter(
     "peakhour_reconnects",

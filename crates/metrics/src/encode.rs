@@ -137,7 +137,10 @@ fn generator(out: &mut Exposition, m: &LiveMetrics, cpu_seconds: Option<f64>) {
     let name = out.header(&catalogue::SCHEDULING_LAG);
     out.histogram(name, &[], &m.lag);
     out.gauge(&catalogue::SCHEDULING_LAG_MAX, m.lag_max.as_secs_f64());
-    out.gauge(&catalogue::RECONCILE_MAILBOXES, m.reconcile_mailboxes as f64);
+    out.gauge(
+        &catalogue::RECONCILE_MAILBOXES,
+        m.reconcile_mailboxes as f64,
+    );
     out.gauge(&catalogue::RECONCILE_SEARCHED, m.reconcile_searched as f64);
 }
 

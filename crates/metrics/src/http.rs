@@ -153,8 +153,14 @@ mod tests {
             (Some("*/*"), Format::OpenMetrics),
             (Some(PROMETHEUS_ACCEPT), Format::OpenMetrics),
             (Some("text/plain"), Format::Prometheus),
-            (Some("text/plain;version=0.0.4;q=0.9,*/*;q=0.1"), Format::Prometheus),
-            (Some("application/openmetrics-text; q=0.2, text/plain"), Format::Prometheus),
+            (
+                Some("text/plain;version=0.0.4;q=0.9,*/*;q=0.1"),
+                Format::Prometheus,
+            ),
+            (
+                Some("application/openmetrics-text; q=0.2, text/plain"),
+                Format::Prometheus,
+            ),
             (Some("application/json"), Format::OpenMetrics),
         ];
         for (accept, want) in cases {
@@ -195,7 +201,11 @@ mod tests {
             parse_head(b"\x01\x02 nonsense\r\n\r\n"),
             Err(HeadError::Malformed(_))
         ));
-        let endless = [b"GET /metrics HTTP/1.1\r\nX: ".as_slice(), &[b'a'; MAX_HEAD]].concat();
+        let endless = [
+            b"GET /metrics HTTP/1.1\r\nX: ".as_slice(),
+            &[b'a'; MAX_HEAD],
+        ]
+        .concat();
         assert_eq!(parse_head(&endless), Err(HeadError::TooLong));
     }
 

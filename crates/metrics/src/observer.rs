@@ -130,6 +130,12 @@ impl Observer for MetricsObserver {
             seed: meta.seed,
             version: meta.peakhour_version.clone(),
         };
-        self.update(|m| m.start(run, meta.users, meta.action_weights.keys().map(String::as_str)));
+        self.update(|m| {
+            m.start(
+                run,
+                meta.users,
+                meta.action_weights.keys().map(String::as_str),
+            )
+        });
     }
 }

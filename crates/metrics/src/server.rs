@@ -123,7 +123,9 @@ impl Server {
     fn start(address: SocketAddr, metrics: Arc<Mutex<LiveMetrics>>) -> Result<Self, MetricsError> {
         let bind = |source| MetricsError::Bind { address, source };
         let listener = std::net::TcpListener::bind(address).map_err(bind)?;
-        listener.set_nonblocking(true).map_err(MetricsError::Start)?;
+        listener
+            .set_nonblocking(true)
+            .map_err(MetricsError::Start)?;
         let address = listener.local_addr().map_err(MetricsError::Start)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

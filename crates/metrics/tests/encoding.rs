@@ -38,7 +38,12 @@ fn sample_run() -> LiveMetrics {
     m.action("read", Ending::Error("imap:timeout"), ms(30_000), true);
     m.action("send", Ending::Error("smtp:reply:550"), ms(40), false);
     m.action("send", Ending::Ok, ms(300), true);
-    m.action("read", Ending::Skipped("empty-inbox"), Duration::ZERO, false);
+    m.action(
+        "read",
+        Ending::Skipped("empty-inbox"),
+        Duration::ZERO,
+        false,
+    );
     m.error("session", "imap:closed\nby \\ peer");
     m.command("imap.SELECT");
     m.command("imap.SELECT");
@@ -105,11 +110,19 @@ fn openmetrics_parses_strictly_with_every_family_in_catalogue_order() {
     let text = encode(&sample_run(), Some(1.5), Format::OpenMetrics);
     assert!(text.ends_with("# EOF\n"));
     let families = python_openmetrics(&text);
-    let names: Vec<&str> = families.iter().map(|f| f["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = families
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
     let want: Vec<&str> = FAMILIES.iter().map(|f| f.name).collect();
     assert_eq!(names, want);
     for (parsed, family) in families.iter().zip(FAMILIES) {
-        assert_eq!(parsed["type"], family.kind.openmetrics_name(), "{}", family.name);
+        assert_eq!(
+            parsed["type"],
+            family.kind.openmetrics_name(),
+            "{}",
+            family.name
+        );
         assert_eq!(parsed["unit"], family.unit.unwrap_or(""), "{}", family.name);
         for sample in parsed["samples"].as_array().unwrap() {
             let labels: Vec<&str> = sample["labels"]
@@ -126,19 +139,34 @@ fn openmetrics_parses_strictly_with_every_family_in_catalogue_order() {
     }
 
     let steady_read_ok = [("action", "read"), ("phase", "steady"), ("outcome", "ok")];
-    assert_eq!(om_value(&families, "peakhour_actions_total", &steady_read_ok), 5.0);
+    assert_eq!(
+        om_value(&families, "peakhour_actions_total", &steady_read_ok),
+        5.0
+    );
     let logon_read_ok = [("action", "read"), ("phase", "logon"), ("outcome", "ok")];
-    assert_eq!(om_value(&families, "peakhour_actions_total", &logon_read_ok), 1.0);
+    assert_eq!(
+        om_value(&families, "peakhour_actions_total", &logon_read_ok),
+        1.0
+    );
     let move_zero = [("action", "move"), ("phase", "drain"), ("outcome", "error")];
-    assert_eq!(om_value(&families, "peakhour_actions_total", &move_zero), 0.0);
+    assert_eq!(
+        om_value(&families, "peakhour_actions_total", &move_zero),
+        0.0
+    );
     let escaped = [
         ("action", "session"),
         ("phase", "steady"),
         ("kind", "imap:closed\nby \\ peer"),
     ];
     assert_eq!(om_value(&families, "peakhour_errors_total", &escaped), 1.0);
-    assert_eq!(om_value(&families, "peakhour_phase", &[("peakhour_phase", "steady")]), 1.0);
-    assert_eq!(om_value(&families, "peakhour_phase", &[("peakhour_phase", "logon")]), 0.0);
+    assert_eq!(
+        om_value(&families, "peakhour_phase", &[("peakhour_phase", "steady")]),
+        1.0
+    );
+    assert_eq!(
+        om_value(&families, "peakhour_phase", &[("peakhour_phase", "logon")]),
+        0.0
+    );
     let info = [
         ("run_id", "2026-11-23T10-00-00Z-mmb-medium-10u"),
         ("profile", "mmb \"medium\""),
@@ -147,15 +175,34 @@ fn openmetrics_parses_strictly_with_every_family_in_catalogue_order() {
     ];
     assert_eq!(om_value(&families, "peakhour_run_info", &info), 1.0);
     assert_eq!(om_value(&families, "peakhour_users_logged_on", &[]), 10.0);
-    assert_eq!(om_value(&families, "peakhour_generator_cpu_seconds_total", &[]), 1.5);
-    assert_eq!(om_value(&families, "peakhour_generator_cpu_ratio", &[]), 0.25);
+    assert_eq!(
+        om_value(&families, "peakhour_generator_cpu_seconds_total", &[]),
+        1.5
+    );
+    assert_eq!(
+        om_value(&families, "peakhour_generator_cpu_ratio", &[]),
+        0.25
+    );
     // The QoS limit (1 s) is a bound: the 1,000 ms read is at or under it.
     let le_1 = [("action", "read"), ("le", "1")];
-    assert_eq!(om_value(&families, "peakhour_action_latency_seconds_bucket", &le_1), 5.0);
+    assert_eq!(
+        om_value(&families, "peakhour_action_latency_seconds_bucket", &le_1),
+        5.0
+    );
     let le_half = [("action", "read"), ("le", "0.5")];
-    assert_eq!(om_value(&families, "peakhour_action_latency_seconds_bucket", &le_half), 4.0);
+    assert_eq!(
+        om_value(
+            &families,
+            "peakhour_action_latency_seconds_bucket",
+            &le_half
+        ),
+        4.0
+    );
     let read = [("action", "read")];
-    assert_eq!(om_value(&families, "peakhour_action_latency_seconds_count", &read), 6.0);
+    assert_eq!(
+        om_value(&families, "peakhour_action_latency_seconds_count", &read),
+        6.0
+    );
     let sum = om_value(&families, "peakhour_action_latency_seconds_sum", &read);
     assert!((sum - 3.575).abs() < 1e-9, "{sum}");
 }
@@ -185,20 +232,45 @@ fn prometheus_text_reads_back_with_the_same_values() {
             }
         }
     };
-    let steady = |action, outcome| [("action", action), ("phase", "steady"), ("outcome", outcome)];
+    let steady = |action, outcome| {
+        [
+            ("action", action),
+            ("phase", "steady"),
+            ("outcome", outcome),
+        ]
+    };
     assert_eq!(value("peakhour_actions_total", &steady("read", "ok")), 5.0);
-    assert_eq!(value("peakhour_actions_total", &steady("read", "error")), 1.0);
+    assert_eq!(
+        value("peakhour_actions_total", &steady("read", "error")),
+        1.0
+    );
     assert_eq!(value("peakhour_actions_total", &steady("send", "ok")), 1.0);
     assert_eq!(m.actions_in(RunPhase::Steady, true), 6);
     let late = [("action", "send"), ("phase", "steady")];
     assert_eq!(value("peakhour_late_starts_total", &late), 1.0);
-    let skipped = [("action", "read"), ("phase", "steady"), ("reason", "empty-inbox")];
+    let skipped = [
+        ("action", "read"),
+        ("phase", "steady"),
+        ("reason", "empty-inbox"),
+    ];
     assert_eq!(value("peakhour_actions_skipped_total", &skipped), 1.0);
-    assert_eq!(value("peakhour_commands_total", &[("command", "imap.SELECT")]), 2.0);
+    assert_eq!(
+        value("peakhour_commands_total", &[("command", "imap.SELECT")]),
+        2.0
+    );
     let steady_phase = [("phase", "steady")];
-    assert_eq!(value("peakhour_recipients_submitted_total", &steady_phase), 3.0);
-    assert_eq!(value("peakhour_recipients_delivered_total", &steady_phase), 1.0);
-    assert_eq!(value("peakhour_phase", &[("peakhour_phase", "steady")]), 1.0);
+    assert_eq!(
+        value("peakhour_recipients_submitted_total", &steady_phase),
+        3.0
+    );
+    assert_eq!(
+        value("peakhour_recipients_delivered_total", &steady_phase),
+        1.0
+    );
+    assert_eq!(
+        value("peakhour_phase", &[("peakhour_phase", "steady")]),
+        1.0
+    );
     assert_eq!(value("peakhour_run_info", &[("seed", "42")]), 1.0);
     assert_eq!(value("peakhour_scheduling_lag_max_seconds", &[]), 0.03);
 
@@ -238,5 +310,8 @@ fn a_run_that_has_not_started_still_serves_every_family() {
     let text = encode(&LiveMetrics::default(), None, Format::OpenMetrics);
     let families = python_openmetrics(&text);
     assert_eq!(families.len(), FAMILIES.len());
-    assert_eq!(om_value(&families, "peakhour_phase", &[("peakhour_phase", "logon")]), 1.0);
+    assert_eq!(
+        om_value(&families, "peakhour_phase", &[("peakhour_phase", "logon")]),
+        1.0
+    );
 }

@@ -56,8 +56,16 @@ fn a_scrape_sees_the_events_so_far_in_the_format_it_asks_for() {
     };
     let logon = clock.t0 + Duration::from_secs(1);
     observer.event(&clock, logon, &Event::LoggedOn(1));
-    observer.event(&clock, logon, &action(ActionKind::CheckInbox, logon, Outcome::Ok));
-    observer.event(&clock, now, &action(ActionKind::CheckInbox, now, Outcome::Ok));
+    observer.event(
+        &clock,
+        logon,
+        &action(ActionKind::CheckInbox, logon, Outcome::Ok),
+    );
+    observer.event(
+        &clock,
+        now,
+        &action(ActionKind::CheckInbox, now, Outcome::Ok),
+    );
     let failed = Outcome::Error("imap:timeout".into());
     observer.event(&clock, now, &action(ActionKind::CheckInbox, now, failed));
     observer.tick(
@@ -70,7 +78,10 @@ fn a_scrape_sees_the_events_so_far_in_the_format_it_asks_for() {
     );
     assert_eq!(exporter.snapshot().phase(), RunPhase::Steady);
 
-    let (head, body) = scrape(address, "application/openmetrics-text;version=1.0.0,*/*;q=0.1");
+    let (head, body) = scrape(
+        address,
+        "application/openmetrics-text;version=1.0.0,*/*;q=0.1",
+    );
     assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
     assert!(
         head.contains("Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8"),
@@ -93,16 +104,25 @@ fn a_scrape_sees_the_events_so_far_in_the_format_it_asks_for() {
     assert!(body.ends_with("# EOF\n"));
 
     let (head, body) = scrape(address, "text/plain;version=0.0.4");
-    assert!(head.contains("Content-Type: text/plain; version=0.0.4; charset=utf-8"), "{head}");
+    assert!(
+        head.contains("Content-Type: text/plain; version=0.0.4; charset=utf-8"),
+        "{head}"
+    );
     assert!(body.contains("# TYPE peakhour_actions_total counter\n"));
     assert!(!body.contains("# EOF"));
 
     let (head, body) = get(address, "HEAD /metrics HTTP/1.1\r\n\r\n");
-    assert!(head.starts_with("HTTP/1.1 200 OK") && body.is_empty(), "{head}");
+    assert!(
+        head.starts_with("HTTP/1.1 200 OK") && body.is_empty(),
+        "{head}"
+    );
     let (head, _) = get(address, "GET /other HTTP/1.1\r\n\r\n");
     assert!(head.starts_with("HTTP/1.1 404"), "{head}");
     let (head, _) = get(address, "DELETE /metrics HTTP/1.1\r\n\r\n");
-    assert!(head.starts_with("HTTP/1.1 405") && head.contains("Allow: GET, HEAD"), "{head}");
+    assert!(
+        head.starts_with("HTTP/1.1 405") && head.contains("Allow: GET, HEAD"),
+        "{head}"
+    );
     let (head, _) = get(address, "\x16\x03\x01 not http\r\n\r\n");
     assert!(head.starts_with("HTTP/1.1 400"), "{head}");
 
@@ -135,5 +155,8 @@ fn an_address_in_use_is_an_error_that_names_it() {
     let error = Exporter::start(Some(taken), Duration::ZERO).unwrap_err();
     assert!(error.to_string().contains(&taken.to_string()), "{error}");
     let too_long = Exporter::start(None, Duration::from_secs(3600)).unwrap_err();
-    assert!(too_long.to_string().contains("--metrics-linger"), "{too_long}");
+    assert!(
+        too_long.to_string().contains("--metrics-linger"),
+        "{too_long}"
+    );
 }

@@ -213,7 +213,10 @@ pub(super) fn run_args(args: &SweepArgs, users: u32, seed: u64, dir: &Path) -> V
     out.extend(file_args(&args.files));
     if let Some(address) = args.metrics.metrics_listen {
         out.extend(["--metrics-listen".into(), address.to_string().into()]);
-        out.extend(["--metrics-linger".into(), duration(args.metrics.metrics_linger)]);
+        out.extend([
+            "--metrics-linger".into(),
+            duration(args.metrics.metrics_linger),
+        ]);
     }
     out
 }
