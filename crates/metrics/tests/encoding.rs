@@ -40,7 +40,7 @@ fn sample_run() -> LiveMetrics {
     m.action("send", Ending::Ok, ms(300), true);
     m.action(
         "read",
-        Ending::Skipped("empty-inbox"),
+        Ending::Skipped("empty_inbox"),
         Duration::ZERO,
         false,
     );
@@ -251,7 +251,7 @@ fn prometheus_text_reads_back_with_the_same_values() {
     let skipped = [
         ("action", "read"),
         ("phase", "steady"),
-        ("reason", "empty-inbox"),
+        ("reason", "empty_inbox"),
     ];
     assert_eq!(value("peakhour_actions_skipped_total", &skipped), 1.0);
     assert_eq!(
