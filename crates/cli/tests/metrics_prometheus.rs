@@ -253,6 +253,23 @@ fn prometheus_scrapes_a_run_and_its_counters_equal_the_summary() {
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
             .unwrap();
+    served_figures_equal_the_summary(&prometheus, &summary);
+
+    // Every query of the Grafana dashboard is PromQL this Prometheus accepts
+    // (the metrics crate's tests check that it names only served series).
+    for expr in dashboard_queries() {
+        let expr = expr
+            .replace("$__rate_interval", "1m")
+            .replace("$instance", ".*");
+        prometheus.query(&expr);
+    }
+    drop(prometheus);
+}
+
+/// What Prometheus scraped from the run against what the run wrote: the
+/// steady phase's actions (in all and by action) and errors exactly, the
+/// users and phases seen while it ran, and the run's identity.
+fn served_figures_equal_the_summary(prometheus: &Prometheus, summary: &Value) {
     let actions = summary["actions"].as_object().unwrap();
     let steady_ok: u64 = actions.values().map(|a| a["count"].as_u64().unwrap()).sum();
     let steady_errors: u64 = actions
@@ -274,17 +291,23 @@ fn prometheus_scrapes_a_run_and_its_counters_equal_the_summary() {
         "Prometheus's {ok_query} against summary.json's steady actions"
     );
     // Action by action, too.
-    let by_action = prometheus.query(&format!(
-        "sum by (action) (last_over_time(peakhour_actions_total{{phase=\"steady\",outcome=\"ok\"}}[10m]))"
-    ));
-    for (labels, value) in &by_action {
-        let action = labels["action"].as_str().unwrap();
-        assert_eq!(
-            Some(*value as u64),
-            actions[action]["count"].as_u64(),
-            "{action}"
-        );
-    }
+    let by_action = prometheus.query(
+        "sum by (action) (last_over_time(peakhour_actions_total{phase=\"steady\",outcome=\"ok\"}[10m]))",
+    );
+    let served_by_action: std::collections::BTreeMap<&str, u64> = by_action
+        .iter()
+        .map(|(labels, value)| (labels["action"].as_str().unwrap(), *value as u64))
+        .filter(|(_, count)| *count > 0)
+        .collect();
+    let summary_by_action: std::collections::BTreeMap<&str, u64> = actions
+        .iter()
+        .map(|(action, a)| (action.as_str(), a["count"].as_u64().unwrap()))
+        .filter(|(_, count)| *count > 0)
+        .collect();
+    assert_eq!(
+        served_by_action, summary_by_action,
+        "steady actions by action"
+    );
     let errors = prometheus
         .scalar(&last("peakhour_errors_total{phase=\"steady\"}"))
         .unwrap_or(0.0);
@@ -312,5 +335,19 @@ fn prometheus_scrapes_a_run_and_its_counters_equal_the_summary() {
         histogram_count >= steady_ok as f64,
         "{histogram_count} < {steady_ok}"
     );
-    drop(prometheus);
+}
+
+/// The `expr` of every panel target of docs/grafana/peakhour.json.
+fn dashboard_queries() -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/grafana/peakhour.json");
+    let dashboard: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let queries: Vec<String> = dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|panel| panel["targets"].as_array().unwrap().clone())
+        .map(|target| target["expr"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(queries.len() >= 10, "{queries:?}");
+    queries
 }
