@@ -166,6 +166,8 @@ pub(crate) struct RunArgs {
     /// server's processes when it is not the lab.
     #[arg(long, value_name = "NAME=REGEX")]
     pub(crate) group: Vec<String>,
+    #[command(flatten)]
+    pub(crate) distributed: super::ShardArgs,
 }
 
 /// `peakhour sweep`
