@@ -59,6 +59,16 @@ if [ -d /run/systemd/system ] && systemctl is-enabled --quiet prometheus.service
   systemctl disable --now prometheus.service
 fi
 
+# The official Kubernetes client's models check `peakhour k8s job`'s
+# manifests (crates/cli/tests/k8s_job.rs, scripts/validate-k8s.py).
+if ! python3 -c 'import kubernetes' >/dev/null 2>&1; then
+  say "installing the Kubernetes Python client (pip)"
+  python3 -m pip install -q kubernetes 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages kubernetes
+else
+  say "Kubernetes Python client already installed"
+fi
+
 if ! command -v cargo >/dev/null 2>&1; then
   echo "error: cargo not found; install Rust 1.95 or newer (https://rustup.rs)" >&2
   exit 1

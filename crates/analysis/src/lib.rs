@@ -65,16 +65,19 @@
 pub mod bootstrap;
 pub mod capacity;
 mod histogram;
+mod merge;
 pub mod plan;
 pub mod quantile;
 mod record;
 mod recorder;
+mod shard;
 mod summary;
 
 pub use histogram::{
     EncodedHistogram, HIGHEST_TRACKABLE_US, LOWEST_DISCERNIBLE_US, LatencyHistogram,
     SIGNIFICANT_DIGITS,
 };
+pub use merge::{MergeError, Merged, merge_shards};
 pub use record::{
     ActionInterval, ClientInterval, Completion, DEFAULT_INTERVAL, DEFAULT_MAX_ERROR_RATIO,
     DEFAULT_P95_LIMIT_MS, DeliveryRecord, DeliveryRecorder, IntervalRecord, LOST_LIST_CAP,
@@ -85,6 +88,7 @@ pub use recorder::{
     ActionTiming, DEFAULT_LATE_START_THRESHOLD, ENCODE_FAILURES_COUNTER, IntervalRecorder, Outcome,
     RecorderConfig,
 };
+pub use shard::{CrossCopy, CrossShardDeliveries, LATE_START_TOLERANCE_MS, ShardMark};
 pub use summary::{
     ActionSummary, BITS_PER_MEGABIT, Bottleneck, CLIENT_CPU_BUSY_INTERVALS_FRACTION,
     CLIENT_CPU_LIMIT_FRACTION, ClientSummary, DeliverySummary, LatencySummary, PANIC_ERROR_KIND,

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::histogram::{EncodedHistogram, LatencyHistogram};
+use crate::shard::{CrossShardDeliveries, ShardMark};
 use crate::{AnalysisError, serde_duration};
 
 /// Version of the run-record format, bumped on incompatible changes.
@@ -176,6 +177,14 @@ pub struct RunMeta {
     /// not loopback); empty when nothing did.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub security_shortcuts: Vec<String>,
+    /// A distributed run's shards (`run --shard I/N`): this shard alone in
+    /// a shard's record, every shard merged in a merged one; empty for a
+    /// run of the whole population in one process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardMark>,
+    /// Set by `peakhour merge`: the record is the sum of [`RunMeta::shards`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub merged: bool,
 }
 
 /// How a record was rebuilt from a run that never finished writing.
@@ -235,6 +244,8 @@ impl RunMeta {
             protocols: BTreeMap::new(),
             recovered: None,
             security_shortcuts: Vec::new(),
+            shards: Vec::new(),
+            merged: false,
         }
     }
 }
@@ -424,12 +435,22 @@ pub struct DeliveryRecord {
     pub lost_unsearched: u64,
     /// Submission-to-arrival latency in µs, one value per delivered recipient.
     pub latency: EncodedHistogram,
+    /// A shard's copies that crossed to or from another shard, which only
+    /// `peakhour merge` can reconcile; `None` outside a sharded run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_shard: Option<CrossShardDeliveries>,
 }
 
 impl DeliveryRecord {
     /// Every lost recipient, listed or not.
     pub fn lost_total(&self) -> u64 {
         self.lost.len() as u64 + self.lost_not_listed
+    }
+
+    /// Copies submitted to another shard's users, reconciled by the merge
+    /// (`submitted = delivered + failed + lost + awaiting_merge`).
+    pub fn awaiting_merge(&self) -> u64 {
+        self.cross_shard.as_ref().map_or(0, |c| c.sent.len() as u64)
     }
 }
 
@@ -505,6 +526,7 @@ impl DeliveryRecorder {
             lost_not_listed: self.lost_not_listed,
             lost_unsearched: self.lost_unsearched,
             latency: self.latency.encode()?,
+            cross_shard: None,
         })
     }
 }

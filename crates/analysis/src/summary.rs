@@ -203,7 +203,11 @@ pub struct DeliverySummary {
     /// not looked for either.
     #[serde(default)]
     pub lost_unsearched: u64,
-    /// submitted == delivered + failed + lost.
+    /// A shard's copies to other shards' users, reconciled only by
+    /// `peakhour merge` (0 outside a sharded run).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub awaiting_merge: u64,
+    /// submitted == delivered + failed + lost + awaiting_merge.
     pub reconciled: bool,
     /// Median delivery latency.
     pub p50_ms: Option<f64>,
@@ -699,6 +703,10 @@ fn panics(record: &RunRecord) -> u64 {
         .sum()
 }
 
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
 fn delivery(record: &RunRecord) -> Result<DeliverySummary, AnalysisError> {
     let d = &record.delivery;
     let h = d.latency.decode()?;
@@ -711,7 +719,9 @@ fn delivery(record: &RunRecord) -> Result<DeliverySummary, AnalysisError> {
         lost_recipients: d.lost.clone(),
         lost_not_listed: d.lost_not_listed,
         lost_unsearched: d.lost_unsearched,
-        reconciled: d.submitted_recipients == d.delivered_recipients + d.failed_recipients + lost,
+        awaiting_merge: d.awaiting_merge(),
+        reconciled: d.submitted_recipients
+            == d.delivered_recipients + d.failed_recipients + lost + d.awaiting_merge(),
         p50_ms: h.quantile_ms(0.50),
         p95_ms: h.quantile_ms(0.95),
         max_ms: h.max_ms(),

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 mod analysis;
+mod distributed;
 mod files;
 mod help;
 mod lab;
@@ -20,6 +21,7 @@ mod load;
 mod planner;
 
 pub(crate) use analysis::{AnalyzeCapacityArgs, AnalyzeCommand, MonitorArgs};
+pub(crate) use distributed::{K8sCommand, K8sJobArgs, MergeArgs, ShardArgs};
 pub(crate) use files::FileArgs;
 use help::{
     ANALYZE_EXAMPLES, COMPARE_EXAMPLES, COMPLETIONS_EXAMPLES, INIT_EXAMPLES, MAN_EXAMPLES,
@@ -135,6 +137,15 @@ pub(crate) enum Command {
     /// run-to-run noise (a bootstrap over the steady-state intervals).
     #[command(after_help = COMPARE_EXAMPLES)]
     Compare(CompareArgs),
+    /// Merge the run directories of a sharded run (`run --shard I/N`) into one: the
+    /// shards' histograms added interval by interval (exact percentiles), deliveries
+    /// between shards reconciled, the server monitor taken from one shard.
+    Merge(MergeArgs),
+    /// Write Kubernetes manifests for a sharded run (docs/distributed.md).
+    K8s {
+        #[command(subcommand)]
+        command: K8sCommand,
+    },
     /// Print a shell completion script on stdout.
     ///
     /// bash: `peakhour completions bash > /etc/bash_completion.d/peakhour` (or

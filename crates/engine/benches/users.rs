@@ -145,6 +145,8 @@ fn settings(name: &str, ramp_up: Duration, duration: Duration) -> RunSettings {
         client_name: "bench.peakhour.test".into(),
         interval: Duration::from_secs(10),
         qos_p95_ms: None,
+        shard: peakhour_engine::Shard::whole(),
+        start_at: None,
     }
 }
 

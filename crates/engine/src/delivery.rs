@@ -17,9 +17,13 @@
 
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use peakhour_analysis::{CrossCopy, CrossShardDeliveries};
+use peakhour_workload::Shard;
 use tokio::time::Instant;
+
+use crate::population::Population;
 
 /// Lost copies named one by one in a run's results; the rest are counted.
 pub const LOST_LIST_CAP: usize = 1_000;
@@ -72,6 +76,12 @@ struct Books {
     /// Per user: the messages it has not seen yet, and whether the last
     /// search of its mailbox failed.
     users: Vec<UserBooks>,
+    /// Copies submitted to other shards' users: (key, suffix, recipient,
+    /// ns since the epoch). Only `peakhour merge` learns their fate.
+    sent_across: Vec<(u64, u16, u32, u64)>,
+    /// Copies from other shards' senders noticed here, each once:
+    /// (key, recipient) -> (suffix, ns since the epoch).
+    noticed_across: HashMap<(u64, u32), (u16, u64)>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -103,19 +113,38 @@ impl Books {
 }
 
 /// The delivery ledger, shared by every simulated user.
+///
+/// In a sharded run (`run --shard I/N`) it tracks the copies whose sender
+/// and recipient are both this shard's as usual; a copy to another shard's
+/// user is only written down with its submission time, and a copy from
+/// another shard's user with the time it was noticed, for `peakhour merge`
+/// to join (docs/architecture.md, "Distributed runs").
 #[derive(Debug)]
 pub struct DeliveryTracker {
     epoch: Instant,
+    /// The wall-clock time of `epoch`, so that shards on other machines
+    /// can compare times with this one.
+    epoch_wall: SystemTime,
+    shard: Shard,
     books: Mutex<Books>,
 }
 
 impl Default for DeliveryTracker {
     fn default() -> Self {
-        DeliveryTracker {
-            epoch: Instant::now(),
-            books: Mutex::default(),
-        }
+        Self::for_shard(Shard::whole())
     }
+}
+
+/// What noticing a copy meant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Noticed {
+    /// The first sight of a tracked copy, this long after its submission.
+    Delivered(Duration),
+    /// The first sight of a copy another shard submitted: its latency is
+    /// known only once merged.
+    FromOtherShard,
+    /// Untracked (initial mail, other runs) or seen before.
+    Nothing,
 }
 
 /// Strips the angle brackets of a Message-ID.
@@ -144,6 +173,16 @@ fn unpack(key: u64) -> (u32, u32) {
 }
 
 impl DeliveryTracker {
+    /// The ledger of shard `shard` (the whole population: [`Shard::whole`]).
+    pub fn for_shard(shard: Shard) -> Self {
+        DeliveryTracker {
+            epoch: Instant::now(),
+            epoch_wall: SystemTime::now(),
+            shard,
+            books: Mutex::default(),
+        }
+    }
+
     fn books(&self) -> std::sync::MutexGuard<'_, Books> {
         self.books
             .lock()
@@ -162,15 +201,23 @@ impl DeliveryTracker {
                 let waiting = u16::try_from(recipients.len()).ok()?;
                 Some((key, books.suffix_index(suffix)?, waiting))
             });
-        let Some((key, suffix, waiting)) = tracked else {
+        let Some((key, suffix, _)) = tracked else {
             books.untrackable_recipients += recipients.len() as u64;
             return;
         };
+        let submitted_ns = self.ns_since_epoch(at);
+        let mut waiting = 0_u16;
         for &user in recipients {
-            books.user(user).waiting.push(key);
+            if self.shard.owns(user) {
+                books.user(user).waiting.push(key);
+                waiting += 1;
+            } else {
+                books.sent_across.push((key, suffix, user, submitted_ns));
+            }
         }
-        let submitted_ns =
-            u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX);
+        if waiting == 0 {
+            return;
+        }
         books.pending.insert(
             key,
             Pending {
@@ -181,11 +228,49 @@ impl DeliveryTracker {
         );
     }
 
+    fn ns_since_epoch(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
+    }
+
     /// `user` saw the message `message_id` at `at`. Returns the delivery
     /// latency the first time this recipient sees a tracked message, `None`
-    /// for untracked messages (initial mail, other runs) and repeats.
+    /// for untracked messages (initial mail, other runs), repeats, and
+    /// copies from other shards (see [`DeliveryTracker::notice`]).
     pub fn noticed(&self, message_id: &str, user: u32, at: Instant) -> Option<Duration> {
-        let (key, suffix) = parse_id(bare_message_id(message_id))?;
+        match self.notice(message_id, user, at) {
+            Noticed::Delivered(latency) => Some(latency),
+            Noticed::FromOtherShard | Noticed::Nothing => None,
+        }
+    }
+
+    /// `user` saw the message `message_id` at `at`: what that meant.
+    pub fn notice(&self, message_id: &str, user: u32, at: Instant) -> Noticed {
+        let Some((key, suffix)) = parse_id(bare_message_id(message_id)) else {
+            return Noticed::Nothing;
+        };
+        let (sender, _) = unpack(key);
+        if !self.shard.owns(sender) {
+            return self.notice_across(key, suffix, user, at);
+        }
+        self.notice_tracked(key, suffix, user, at)
+            .map_or(Noticed::Nothing, Noticed::Delivered)
+    }
+
+    /// A copy from another shard's sender, written down the first time.
+    fn notice_across(&self, key: u64, suffix: &str, user: u32, at: Instant) -> Noticed {
+        let at_ns = self.ns_since_epoch(at);
+        let mut books = self.books();
+        if books.noticed_across.contains_key(&(key, user)) {
+            return Noticed::Nothing;
+        }
+        let Some(suffix) = books.suffix_index(suffix) else {
+            return Noticed::Nothing;
+        };
+        books.noticed_across.insert((key, user), (suffix, at_ns));
+        Noticed::FromOtherShard
+    }
+
+    fn notice_tracked(&self, key: u64, suffix: &str, user: u32, at: Instant) -> Option<Duration> {
         let mut books = self.books();
         let entry = books.pending.get(&key)?;
         if books.suffixes[usize::from(entry.suffix)] != suffix {
@@ -248,6 +333,45 @@ impl DeliveryTracker {
     /// Messages tracked now (submitted and not yet seen by every recipient).
     pub fn tracked_messages(&self) -> usize {
         self.books().pending.len()
+    }
+
+    /// The copies that crossed between this shard and others, with wall-clock
+    /// times and addresses, for the record (`None` outside a sharded run).
+    pub fn cross_shard(&self, population: &Population) -> Option<CrossShardDeliveries> {
+        if self.shard.count() <= 1 {
+            return None;
+        }
+        let books = self.books();
+        let wall_us = |ns: u64| {
+            let at = self.epoch_wall + Duration::from_nanos(ns);
+            at.duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        };
+        let copy = |key: u64, suffix: u16, user: u32, ns: u64| {
+            let (sender, nth) = unpack(key);
+            CrossCopy {
+                message_id: format!("s{sender}.{nth}{}", books.suffixes[usize::from(suffix)]),
+                recipient: population
+                    .address(user)
+                    .unwrap_or_else(|_| format!("user #{user}")),
+                at_unix_us: wall_us(ns),
+            }
+        };
+        let mut cross = CrossShardDeliveries {
+            sent: books
+                .sent_across
+                .iter()
+                .map(|&(key, suffix, user, ns)| copy(key, suffix, user, ns))
+                .collect(),
+            noticed: books
+                .noticed_across
+                .iter()
+                .map(|(&(key, user), &(suffix, ns))| copy(key, suffix, user, ns))
+                .collect(),
+        };
+        cross.sent.sort();
+        cross.noticed.sort();
+        Some(cross)
     }
 
     /// Every copy never seen: the first `cap` by sender, message and

@@ -49,6 +49,9 @@ pub enum Counter {
     EventsChanged,
     /// A message downloaded over POP3 (RETR).
     MessagesDownloaded,
+    /// A copy another shard submitted, seen here: counted among the
+    /// recipients delivered, its latency added by `peakhour merge`.
+    RecipientsDeliveredFromOtherShard,
 }
 
 impl Counter {
@@ -64,6 +67,7 @@ impl Counter {
             Counter::EventsCreated => "events_created",
             Counter::EventsChanged => "events_changed",
             Counter::MessagesDownloaded => "messages_downloaded",
+            Counter::RecipientsDeliveredFromOtherShard => "recipients_delivered",
         }
     }
 }
@@ -144,5 +148,17 @@ impl EventSink {
     /// Counts.
     pub fn count(&self, counter: Counter, by: u64) {
         self.send(Event::Count { counter, by });
+    }
+
+    /// A recipient noticed a copy: a delivery with its latency, or one
+    /// from another shard (counted; the merge adds its latency).
+    pub fn noticed(&self, noticed: crate::delivery::Noticed) {
+        match noticed {
+            crate::delivery::Noticed::Delivered(latency) => self.send(Event::Delivered(latency)),
+            crate::delivery::Noticed::FromOtherShard => {
+                self.count(Counter::RecipientsDeliveredFromOtherShard, 1);
+            }
+            crate::delivery::Noticed::Nothing => {}
+        }
     }
 }

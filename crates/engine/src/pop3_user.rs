@@ -23,7 +23,7 @@ use peakhour_pop3::{Command, Pop3Connection, Pop3Error};
 use tokio::time::Instant;
 
 use crate::delivery::DeliveryTracker;
-use crate::events::{Counter, Event, EventSink, Outcome};
+use crate::events::{Counter, EventSink, Outcome};
 use crate::target::{Endpoint, Target, TlsMode};
 use crate::user::header;
 
@@ -180,10 +180,8 @@ fn record<T>(events: &EventSink, name: &'static str, timed: Timed<T>) -> T {
 
 /// Reports a downloaded message as delivered if the run is waiting for it.
 fn notice(ctx: &CheckContext<'_>, message: &[u8], at: Instant) {
-    if let Some(id) = header(message, "Message-ID")
-        && let Some(latency) = ctx.delivery.noticed(&id, ctx.user, at)
-    {
-        ctx.events.send(Event::Delivered(latency));
+    if let Some(id) = header(message, "Message-ID") {
+        ctx.events.noticed(ctx.delivery.notice(&id, ctx.user, at));
     }
 }
 

@@ -13,8 +13,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::connector::{Connector, open_imap};
-use crate::delivery::DeliveryTracker;
-use crate::events::Event;
+use crate::delivery::{DeliveryTracker, Noticed};
+use crate::events::{Counter, Event};
 use crate::folders::discover;
 use crate::pop3_user::search_maildrop;
 use crate::population::Population;
@@ -118,8 +118,18 @@ impl<C: Connector> Reconciliation<'_, C> {
             finished: false,
             panics: 0,
         };
+        // A sharded run cannot know which copies other shards sent its
+        // users: it searches every one of its mailboxes, round after round
+        // while a round still finds copies (docs/architecture.md).
+        let shard = self.settings.shard;
+        let own_users: Vec<u32> = shard.users(self.plan.users()).collect();
         loop {
-            let waiting = self.delivery.outstanding_users();
+            let search_all = shard.count() > 1 && (rounds == 0 || found_last_round > 0);
+            let waiting = if search_all {
+                own_users.clone()
+            } else {
+                self.delivery.outstanding_users()
+            };
             let now = Instant::now();
             if *stop.borrow() {
                 return ended;
@@ -205,9 +215,14 @@ impl<C: Connector> SearchRound<'_, '_, C> {
                 }
                 joined = searches.join_next() => match joined {
                     Some(Ok(outcome)) => {
-                        result.found += outcome.latencies.len();
+                        result.found += outcome.latencies.len() + outcome.from_other_shards as usize;
                         for latency in outcome.latencies {
                             observer.event(clock, Instant::now(), &Event::Delivered(latency));
+                        }
+                        if outcome.from_other_shards > 0 {
+                            let counter = Counter::RecipientsDeliveredFromOtherShard;
+                            let by = outcome.from_other_shards;
+                            observer.event(clock, Instant::now(), &Event::Count { counter, by });
                         }
                         for kind in outcome.failures {
                             observer.event(clock, Instant::now(), &Event::SearchFailed(kind));
@@ -288,8 +303,10 @@ impl<C: Connector> SearchRound<'_, '_, C> {
                         delivery.searched(user);
                         let at = Instant::now();
                         for id in seen {
-                            if let Some(latency) = delivery.noticed(&id, user, at) {
-                                outcome.latencies.push(latency);
+                            match delivery.notice(&id, user, at) {
+                                Noticed::Delivered(latency) => outcome.latencies.push(latency),
+                                Noticed::FromOtherShard => outcome.from_other_shards += 1,
+                                Noticed::Nothing => {}
                             }
                         }
                     }
@@ -307,6 +324,8 @@ impl<C: Connector> SearchRound<'_, '_, C> {
 struct SearchOutcome {
     /// Delivery latencies of the copies it found.
     latencies: Vec<Duration>,
+    /// Copies from other shards' senders it found (sharded runs).
+    from_other_shards: u64,
     /// Error kinds of the searches that failed.
     failures: Vec<String>,
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use peakhour_analysis::{AnalysisError, IntervalRecord, RunMeta, RunRecord};
 use peakhour_smtp::Flavor;
 use peakhour_workload::ActionKind;
-use peakhour_workload::{MessageGenerator, Plan};
+use peakhour_workload::{MessageGenerator, Plan, Shard};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{Id as TaskId, JoinSet};
 use tokio::time::{Instant, MissedTickBehavior};
@@ -61,6 +61,12 @@ pub struct RunSettings {
     pub interval: Duration,
     /// A p95 limit (ms) for every action, instead of the profile's.
     pub qos_p95_ms: Option<f64>,
+    /// The part of the population this process runs (`--shard I/N`);
+    /// [`Shard::whole`] for all of it.
+    pub shard: Shard,
+    /// When the logon phase begins (`--start-at`): every shard of a
+    /// distributed run waits for the same instant. `None`: at once.
+    pub start_at: Option<SystemTime>,
 }
 
 /// The longest phase (ramp-up, steady or drain) a run may have: a month,
@@ -382,9 +388,11 @@ pub async fn run_with<C: Connector>(
         .into());
     }
     let mut recorder = RunRecorder::new(settings.interval)?;
+    let late = crate::distributed::wait_for_start(settings.start_at, &mut stop).await;
     let started_at = SystemTime::now();
     let clock = RunClock::starting_now(&settings)?;
-    let delivery = Arc::new(DeliveryTracker::default());
+    let delivery = Arc::new(DeliveryTracker::for_shard(settings.shard));
+    let shard_marks = crate::distributed::shard_marks(&plan, &settings, late, false);
     let halt = Arc::new(Halt::default());
     let progress = Arc::new(ScheduleProgress::new(plan.users()));
     let (events, inbox) = EventSink::channel();
@@ -403,9 +411,9 @@ pub async fn run_with<C: Connector>(
         halt: halt.clone(),
         progress: progress.clone(),
     });
-    observer.started(&crate::recording::run_meta(
-        &plan, &settings, started_at, true,
-    ));
+    let mut head = crate::recording::run_meta(&plan, &settings, started_at, true);
+    head.shards = crate::distributed::shard_marks(&plan, &settings, late, true);
+    observer.started(&head);
     let users = spawn_users(shared, &clock, &settings, &stop);
 
     let mut both = Tee {
@@ -456,6 +464,11 @@ pub async fn run_with<C: Connector>(
         panics: ended.panics + search_panics,
     };
     let mut record = recorder.finish(&plan, &population, &settings, &outcome)?;
+    record.meta.shards = shard_marks;
+    if let Some(mark) = record.meta.shards.first_mut() {
+        mark.interrupted = outcome.interrupted;
+    }
+    record.delivery.cross_shard = delivery.cross_shard(&population);
     // Which protocol each action spoke (update_calendar: CalDAV or IMAP).
     record.meta.protocols = crate::groupware::action_protocols(&plan, &target);
     Ok(RunResult { outcome, record })
@@ -531,7 +544,9 @@ fn spawn_users<C: Connector>(
     let users = shared.plan.users();
     let mut tasks = JoinSet::new();
     let mut ids = HashMap::new();
-    for index in 0..users {
+    // A shard's users log on at their slots of the whole ramp-up, so that
+    // the shards together log on as one process would.
+    for index in settings.shard.users(users) {
         let stagger = settings
             .ramp_up
             .mul_f64(f64::from(index) / f64::from(users.max(1)));
@@ -594,6 +609,12 @@ impl Supervisor<'_> {
         // or the moment the run was stopped.
         let mut cut = clock.steady_end;
         let mut deadline = self.drain_deadline;
+        if *stop.borrow() {
+            // Stopped while waiting for --start-at: nothing runs.
+            ended.interrupted = true;
+            cut = clock.t0;
+            deadline = Instant::now() + STOP_GRACE;
+        }
         let mut owed = Owed::default();
         while inbox_open || !owed.is_empty() {
             tokio::select! {

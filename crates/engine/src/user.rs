@@ -593,10 +593,10 @@ impl<C: Connector> User<C> {
             .envelope
             .as_ref()
             .and_then(|e| e.message_id.as_deref());
-        if let Some(id) = id
-            && let Some(latency) = self.shared.delivery.noticed(id, self.index, at)
-        {
-            self.shared.events.send(Event::Delivered(latency));
+        if let Some(id) = id {
+            self.shared
+                .events
+                .noticed(self.shared.delivery.notice(id, self.index, at));
         }
     }
 

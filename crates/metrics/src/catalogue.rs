@@ -88,8 +88,8 @@ pub const RUN: Family = family(
     "peakhour_run",
     Info,
     None,
-    &["run_id", "profile", "seed", "version"],
-    "The run being measured.",
+    &["run_id", "profile", "seed", "shard", "version"],
+    "The run being measured; shard is I/N of a distributed run, 0/1 for one process.",
 );
 /// Where the run is.
 pub const PHASE: Family = family(

@@ -59,6 +59,7 @@ fn run_state(out: &mut Exposition, m: &LiveMetrics) {
             ("run_id", run.run_id.as_str()),
             ("profile", run.profile.as_str()),
             ("seed", seed.as_str()),
+            ("shard", run.shard.as_str()),
             ("version", run.version.as_str()),
         ];
         out.sample(&format!("{name}_info"), &labels, "1");

@@ -174,6 +174,9 @@ pub struct RunInfo {
     pub profile: String,
     /// The seed.
     pub seed: u64,
+    /// `I/N` for shard I (from 0) of a distributed run of N shards; `0/1`
+    /// for a run of the whole population in one process.
+    pub shard: String,
     /// peakhour's version.
     pub version: String,
 }

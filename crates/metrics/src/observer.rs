@@ -63,6 +63,9 @@ pub fn tally(counter: Counter) -> Tally {
         Counter::EventsCreated => Tally::EventsCreated,
         Counter::EventsChanged => Tally::EventsChanged,
         Counter::MessagesDownloaded => Tally::MessagesDownloaded,
+        // Counted among the recipients delivered, as the run's record does;
+        // its latency is known only to `peakhour merge`.
+        Counter::RecipientsDeliveredFromOtherShard => Tally::RecipientsDelivered,
     }
 }
 
@@ -124,18 +127,16 @@ impl Observer for MetricsObserver {
     }
 
     fn started(&mut self, meta: &RunMeta) {
+        // A shard's own part of the population, not the whole of it.
+        let shard = meta.shards.first();
         let run = RunInfo {
             run_id: meta.run_id.clone(),
             profile: meta.profile.clone(),
             seed: meta.seed,
+            shard: shard.map_or("0/1".to_owned(), |s| format!("{}/{}", s.index, s.count)),
             version: meta.peakhour_version.clone(),
         };
-        self.update(|m| {
-            m.start(
-                run,
-                meta.users,
-                meta.action_weights.keys().map(String::as_str),
-            )
-        });
+        let users = shard.map_or(meta.users, |s| s.users);
+        self.update(|m| m.start(run, users, meta.action_weights.keys().map(String::as_str)));
     }
 }

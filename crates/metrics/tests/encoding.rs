@@ -24,6 +24,7 @@ fn sample_run() -> LiveMetrics {
         run_id: "2026-11-23T10-00-00Z-mmb-medium-10u".into(),
         profile: "mmb \"medium\"".into(),
         seed: 42,
+        shard: "1/2".into(),
         version: "0.1.0".into(),
     };
     m.start(run, 10, ["read", "send", "move"]);
@@ -171,6 +172,7 @@ fn openmetrics_parses_strictly_with_every_family_in_catalogue_order() {
         ("run_id", "2026-11-23T10-00-00Z-mmb-medium-10u"),
         ("profile", "mmb \"medium\""),
         ("seed", "42"),
+        ("shard", "1/2"),
         ("version", "0.1.0"),
     ];
     assert_eq!(om_value(&families, "peakhour_run_info", &info), 1.0);

@@ -54,6 +54,12 @@ pub enum RunDirError {
     /// The configuration could not be written as TOML.
     #[error("config.toml: {0}")]
     ConfigToml(#[from] toml::ser::Error),
+    /// Shards that are not of one run, or whose histograms do not add.
+    #[error("merging shards: {0}")]
+    Merge(#[from] peakhour_analysis::MergeError),
+    /// The merge's output directory already holds a run.
+    #[error("{} already holds a run; choose another --out", .0.display())]
+    OutputHoldsRun(PathBuf),
     /// A plan written by this version did not read back as TOML.
     #[error("config.toml: the plan's TOML does not read back: {0}")]
     PlanToml(#[from] toml::de::Error),

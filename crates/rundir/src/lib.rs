@@ -15,6 +15,9 @@
 //! | `host.json` | [`RunDir::write_host`], from [`host::collect`] | [`HostFacts`] |
 //! | `report.html` | [`RunDir::write_report`] | (for people) |
 //!
+//! [`merge_runs`] writes one run directory from the directories of a
+//! distributed run's shards (`peakhour merge`).
+//!
 //! **Crash safety.** Every whole file is written atomically (a temporary
 //! name in the directory, synced, renamed over the real one, the directory
 //! synced), and `summary.json` is the last file of a run: a directory with
@@ -36,6 +39,7 @@ mod config;
 mod error;
 pub mod host;
 mod journal;
+mod merge;
 mod names;
 mod recover;
 
@@ -52,6 +56,7 @@ use serde::de::DeserializeOwned;
 pub use config::{MonitorSection, RunConfig, RunSection, TargetSection};
 pub use error::RunDirError;
 pub use journal::{JOURNAL_VERSION, RunJournal};
+pub use merge::{MergedRun, merge_runs};
 pub use names::{DirKind, RUNS_DIR, default_dir, dir_name};
 
 /// The high-average window of a run whose config.toml does not say.

@@ -36,6 +36,7 @@ mod plan;
 mod profile;
 mod rng;
 mod schedule;
+mod shard;
 mod units;
 mod words;
 
@@ -54,4 +55,5 @@ pub use profile::{
     PollCalendar, Profile, Qos, Read, Recipients, Send, Spread, UpdateCalendar, Users,
 };
 pub use schedule::{Schedule, ScheduledAction};
+pub use shard::{Shard, ShardError};
 pub use units::{ByteSize, HumanDuration};

@@ -183,6 +183,8 @@ pub(crate) struct RunArgs {
     pub(crate) group: Vec<String>,
     #[command(flatten)]
     pub(crate) metrics: MetricsArgs,
+    #[command(flatten)]
+    pub(crate) distributed: super::ShardArgs,
 }
 
 /// `peakhour sweep`

@@ -2,6 +2,7 @@
 
 mod analyze;
 mod completions;
+mod distributed;
 mod init;
 mod lab;
 mod matrix;
@@ -37,6 +38,8 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Analyze { command } => analyze::run(command),
         Command::Report(args) => report::run(args),
         Command::Compare(args) => report::compare(args),
+        Command::Merge(args) => distributed::merge(args),
+        Command::K8s { command } => distributed::k8s(command),
         Command::Completions(args) => completions::completions(args),
         Command::Man(args) => completions::man(args),
     }

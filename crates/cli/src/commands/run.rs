@@ -162,17 +162,22 @@ impl Prepared {
         check_population(&plan, &resolved, &config.allow_domains)?;
         let target = resolved.target.clone();
 
+        // Shards share their run's name, made from the agreed start.
+        let (shard, start_at) = super::distributed::shard_and_start(&args.distributed)?;
         let run_id = peakhour_rundir::dir_name(
-            std::time::SystemTime::now(),
+            start_at.unwrap_or_else(std::time::SystemTime::now),
             DirKind::Run {
                 profile: plan.name(),
                 users: plan.users(),
             },
         );
-        let dir = args
-            .out
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("runs").join(&run_id));
+        let dir = args.out.clone().unwrap_or_else(|| {
+            let name = match shard.count() {
+                1 => run_id.clone(),
+                n => format!("{run_id}-shard-{}-of-{n}", shard.index()),
+            };
+            PathBuf::from("runs").join(name)
+        });
         if dir.join("summary.json").exists() {
             bail!(
                 "{} already holds a run; choose another --out",
@@ -195,6 +200,8 @@ impl Prepared {
             client_name: "client.peakhour.test".into(),
             interval: shape.interval,
             qos_p95_ms: shape.qos_p95_ms,
+            shard,
+            start_at,
         };
         Ok(Prepared {
             config,

@@ -408,6 +408,8 @@ pub(crate) fn settings(ramp_up: u64, duration: u64, drain: u64) -> RunSettings {
         client_name: "client.peakhour.test".into(),
         interval: Duration::from_secs(10),
         qos_p95_ms: None,
+        shard: peakhour_engine::Shard::whole(),
+        start_at: None,
     }
 }
 

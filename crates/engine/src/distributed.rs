@@ -1,0 +1,75 @@
+//! A distributed run's shard: the synchronized start (`--start-at`) and
+//! the shard's mark in its record. Which users a shard runs is the
+//! workload's [`Shard`](peakhour_workload::Shard); the copies of mail that
+//! cross between shards are the [`DeliveryTracker`](crate::DeliveryTracker)'s.
+
+use std::time::{Duration, SystemTime};
+
+use peakhour_analysis::{LATE_START_TOLERANCE_MS, ShardMark};
+use peakhour_workload::Plan;
+use tokio::sync::watch;
+
+use crate::run::RunSettings;
+
+/// Waits until `start_at` (wall clock), or until `stop` is raised; returns
+/// how late the logon phase begins when that is more than
+/// [`LATE_START_TOLERANCE_MS`]: a shard that got there after the agreed
+/// instant (a pod scheduled late) says so rather than pretend.
+///
+/// The wait is cut in steps of at most a second and re-reads the wall
+/// clock each time, so a clock stepped by NTP meanwhile is followed.
+pub async fn wait_for_start(
+    start_at: Option<SystemTime>,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<Duration> {
+    let start_at = start_at?;
+    loop {
+        if *stop.borrow() {
+            return None;
+        }
+        let Ok(left) = start_at.duration_since(SystemTime::now()) else {
+            break;
+        };
+        if left.is_zero() {
+            break;
+        }
+        let step = left.min(Duration::from_secs(1));
+        tokio::select! {
+            () = tokio::time::sleep(step) => {}
+            changed = stop.changed() => if changed.is_err() {
+                // Nobody can stop the wait any more: sleep the rest.
+                tokio::time::sleep(left).await;
+            },
+        }
+    }
+    let late = SystemTime::now()
+        .duration_since(start_at)
+        .unwrap_or_default();
+    (late > Duration::from_millis(LATE_START_TOLERANCE_MS)).then_some(late)
+}
+
+/// The shard's mark for its record: none for a run of the whole
+/// population without `--start-at`.
+pub(crate) fn shard_marks(
+    plan: &Plan,
+    settings: &RunSettings,
+    late: Option<Duration>,
+    interrupted: bool,
+) -> Vec<ShardMark> {
+    let shard = settings.shard;
+    if shard.count() <= 1 && settings.start_at.is_none() {
+        return Vec::new();
+    }
+    let start_at = settings.start_at.map(|at| {
+        chrono::DateTime::<chrono::Utc>::from(at)
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    });
+    vec![ShardMark {
+        index: shard.index(),
+        count: shard.count(),
+        users: shard.user_count(plan.users()),
+        start_at,
+        started_late_ms: late.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        interrupted,
+    }]
+}
