@@ -69,6 +69,7 @@ pub mod plan;
 pub mod quantile;
 mod record;
 mod recorder;
+mod server;
 mod summary;
 
 pub use histogram::{
@@ -85,11 +86,16 @@ pub use recorder::{
     ActionTiming, DEFAULT_LATE_START_THRESHOLD, ENCODE_FAILURES_COUNTER, IntervalRecorder, Outcome,
     RecorderConfig,
 };
+pub use server::{
+    ConnectionLimit, ERROR_EXAMPLE_MAX_CHARS, ErrorExample, ErrorGroup, MtaDelivery, ServerRecord,
+    connection_limit, error_groups, example_for,
+};
 pub use summary::{
     ActionSummary, BITS_PER_MEGABIT, Bottleneck, CLIENT_CPU_BUSY_INTERVALS_FRACTION,
-    CLIENT_CPU_LIMIT_FRACTION, ClientSummary, DeliverySummary, LatencySummary, PANIC_ERROR_KIND,
-    QosFailure, QosReport, ResourceHighAverage, SCHEDULING_LAG_P99_LIMIT_MS, Score, ServerLimits,
-    SteadyWindow, Summary, Throughput, Verdict, WeightSource,
+    CLIENT_CPU_LIMIT_FRACTION, ClientSummary, DELIVERY_LATENCY_INCLUDES, DeliverySummary,
+    LatencySummary, MTA_UNKNOWN_NOT_LAB, PANIC_ERROR_KIND, QosFailure, QosReport,
+    ResourceHighAverage, SCHEDULING_LAG_P99_LIMIT_MS, Score, ServerLimits, SteadyWindow, Summary,
+    Throughput, Verdict, WeightSource,
 };
 
 /// What can go wrong in analysis.
