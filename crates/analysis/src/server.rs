@@ -158,7 +158,7 @@ pub fn error_groups(record: &RunRecord) -> Vec<ErrorGroup> {
             }
         })
         .collect();
-    groups.sort_by(|a, b| b.count.cmp(&a.count));
+    groups.sort_by_key(|g| std::cmp::Reverse(g.count));
     groups
 }
 
