@@ -96,7 +96,8 @@ pub fn count_event(m: &mut LiveMetrics, event: &Event) {
         Event::Delivered(latency) => m.delivered(*latency),
         Event::Panicked { role } => m.error(role, PANIC),
         Event::SearchFailed(kind) => m.error("reconcile", kind),
-        Event::Finished => {}
+        // Words for people, already counted by the error it illustrates.
+        Event::ErrorExample { .. } | Event::Finished => {}
     }
 }
 

@@ -177,10 +177,18 @@ pub(crate) struct RunArgs {
     /// (rows with a negative time_s in monitor.csv).
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
     pub(crate) monitor_baseline: std::time::Duration,
-    /// Server monitor: a process group NAME=REGEX (on command names), repeatable: the
-    /// server's processes when it is not the lab.
-    #[arg(long, value_name = "NAME=REGEX")]
+    /// Server monitor: a process group, repeatable: the server's processes when it is
+    /// not the lab. NAME=REGEX matches command names; NAME=KIND:PATTERN[,KIND:PATTERN]
+    /// needs every condition: name:REGEX (command name), exe:REGEX (executable path),
+    /// user:NAME|UID (owner), parent:REGEX (the process or an ancestor has a matching
+    /// command name), e.g. `imapd=exe:^/usr/lib/cyrus/,user:cyrus`
+    #[arg(long, value_name = "NAME=SPEC")]
     pub(crate) group: Vec<String>,
+    /// Server monitor: scrape a Prometheus node_exporter (e.g.
+    /// http://mail.example:9100/metrics) instead of this host's /proc, for a server on
+    /// another host: system metrics only (no --group, no queue)
+    #[arg(long, value_name = "URL", conflicts_with = "group")]
+    pub(crate) node_exporter: Option<String>,
     #[command(flatten)]
     pub(crate) metrics: MetricsArgs,
     #[command(flatten)]
@@ -217,9 +225,14 @@ pub(crate) struct SweepArgs {
     /// Stop climbing when failed actions exceed this fraction of the attempted ones.
     #[arg(long, value_name = "RATIO", default_value_t = 0.05)]
     pub(crate) max_error_ratio: f64,
-    /// Server monitor: a process group NAME=REGEX, repeatable (as for `run`).
-    #[arg(long, value_name = "NAME=REGEX")]
+    /// Server monitor: a process group NAME=REGEX or NAME=KIND:PATTERN[,...] (KIND:
+    /// name, exe, user, parent), repeatable (as for `run`).
+    #[arg(long, value_name = "NAME=SPEC")]
     pub(crate) group: Vec<String>,
+    /// Server monitor: scrape this Prometheus node_exporter instead of this host's
+    /// /proc (as for `run`).
+    #[arg(long, value_name = "URL", conflicts_with = "group")]
+    pub(crate) node_exporter: Option<String>,
     /// Skip `init` (the mailboxes are already filled for the largest step).
     #[arg(long)]
     pub(crate) no_init: bool,

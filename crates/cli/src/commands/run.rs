@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use peakhour_analysis::{Summary, Verdict};
 use peakhour_engine::{Both, Observer, RunResult, RunSettings, Target};
-use peakhour_monitor::LocalSource;
+use peakhour_monitor::{NodeExporterSource, Source};
 use peakhour_rundir::{DirKind, MonitorSection, RunConfig, RunDir, RunSection, TargetSection};
 use peakhour_workload::{HumanDuration, Overrides, Plan};
 use tokio::runtime::Runtime;
@@ -63,7 +63,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime
+    let offered = runtime
         .block_on(peakhour_engine::preflight(
             &prepared.plan,
             &prepared.target,
@@ -75,8 +75,18 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("live metrics at http://{address}/metrics, until {linger:?} after the run");
     }
 
+    // The lab's Postfix log, read from here after the run for the MTA's own delivery times.
+    let mta_log = prepared.resolved.lab.as_ref().map(|lab| {
+        peakhour_monitor::LogMark::here(&peakhour_lab::Layout::new(&lab.dir).postfix_log())
+    });
     let (mut result, monitor) = prepared.execute(&runtime, &mut metrics.observer())?;
     result.record.meta.security_shortcuts = prepared.resolved.shortcuts.clone();
+    result.record.server.capabilities = offered;
+    result.record.server.mta_delivery = mta_log.and_then(|mark| {
+        let delays = mark.delays_since().ok()?;
+        let source = format!("Postfix log, delay=: {}", mark.path().display());
+        Some(peakhour_analysis::MtaDelivery::of(source, &delays))
+    });
     let outcome = &result.outcome;
     let mut summary = Summary::compute(&result.record)?;
     summary.limits = super::planner::summary_limits(prepared.resolved.lab.as_ref());
@@ -188,6 +198,7 @@ impl Prepared {
             .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
         let mut recorded = run_config(&plan, &config, &target)?;
         recorded.target.security_shortcuts = resolved.shortcuts.clone();
+        recorded.target.lab = resolved.lab.as_ref().map(|lab| lab.dir.clone());
         RunDir::new(&dir).write_config(&recorded)?;
 
         let settings = RunSettings {
@@ -232,10 +243,16 @@ impl Prepared {
 
     /// The server monitor's source (this machine's /proc, the lab's queue and
     /// Dovecot ports) and its CSV file.
-    fn monitor_source(&self) -> anyhow::Result<(LocalSource, std::fs::File)> {
+    fn monitor_source(&self) -> anyhow::Result<(Box<dyn Source>, std::fs::File)> {
         let lab = self.resolved.lab.as_ref();
-        let probes = lab.map(lab_probes).unwrap_or_default();
-        let source = local_source(&self.config.groups, lab, probes, Watching::OnlyPeakhour)?;
+        let source: Box<dyn Source> = match &self.config.node_exporter {
+            Some(url) => Box::new(NodeExporterSource::new(url, Duration::from_secs(1))?),
+            None => {
+                let probes = lab.map(lab_probes).unwrap_or_default();
+                let groups = &self.config.groups;
+                Box::new(local_source(groups, lab, probes, Watching::OnlyPeakhour)?)
+            }
+        };
         Ok((source, RunDir::new(&self.dir).create_monitor_csv()?))
     }
 
@@ -299,6 +316,7 @@ fn run_config(
             imap: target.imap.to_string(),
             smtp: target.smtp.to_string(),
             security_shortcuts: Vec::new(),
+            lab: None,
         },
         MonitorSection {
             interval: HumanDuration(MONITOR_INTERVAL),
