@@ -37,6 +37,8 @@
 //!   [`RECONCILE_LIMIT`]. A user that cannot go on has its remaining actions
 //!   counted `not-attempted`, and a task that panics is counted (`panic`).
 //! * [`init`] brings mailboxes to a profile's starting state.
+//! * [`setup`] resolves what a command line names (a profile, the lab or
+//!   explicit endpoints, the population) into a plan and a target.
 //! * [`session_tasks`] runs the planner's atomic session tasks (a logon, a
 //!   delivery, a search without an index, idle sessions held) at a steady rate.
 //! * [`files`] runs file clients (NetBench's disk mix, dbench trace replay) against a
@@ -59,6 +61,7 @@ mod recording;
 mod run;
 mod selfcheck;
 pub mod session_tasks;
+pub mod setup;
 mod target;
 mod user;
 
