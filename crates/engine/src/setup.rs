@@ -399,6 +399,8 @@ mod tests {
         let spec = TargetSpec {
             imap: Some("ftp://127.0.0.1".into()),
             smtp: Some("smtp://127.0.0.1".into()),
+            // Any variable that is set: the password is read before the URLs.
+            password_env: "PATH".into(),
             ..TargetSpec::default()
         };
         let error = resolve_target(&spec).expect_err("ftp");
