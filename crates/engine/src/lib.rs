@@ -15,7 +15,8 @@
 //! * Users never record anything themselves: they send [`Event`]s down a
 //!   channel to one task, which records them with a [`RunRecorder`] (the
 //!   analysis layer's interval and delivery recorders) and shows them to an
-//!   [`Observer`] the caller plugs in (the binary's live line). A run returns
+//!   [`Observer`] the caller plugs in ([`LiveLine`], drawn on the binary's
+//!   status line). A run returns
 //!   a [`RunResult`]: its [`RunRecord`](peakhour_analysis::RunRecord), with
 //!   the metadata, and how it ended.
 //! * Every submitted message is tracked by Message-ID until each recipient has
@@ -54,6 +55,7 @@ pub mod files;
 mod folders;
 mod groupware;
 pub mod init;
+mod live;
 mod pop3_user;
 mod population;
 mod reconcile;
@@ -72,6 +74,7 @@ pub use delivery::{DeliveryTracker, LOST_LIST_CAP, Lost, LostReport, bare_messag
 pub use events::{Counter, Event, EventSink, NOT_ATTEMPTED, Outcome, PANIC};
 pub use folders::ServerFolders;
 pub use groupware::GroupwareCheckError;
+pub use live::{LiveLine, LiveSink, reconciling_text};
 pub use peakhour_smtp::AuthPolicy;
 pub use population::{Population, PopulationError, RESERVED_TEST_DOMAINS, is_test_domain};
 pub use reconcile::{MAILBOX_SEARCH_LIMIT, RECONCILE_LIMIT, ReconcileProgress};

@@ -4,7 +4,6 @@
 //! it to the target, the server monitor, the signals and the live line, then
 //! computes the summary and writes the files.
 
-mod live_line;
 pub(super) mod monitored;
 
 use std::path::PathBuf;
@@ -14,16 +13,16 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use peakhour_analysis::{Summary, Verdict};
-use peakhour_engine::{Both, RunResult, RunSettings, Target};
+use peakhour_engine::{Both, LiveLine, RunResult, RunSettings, Target};
 use peakhour_monitor::LocalSource;
 use peakhour_rundir::{DirKind, MonitorSection, RunConfig, RunDir, RunSection, TargetSection};
 use peakhour_workload::{HumanDuration, Overrides, Plan};
 use tokio::runtime::Runtime;
 
-use self::live_line::LiveLine;
 use self::monitored::{MonitorRun, run_monitored};
 use super::monitor::{Watching, lab_probes, local_source};
 use super::signals::EXIT_INTERRUPTED;
+use super::status_line::StatusLine;
 use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::RunArgs;
 use crate::config::{CONNECT_TIMEOUT, RunConfig as CheckedRunConfig, usage_exit};
@@ -227,7 +226,7 @@ impl Prepared {
     /// interval journaled to disk, until the run ends or a signal (SIGINT,
     /// SIGTERM, SIGHUP) stops it; a second signal exits at once.
     fn execute(&self, runtime: &Runtime) -> anyhow::Result<(RunResult, Option<MonitorRun>)> {
-        let mut live = LiveLine::new(self.plan.actions());
+        let mut live = LiveLine::new(StatusLine::new());
         let mut journal = RunDir::new(&self.dir).journal()?;
         let observers = &mut Both(&mut live, &mut journal);
         let (result, monitor) = run_monitored(
@@ -246,7 +245,7 @@ impl Prepared {
                 .await
             },
         )?;
-        live.clear();
+        live.sink().clear();
         if let Err(e) = journal.finish() {
             eprintln!("warning: closed intervals were not all journaled as they closed: {e}");
         }
