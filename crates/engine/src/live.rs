@@ -113,7 +113,12 @@ impl<S: LiveSink> Observer for LiveLine<S> {
         let Some(elapsed) = self.sink.due() else {
             return;
         };
-        let line = self.text(clock.phase(at), clock.offset(at), sample.cpu_percent, elapsed);
+        let line = self.text(
+            clock.phase(at),
+            clock.offset(at),
+            sample.cpu_percent,
+            elapsed,
+        );
         self.sink.draw(&line);
     }
 
@@ -147,7 +152,12 @@ mod tests {
         live.logged_on = 3;
         live.errors = 1;
         live.window = (1..=20).map(Duration::from_millis).collect();
-        let text = live.text(Phase::Steady, Duration::from_secs(42), 12.4, Duration::from_secs(2));
+        let text = live.text(
+            Phase::Steady,
+            Duration::from_secs(42),
+            12.4,
+            Duration::from_secs(2),
+        );
         assert_eq!(
             text,
             "    42s steady users     3  actions/s    10.0  p95    19 ms  errors 1  client CPU 12%"

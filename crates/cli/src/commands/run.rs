@@ -20,12 +20,13 @@ use peakhour_workload::{HumanDuration, Overrides, Plan};
 use tokio::runtime::Runtime;
 
 use self::monitored::{MonitorRun, run_monitored};
-use super::monitor::{Watching, lab_probes, local_source};
+use super::monitor::{Watching, local_source};
 use super::signals::EXIT_INTERRUPTED;
 use super::status_line::StatusLine;
 use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::RunArgs;
 use crate::config::{CONNECT_TIMEOUT, RunConfig as CheckedRunConfig, usage_exit};
+use peakhour_lab::LabStatus;
 
 /// The server monitor samples every second during a run.
 pub(super) const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
@@ -217,7 +218,7 @@ impl Prepared {
     /// Dovecot ports) and its CSV file.
     fn monitor_source(&self) -> anyhow::Result<(LocalSource, std::fs::File)> {
         let lab = self.resolved.lab.as_ref();
-        let probes = lab.map(lab_probes).unwrap_or_default();
+        let probes = lab.map(LabStatus::mail_probes).unwrap_or_default();
         let source = local_source(&self.config.groups, lab, probes, Watching::OnlyPeakhour)?;
         Ok((source, RunDir::new(&self.dir).create_monitor_csv()?))
     }

@@ -13,6 +13,7 @@ use peakhour_analysis::plan::{
 use peakhour_engine::session_tasks::{
     AtomicTask, IdleSteps, Schedule, SessionTask, hold_idle_sessions, run_pool,
 };
+use peakhour_lab::LabStatus;
 use peakhour_monitor::server::{
     high_average_value, measure_window, memory_fit, seconds_window, server_rss_bytes,
     steady_window, task_run, window_mean,
@@ -23,7 +24,7 @@ use peakhour_workload::derive::one_action_profile;
 use tokio::time::Instant;
 
 use super::Setup;
-use crate::commands::monitor::{Watching, lab_probes, local_source};
+use crate::commands::monitor::{Watching, local_source};
 use crate::commands::planner::load_average;
 use crate::commands::sweep::child::Children;
 
@@ -36,7 +37,7 @@ impl Setup {
     fn start_monitor(&self, dir: &Path, origin: Instant) -> anyhow::Result<Monitor> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let lab = self.resolved.lab.as_ref();
-        let probes = lab.map(lab_probes).unwrap_or_default();
+        let probes = lab.map(LabStatus::mail_probes).unwrap_or_default();
         let source = local_source(&[], lab, probes, Watching::MailServers)?;
         let path = dir.join("monitor.csv");
         let csv = std::fs::File::create(&path)
