@@ -17,6 +17,8 @@ pub trait LiveSink: Send {
     fn due(&mut self) -> Option<Duration>;
     /// Draws `line`.
     fn draw(&mut self, line: &str);
+    /// Prints `line` on a line of its own, below the live line.
+    fn note(&mut self, line: &str);
 }
 
 /// The one-line view of a run in progress: phase, users, actions/s, p95 of
@@ -142,6 +144,9 @@ mod tests {
             Some(Duration::from_secs(1))
         }
         fn draw(&mut self, line: &str) {
+            self.0.push(line.to_owned());
+        }
+        fn note(&mut self, line: &str) {
             self.0.push(line.to_owned());
         }
     }

@@ -15,8 +15,8 @@ use peakhour_lab::{Lab, LabStatus, Layout};
 use peakhour_monitor::analysis::TimeWindow;
 pub(crate) use peakhour_monitor::analysis::findings;
 use peakhour_monitor::{
-    GroupSpec, LocalConfig, LocalSource, MailProbes, Monitor, MonitorConfig, MonitorReport,
-    NodeExporterSource, Sample,
+    GroupSpec, LocalConfig, LocalSource, MailProbes, Monitor, MonitorConfig, NodeExporterSource,
+    Sample,
 };
 use peakhour_rundir::{DirKind, RunDir, RunFile, default_dir};
 use tokio::sync::watch;
@@ -62,11 +62,6 @@ pub(crate) fn local_source(
         config.groups.push(group);
     }
     LocalSource::new(config).context("cannot start the local monitor source")
-}
-
-/// The monitor's cost, for people (`peakhour run` prints it too).
-pub(crate) fn cost_line(report: &MonitorReport) -> String {
-    report.cost_line()
 }
 
 /// Starts the monitor on the source the arguments name; returns it and what it watches.

@@ -61,4 +61,9 @@ impl peakhour_engine::LiveSink for StatusLine {
     fn draw(&mut self, line: &str) {
         self.write(line);
     }
+
+    fn note(&mut self, line: &str) {
+        self.clear();
+        eprintln!("{line}");
+    }
 }

@@ -41,7 +41,9 @@ pub(crate) fn usage_exit(error: anyhow::Error) -> anyhow::Result<ExitCode> {
         cause.is::<UsageError>()
             || cause.is::<peakhour_workload::ProfileError>()
             || cause.is::<peakhour_workload::PlanError>()
-            || cause.is::<peakhour_engine::files::FileSetupError>()
+            || cause
+                .downcast_ref::<peakhour_engine::files::FileSetupError>()
+                .is_some_and(peakhour_engine::files::FileSetupError::is_usage)
             || cause
                 .downcast_ref::<peakhour_engine::setup::SetupError>()
                 .is_some_and(peakhour_engine::setup::SetupError::is_usage)
