@@ -452,40 +452,14 @@ impl Summary {
         let meta = &record.meta;
         let steady: Vec<_> = record.steady_intervals().collect();
 
-        let mut actions: BTreeMap<String, ActionAcc> = BTreeMap::new();
-        let mut commands: BTreeMap<String, LatencyHistogram> = BTreeMap::new();
-        let mut counter_totals: BTreeMap<String, u64> = BTreeMap::new();
-        let mut lag = LatencyHistogram::new();
-        let mut cpu = Vec::new();
-        let mut window = SteadyWindow {
-            start_s: steady.first().map_or(0.0, |i| i.start.as_secs_f64()),
-            ..SteadyWindow::default()
-        };
-        for interval in &steady {
-            window.length_s += interval.length.as_secs_f64();
-            window.intervals += 1;
-            for (name, a) in &interval.actions {
-                let acc = actions.entry(name.clone()).or_default();
-                acc.latency.add(&a.latency.decode()?)?;
-                for (kind, n) in &a.errors {
-                    *acc.errors.entry(kind.clone()).or_default() += n;
-                }
-                acc.late_starts += a.late_starts;
-            }
-            for (name, h) in &interval.commands {
-                commands
-                    .entry(name.clone())
-                    .or_default()
-                    .add(&h.decode()?)?;
-            }
-            for (name, n) in &interval.counters {
-                *counter_totals.entry(name.clone()).or_default() += n;
-            }
-            lag.add(&interval.client.scheduling_lag.decode()?)?;
-            if let Some(p) = interval.client.cpu_percent {
-                cpu.push(p);
-            }
-        }
+        let SteadyTotals {
+            actions,
+            commands,
+            counter_totals,
+            lag,
+            cpu,
+            window,
+        } = SteadyTotals::of(&steady)?;
 
         let mut qos = QosReport::default();
         let mut pooled = LatencyHistogram::new();
@@ -494,57 +468,12 @@ impl Summary {
         let mut late_starts = 0;
         for (name, acc) in &actions {
             pooled.add(&acc.latency)?;
-            let lat = LatencySummary::of(&acc.latency);
-            let errors: u64 = acc.errors.values().sum();
-            let attempts = lat.count + errors;
-            let error_ratio = if attempts == 0 {
-                0.0
-            } else {
-                errors as f64 / attempts as f64
-            };
-            let limit = meta.qos.p95_limit_ms(name);
-            let mut pass = true;
-            if let Some(p95) = lat.p95_ms
-                && p95 > limit
-            {
-                pass = false;
-                qos.failures.push(QosFailure {
-                    subject: name.clone(),
-                    reason: format!("p95 {p95} ms is above the {limit} ms limit"),
-                });
-            }
-            if error_ratio > meta.qos.max_error_ratio {
-                pass = false;
-                qos.failures.push(QosFailure {
-                    subject: name.clone(),
-                    reason: format!(
-                        "{errors} of {attempts} attempts failed ({:.2}%), above the {:.2}% limit",
-                        error_ratio * 100.0,
-                        meta.qos.max_error_ratio * 100.0
-                    ),
-                });
-            }
+            let summary = action_summary(name, acc, meta, &mut qos);
             for (kind, n) in &acc.errors {
                 *errors_by_kind.entry(kind.clone()).or_default() += n;
             }
             late_starts += acc.late_starts;
-            action_summaries.insert(
-                name.clone(),
-                ActionSummary {
-                    count: lat.count,
-                    errors,
-                    error_ratio,
-                    late_starts: acc.late_starts,
-                    p50_ms: lat.p50_ms,
-                    p95_ms: lat.p95_ms,
-                    p99_ms: lat.p99_ms,
-                    max_ms: lat.max_ms,
-                    mean_ms: lat.mean_ms,
-                    errors_by_kind: acc.errors.clone(),
-                    p95_limit_ms: limit,
-                    qos_pass: pass,
-                },
-            );
+            action_summaries.insert(name.clone(), summary);
         }
         qos.unmeasured = meta
             .action_weights
@@ -570,23 +499,7 @@ impl Summary {
         let score = score(meta, &action_summaries, &pooled);
         let throughput = throughput(&window, &counter_totals, pooled.len());
         let delivery = delivery(record)?;
-        if delivery.lost > 0 {
-            let unsearched = if delivery.lost_unsearched > 0 {
-                format!(
-                    " ({} of them in mailboxes the reconciliation could not search)",
-                    delivery.lost_unsearched
-                )
-            } else {
-                String::new()
-            };
-            qos.failures.push(QosFailure {
-                subject: "delivery".to_owned(),
-                reason: format!(
-                    "{} recipients were never delivered{unsearched}",
-                    delivery.lost
-                ),
-            });
-        }
+        qos.failures.extend(delivery_failure(&delivery));
         let panics = panics(record);
         if panics > 0 {
             qos.failures.insert(
@@ -643,6 +556,138 @@ impl Summary {
             connection_limit: crate::connection_limit(record),
         })
     }
+}
+
+/// What the steady-state intervals add up to.
+struct SteadyTotals {
+    actions: BTreeMap<String, ActionAcc>,
+    commands: BTreeMap<String, LatencyHistogram>,
+    counter_totals: BTreeMap<String, u64>,
+    lag: LatencyHistogram,
+    cpu: Vec<f64>,
+    window: SteadyWindow,
+}
+
+impl SteadyTotals {
+    fn of(steady: &[&crate::record::IntervalRecord]) -> Result<Self, AnalysisError> {
+        let mut actions: BTreeMap<String, ActionAcc> = BTreeMap::new();
+        let mut commands: BTreeMap<String, LatencyHistogram> = BTreeMap::new();
+        let mut counter_totals: BTreeMap<String, u64> = BTreeMap::new();
+        let mut lag = LatencyHistogram::new();
+        let mut cpu = Vec::new();
+        let mut window = SteadyWindow {
+            start_s: steady.first().map_or(0.0, |i| i.start.as_secs_f64()),
+            ..SteadyWindow::default()
+        };
+        for interval in steady {
+            window.length_s += interval.length.as_secs_f64();
+            window.intervals += 1;
+            for (name, a) in &interval.actions {
+                let acc = actions.entry(name.clone()).or_default();
+                acc.latency.add(&a.latency.decode()?)?;
+                for (kind, n) in &a.errors {
+                    *acc.errors.entry(kind.clone()).or_default() += n;
+                }
+                acc.late_starts += a.late_starts;
+            }
+            for (name, h) in &interval.commands {
+                commands
+                    .entry(name.clone())
+                    .or_default()
+                    .add(&h.decode()?)?;
+            }
+            for (name, n) in &interval.counters {
+                *counter_totals.entry(name.clone()).or_default() += n;
+            }
+            lag.add(&interval.client.scheduling_lag.decode()?)?;
+            if let Some(p) = interval.client.cpu_percent {
+                cpu.push(p);
+            }
+        }
+        Ok(SteadyTotals {
+            actions,
+            commands,
+            counter_totals,
+            lag,
+            cpu,
+            window,
+        })
+    }
+}
+
+/// One action's figures, its QoS failures pushed onto `qos`.
+fn action_summary(
+    name: &str,
+    acc: &ActionAcc,
+    meta: &RunMeta,
+    qos: &mut QosReport,
+) -> ActionSummary {
+    let lat = LatencySummary::of(&acc.latency);
+    let errors: u64 = acc.errors.values().sum();
+    let attempts = lat.count + errors;
+    let error_ratio = if attempts == 0 {
+        0.0
+    } else {
+        errors as f64 / attempts as f64
+    };
+    let limit = meta.qos.p95_limit_ms(name);
+    let mut pass = true;
+    if let Some(p95) = lat.p95_ms
+        && p95 > limit
+    {
+        pass = false;
+        qos.failures.push(QosFailure {
+            subject: name.to_owned(),
+            reason: format!("p95 {p95} ms is above the {limit} ms limit"),
+        });
+    }
+    if error_ratio > meta.qos.max_error_ratio {
+        pass = false;
+        qos.failures.push(QosFailure {
+            subject: name.to_owned(),
+            reason: format!(
+                "{errors} of {attempts} attempts failed ({:.2}%), above the {:.2}% limit",
+                error_ratio * 100.0,
+                meta.qos.max_error_ratio * 100.0
+            ),
+        });
+    }
+    ActionSummary {
+        count: lat.count,
+        errors,
+        error_ratio,
+        late_starts: acc.late_starts,
+        p50_ms: lat.p50_ms,
+        p95_ms: lat.p95_ms,
+        p99_ms: lat.p99_ms,
+        max_ms: lat.max_ms,
+        mean_ms: lat.mean_ms,
+        errors_by_kind: acc.errors.clone(),
+        p95_limit_ms: limit,
+        qos_pass: pass,
+    }
+}
+
+/// The QoS failure of copies never delivered, if any were lost.
+fn delivery_failure(delivery: &DeliverySummary) -> Option<QosFailure> {
+    if delivery.lost == 0 {
+        return None;
+    }
+    let unsearched = if delivery.lost_unsearched > 0 {
+        format!(
+            " ({} of them in mailboxes the reconciliation could not search)",
+            delivery.lost_unsearched
+        )
+    } else {
+        String::new()
+    };
+    Some(QosFailure {
+        subject: "delivery".to_owned(),
+        reason: format!(
+            "{} recipients were never delivered{unsearched}",
+            delivery.lost
+        ),
+    })
 }
 
 fn score(

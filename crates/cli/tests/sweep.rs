@@ -93,6 +93,28 @@ fn a_three_step_sweep_on_the_lab_gives_a_capacity_curve() {
         );
     }
 
+    check_capacity_csv(&sweep_dir);
+    check_capacity_json(&sweep_dir);
+
+    // capacity.html: self-contained, with the charts.
+    let html = std::fs::read_to_string(sweep_dir.join("capacity.html")).unwrap();
+    assert!(html.contains("<svg"), "no chart");
+    assert!(!html.contains("http"), "the page must not link out");
+    assert!(html.contains("id=\"qos-line\"") && html.contains("id=\"peak\""));
+
+    // The text: the analysis and a capacity statement in sentences.
+    assert!(stdout.contains("Capacity statement"), "{stdout}");
+    assert!(
+        stdout.contains("This server carries"),
+        "no capacity statement: {stdout}"
+    );
+    assert!(stdout.contains("USL "), "{stdout}");
+    assert!(stdout.contains("Peak "), "{stdout}");
+    drop(lab);
+}
+
+/// `capacity.csv`: a header and one row per step, the columns as they have always been.
+fn check_capacity_csv(sweep_dir: &std::path::Path) {
     // capacity.csv: a header and one row per step, the columns as they
     // have always been: 13 fixed ones, then one p95 column per action in
     // name order.
@@ -142,7 +164,10 @@ fn a_three_step_sweep_on_the_lab_gives_a_capacity_curve() {
         assert_eq!(fields[11], "false", "interrupted: {line}");
         assert_eq!(fields[12], format!("step-{users}u"));
     }
+}
 
+/// `capacity.json`: valid against the committed schema, with the analysis.
+fn check_capacity_json(sweep_dir: &std::path::Path) {
     // capacity.json: valid against the committed schema, and the schema is
     // strict enough to notice a missing or a stray field.
     let json: serde_json::Value =
@@ -188,20 +213,4 @@ fn a_three_step_sweep_on_the_lab_gives_a_capacity_curve() {
     assert_eq!(json["sweep"]["seed"], 7);
     assert_eq!(json["sweep"]["steps_run"], serde_json::json!([3, 6, 12]));
     assert_eq!(json["sweep"]["speed"], 300.0);
-
-    // capacity.html: self-contained, with the charts.
-    let html = std::fs::read_to_string(sweep_dir.join("capacity.html")).unwrap();
-    assert!(html.contains("<svg"), "no chart");
-    assert!(!html.contains("http"), "the page must not link out");
-    assert!(html.contains("id=\"qos-line\"") && html.contains("id=\"peak\""));
-
-    // The text: the analysis and a capacity statement in sentences.
-    assert!(stdout.contains("Capacity statement"), "{stdout}");
-    assert!(
-        stdout.contains("This server carries"),
-        "no capacity statement: {stdout}"
-    );
-    assert!(stdout.contains("USL "), "{stdout}");
-    assert!(stdout.contains("Peak "), "{stdout}");
-    drop(lab);
 }

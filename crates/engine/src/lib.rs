@@ -15,7 +15,8 @@
 //! * Users never record anything themselves: they send [`Event`]s down a
 //!   channel to one task, which records them with a [`RunRecorder`] (the
 //!   analysis layer's interval and delivery recorders) and shows them to an
-//!   [`Observer`] the caller plugs in (the binary's live line). A run returns
+//!   [`Observer`] the caller plugs in ([`LiveLine`], drawn on the binary's
+//!   status line). A run returns
 //!   a [`RunResult`]: its [`RunRecord`](peakhour_analysis::RunRecord), with
 //!   the metadata, and how it ended.
 //! * Every submitted message is tracked by Message-ID until each recipient has
@@ -37,6 +38,8 @@
 //!   [`RECONCILE_LIMIT`]. A user that cannot go on has its remaining actions
 //!   counted `not-attempted`, and a task that panics is counted (`panic`).
 //! * [`init`] brings mailboxes to a profile's starting state.
+//! * [`setup`] resolves what a command line names (a profile, the lab or
+//!   explicit endpoints, the population) into a plan and a target.
 //! * [`session_tasks`] runs the planner's atomic session tasks (a logon, a
 //!   delivery, a search without an index, idle sessions held) at a steady rate.
 //! * [`files`] runs file clients (NetBench's disk mix, dbench trace replay) against a
@@ -53,6 +56,7 @@ pub mod files;
 mod folders;
 mod groupware;
 pub mod init;
+mod live;
 mod pop3_user;
 mod population;
 mod reconcile;
@@ -60,6 +64,7 @@ mod recording;
 mod run;
 mod selfcheck;
 pub mod session_tasks;
+pub mod setup;
 mod target;
 mod user;
 
@@ -71,6 +76,7 @@ pub use distributed::wait_for_start;
 pub use events::{Counter, Event, EventSink, NOT_ATTEMPTED, Outcome, PANIC};
 pub use folders::ServerFolders;
 pub use groupware::GroupwareCheckError;
+pub use live::{LiveLine, LiveSink, reconciling_text};
 pub use peakhour_smtp::AuthPolicy;
 pub use peakhour_workload::Shard;
 pub use population::{Population, PopulationError, RESERVED_TEST_DOMAINS, is_test_domain};

@@ -11,6 +11,9 @@
 //! - [`SmbBackend`]: SMB 2/3 straight to a server over TCP, through the `smb2` crate,
 //!   without oplocks or leases, so nothing is cached on the client at all.
 //!
+//! [`apply`] performs one of a workload's operations ([`peakhour_workload::files::FileOp`])
+//! on a backend: the one dispatch for the engine's clients and the tests.
+//!
 //! Operations take paths relative to the backend's root with `/` between names, and the
 //! caller's own numbers for open files ([`Handle`]). A server's refusal (a missing file,
 //! a lock conflict) is not an error: it is the operation's [`NtStatus`] in its
@@ -22,6 +25,7 @@
 mod any;
 mod dir;
 mod error;
+mod op;
 mod smb;
 mod status;
 mod tree;
@@ -31,6 +35,7 @@ use std::future::Future;
 pub use any::AnyBackend;
 pub use dir::{CachePolicy, DirBackend};
 pub use error::BackendError;
+pub use op::{apply, under};
 pub use peakhour_net::Timed;
 pub use smb::{SmbBackend, SmbTarget};
 pub use status::NtStatus;

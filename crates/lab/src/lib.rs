@@ -33,6 +33,10 @@
 //! (`peakhour lab check`); it is the one part of the lab that speaks the
 //! protocols, and the reason the lab depends on the protocol crates.
 //!
+//! A lab describes itself to the server monitor ([`LabStatus::monitor_groups`],
+//! [`LabStatus::mail_probes`], [`LabStatus::cgroup_files`]): which processes
+//! are its servers, where its mail queue is, which cgroup caps it.
+//!
 //! The packages come from Debian (`scripts/setup.sh` installs them); a missing
 //! one is reported by [`Lab::up`] with the command that installs it.
 #![deny(missing_docs)]
@@ -54,6 +58,7 @@ mod server;
 mod state;
 mod text;
 mod tls;
+mod watch;
 
 pub use cgroup::{CgroupStatus, CgroupVersion};
 pub use check::{CheckError, CheckLine, check_mail_path};

@@ -17,6 +17,9 @@
 //! * [`analysis`] is pure: steady-state mean, p95 and max per metric, seed
 //!   001's *high average* with its standard deviation, and the USE summary
 //!   that names the bottleneck in one line.
+//! * Beside a load, the monitor samples on a thread of its own
+//!   ([`MonitorThread`]) and adds its findings over the steady phase to the
+//!   run's summary ([`MonitorRun::add_findings`]).
 //! * [`server`] reads a table as the planner needs it: the server's CPU,
 //!   memory, disk and network over a window, the memory model's points, a
 //!   matrix cell's metrics.
@@ -38,6 +41,7 @@
 #![deny(missing_docs)]
 
 pub mod analysis;
+mod beside;
 mod cgroup;
 pub mod columns;
 mod cost;
@@ -57,6 +61,7 @@ mod source;
 mod system;
 mod table;
 
+pub use beside::{MonitorRun, MonitorThread, add_steady_findings};
 pub use cgroup::{
     CgroupCounters, CgroupFiles, CgroupLayout, CgroupSample, cgroup_sample, parse_cgroup_counters,
 };

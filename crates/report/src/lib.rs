@@ -69,7 +69,7 @@ pub use summary_formats::{
     SUMMARY_CSV_HEADER, TextFormat, render_comparison_as, render_summary_as,
     render_summary_markdown, write_summary_csv,
 };
-pub use terminal::{render_monitor, render_terminal};
+pub use terminal::{render_monitor, render_terminal, safety_notes};
 
 /// What can go wrong while rendering.
 #[derive(Debug, thiserror::Error)]

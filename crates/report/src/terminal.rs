@@ -2,7 +2,9 @@
 
 use std::fmt::Write as _;
 
-use peakhour_analysis::{Bottleneck, ResourceHighAverage, Summary, Verdict, WeightSource};
+use peakhour_analysis::{
+    Bottleneck, DeliverySummary, ResourceHighAverage, Summary, Verdict, WeightSource,
+};
 
 use crate::number::{or_dash, plain};
 
@@ -16,6 +18,34 @@ pub fn render_terminal(summary: &Summary) -> String {
     // Writing into a String cannot fail.
     let _ = render_into(summary, &mut out);
     out
+}
+
+/// What a summary holds that the terminal table does not say, one line
+/// each: tasks that panicked, and lost copies that were never looked for or
+/// are counted but not named.
+pub fn safety_notes(panics: u64, d: &DeliverySummary) -> Vec<String> {
+    let mut notes = Vec::new();
+    if panics > 0 {
+        notes.push(format!(
+            "FAILED: {panics} of peakhour's tasks panicked (a bug in peakhour); their work is missing \
+             from the figures and counted as errors of kind `panic`"
+        ));
+    }
+    if d.lost_unsearched > 0 {
+        notes.push(format!(
+            "{} of the {} lost copies are in mailboxes the reconciliation could not search \
+             (the search failed, timed out or panicked): not seen, but not looked for either",
+            d.lost_unsearched, d.lost
+        ));
+    }
+    if d.lost_not_listed > 0 {
+        notes.push(format!(
+            "summary.json names the first {} lost copies; {} more are counted, not named",
+            d.lost_recipients.len(),
+            d.lost_not_listed
+        ));
+    }
+    notes
 }
 
 fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
@@ -384,4 +414,50 @@ fn value(metric: &str, v: f64) -> String {
 
 fn ms(v: Option<f64>) -> String {
     or_dash(v, plain, "-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delivery() -> DeliverySummary {
+        DeliverySummary {
+            submitted_recipients: 10,
+            delivered_recipients: 7,
+            failed_recipients: 0,
+            lost: 3,
+            lost_recipients: Vec::new(),
+            lost_not_listed: 0,
+            lost_unsearched: 0,
+            awaiting_merge: 0,
+            reconciled: true,
+            p50_ms: None,
+            p95_ms: None,
+            max_ms: None,
+            mail_queue_at_end: None,
+            latency_includes: String::new(),
+            mta: None,
+            mta_unknown: None,
+        }
+    }
+
+    #[test]
+    fn a_clean_run_has_no_safety_notes() {
+        assert!(safety_notes(0, &delivery()).is_empty());
+    }
+
+    #[test]
+    fn panics_and_unsearched_or_unnamed_copies_are_each_noted() {
+        let mut d = delivery();
+        d.lost_unsearched = 2;
+        d.lost_not_listed = 3;
+        let notes = safety_notes(1, &d);
+        assert_eq!(notes.len(), 3);
+        assert!(notes[0].starts_with("FAILED: 1 of peakhour's tasks panicked"));
+        assert!(notes[1].starts_with("2 of the 3 lost copies are in mailboxes"));
+        assert_eq!(
+            notes[2],
+            "summary.json names the first 0 lost copies; 3 more are counted, not named"
+        );
+    }
 }

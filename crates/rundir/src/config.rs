@@ -6,6 +6,8 @@
 //! plan (`Plan::to_toml`: seed, users, rates, the profile ...) is kept as a
 //! TOML table at the top level, in the plan's own order.
 
+use peakhour_engine::Target;
+use peakhour_engine::files::{FileTarget, FileWorkload, RecordedValue};
 use peakhour_workload::{HumanDuration, Plan};
 use serde::{Deserialize, Serialize};
 
@@ -108,6 +110,82 @@ impl RunConfig {
             monitor,
             plan: toml::from_str(&plan.to_toml()?)?,
         })
+    }
+
+    /// The configuration of a mail run of `plan` against `target`, with the
+    /// security shortcuts it took; the domains allowed outside the reserved
+    /// test names are on record too (`[population] allowed_domains`).
+    pub fn mail(
+        run: RunSection,
+        monitor: MonitorSection,
+        plan: &Plan,
+        target: &Target,
+        security_shortcuts: Vec<String>,
+        allowed_domains: &[String],
+    ) -> Result<Self, RunDirError> {
+        let target = TargetSection {
+            imap: target.imap.to_string(),
+            smtp: target.smtp.to_string(),
+            security_shortcuts,
+            // The caller says which lab, if any: it knows the lab's directory.
+            lab: None,
+        };
+        let mut config = Self::new(run, target, monitor, plan)?;
+        if !allowed_domains.is_empty() {
+            let domains = allowed_domains.iter().cloned().map(toml::Value::String);
+            let mut population = toml::Table::new();
+            population.insert(
+                "allowed_domains".into(),
+                toml::Value::Array(domains.collect()),
+            );
+            config
+                .plan
+                .insert("population".into(), toml::Value::Table(population));
+        }
+        Ok(config)
+    }
+
+    /// The configuration of a file run: the phases, and the workload and
+    /// target in `[files]` (no password). A file run has no mail endpoints.
+    pub fn files(
+        run: RunSection,
+        monitor: MonitorSection,
+        workload: &FileWorkload,
+        target: &FileTarget,
+        cleanup: bool,
+    ) -> Self {
+        let files: toml::Table = workload
+            .recorded_settings(target, cleanup)
+            .into_iter()
+            .map(|(key, value)| {
+                let value = match value {
+                    RecordedValue::Text(t) => toml::Value::String(t),
+                    RecordedValue::Number(n) => {
+                        toml::Value::Integer(n.try_into().unwrap_or(i64::MAX))
+                    }
+                    RecordedValue::Flag(b) => toml::Value::Boolean(b),
+                };
+                (key.to_owned(), value)
+            })
+            .collect();
+        let mut plan = toml::Table::new();
+        plan.insert("profile".into(), workload.name().into());
+        plan.insert("users".into(), i64::from(workload.clients()).into());
+        let seed = i64::try_from(workload.seed()).unwrap_or(i64::MAX);
+        plan.insert("seed".into(), seed.into());
+        plan.insert("files".into(), toml::Value::Table(files));
+        let target = TargetSection {
+            imap: String::new(),
+            smtp: String::new(),
+            security_shortcuts: Vec::new(),
+            lab: None,
+        };
+        Self {
+            run,
+            target,
+            monitor,
+            plan,
+        }
     }
 
     /// The file's text: a comment line, the plan's top-level keys (TOML puts

@@ -13,6 +13,18 @@ pub enum RunDirError {
         /// Why.
         source: std::io::Error,
     },
+    /// A new run's directory holds a finished run already.
+    #[error("{} already holds a run; choose another --out", .0.display())]
+    Taken(PathBuf),
+    /// A new run's directory cannot be created.
+    #[error("cannot create the run directory {}", path.display())]
+    Create {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A file every run has is missing.
     #[error("{} not found: is {} a run directory written by `peakhour run`?", path.display(), dir.display())]
     NotARun {

@@ -167,6 +167,21 @@ impl RunDir {
         Ok(dir)
     }
 
+    /// The directory of a new run: `out`, or `runs/RUN_ID`; created, and
+    /// refused when it already holds a finished run.
+    pub fn start(out: Option<&Path>, run_id: &str) -> Result<Self, RunDirError> {
+        let path = out.map_or_else(|| PathBuf::from(RUNS_DIR).join(run_id), Path::to_path_buf);
+        let dir = Self::new(path);
+        if dir.holds_run() {
+            return Err(RunDirError::Taken(dir.path));
+        }
+        std::fs::create_dir_all(&dir.path).map_err(|source| RunDirError::Create {
+            path: dir.path.clone(),
+            source,
+        })?;
+        Ok(dir)
+    }
+
     /// The directory.
     pub fn path(&self) -> &Path {
         &self.path

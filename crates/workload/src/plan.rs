@@ -163,38 +163,182 @@ pub struct Plan {
     groupware: GroupwareParams,
 }
 
+/// `profile` with the command line's overrides, each checked.
+fn with_overrides(profile: &Profile, overrides: &Overrides) -> Result<Profile, PlanError> {
+    let mut profile = profile.clone();
+    if let Some(users) = overrides.users {
+        if users == 0 {
+            return Err(PlanError::Override {
+                option: "users",
+                message: "must be at least 1".into(),
+            });
+        }
+        profile.users.count = toml::Spanned::new(0..0, i64::from(users));
+    }
+    if let Some(day) = overrides.day {
+        if day.is_zero() {
+            return Err(PlanError::Override {
+                option: "day",
+                message: "must be longer than 0".into(),
+            });
+        }
+        profile.day = toml::Spanned::new(0..0, HumanDuration(day));
+    }
+    if let Some(speed) = overrides.speed {
+        if !speed.is_finite() || speed <= 0.0 {
+            return Err(PlanError::Override {
+                option: "speed",
+                message: format!("must be greater than 0 (got {speed})"),
+            });
+        }
+        profile.speed = toml::Spanned::new(0..0, speed);
+    }
+    Ok(profile)
+}
+
+/// Each action's rate (Poisson mode) or count (fixed mode); `real_day` is
+/// the simulated day's length in real seconds.
+fn action_rates(profile: &Profile, real_day: f64) -> (Vec<ActionRate>, Vec<(ActionKind, u64)>) {
+    let mut rates = Vec::new();
+    let mut fixed = Vec::new();
+    for (kind, f) in profile.actions.frequencies() {
+        match profile.mode {
+            Mode::Poisson => {
+                let per_day = f.per_day.map_or(0.0, |p| *p.get_ref());
+                rates.push(ActionRate {
+                    kind,
+                    per_day,
+                    per_second: per_day / real_day,
+                });
+            }
+            Mode::Fixed => {
+                let count = f.count.map_or(0, |c| *c.get_ref());
+                fixed.push((kind, u64::try_from(count).unwrap_or(0)));
+            }
+        }
+    }
+    (rates, fixed)
+}
+
+/// The message types and their cumulative weights.
+fn message_mix(profile: &Profile) -> (Vec<MessageType>, Vec<u64>) {
+    let mix: Vec<MessageType> = profile
+        .mix
+        .get_ref()
+        .iter()
+        .enumerate()
+        .map(|(i, m)| MessageType {
+            label: m.label.clone().unwrap_or_else(|| format!("mix[{i}]")),
+            weight: u64::try_from(*m.weight.get_ref()).unwrap_or(0),
+            body: m.body.get_ref().0,
+            attachment: m.attachment.as_ref().map(|a| Attachment {
+                kind: a.kind,
+                size: a.size.get_ref().0,
+            }),
+        })
+        .collect();
+    let cumulative = mix
+        .iter()
+        .scan(0u64, |acc, m| {
+            *acc += m.weight;
+            Some(*acc)
+        })
+        .collect();
+
+    (mix, cumulative)
+}
+
+/// Every folder a user starts with (the profile's, and those the actions
+/// use, even when empty), and the actions' parameters.
+fn folders_and_params(profile: &Profile) -> (Vec<Folder>, ActionParams) {
+    let mut folders: Vec<Folder> = Vec::new();
+    let mut push_folder = |name: String, messages: u32| {
+        if let Some(f) = folders.iter_mut().find(|f| f.name == name) {
+            f.messages = f.messages.max(messages);
+        } else {
+            folders.push(Folder { name, messages });
+        }
+    };
+    let mut user_folders = Vec::new();
+    for spec in &profile.mailbox.folders {
+        let count = u32::try_from(*spec.count.get_ref()).unwrap_or(0);
+        let messages = u32::try_from(*spec.messages.get_ref()).unwrap_or(0);
+        for n in 1..=count {
+            let name = spec.name.get_ref().replace("{n}", &n.to_string());
+            user_folders.push(name.clone());
+            push_folder(name, messages);
+        }
+    }
+    let a = &profile.actions;
+    let params = ActionParams {
+        inbox: a
+            .check_inbox
+            .as_ref()
+            .map_or("INBOX".into(), |c| c.folder.clone()),
+        page_size: a
+            .check_inbox
+            .as_ref()
+            .map_or(50, |c| u32::try_from(*c.page_size.get_ref()).unwrap_or(50)),
+        unread_first: a.read.as_ref().is_none_or(|r| r.unread_first),
+        move_from: a
+            .move_message
+            .as_ref()
+            .map_or("INBOX".into(), |m| m.from.clone()),
+        move_targets: Vec::new(),
+        trash: a
+            .delete
+            .as_ref()
+            .map_or("Trash".into(), |d| d.trash.clone()),
+        empty_trash: a.delete.as_ref().is_some_and(|d| d.empty_trash),
+        save_copy: a.send.as_ref().is_some_and(|s| s.save_copy),
+        sent_folder: a
+            .send
+            .as_ref()
+            .map_or("Sent".into(), |s| s.sent_folder.clone()),
+        calendar_folder: a
+            .update_calendar
+            .as_ref()
+            .map_or("Calendar".into(), |u| u.folder.clone()),
+    };
+    // Folders the actions use exist from the start, even when empty.
+    push_folder("INBOX".into(), 0);
+    if a.check_inbox.is_some() {
+        push_folder(params.inbox.clone(), 0);
+    }
+    if a.send.is_some() && params.save_copy {
+        push_folder(params.sent_folder.clone(), 0);
+    }
+    if a.delete.is_some() {
+        push_folder(params.trash.clone(), 0);
+    }
+    if a.update_calendar.is_some() {
+        push_folder(params.calendar_folder.clone(), 0);
+    }
+    let special = [
+        "INBOX",
+        params.inbox.as_str(),
+        params.move_from.as_str(),
+        params.trash.as_str(),
+        params.sent_folder.as_str(),
+        params.calendar_folder.as_str(),
+    ];
+    let move_targets = user_folders
+        .into_iter()
+        .filter(|f| !special.iter().any(|s| s.eq_ignore_ascii_case(f)))
+        .collect();
+    let params = ActionParams {
+        move_targets,
+        ..params
+    };
+
+    (folders, params)
+}
+
 impl Plan {
     /// Resolves `profile` with `overrides`. The profile must have come from
     /// [`Profile::parse`] (which validates it).
     pub fn resolve(profile: &Profile, overrides: &Overrides) -> Result<Plan, PlanError> {
-        let mut profile = profile.clone();
-        if let Some(users) = overrides.users {
-            if users == 0 {
-                return Err(PlanError::Override {
-                    option: "users",
-                    message: "must be at least 1".into(),
-                });
-            }
-            profile.users.count = toml::Spanned::new(0..0, i64::from(users));
-        }
-        if let Some(day) = overrides.day {
-            if day.is_zero() {
-                return Err(PlanError::Override {
-                    option: "day",
-                    message: "must be longer than 0".into(),
-                });
-            }
-            profile.day = toml::Spanned::new(0..0, HumanDuration(day));
-        }
-        if let Some(speed) = overrides.speed {
-            if !speed.is_finite() || speed <= 0.0 {
-                return Err(PlanError::Override {
-                    option: "speed",
-                    message: format!("must be greater than 0 (got {speed})"),
-                });
-            }
-            profile.speed = toml::Spanned::new(0..0, speed);
-        }
+        let profile = with_overrides(profile, overrides)?;
         let seed = overrides.seed.unwrap_or(DEFAULT_SEED);
         let users =
             u32::try_from(*profile.users.count.get_ref()).map_err(|_| PlanError::Override {
@@ -205,53 +349,14 @@ impl Plan {
         let speed = *profile.speed.get_ref();
         let real_day = day.as_secs_f64() / speed;
 
-        let mut rates = Vec::new();
-        let mut fixed = Vec::new();
-        for (kind, f) in profile.actions.frequencies() {
-            match profile.mode {
-                Mode::Poisson => {
-                    let per_day = f.per_day.map_or(0.0, |p| *p.get_ref());
-                    rates.push(ActionRate {
-                        kind,
-                        per_day,
-                        per_second: per_day / real_day,
-                    });
-                }
-                Mode::Fixed => {
-                    let count = f.count.map_or(0, |c| *c.get_ref());
-                    fixed.push((kind, u64::try_from(count).unwrap_or(0)));
-                }
-            }
-        }
+        let (rates, fixed) = action_rates(&profile, real_day);
         let pause = profile
             .fixed
             .as_ref()
             .and_then(|f| f.pause.as_ref())
             .map_or(Duration::ZERO, |p| p.get_ref().0);
 
-        let mix: Vec<MessageType> = profile
-            .mix
-            .get_ref()
-            .iter()
-            .enumerate()
-            .map(|(i, m)| MessageType {
-                label: m.label.clone().unwrap_or_else(|| format!("mix[{i}]")),
-                weight: u64::try_from(*m.weight.get_ref()).unwrap_or(0),
-                body: m.body.get_ref().0,
-                attachment: m.attachment.as_ref().map(|a| Attachment {
-                    kind: a.kind,
-                    size: a.size.get_ref().0,
-                }),
-            })
-            .collect();
-        let cumulative = mix
-            .iter()
-            .scan(0u64, |acc, m| {
-                *acc += m.weight;
-                Some(*acc)
-            })
-            .collect();
-
+        let (mix, cumulative) = message_mix(&profile);
         let per_users = u64::try_from(*profile.lists.per_users.get_ref()).unwrap_or(0);
         let list_count = if per_users == 0 {
             0
@@ -266,86 +371,7 @@ impl Plan {
         let list_fraction = *profile.recipients.list_fraction.get_ref();
         let direct_mean = *profile.recipients.average.get_ref() - list_fraction * members;
 
-        let mut folders: Vec<Folder> = Vec::new();
-        let mut push_folder = |name: String, messages: u32| {
-            if let Some(f) = folders.iter_mut().find(|f| f.name == name) {
-                f.messages = f.messages.max(messages);
-            } else {
-                folders.push(Folder { name, messages });
-            }
-        };
-        let mut user_folders = Vec::new();
-        for spec in &profile.mailbox.folders {
-            let count = u32::try_from(*spec.count.get_ref()).unwrap_or(0);
-            let messages = u32::try_from(*spec.messages.get_ref()).unwrap_or(0);
-            for n in 1..=count {
-                let name = spec.name.get_ref().replace("{n}", &n.to_string());
-                user_folders.push(name.clone());
-                push_folder(name, messages);
-            }
-        }
-        let a = &profile.actions;
-        let params = ActionParams {
-            inbox: a
-                .check_inbox
-                .as_ref()
-                .map_or("INBOX".into(), |c| c.folder.clone()),
-            page_size: a
-                .check_inbox
-                .as_ref()
-                .map_or(50, |c| u32::try_from(*c.page_size.get_ref()).unwrap_or(50)),
-            unread_first: a.read.as_ref().is_none_or(|r| r.unread_first),
-            move_from: a
-                .move_message
-                .as_ref()
-                .map_or("INBOX".into(), |m| m.from.clone()),
-            move_targets: Vec::new(),
-            trash: a
-                .delete
-                .as_ref()
-                .map_or("Trash".into(), |d| d.trash.clone()),
-            empty_trash: a.delete.as_ref().is_some_and(|d| d.empty_trash),
-            save_copy: a.send.as_ref().is_some_and(|s| s.save_copy),
-            sent_folder: a
-                .send
-                .as_ref()
-                .map_or("Sent".into(), |s| s.sent_folder.clone()),
-            calendar_folder: a
-                .update_calendar
-                .as_ref()
-                .map_or("Calendar".into(), |u| u.folder.clone()),
-        };
-        // Folders the actions use exist from the start, even when empty.
-        push_folder("INBOX".into(), 0);
-        if a.check_inbox.is_some() {
-            push_folder(params.inbox.clone(), 0);
-        }
-        if a.send.is_some() && params.save_copy {
-            push_folder(params.sent_folder.clone(), 0);
-        }
-        if a.delete.is_some() {
-            push_folder(params.trash.clone(), 0);
-        }
-        if a.update_calendar.is_some() {
-            push_folder(params.calendar_folder.clone(), 0);
-        }
-        let special = [
-            "INBOX",
-            params.inbox.as_str(),
-            params.move_from.as_str(),
-            params.trash.as_str(),
-            params.sent_folder.as_str(),
-            params.calendar_folder.as_str(),
-        ];
-        let move_targets = user_folders
-            .into_iter()
-            .filter(|f| !special.iter().any(|s| s.eq_ignore_ascii_case(f)))
-            .collect();
-        let params = ActionParams {
-            move_targets,
-            ..params
-        };
-
+        let (folders, params) = folders_and_params(&profile);
         let qos_default = *profile.qos.p95_ms.get_ref();
         let qos = profile
             .qos

@@ -629,6 +629,33 @@ impl Profile {
         positive_f(&self.lists.members, "lists.members", file, src)?;
         pattern(&self.lists.name, "lists.name", file, src)?;
 
+        self.validate_actions(file, src)?;
+        self.validate_recipients(file, src, lists_per)?;
+        self.validate_mix(file, src)?;
+        self.validate_mailbox(file, src)?;
+        // QoS.
+        positive_f(&self.qos.p95_ms, "qos.p95_ms", file, src)?;
+        for (kind, v) in &self.qos.actions {
+            positive_f(v, &format!("qos.actions.{kind}"), file, src)?;
+        }
+        crate::groupware::validate(self, file, src)?;
+        if self.mode == Mode::Poisson && self.fixed.is_some() {
+            return Err(ProfileError::at(
+                file,
+                src,
+                None,
+                "fixed",
+                "the [fixed] table needs mode = \"fixed\"",
+            ));
+        }
+        self.check_bounds(file, src)
+    }
+
+    /// Every action has a frequency in the profile's mode, and a page size of at least 1.
+    fn validate_actions(&self, file: &str, src: &str) -> Result<(), ProfileError> {
+        let err = |span: Range<usize>, field: &str, msg: String| {
+            ProfileError::at(file, src, Some(span), field, msg)
+        };
         let freqs = self.actions.frequencies();
         if freqs.is_empty() {
             return Err(ProfileError::at(
@@ -706,7 +733,19 @@ impl Profile {
                 "must be at least 1".into(),
             ));
         }
+        Ok(())
+    }
 
+    /// Recipients per message: at least one direct, lists only if there are some.
+    fn validate_recipients(
+        &self,
+        file: &str,
+        src: &str,
+        lists_per: i64,
+    ) -> Result<(), ProfileError> {
+        let err = |span: Range<usize>, field: &str, msg: String| {
+            ProfileError::at(file, src, Some(span), field, msg)
+        };
         // Recipients.
         let avg = *self.recipients.average.get_ref();
         if !avg.is_finite() || avg < 1.0 {
@@ -752,7 +791,14 @@ impl Profile {
                 ),
             ));
         }
+        Ok(())
+    }
 
+    /// The message mix, when the profile sends or fills folders.
+    fn validate_mix(&self, file: &str, src: &str) -> Result<(), ProfileError> {
+        let err = |span: Range<usize>, field: &str, msg: String| {
+            ProfileError::at(file, src, Some(span), field, msg)
+        };
         // Mix: needed by a profile that sends or fills folders.
         let mix = self.mix.get_ref();
         if mix.is_empty() && self.needs_messages() {
@@ -779,7 +825,14 @@ impl Profile {
                 "the weights sum to zero".into(),
             ));
         }
+        Ok(())
+    }
 
+    /// The starting folders: named, and told apart by `{n}` when several.
+    fn validate_mailbox(&self, file: &str, src: &str) -> Result<(), ProfileError> {
+        let err = |span: Range<usize>, field: &str, msg: String| {
+            ProfileError::at(file, src, Some(span), field, msg)
+        };
         // Mailbox.
         for (i, f) in self.mailbox.folders.iter().enumerate() {
             let count = non_negative(&f.count, &format!("mailbox.folders[{i}].count"), file, src)?;
@@ -805,23 +858,7 @@ impl Profile {
                 ));
             }
         }
-
-        // QoS.
-        positive_f(&self.qos.p95_ms, "qos.p95_ms", file, src)?;
-        for (kind, v) in &self.qos.actions {
-            positive_f(v, &format!("qos.actions.{kind}"), file, src)?;
-        }
-        crate::groupware::validate(self, file, src)?;
-        if self.mode == Mode::Poisson && self.fixed.is_some() {
-            return Err(ProfileError::at(
-                file,
-                src,
-                None,
-                "fixed",
-                "the [fixed] table needs mode = \"fixed\"",
-            ));
-        }
-        self.check_bounds(file, src)
+        Ok(())
     }
 
     /// Upper bounds on every number, so that a typo (`per_day = 1e12`,

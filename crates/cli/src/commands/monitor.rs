@@ -15,8 +15,8 @@ use peakhour_lab::{Lab, LabStatus, Layout};
 use peakhour_monitor::analysis::TimeWindow;
 pub(crate) use peakhour_monitor::analysis::findings;
 use peakhour_monitor::{
-    GroupSpec, LocalConfig, LocalSource, MailProbes, Monitor, MonitorConfig, MonitorReport,
-    NodeExporterSource, RADICALE_NAMES, SAMBA_NAMES, Sample,
+    GroupSpec, LocalConfig, LocalSource, MailProbes, Monitor, MonitorConfig, NodeExporterSource,
+    Sample,
 };
 use peakhour_rundir::{DirKind, RunDir, RunFile, default_dir};
 use tokio::sync::watch;
@@ -25,15 +25,6 @@ use super::signals::EXIT_INTERRUPTED;
 use super::signals::wait_for_signal;
 use super::status_line::StatusLine;
 use crate::args::MonitorArgs;
-
-/// The mail probes for a lab: its Postfix queue, and Dovecot's IMAP, IMAPS
-/// and POP3 ports for the connection count.
-pub(crate) fn lab_probes(status: &LabStatus) -> MailProbes {
-    MailProbes {
-        postfix_queue_dir: Some(Layout::new(&status.dir).postfix_queue()),
-        dovecot_ports: status.dovecot_client_ports(),
-    }
-}
 
 /// Which processes the local source counts besides the `--group` ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,28 +54,14 @@ pub(crate) fn local_source(
         config.groups = vec![GroupSpec::peakhour()];
     }
     if let Some(lab) = lab {
-        config.groups =
-            GroupSpec::defaults_within(lab.master_pid("dovecot"), lab.master_pid("postfix"));
-        // A lab's optional servers, by their masters' names in `lab status`.
-        for (name, names) in [("radicale", RADICALE_NAMES), ("samba", SAMBA_NAMES)] {
-            if let Some(pid) = lab.master_pid(name) {
-                config
-                    .groups
-                    .push(GroupSpec::names(name, names).within(&[pid]));
-            }
-        }
-        config.cgroup = lab.limits.cgroup.as_ref().map(super::planner::cgroup_files);
+        config.groups = lab.monitor_groups();
+        config.cgroup = lab.cgroup_files();
     }
     for spec in groups {
         let group = GroupSpec::parse(spec).with_context(|| format!("--group {spec:?}"))?;
         config.groups.push(group);
     }
     LocalSource::new(config).context("cannot start the local monitor source")
-}
-
-/// The monitor's cost, for people (`peakhour run` prints it too).
-pub(crate) fn cost_line(report: &MonitorReport) -> String {
-    report.cost_line()
 }
 
 /// Starts the monitor on the source the arguments name; returns it and what it watches.
@@ -195,7 +172,7 @@ fn mail_probes(args: &MonitorArgs) -> MailProbes {
     if has_lab && (probes.postfix_queue_dir.is_none() || probes.dovecot_ports.is_empty()) {
         match Lab::new(&args.lab_dir).status() {
             Ok(status) => {
-                let lab = lab_probes(&status);
+                let lab = status.mail_probes();
                 probes.postfix_queue_dir = probes.postfix_queue_dir.or(lab.postfix_queue_dir);
                 if probes.dovecot_ports.is_empty() {
                     probes.dovecot_ports = lab.dovecot_ports;

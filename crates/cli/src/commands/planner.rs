@@ -6,23 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
-use peakhour_lab::{CgroupStatus, CgroupVersion, LabStatus};
+use peakhour_lab::LabStatus;
 use peakhour_monitor::server::host_capacity;
-use peakhour_monitor::{CgroupFiles, CgroupLayout};
-
-/// The files of a lab's cgroup the monitor reads (`lab status`'s
-/// `limits.cgroup`).
-pub(crate) fn cgroup_files(status: &CgroupStatus) -> CgroupFiles {
-    CgroupFiles {
-        layout: match status.version {
-            CgroupVersion::V1 => CgroupLayout::V1,
-            CgroupVersion::V2 => CgroupLayout::V2,
-        },
-        cpu_usage: status.cpu_usage_file.clone().into(),
-        memory_usage: status.memory_usage_file.clone().into(),
-        cpu_stat: status.cpu_stat_file.clone().into(),
-    }
-}
 
 /// The CPUs and memory the lab's servers have: the lab's caps where set,
 /// else the host's.

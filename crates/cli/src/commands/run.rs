@@ -4,32 +4,30 @@
 //! it to the target, the server monitor, the signals and the live line, then
 //! computes the summary and writes the files.
 
-mod live_line;
 pub(super) mod monitored;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use peakhour_analysis::{Summary, Verdict};
-use peakhour_engine::{Both, Observer, RunResult, RunSettings, Target};
+use peakhour_engine::{Both, LiveLine, Observer, RunResult, RunSettings, Target};
 use peakhour_monitor::{NodeExporterSource, Source};
-use peakhour_rundir::{DirKind, MonitorSection, RunConfig, RunDir, RunSection, TargetSection};
+use peakhour_rundir::{DirKind, RunConfig, RunDir};
 use peakhour_workload::{HumanDuration, Overrides, Plan};
 use tokio::runtime::Runtime;
 
-use self::live_line::LiveLine;
-use self::monitored::{MonitorRun, run_monitored};
-use super::monitor::{Watching, lab_probes, local_source};
+use self::monitored::{add_findings, run_monitored};
+use super::monitor::{Watching, local_source};
 use super::signals::EXIT_INTERRUPTED;
+use super::status_line::StatusLine;
 use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::RunArgs;
-use crate::config::{CONNECT_TIMEOUT, RunConfig as CheckedRunConfig, UsageError, usage_exit};
-
-/// The server monitor samples every second during a run.
-pub(super) const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
+use crate::config::{
+    CONNECT_TIMEOUT, MONITOR_INTERVAL, RunConfig as CheckedRunConfig, UsageError, usage_exit,
+};
+use peakhour_lab::LabStatus;
+use peakhour_monitor::MonitorRun;
 
 pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // Bounds first, then the profile, the target and the population: all
@@ -91,14 +89,11 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut summary = Summary::compute(&result.record)?;
     summary.limits = super::planner::summary_limits(prepared.resolved.lab.as_ref());
     if let Some(monitor) = monitor {
-        monitor.add_findings(
-            &mut summary,
-            result.outcome.clock.t0,
-            prepared.config.high_average_window,
-        );
+        let window = prepared.config.high_average_window;
+        add_findings(monitor, &mut summary, result.outcome.clock.t0, window);
     }
-    RunDir::new(&prepared.dir).write_results(&result.record, &summary)?;
-    if let Err(e) = super::report::write_report(&prepared.dir) {
+    prepared.dir.write_results(&result.record, &summary)?;
+    if let Err(e) = prepared.dir.write_report() {
         eprintln!("warning: report.html was not written: {e:#}");
     }
 
@@ -106,8 +101,10 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if !outcome.reconciled {
         println!("deliveries were not reconciled (the run was interrupted)");
     }
-    print_safety_notes(&summary);
-    println!("results: {}", prepared.dir.display());
+    for note in peakhour_report::safety_notes(summary.panics, &summary.delivery) {
+        println!("{note}");
+    }
+    println!("results: {}", prepared.dir.path().display());
     metrics.finish();
     Ok(if outcome.interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
@@ -118,33 +115,6 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// What the summary holds that the terminal table does not say: panics,
-/// and lost copies that were never looked for.
-fn print_safety_notes(summary: &Summary) {
-    if summary.panics > 0 {
-        println!(
-            "FAILED: {} of peakhour's tasks panicked (a bug in peakhour); their work is missing \
-             from the figures and counted as errors of kind `panic`",
-            summary.panics
-        );
-    }
-    let d = &summary.delivery;
-    if d.lost_unsearched > 0 {
-        println!(
-            "{} of the {} lost copies are in mailboxes the reconciliation could not search \
-             (the search failed, timed out or panicked): not seen, but not looked for either",
-            d.lost_unsearched, d.lost
-        );
-    }
-    if d.lost_not_listed > 0 {
-        println!(
-            "summary.json names the first {} lost copies; {} more are counted, not named",
-            d.lost_recipients.len(),
-            d.lost_not_listed
-        );
-    }
-}
-
 /// A run ready to start: its plan, target, directory (with `config.toml`
 /// written) and engine settings.
 struct Prepared {
@@ -152,7 +122,7 @@ struct Prepared {
     plan: Arc<Plan>,
     target: Arc<Target>,
     resolved: ResolvedTarget,
-    dir: PathBuf,
+    dir: RunDir,
     settings: RunSettings,
 }
 
@@ -181,25 +151,22 @@ impl Prepared {
                 users: plan.users(),
             },
         );
-        let dir = args.out.clone().unwrap_or_else(|| {
-            let name = match shard.count() {
-                1 => run_id.clone(),
-                n => format!("{run_id}-shard-{}-of-{n}", shard.index()),
-            };
-            PathBuf::from("runs").join(name)
-        });
-        if dir.join("summary.json").exists() {
-            bail!(
-                "{} already holds a run; choose another --out",
-                dir.display()
-            );
-        }
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
-        let mut recorded = run_config(&plan, &config, &target)?;
-        recorded.target.security_shortcuts = resolved.shortcuts.clone();
+        // Shards of one run write beside each other unless told where.
+        let name = match shard.count() {
+            1 => run_id.clone(),
+            n => format!("{run_id}-shard-{}-of-{n}", shard.index()),
+        };
+        let dir = RunDir::start(args.out.as_deref(), &name)?;
+        let mut recorded = RunConfig::mail(
+            shape.run_section(),
+            config.monitor_section(),
+            &plan,
+            &target,
+            resolved.shortcuts.clone(),
+            &config.allow_domains,
+        )?;
         recorded.target.lab = resolved.lab.as_ref().map(|lab| lab.dir.clone());
-        RunDir::new(&dir).write_config(&recorded)?;
+        dir.write_config(&recorded)?;
 
         let settings = RunSettings {
             run_id,
@@ -232,7 +199,7 @@ impl Prepared {
             self.settings.run_id,
             plan.users(),
             plan.name(),
-            humantime(plan.day()),
+            HumanDuration(plan.day()),
             plan.speed(),
             plan.seed(),
             shape.ramp_up,
@@ -246,14 +213,14 @@ impl Prepared {
     fn monitor_source(&self) -> anyhow::Result<(Box<dyn Source>, std::fs::File)> {
         let lab = self.resolved.lab.as_ref();
         let source: Box<dyn Source> = match &self.config.node_exporter {
-            Some(url) => Box::new(NodeExporterSource::new(url, Duration::from_secs(1))?),
+            Some(url) => Box::new(NodeExporterSource::new(url, MONITOR_INTERVAL)?),
             None => {
-                let probes = lab.map(lab_probes).unwrap_or_default();
+                let probes = lab.map(LabStatus::mail_probes).unwrap_or_default();
                 let groups = &self.config.groups;
                 Box::new(local_source(groups, lab, probes, Watching::OnlyPeakhour)?)
             }
         };
-        Ok((source, RunDir::new(&self.dir).create_monitor_csv()?))
+        Ok((source, self.dir.create_monitor_csv()?))
     }
 
     /// Runs the users with the monitor sampling beside them and every closed
@@ -264,8 +231,8 @@ impl Prepared {
         runtime: &Runtime,
         metrics: &mut dyn Observer,
     ) -> anyhow::Result<(RunResult, Option<MonitorRun>)> {
-        let mut live = LiveLine::new(self.plan.actions());
-        let mut journal = RunDir::new(&self.dir).journal()?;
+        let mut live = LiveLine::new(StatusLine::new());
+        let mut journal = self.dir.journal()?;
         let observers = &mut Both(&mut live, &mut Both(&mut journal, metrics));
         let (result, monitor) = run_monitored(
             runtime,
@@ -283,60 +250,10 @@ impl Prepared {
                 .await
             },
         )?;
-        live.clear();
+        live.sink().clear();
         if let Err(e) = journal.finish() {
             eprintln!("warning: closed intervals were not all journaled as they closed: {e}");
         }
         Ok((result?, monitor))
     }
-}
-
-fn humantime(d: Duration) -> String {
-    peakhour_workload::HumanDuration(d).to_string()
-}
-
-/// The resolved configuration, with every setting and no password; the
-/// domains allowed outside the reserved test names are on record too
-/// (`[population] allowed_domains`).
-fn run_config(
-    plan: &Plan,
-    config: &CheckedRunConfig,
-    target: &peakhour_engine::Target,
-) -> anyhow::Result<RunConfig> {
-    let shape = &config.shape;
-    let mut recorded = RunConfig::new(
-        RunSection {
-            ramp_up: HumanDuration(shape.ramp_up),
-            duration: HumanDuration(shape.duration),
-            drain: HumanDuration(shape.drain),
-            interval: HumanDuration(shape.interval),
-            action_timeout: HumanDuration(shape.action_timeout),
-        },
-        TargetSection {
-            imap: target.imap.to_string(),
-            smtp: target.smtp.to_string(),
-            security_shortcuts: Vec::new(),
-            lab: None,
-        },
-        MonitorSection {
-            interval: HumanDuration(MONITOR_INTERVAL),
-            high_average_window: HumanDuration(config.high_average_window),
-            baseline: HumanDuration(config.monitor_baseline),
-        },
-        plan,
-    )?;
-    if !config.allow_domains.is_empty() {
-        let domains = config
-            .allow_domains
-            .iter()
-            .cloned()
-            .map(toml::Value::String)
-            .collect();
-        let mut population = toml::Table::new();
-        population.insert("allowed_domains".into(), toml::Value::Array(domains));
-        recorded
-            .plan
-            .insert("population".into(), toml::Value::Table(population));
-    }
-    Ok(recorded)
 }

@@ -51,3 +51,19 @@ impl StatusLine {
         }
     }
 }
+
+/// The live line of a mail run draws on the status line.
+impl peakhour_engine::LiveSink for StatusLine {
+    fn due(&mut self) -> Option<Duration> {
+        StatusLine::due(self)
+    }
+
+    fn draw(&mut self, line: &str) {
+        self.write(line);
+    }
+
+    fn note(&mut self, line: &str) {
+        self.clear();
+        eprintln!("{line}");
+    }
+}

@@ -78,7 +78,10 @@ pub(crate) fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
         HumanDuration(args.baseline),
         load_average()
     );
-    let (baseline, baseline_memory) = runtime.block_on(setup.idle_baseline())?;
+    let baseline_dir = setup.dir.join("baseline");
+    let meter = setup.meter();
+    let idle = meter.idle_baseline(&baseline_dir, args.baseline);
+    let (baseline, baseline_memory) = runtime.block_on(idle)?;
     let mut result = None;
     for &ws in &setup.workstations {
         let set = setup.run_all(ws, &baseline, baseline_memory, &runtime, &children)?;

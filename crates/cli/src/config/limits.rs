@@ -40,3 +40,6 @@ pub(crate) const MAX_INIT_PARALLEL: usize = 1_024;
 pub(crate) const INIT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 /// Connecting (TCP, TLS, greeting, STARTTLS) to any server.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The server monitor samples every second during a run (and a task or a
+/// cell of the planner, which are runs).
+pub(crate) const MONITOR_INTERVAL: Duration = Duration::from_secs(1);

@@ -35,13 +35,18 @@ impl std::error::Error for UsageError {}
 
 /// Prints `error` and returns exit code 2 if it is bad usage: a
 /// [`UsageError`], or a profile that does not parse, breaks a bound or does
-/// not resolve with the options given. Gives any other error back.
+/// not resolve with the options given, or a test population refused. Gives any other error back.
 pub(crate) fn usage_exit(error: anyhow::Error) -> anyhow::Result<ExitCode> {
     let is_usage = error.chain().any(|cause| {
         cause.is::<UsageError>()
             || cause.is::<peakhour_workload::ProfileError>()
             || cause.is::<peakhour_workload::PlanError>()
-            || cause.is::<peakhour_engine::files::FileSetupError>()
+            || cause
+                .downcast_ref::<peakhour_engine::files::FileSetupError>()
+                .is_some_and(peakhour_engine::files::FileSetupError::is_usage)
+            || cause
+                .downcast_ref::<peakhour_engine::setup::SetupError>()
+                .is_some_and(peakhour_engine::setup::SetupError::is_usage)
     });
     if is_usage {
         eprintln!("error: {error:#}");

@@ -6,10 +6,12 @@ use std::time::Duration;
 use super::{
     MAX_ACTION_TIMEOUT, MAX_DAY, MAX_DRAIN, MAX_DURATION, MAX_HIGH_AVERAGE_WINDOW,
     MAX_INIT_PARALLEL, MAX_INTERVAL, MAX_INTERVALS, MAX_MONITOR_BASELINE, MAX_QOS_P95_MS,
-    MAX_RAMP_UP, MAX_SPEED, MAX_USERS, MIN_ACTION_TIMEOUT, MIN_DURATION, MIN_INTERVAL, UsageError,
-    count_within, duration_within, positive_at_most,
+    MAX_RAMP_UP, MAX_SPEED, MAX_USERS, MIN_ACTION_TIMEOUT, MIN_DURATION, MIN_INTERVAL,
+    MONITOR_INTERVAL, UsageError, count_within, duration_within, positive_at_most,
 };
 use crate::args::{InitArgs, RunArgs, RunShape, TargetArgs};
+use peakhour_rundir::{MonitorSection, RunSection};
+use peakhour_workload::HumanDuration;
 
 /// A run's shape in time and its QoS limit, checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,6 +70,19 @@ impl Shape {
     }
 }
 
+impl Shape {
+    /// `[run]` of `config.toml`.
+    pub(crate) fn run_section(&self) -> RunSection {
+        RunSection {
+            ramp_up: HumanDuration(self.ramp_up),
+            duration: HumanDuration(self.duration),
+            drain: HumanDuration(self.drain),
+            interval: HumanDuration(self.interval),
+            action_timeout: HumanDuration(self.action_timeout),
+        }
+    }
+}
+
 /// `peakhour run`'s settings, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RunConfig {
@@ -119,6 +134,17 @@ pub(crate) fn checked_node_exporter(url: Option<&str>) -> Result<Option<String>,
             .map_err(|e| UsageError(format!("--node-exporter {url:?}: {e}")))
     })
     .transpose()
+}
+
+impl RunConfig {
+    /// `[monitor]` of `config.toml`.
+    pub(crate) fn monitor_section(&self) -> MonitorSection {
+        MonitorSection {
+            interval: HumanDuration(MONITOR_INTERVAL),
+            high_average_window: HumanDuration(self.high_average_window),
+            baseline: HumanDuration(self.monitor_baseline),
+        }
+    }
 }
 
 /// Every `--group` must parse as the monitor's `NAME=SPEC`.

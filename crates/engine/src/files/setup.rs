@@ -79,6 +79,54 @@ pub enum FileSetupError {
         /// The line, from 1.
         line: usize,
     },
+    /// No target at all.
+    #[error("a file profile needs --dir PATH, --smb URL or --target lab")]
+    NoTarget,
+    /// An SMB share without a password in the environment or a users file.
+    #[error("set the SMB password in ${0} (or give --users-file)")]
+    NoPassword(String, #[source] std::env::VarError),
+    /// `--target lab` without a lab that answers.
+    #[error("--target lab needs a running lab with Samba (peakhour lab up --with smb)")]
+    NoLab(#[source] peakhour_lab::LabError),
+    /// A lab without Samba.
+    #[error(
+        "the lab in {0} runs no Samba; start it with `peakhour lab up --with smb`, or give --dir or --smb"
+    )]
+    LabWithoutSamba(String),
+    /// The lab runs, but not all of it.
+    #[error("the lab in {dir} is not healthy; see `peakhour lab status --lab-dir {lab_dir}`")]
+    LabUnhealthy {
+        /// The lab's directory, as its status names it.
+        dir: String,
+        /// The directory as given.
+        lab_dir: String,
+    },
+    /// More clients than the lab has users.
+    #[error(
+        "the lab has {lab} users and {clients} clients were asked for; restart it with more --users"
+    )]
+    LabTooSmall {
+        /// The lab's users.
+        lab: u32,
+        /// The clients asked for.
+        clients: u32,
+    },
+}
+
+impl FileSetupError {
+    /// Whether the command line cannot run as given (bad usage: exit code 2),
+    /// rather than the target not being there.
+    pub fn is_usage(&self) -> bool {
+        !matches!(
+            self,
+            FileSetupError::NoTarget
+                | FileSetupError::NoPassword(..)
+                | FileSetupError::NoLab(_)
+                | FileSetupError::LabWithoutSamba(_)
+                | FileSetupError::LabUnhealthy { .. }
+                | FileSetupError::LabTooSmall { .. }
+        )
+    }
 }
 
 /// A file profile, as `--profile` names it.

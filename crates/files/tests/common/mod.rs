@@ -8,43 +8,9 @@ pub mod samba;
 use peakhour_files::{FileBackend, NtStatus, OpResult, Outcome};
 use peakhour_workload::files::FileOp;
 
-/// Performs one workload operation, as the engine will.
+/// Performs one workload operation at the target's root, as the engine does under a home.
 pub async fn apply<B: FileBackend>(backend: &mut B, op: &FileOp) -> OpResult {
-    match op {
-        FileOp::MakeDir { path } => backend.make_dir(path).await,
-        FileOp::RemoveDir { path } => backend.remove_dir(path).await,
-        FileOp::Create { handle, path } => backend.create(*handle, path).await,
-        FileOp::Open { handle, path } => backend.open(*handle, path).await,
-        FileOp::Read {
-            handle,
-            offset,
-            len,
-        } => backend.read(*handle, *offset, *len).await,
-        FileOp::Write {
-            handle,
-            offset,
-            len,
-        } => backend.write(*handle, *offset, *len).await,
-        FileOp::Seek { handle, offset } => backend.seek(*handle, *offset).await,
-        FileOp::Close { handle } => backend.close(*handle).await,
-        FileOp::Delete { path } => backend.delete(path).await,
-        FileOp::Rename { from, to } => backend.rename(from, to).await,
-        FileOp::List { dir } => backend.list(dir).await,
-        FileOp::GetAttributes { path } => backend.get_attributes(path).await,
-        FileOp::SetAttributes { handle } => backend.set_attributes(*handle).await,
-        FileOp::Lock {
-            handle,
-            offset,
-            len,
-        } => backend.lock(*handle, *offset, *len).await,
-        FileOp::Unlock {
-            handle,
-            offset,
-            len,
-        } => backend.unlock(*handle, *offset, *len).await,
-        FileOp::Flush { handle } => backend.flush(*handle).await,
-        FileOp::FsInfo => backend.fs_info().await,
-    }
+    peakhour_files::apply(backend, "", op).await
 }
 
 /// Performs `op` and insists on `expect`.
@@ -70,6 +36,18 @@ pub async fn conformance<B: FileBackend>(a: &mut B, second: &mut B) {
         NtStatus::OBJECT_NAME_COLLISION,
     )
     .await;
+    writes_and_reads(a, second).await;
+    refusals_renames_and_deletes(a).await;
+    expect(a, FsInfo, ok).await;
+    expect(a, RemoveDir { path: s("conf") }, ok).await;
+}
+
+/// A file written, read back (across its end too), flushed, and locked against a second
+/// client, in `conf`.
+async fn writes_and_reads<B: FileBackend>(a: &mut B, second: &mut B) {
+    use FileOp::*;
+    let ok = NtStatus::OK;
+    let s = |x: &str| x.to_owned();
     expect(
         a,
         Create {
@@ -135,68 +113,16 @@ pub async fn conformance<B: FileBackend>(a: &mut B, second: &mut B) {
     .await;
     expect(a, Flush { handle: 1 }, ok).await;
     expect(a, SetAttributes { handle: 1 }, ok).await;
-    expect(
-        a,
-        Lock {
-            handle: 1,
-            offset: 10,
-            len: 5,
-        },
-        ok,
-    )
-    .await;
-    expect(
-        second,
-        Open {
-            handle: 7,
-            path: s("conf/a.dat"),
-        },
-        ok,
-    )
-    .await;
-    expect(
-        second,
-        Lock {
-            handle: 7,
-            offset: 12,
-            len: 1,
-        },
-        NtStatus::LOCK_NOT_GRANTED,
-    )
-    .await;
-    expect(
-        second,
-        Lock {
-            handle: 7,
-            offset: 15,
-            len: 1,
-        },
-        ok,
-    )
-    .await;
-    expect(
-        second,
-        Unlock {
-            handle: 7,
-            offset: 15,
-            len: 1,
-        },
-        ok,
-    )
-    .await;
-    expect(second, Close { handle: 7 }, ok).await;
-    expect(
-        a,
-        Unlock {
-            handle: 1,
-            offset: 10,
-            len: 5,
-        },
-        ok,
-    )
-    .await;
+    locks_against_a_second_client(a, second).await;
     expect(a, Close { handle: 1 }, ok).await;
+}
 
+/// Opens of what is not there, attributes, listing, renames onto a name taken or from one
+/// gone, and deletes until `conf` is empty.
+async fn refusals_renames_and_deletes<B: FileBackend>(a: &mut B) {
+    use FileOp::*;
+    let ok = NtStatus::OK;
+    let s = |x: &str| x.to_owned();
     expect(
         a,
         Open {
@@ -302,6 +228,72 @@ pub async fn conformance<B: FileBackend>(a: &mut B, second: &mut B) {
     .await;
     let l = expect(a, List { dir: s("conf") }, ok).await;
     assert_eq!(l.entries, 0);
-    expect(a, FsInfo, ok).await;
-    expect(a, RemoveDir { path: s("conf") }, ok).await;
+}
+
+/// A byte range of `conf/a.dat` (open as handle 1) locked by `a`: a second client is
+/// refused inside it and granted next to it.
+async fn locks_against_a_second_client<B: FileBackend>(a: &mut B, second: &mut B) {
+    use FileOp::*;
+    let ok = NtStatus::OK;
+    let s = |x: &str| x.to_owned();
+    expect(
+        a,
+        Lock {
+            handle: 1,
+            offset: 10,
+            len: 5,
+        },
+        ok,
+    )
+    .await;
+    expect(
+        second,
+        Open {
+            handle: 7,
+            path: s("conf/a.dat"),
+        },
+        ok,
+    )
+    .await;
+    expect(
+        second,
+        Lock {
+            handle: 7,
+            offset: 12,
+            len: 1,
+        },
+        NtStatus::LOCK_NOT_GRANTED,
+    )
+    .await;
+    expect(
+        second,
+        Lock {
+            handle: 7,
+            offset: 15,
+            len: 1,
+        },
+        ok,
+    )
+    .await;
+    expect(
+        second,
+        Unlock {
+            handle: 7,
+            offset: 15,
+            len: 1,
+        },
+        ok,
+    )
+    .await;
+    expect(second, Close { handle: 7 }, ok).await;
+    expect(
+        a,
+        Unlock {
+            handle: 1,
+            offset: 10,
+            len: 5,
+        },
+        ok,
+    )
+    .await;
 }

@@ -178,68 +178,8 @@ async fn creates_queries_changes_and_deletes_events_on_radicale() {
     let ctag_before = calendars[0].ctag.clone();
     assert!(ctag_before.is_some(), "Radicale has getctag");
 
-    // Five events in the week of Monday 2026-01-05, one in February.
-    let monday = UtcDateTime::from_fields(2026, 1, 5, 0, 0, 0).unwrap();
-    let mut etags = std::collections::BTreeMap::new();
-    for n in 0..6u32 {
-        let uid = format!("peakhour-live-{n}");
-        let start = if n == 5 {
-            UtcDateTime::from_fields(2026, 2, 2, 10, 0, 0).unwrap()
-        } else {
-            monday.plus_seconds(i64::from(n) * 86_400 + 9 * 3600)
-        };
-        let href = format!("{calendar}{uid}.ics");
-        let put = caldav
-            .put_event(&href, &event(&uid, start, 0), &Precondition::CreateOnly)
-            .await
-            .unwrap();
-        let PutOutcome::Created { etag: Some(etag) } = put.value else {
-            panic!("{href}: {:?}", put.value);
-        };
-        etags.insert(href, (uid, start, etag));
-    }
-    // Creating one that exists fails the precondition.
-    let (first_href, (first_uid, first_start, first_etag)) = etags
-        .iter()
-        .next()
-        .map(|(h, v)| (h.clone(), v.clone()))
-        .unwrap();
-    let exists = caldav
-        .put_event(
-            &first_href,
-            &event(&first_uid, first_start, 0),
-            &Precondition::CreateOnly,
-        )
-        .await
-        .unwrap();
-    assert_eq!(exists.value, PutOutcome::PreconditionFailed);
-
-    // Change it with its ETag; the old ETag no longer matches.
-    let changed = caldav
-        .put_event(
-            &first_href,
-            &event(&first_uid, first_start, 1),
-            &Precondition::IfMatch(first_etag.clone()),
-        )
-        .await
-        .unwrap();
-    // Radicale answers 201 to a replacement too: "stored" is what counts.
-    let new_etag = changed
-        .value
-        .etag()
-        .expect("stored with an ETag")
-        .to_owned();
-    assert_ne!(new_etag, first_etag);
-    etags.get_mut(&first_href).unwrap().2 = new_etag.clone();
-    let stale = caldav
-        .put_event(
-            &first_href,
-            &event(&first_uid, first_start, 2),
-            &Precondition::IfMatch(first_etag),
-        )
-        .await
-        .unwrap();
-    assert_eq!(stale.value, PutOutcome::PreconditionFailed);
+    let (monday, mut etags) = put_six_events(&mut caldav, &calendar).await;
+    let (first_href, new_etag) = change_the_first(&mut caldav, &mut etags).await;
 
     // The week's REPORT returns the five, with current ETags and data.
     let week_end = monday.plus_seconds(7 * 86_400);
@@ -314,4 +254,81 @@ async fn creates_queries_changes_and_deletes_events_on_radicale() {
     // Radicale 3.1's built-in server speaks HTTP/1.0 and closes after each
     // response, so every request opened its own connection.
     assert!(caldav.http().connects() > 1);
+}
+
+/// Each event's UID, start and ETag, by its href.
+type Events = std::collections::BTreeMap<String, (String, UtcDateTime, String)>;
+
+/// Five events in the week of Monday 2026-01-05 and one in February, each
+/// created (not replaced); gives the Monday and the events.
+async fn put_six_events(caldav: &mut CalDavClient, calendar: &str) -> (UtcDateTime, Events) {
+    // Five events in the week of Monday 2026-01-05, one in February.
+    let monday = UtcDateTime::from_fields(2026, 1, 5, 0, 0, 0).unwrap();
+    let mut etags = Events::new();
+    for n in 0..6u32 {
+        let uid = format!("peakhour-live-{n}");
+        let start = if n == 5 {
+            UtcDateTime::from_fields(2026, 2, 2, 10, 0, 0).unwrap()
+        } else {
+            monday.plus_seconds(i64::from(n) * 86_400 + 9 * 3600)
+        };
+        let href = format!("{calendar}{uid}.ics");
+        let put = caldav
+            .put_event(&href, &event(&uid, start, 0), &Precondition::CreateOnly)
+            .await
+            .unwrap();
+        let PutOutcome::Created { etag: Some(etag) } = put.value else {
+            panic!("{href}: {:?}", put.value);
+        };
+        etags.insert(href, (uid, start, etag));
+    }
+    (monday, etags)
+}
+
+/// The first event: created again (refused), changed with its ETag, then
+/// changed with the old ETag (refused). Gives its href and new ETag.
+async fn change_the_first(caldav: &mut CalDavClient, etags: &mut Events) -> (String, String) {
+    // Creating one that exists fails the precondition.
+    let (first_href, (first_uid, first_start, first_etag)) = etags
+        .iter()
+        .next()
+        .map(|(h, v)| (h.clone(), v.clone()))
+        .unwrap();
+    let exists = caldav
+        .put_event(
+            &first_href,
+            &event(&first_uid, first_start, 0),
+            &Precondition::CreateOnly,
+        )
+        .await
+        .unwrap();
+    assert_eq!(exists.value, PutOutcome::PreconditionFailed);
+
+    // Change it with its ETag; the old ETag no longer matches.
+    let changed = caldav
+        .put_event(
+            &first_href,
+            &event(&first_uid, first_start, 1),
+            &Precondition::IfMatch(first_etag.clone()),
+        )
+        .await
+        .unwrap();
+    // Radicale answers 201 to a replacement too: "stored" is what counts.
+    let new_etag = changed
+        .value
+        .etag()
+        .expect("stored with an ETag")
+        .to_owned();
+    assert_ne!(new_etag, first_etag);
+    etags.get_mut(&first_href).unwrap().2 = new_etag.clone();
+    let stale = caldav
+        .put_event(
+            &first_href,
+            &event(&first_uid, first_start, 2),
+            &Precondition::IfMatch(first_etag),
+        )
+        .await
+        .unwrap();
+    assert_eq!(stale.value, PutOutcome::PreconditionFailed);
+    (first_href, new_etag)
 }
