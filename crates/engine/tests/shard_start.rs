@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use peakhour_analysis::Summary;
-use peakhour_engine::{Event, RunSettings, Shard, run_with};
+use peakhour_engine::{Both, Event, RunSettings, Shard, StartNotice, run_with};
 use support::{Seen, fake_mail, plan, settings, target};
 use tokio::sync::watch;
 
@@ -34,6 +34,8 @@ async fn issue_17_a_shard_cancelled_before_its_start_is_interrupted_empty_and_ne
     let mail = fake_mail(&plan);
     // An hour ahead: only the stop can end the wait.
     let settings = shard_settings(SystemTime::now() + Duration::from_secs(3_600));
+    let mut said = Vec::new();
+    let notice = StartNotice::new(&settings, |text: &str| said.push(text.to_owned()));
     let (stop_tx, stop) = watch::channel(false);
     stop_tx.send(true).unwrap();
     let mut seen = Seen::default();
@@ -43,13 +45,15 @@ async fn issue_17_a_shard_cancelled_before_its_start_is_interrupted_empty_and_ne
         target(),
         settings,
         stop,
-        &mut seen,
+        &mut Both(&mut { notice }, &mut seen),
     )
     .await
     .unwrap();
 
     assert!(result.outcome.interrupted);
     assert!(!result.outcome.reconciled);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].starts_with("waiting "), "{said:?}");
     let store = mail.store();
     assert!(store.imap_connects.is_empty(), "{:?}", store.imap_connects);
     assert_eq!(store.accepted, 0);
@@ -82,6 +86,8 @@ async fn issue_17_a_shard_started_after_its_start_records_how_late_at_least() {
     let plan = plan(2, ACTIONS);
     let mail = fake_mail(&plan);
     let settings = shard_settings(SystemTime::now() - MARGIN);
+    let mut said = Vec::new();
+    let mut notice = StartNotice::new(&settings, |text: &str| said.push(text.to_owned()));
     let (_stop_tx, stop) = watch::channel(false);
     let result = run_with(
         Arc::new(mail.clone()),
@@ -89,7 +95,7 @@ async fn issue_17_a_shard_started_after_its_start_records_how_late_at_least() {
         target(),
         settings,
         stop,
-        &mut Seen::default(),
+        &mut Both(&mut notice, &mut Seen::default()),
     )
     .await
     .unwrap();
@@ -101,4 +107,11 @@ async fn issue_17_a_shard_started_after_its_start_records_how_late_at_least() {
     // Late, but whole: it ran its users.
     assert!(!mark.interrupted);
     assert!(!mail.store().imap_connects.is_empty());
+    // It said so, at once, and not that it waited.
+    drop(notice);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].starts_with("warning: shard 0/2 began its logon phase "),
+        "{said:?}"
+    );
 }

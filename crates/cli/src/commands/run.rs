@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use peakhour_analysis::{Summary, Verdict};
-use peakhour_engine::{Both, RunResult, RunSettings, Target};
+use peakhour_engine::{Both, RunResult, RunSettings, StartNotice, Target};
 use peakhour_monitor::LocalSource;
 use peakhour_rundir::{DirKind, MonitorSection, RunConfig, RunDir, RunSection, TargetSection};
 use peakhour_workload::{HumanDuration, Overrides, Plan};
@@ -243,6 +243,8 @@ impl Prepared {
             self.config.monitor_baseline,
             "finishing in-flight actions (at most 2 s), then writing results",
             |stop| async move {
+                let notice = &mut StartNotice::new(&self.settings, |text| eprintln!("{text}"));
+                let observers = &mut Both(notice, observers);
                 peakhour_engine::run(
                     self.plan.clone(),
                     self.target.clone(),
