@@ -87,9 +87,11 @@ pub struct StartNotice<F> {
 impl<F: FnMut(&str) + Send> StartNotice<F> {
     /// Says how long the shard waits for `settings.start_at`, if it waits.
     pub fn new(settings: &RunSettings, mut say: F) -> Self {
-        let waiting = settings
-            .start_at
-            .and_then(|at| Some((at, at.duration_since(SystemTime::now()).ok()?)));
+        // Under a second to go is no wait worth a line (nor late either).
+        let waiting = settings.start_at.and_then(|at| {
+            let left = at.duration_since(SystemTime::now()).ok()?;
+            (left >= Duration::from_secs(1)).then_some((at, left))
+        });
         if let Some((at, left)) = waiting {
             say(&format!(
                 "waiting {} for --start-at {}",

@@ -6,11 +6,8 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context as _, bail};
-use peakhour_analysis::RunMeta;
 use peakhour_deploy::k8s::{JobRequest, JobSpec, job_manifests, parse_start_at};
-use peakhour_engine::{Event, Observer, RunClock, RunSettings, SelfSample};
-use peakhour_workload::{HumanDuration, Shard};
-use tokio::time::Instant;
+use peakhour_workload::Shard;
 
 use crate::args::{K8sCommand, K8sJobArgs, MergeArgs, ShardArgs};
 
