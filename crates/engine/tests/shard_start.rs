@@ -87,7 +87,7 @@ async fn issue_17_a_shard_started_after_its_start_records_how_late_at_least() {
     let mail = fake_mail(&plan);
     let settings = shard_settings(SystemTime::now() - MARGIN);
     let mut said = Vec::new();
-    let mut notice = StartNotice::new(&settings, |text: &str| said.push(text.to_owned()));
+    let notice = StartNotice::new(&settings, |text: &str| said.push(text.to_owned()));
     let (_stop_tx, stop) = watch::channel(false);
     let result = run_with(
         Arc::new(mail.clone()),
@@ -95,7 +95,7 @@ async fn issue_17_a_shard_started_after_its_start_records_how_late_at_least() {
         target(),
         settings,
         stop,
-        &mut Both(&mut notice, &mut Seen::default()),
+        &mut Both(&mut { notice }, &mut Seen::default()),
     )
     .await
     .unwrap();
@@ -108,7 +108,6 @@ async fn issue_17_a_shard_started_after_its_start_records_how_late_at_least() {
     assert!(!mark.interrupted);
     assert!(!mail.store().imap_connects.is_empty());
     // It said so, at once, and not that it waited.
-    drop(notice);
     assert_eq!(said.len(), 1, "{said:?}");
     assert!(
         said[0].starts_with("warning: shard 0/2 began its logon phase "),
