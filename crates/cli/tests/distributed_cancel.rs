@@ -236,7 +236,7 @@ fn issue_17_sigterm_while_a_shard_waits_for_its_start_leaves_an_interrupted_empt
     assert_eq!(shard["delivery"]["submitted_recipients"], 0);
     // Dovecot logs every logon: only the check's, none of the shard's users.
     let log =
-        std::fs::read_to_string(Path::new(&lab.status.dir).join("dovecot/dovecot.log")).unwrap();
+        std::fs::read_to_string(peakhour_lab::Layout::new(&lab.status.dir).dovecot_log()).unwrap();
     let logons: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("Login: user=<"))
