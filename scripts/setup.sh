@@ -15,7 +15,8 @@ PACKAGES=(dovecot-imapd dovecot-lmtpd dovecot-pop3d postfix openssl util-linux p
   man-db         # `man -l -` renders `peakhour man` in tests
   dbench                         # its NBENCH load file, /usr/share/dbench/client.txt, for trace replay and tests
   samba smbclient                # the SMB backend's live tests start a private smbd; smbclient checks what it wrote
-  radicale)                      # the CalDAV server peakhour-caldav's live test runs against
+  radicale                       # the CalDAV server peakhour-caldav's live test runs against
+  prometheus python3-prometheus-client)  # scrape `run --metrics-listen` in tests; Python's strict OpenMetrics parser
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -48,6 +49,14 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
   say "system packages already installed"
+fi
+
+# Debian's prometheus package enables a system-wide Prometheus on port 9090.
+# The tests start their own on free loopback ports; the system one is not
+# wanted (the guard above kept it from starting, this keeps it from booting).
+if [ -d /run/systemd/system ] && systemctl is-enabled --quiet prometheus.service 2>/dev/null; then
+  say "disabling the system-wide prometheus service"
+  systemctl disable --now prometheus.service
 fi
 
 # The official Kubernetes client's models check `peakhour k8s job`'s

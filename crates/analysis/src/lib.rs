@@ -70,6 +70,7 @@ pub mod plan;
 pub mod quantile;
 mod record;
 mod recorder;
+mod server;
 mod shard;
 mod summary;
 
@@ -88,12 +89,17 @@ pub use recorder::{
     ActionTiming, DEFAULT_LATE_START_THRESHOLD, ENCODE_FAILURES_COUNTER, IntervalRecorder, Outcome,
     RecorderConfig,
 };
+pub use server::{
+    ConnectionLimit, ERROR_EXAMPLE_MAX_CHARS, ErrorExample, ErrorGroup, MtaDelivery, ServerRecord,
+    connection_limit, error_groups, example_for,
+};
 pub use shard::{CrossCopy, CrossShardDeliveries, LATE_START_TOLERANCE_MS, ShardMark};
 pub use summary::{
     ActionSummary, BITS_PER_MEGABIT, Bottleneck, CLIENT_CPU_BUSY_INTERVALS_FRACTION,
-    CLIENT_CPU_LIMIT_FRACTION, ClientSummary, DeliverySummary, LatencySummary, PANIC_ERROR_KIND,
-    QosFailure, QosReport, ResourceHighAverage, SCHEDULING_LAG_P99_LIMIT_MS, Score, ServerLimits,
-    SteadyWindow, Summary, Throughput, Verdict, WeightSource,
+    CLIENT_CPU_LIMIT_FRACTION, ClientSummary, DELIVERY_LATENCY_INCLUDES, DeliverySummary,
+    LatencySummary, MTA_UNKNOWN_NOT_LAB, PANIC_ERROR_KIND, QosFailure, QosReport,
+    ResourceHighAverage, SCHEDULING_LAG_P99_LIMIT_MS, Score, ServerLimits, SteadyWindow, Summary,
+    Throughput, Verdict, WeightSource,
 };
 
 /// What can go wrong in analysis.

@@ -543,6 +543,11 @@ pub struct RunRecord {
     pub intervals: Vec<IntervalRecord>,
     /// End-to-end delivery.
     pub delivery: DeliveryRecord,
+    /// What the run learnt about the server: its capabilities, an example
+    /// of each error, the MTA's own delivery times; empty in records made
+    /// before it was kept.
+    #[serde(default)]
+    pub server: crate::ServerRecord,
 }
 
 impl RunRecord {
@@ -553,6 +558,7 @@ impl RunRecord {
             meta,
             intervals,
             delivery,
+            server: crate::ServerRecord::default(),
         }
     }
 

@@ -221,7 +221,28 @@ pub struct DeliverySummary {
     /// (delivery fell behind) rather than gone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mail_queue_at_end: Option<u64>,
+    /// What the latency figures above include, for people.
+    #[serde(default)]
+    pub latency_includes: String,
+    /// The MTA's own delivery time over the run, from its log, when it
+    /// could be read (the lab's Postfix); beside the end-to-end figures it
+    /// shows how much of them is the MTA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mta: Option<crate::MtaDelivery>,
+    /// Why the MTA's own delivery time is not shown, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mta_unknown: Option<String>,
 }
+
+/// What the end-to-end delivery latency includes.
+pub const DELIVERY_LATENCY_INCLUDES: &str = "from the SMTP submission until the recipient's \
+    IMAP session saw the copy: the submission, the MTA's queue, the delivery into the store and \
+    the IMAP server's notice to the client (IDLE, or the next check of the Inbox)";
+
+/// Why the MTA's own delivery time is missing for a server whose log
+/// peakhour cannot read.
+pub const MTA_UNKNOWN_NOT_LAB: &str = "not known: the MTA's log is not readable by peakhour \
+    (only the lab's Postfix log is read)";
 
 /// peakhour's self-check over the steady state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -380,6 +401,18 @@ pub struct Summary {
     /// caller, not by [`Summary::compute`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<ServerLimits>,
+    /// What the server offers, by protocol (`imap`: capabilities after
+    /// login, `smtp`: EHLO keywords ...), as asked before the load.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub server_capabilities: BTreeMap<String, Vec<String>>,
+    /// Errors by action and kind over the whole run (every phase), most
+    /// frequent first, each with the first one as it happened.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub error_groups: Vec<crate::ErrorGroup>,
+    /// Set when logon failures look like a limit on connections per client
+    /// address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_limit: Option<crate::ConnectionLimit>,
 }
 
 /// The caps a shaped lab put on the server (seed 003 varied CPUs and
@@ -605,6 +638,9 @@ impl Summary {
             bottleneck: None,
             resources: Vec::new(),
             limits: None,
+            server_capabilities: record.server.capabilities.clone(),
+            error_groups: crate::error_groups(record),
+            connection_limit: crate::connection_limit(record),
         })
     }
 }
@@ -726,6 +762,13 @@ fn delivery(record: &RunRecord) -> Result<DeliverySummary, AnalysisError> {
         p95_ms: h.quantile_ms(0.95),
         max_ms: h.max_ms(),
         mail_queue_at_end: None,
+        latency_includes: DELIVERY_LATENCY_INCLUDES.to_owned(),
+        mta_unknown: record
+            .server
+            .mta_delivery
+            .is_none()
+            .then(|| MTA_UNKNOWN_NOT_LAB.to_owned()),
+        mta: record.server.mta_delivery.clone(),
     })
 }
 

@@ -122,6 +122,17 @@ pub enum Event {
     /// A reconciliation search of one mailbox failed (error or timeout);
     /// its copies stay unconfirmed.
     SearchFailed(String),
+    /// What an error of `kind` in `action` looked like, sent by a user the
+    /// first time it meets that kind there (the recorder keeps the first of
+    /// the run): the command, the login sent and the server's own text.
+    ErrorExample {
+        /// The action, or `logon` / `session`.
+        action: String,
+        /// The error kind, as counted.
+        kind: String,
+        /// The example, for people.
+        example: String,
+    },
 }
 
 /// The sending side users hold.

@@ -24,20 +24,14 @@ impl From<CalendarFailure> for Failure {
     fn from(failure: CalendarFailure) -> Self {
         // The HTTP connection reconnects by itself: the IMAP session, if
         // any, is not affected.
-        Failure {
-            kind: failure.kind,
-            session_lost: false,
-        }
+        Failure::bare(failure.kind, false)
     }
 }
 
 impl From<Pop3Failure> for Failure {
     fn from(failure: Pop3Failure) -> Self {
         // Each POP3 check has its own connection.
-        Failure {
-            kind: failure.kind,
-            session_lost: false,
-        }
+        Failure::bare(failure.kind, false)
     }
 }
 

@@ -11,9 +11,9 @@
 use std::time::{Duration, SystemTime};
 
 use peakhour_analysis::{
-    ActionTiming, AnalysisError, Completion, DeliveryRecorder, IntervalRecord, IntervalRecorder,
-    Outcome as Recorded, Phase as RecordedPhase, PhaseLengths, QosThresholds, RecorderConfig,
-    RunMeta, RunRecord,
+    ActionTiming, AnalysisError, Completion, DeliveryRecorder, ErrorExample, IntervalRecord,
+    IntervalRecorder, Outcome as Recorded, Phase as RecordedPhase, PhaseLengths, QosThresholds,
+    RecorderConfig, RunMeta, RunRecord,
 };
 use peakhour_workload::{Mode, Plan};
 use tokio::time::Instant;
@@ -22,6 +22,10 @@ use crate::events::{Counter, Event, Outcome, PANIC};
 use crate::population::Population;
 use crate::run::{Observer, Phase, RunClock, RunOutcome, RunSettings, SelfSample};
 use crate::user::LATE_AFTER;
+
+/// Most error examples a run keeps: one per action and kind, and the kinds
+/// are few; the cap only guards against a server inventing new ones.
+const MAX_ERROR_EXAMPLES: usize = 64;
 
 /// Records everything a run measures, in the run's own time (offsets since
 /// its start), and builds the [`RunRecord`] at the end.
@@ -37,6 +41,9 @@ pub struct RunRecorder {
     /// the last one did (since the steady phase started).
     finished_users: u32,
     last_finish: Duration,
+    /// The first example of each action and error kind (bounded by the
+    /// kinds, which are few).
+    error_examples: Vec<ErrorExample>,
 }
 
 impl RunRecorder {
@@ -54,6 +61,7 @@ impl RunRecorder {
             last_offset: Duration::ZERO,
             finished_users: 0,
             last_finish: Duration::ZERO,
+            error_examples: Vec::new(),
         })
     }
 
@@ -113,7 +121,9 @@ impl RunRecorder {
         delivery.lost_not_listed(outcome.lost_total.saturating_sub(outcome.lost.len() as u64));
         delivery.lost_unsearched(outcome.lost_unsearched);
         let intervals = self.recorder.finish(self.last_offset);
-        Ok(RunRecord::new(meta, intervals, delivery.finish()?))
+        let mut record = RunRecord::new(meta, intervals, delivery.finish()?);
+        record.server.error_examples = self.error_examples;
+        Ok(record)
     }
 
     fn action(&mut self, clock: &RunClock, offset: Duration, event: &Event) {
@@ -171,6 +181,20 @@ impl Observer for RunRecorder {
             }
             Event::Panicked { role } => self.recorder.error(offset, role, PANIC),
             Event::SearchFailed(kind) => self.recorder.error(offset, "reconcile", kind),
+            Event::ErrorExample {
+                action,
+                kind,
+                example,
+            } => {
+                let known = self
+                    .error_examples
+                    .iter()
+                    .any(|e| &e.action == action && &e.kind == kind);
+                if !known && self.error_examples.len() < MAX_ERROR_EXAMPLES {
+                    self.error_examples
+                        .push(ErrorExample::new(action, kind, example));
+                }
+            }
             Event::Finished => {
                 self.finished_users += 1;
                 self.last_finish = at.saturating_duration_since(clock.steady_start);

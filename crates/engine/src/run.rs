@@ -6,7 +6,7 @@
 //! paused clock; only the recorded start date is the wall clock's.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
@@ -302,7 +302,16 @@ pub enum RunError {
 /// handshake and the greeting), STARTTLS, LOGIN, AUTH, and the goodbyes.
 /// A profile with calendar or POP3 actions also has its CalDAV and POP3
 /// servers checked ([`GroupwareCheckError`](crate::GroupwareCheckError) says what failed).
-pub async fn preflight(plan: &Plan, target: &Target, timeout: Duration) -> Result<(), RunError> {
+///
+/// Returns what the server offers, by protocol: `imap` (its capabilities
+/// after login) and `smtp` (its EHLO keywords, after STARTTLS when used),
+/// for the record ([`ServerRecord::capabilities`](peakhour_analysis::ServerRecord)).
+pub async fn preflight(
+    plan: &Plan,
+    target: &Target,
+    timeout: Duration,
+) -> Result<BTreeMap<String, Vec<String>>, RunError> {
+    let mut offered = BTreeMap::new();
     let population = Population::new(plan, &target.credentials)?;
     let address = population.address(0)?;
     let (login, password) = target.login(0, &address);
@@ -317,6 +326,13 @@ pub async fn preflight(plan: &Plan, target: &Target, timeout: Duration) -> Resul
     imap.login(login, password)
         .await
         .map_err(|e| imap_error(format!("login as {login} failed: {e}")))?;
+    // Capabilities change at login (RFC 3501 §6.2.3): ask again after it.
+    if let Ok(Ok(asked)) = tokio::time::timeout(timeout, imap.capability()).await {
+        offered.insert(
+            "imap".to_owned(),
+            asked.value.names().map(str::to_owned).collect(),
+        );
+    }
     let _ = imap_deadline(timeout, "LOGOUT", imap.logout()).await;
 
     let smtp_error = |reason: String| RunError::Smtp {
@@ -331,9 +347,10 @@ pub async fn preflight(plan: &Plan, target: &Target, timeout: Duration) -> Resul
     smtp.authenticate_as(target.options.smtp_auth, encrypted, login, password)
         .await
         .map_err(|e| smtp_error(format!("AUTH as {login} failed: {e}")))?;
+    offered.insert("smtp".to_owned(), smtp.extensions().keywords.clone());
     let _ = smtp_deadline(timeout, "QUIT", smtp.quit()).await;
     crate::groupware::groupware_preflight(plan, target, &population, timeout).await?;
-    Ok(())
+    Ok(offered)
 }
 
 /// What a run produces: its record (every measurement, the metadata and the

@@ -66,6 +66,20 @@ struct Known {
 pub(crate) struct Failure {
     pub(crate) kind: String,
     pub(crate) session_lost: bool,
+    /// The error as the user would read it (the command and the server's
+    /// own text), when there is more to say than the kind.
+    pub(crate) detail: Option<String>,
+}
+
+impl Failure {
+    /// A failure with nothing to say beyond its kind.
+    pub(crate) fn bare(kind: impl Into<String>, session_lost: bool) -> Self {
+        Failure {
+            kind: kind.into(),
+            session_lost,
+            detail: None,
+        }
+    }
 }
 
 impl From<ImapError> for Failure {
@@ -74,6 +88,7 @@ impl From<ImapError> for Failure {
         Failure {
             kind: format!("imap:{}", error.kind()),
             session_lost,
+            detail: Some(error.to_string()),
         }
     }
 }
@@ -84,6 +99,7 @@ impl From<SmtpError> for Failure {
         Failure {
             kind: format!("smtp:{}", error.kind()),
             session_lost: false,
+            detail: Some(error.to_string()),
         }
     }
 }
@@ -130,6 +146,8 @@ pub(crate) struct User<C: Connector> {
     /// The calendar and POP3 clients, for the profiles that use them.
     groupware: GroupwareClients,
     failures_in_a_row: u32,
+    /// The (action, error kind) pairs this user has sent an example of.
+    examples_sent: Vec<(String, String)>,
     /// Sessions established so far: any after the first is a reconnect.
     logons: u32,
 }
@@ -146,6 +164,7 @@ impl<C: Connector> User<C> {
             session: None,
             groupware,
             failures_in_a_row: 0,
+            examples_sent: Vec::new(),
             logons: 0,
         }
     }
@@ -251,6 +270,7 @@ impl<C: Connector> User<C> {
                     if failure.session_lost {
                         self.drop_session();
                     }
+                    self.example(scheduled.kind.name(), &failure);
                     Outcome::Error(failure.kind)
                 }
                 Err(_) => {
@@ -314,10 +334,31 @@ impl<C: Connector> User<C> {
     /// A failure outside any action (idling, noticing mail): counted, and the
     /// session is dropped if it did not survive.
     fn background_failure(&mut self, failure: Failure) {
+        self.example("session", &failure);
         self.shared.events.send(Event::SessionError(failure.kind));
         if failure.session_lost {
             self.drop_session();
         }
+    }
+
+    /// Sends what `failure` looked like, the first time this user meets
+    /// its kind in `action`: the login sent, then the error's own text
+    /// (the command and the server's words, once).
+    fn example(&mut self, action: &str, failure: &Failure) {
+        let Some(detail) = &failure.detail else {
+            return;
+        };
+        let key = (action.to_owned(), failure.kind.clone());
+        if self.examples_sent.contains(&key) || self.examples_sent.len() >= 16 {
+            return;
+        }
+        self.examples_sent.push(key);
+        let (login, _) = self.shared.target.login(self.index, &self.address);
+        self.shared.events.send(Event::ErrorExample {
+            action: action.to_owned(),
+            kind: failure.kind.clone(),
+            example: format!("as {login}: {detail}"),
+        });
     }
 
     fn command<T>(&self, name: &'static str, timed: Timed<T>) -> T {
@@ -342,7 +383,10 @@ impl<C: Connector> User<C> {
                     self.session = Some(session);
                     self.shared.events.send(Event::LoggedOn(1));
                 }
-                Ok(Err(failure)) => self.logon_failed(failure.kind, stop).await,
+                Ok(Err(failure)) => {
+                    self.example("logon", &failure);
+                    self.logon_failed(failure.kind, stop).await
+                }
                 Err(_) => self.logon_failed("timeout".into(), stop).await,
             }
         }
@@ -548,10 +592,10 @@ impl<C: Connector> User<C> {
             .events
             .command("imap.UID FETCH", fetched.elapsed);
         let seen_at = Instant::now();
-        let session = self.session.as_mut().ok_or(Failure {
-            kind: "no-session".into(),
-            session_lost: true,
-        })?;
+        let session = self
+            .session
+            .as_mut()
+            .ok_or(Failure::bare("no-session", true))?;
         merge(session, &fetched.value);
         let mut seen = fetched.value;
         // Still out of step with the server (something expunged or added that
@@ -627,17 +671,13 @@ impl<C: Connector> User<C> {
         self.session
             .as_ref()
             .map(|s| s.params.clone())
-            .ok_or(Failure {
-                kind: "no-session".into(),
-                session_lost: true,
-            })
+            .ok_or(Failure::bare("no-session", true))
     }
 
     fn session(&mut self) -> Result<&mut Session<C::Stream>, Failure> {
-        self.session.as_mut().ok_or(Failure {
-            kind: "no-session".into(),
-            session_lost: true,
-        })
+        self.session
+            .as_mut()
+            .ok_or(Failure::bare("no-session", true))
     }
 
     async fn check_inbox(&mut self) -> Result<Outcome, Failure> {
@@ -875,10 +915,7 @@ impl<C: Connector> User<C> {
             .and_then(|envelope| population.admit(&envelope).map(|()| envelope))
             .map_err(|error| {
                 self.shared.halt.raise(error);
-                Failure {
-                    kind: "outside-population".into(),
-                    session_lost: false,
-                }
+                Failure::bare("outside-population", false)
             })
     }
 

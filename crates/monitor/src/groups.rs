@@ -29,6 +29,8 @@ use std::collections::HashMap;
 use regex_lite::Regex;
 
 use crate::error::MonitorError;
+pub use crate::group_conditions::Condition;
+use crate::group_conditions::parse_conditions;
 use crate::procfs::PidStat;
 use crate::sample::GroupSample;
 
@@ -42,6 +44,8 @@ pub enum ProcessMatcher {
     Regex(Regex),
     /// The process the monitor runs in (peakhour itself).
     CurrentProcess,
+    /// Any process: the group's [`GroupSpec::conditions`] decide.
+    Any,
 }
 
 impl ProcessMatcher {
@@ -53,6 +57,7 @@ impl ProcessMatcher {
             }),
             Self::Regex(re) => re.is_match(comm),
             Self::CurrentProcess => pid == own_pid,
+            Self::Any => true,
         }
     }
 }
@@ -72,6 +77,9 @@ pub struct GroupSpec {
     /// one of those names): e.g. one lab's Dovecot master, when several run
     /// on the host.
     pub ancestor_pids: Vec<u32>,
+    /// Further tests, all of which must hold: executable path, user,
+    /// parent process ([`Condition`]); empty for the name-only groups.
+    pub conditions: Vec<Condition>,
 }
 
 /// Dovecot's process names (Debian 12, Dovecot 2.3).
@@ -144,6 +152,7 @@ impl GroupSpec {
             matcher: ProcessMatcher::Names(names.iter().map(|s| (*s).to_owned()).collect()),
             ancestors: Vec::new(),
             ancestor_pids: Vec::new(),
+            conditions: Vec::new(),
         }
     }
 
@@ -159,6 +168,7 @@ impl GroupSpec {
             matcher: ProcessMatcher::Regex(re),
             ancestors: Vec::new(),
             ancestor_pids: Vec::new(),
+            conditions: Vec::new(),
         })
     }
 
@@ -192,6 +202,7 @@ impl GroupSpec {
             matcher: ProcessMatcher::CurrentProcess,
             ancestors: Vec::new(),
             ancestor_pids: Vec::new(),
+            conditions: Vec::new(),
         }
     }
 
@@ -215,16 +226,43 @@ impl GroupSpec {
         ]
     }
 
-    /// A group from `NAME=REGEX`: NAME is lowercase letters, digits and `_`
-    /// (it becomes a column name) and not one of the defaults' names; REGEX
-    /// matches command names.
+    /// Whether matching needs each process's executable path.
+    pub fn needs_exe(&self) -> bool {
+        self.conditions
+            .iter()
+            .any(|c| matches!(c, Condition::Exe(_)))
+    }
+
+    /// Whether matching needs each process's owner.
+    pub fn needs_user(&self) -> bool {
+        self.conditions
+            .iter()
+            .any(|c| matches!(c, Condition::User(_)))
+    }
+
+    /// A group from `NAME=REGEX` (command names) or
+    /// `NAME=KIND:PATTERN[,KIND:PATTERN...]` with KIND `name`, `exe`,
+    /// `user` or `parent` (see [`Condition`]; user names from
+    /// `/etc/passwd`). NAME is lowercase letters, digits and `_` (it
+    /// becomes a column name) and not one of the defaults' names.
     pub fn parse(spec: &str) -> Result<Self, MonitorError> {
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+        Self::parse_with_passwd(spec, &passwd)
+    }
+
+    /// [`GroupSpec::parse`] with user names looked up in `passwd` (the text
+    /// of an `/etc/passwd`).
+    pub fn parse_with_passwd(spec: &str, passwd: &str) -> Result<Self, MonitorError> {
         let refuse = |reason: String| MonitorError::GroupSpec {
             spec: spec.to_owned(),
             reason,
         };
         let Some((name, pattern)) = spec.split_once('=') else {
-            return Err(refuse("expected NAME=REGEX, e.g. nginx=^nginx".into()));
+            return Err(refuse(
+                "expected NAME=REGEX or NAME=KIND:PATTERN (KIND: name, exe, user, parent), \
+                 e.g. nginx=^nginx or imapd=exe:^/usr/lib/cyrus/"
+                    .into(),
+            ));
         };
         let name = name.trim();
         let column_safe = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_';
@@ -237,7 +275,28 @@ impl GroupSpec {
         if ["dovecot", "postfix", "peakhour"].contains(&name) {
             return Err(refuse(format!("{name} is a default group already")));
         }
-        Self::regex(name, pattern)
+        if !crate::group_conditions::is_typed(pattern) {
+            return Self::regex(name, pattern);
+        }
+        let mut conditions = parse_conditions(name, pattern, passwd)?;
+        // A name condition is the group's matcher; the rest are conditions.
+        let matcher = match conditions
+            .iter()
+            .position(|c| matches!(c, Condition::Name(_)))
+        {
+            Some(i) => match conditions.remove(i) {
+                Condition::Name(re) => ProcessMatcher::Regex(re),
+                _ => ProcessMatcher::Any,
+            },
+            None => ProcessMatcher::Any,
+        };
+        Ok(Self {
+            name: name.to_owned(),
+            matcher,
+            ancestors: Vec::new(),
+            ancestor_pids: Vec::new(),
+            conditions,
+        })
     }
 }
 
@@ -273,11 +332,46 @@ pub fn assign_groups(specs: &[GroupSpec], procs: &[PidStat], own_pid: u32) -> Ve
                     spec.matcher.matches(&p.comm, p.pid, own_pid)
                         && ((spec.ancestors.is_empty() && spec.ancestor_pids.is_empty())
                             || has_ancestor(*i, &spec.ancestors, &spec.ancestor_pids))
+                        && spec
+                            .conditions
+                            .iter()
+                            .all(|c| condition_holds(c, *i, procs, &by_pid))
                 })
                 .map(|(i, _)| i)
                 .collect()
         })
         .collect()
+}
+
+/// Whether `condition` holds for `procs[at]`.
+fn condition_holds(
+    condition: &Condition,
+    at: usize,
+    procs: &[PidStat],
+    by_pid: &HashMap<u32, usize>,
+) -> bool {
+    let p = &procs[at];
+    match condition {
+        Condition::Name(re) => re.is_match(&p.comm),
+        Condition::Exe(re) => p.exe.as_deref().is_some_and(|exe| re.is_match(exe)),
+        Condition::User(uid) => p.uid == Some(*uid),
+        Condition::Parent(re) => {
+            let mut next = Some(at);
+            // Bounded walk, as in `assign_groups`.
+            for _ in 0..64 {
+                let Some(i) = next else { return false };
+                let q = &procs[i];
+                if re.is_match(&q.comm) {
+                    return true;
+                }
+                if q.ppid == 0 || q.ppid == q.pid {
+                    return false;
+                }
+                next = by_pid.get(&q.ppid).copied();
+            }
+            false
+        }
+    }
 }
 
 /// Cumulative counters of one process, as read at one sample.
@@ -394,7 +488,7 @@ mod tests {
         assert!(group.matcher.matches("nginx", 1, 2));
         assert!(!group.matcher.matches("apache2", 1, 2));
         for (spec, reason) in [
-            ("nginx", "expected NAME=REGEX"),
+            ("nginx", "expected NAME=REGEX or NAME=KIND:PATTERN"),
             ("Nginx=^nginx", "lowercase letters"),
             ("=^nginx", "lowercase letters"),
             ("ngi-nx=^nginx", "lowercase letters"),
@@ -474,6 +568,39 @@ mod tests {
         let spec = GroupSpec::regex("web", "^(nginx|php)").unwrap();
         assert_eq!(assign_groups(&[spec], &procs, 0), vec![vec![0, 1, 2]]);
         assert!(GroupSpec::regex("bad", "(").is_err());
+    }
+
+    #[test]
+    fn issue_12_groups_by_executable_user_and_parent_tell_two_smtpds_apart() {
+        let passwd = "postfix:x:107:114::/var/spool/postfix:/usr/sbin/nologin\nmail:x:8:8::/var/mail:/bin/sh\n";
+        let with = |pid, ppid, comm: &str, exe: &str, uid| PidStat {
+            exe: Some(exe.into()),
+            uid: Some(uid),
+            ..ps(pid, ppid, comm)
+        };
+        let procs = vec![
+            with(1, 0, "systemd", "/usr/lib/systemd/systemd", 0),
+            with(100, 1, "master", "/usr/lib/postfix/sbin/master", 0),
+            with(101, 100, "smtpd", "/usr/lib/postfix/sbin/smtpd", 107),
+            with(200, 1, "smtpd", "/usr/sbin/smtpd", 8), // OpenSMTPD
+            with(201, 200, "smtpd", "/usr/sbin/smtpd", 8),
+            ps(300, 1, "smtpd"), // exe and user unreadable
+        ];
+        let spec = |text: &str| GroupSpec::parse_with_passwd(text, passwd).unwrap();
+        let by_exe = spec("opensmtpd=exe:^/usr/sbin/smtpd$");
+        let by_user = spec("pf=user:postfix");
+        let by_parent = spec("pf_tree=name:^smtpd$,parent:^master$");
+        let by_uid_and_name = spec("mailuser=name:^smtpd$,user:8");
+        assert!(by_exe.needs_exe() && !by_exe.needs_user());
+        let groups = assign_groups(&[by_exe, by_user, by_parent, by_uid_and_name], &procs, 0);
+        let pids = |g: usize| groups[g].iter().map(|&i| procs[i].pid).collect::<Vec<_>>();
+        assert_eq!(pids(0), [200, 201]);
+        assert_eq!(pids(1), [101]);
+        assert_eq!(pids(2), [101]);
+        assert_eq!(pids(3), [200, 201]);
+        // The old form still means a regex over command names.
+        let old = spec("smtp=^smtpd$");
+        assert_eq!(assign_groups(&[old], &procs, 0)[0].len(), 4);
     }
 
     fn pc(pid: u32, start: u64, cpu: u64, ctx: u64) -> ProcessCounters {

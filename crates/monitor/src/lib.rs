@@ -43,11 +43,13 @@ pub mod columns;
 mod cost;
 mod csv;
 mod error;
+mod group_conditions;
 mod groups;
 mod live;
 mod mail;
 mod metric_key;
 mod monitor;
+mod mta_log;
 mod procfs;
 mod sample;
 pub mod server;
@@ -62,8 +64,8 @@ pub use cost::{MonitorCost, cpu_timed, process_cpu_time, thread_cpu_time};
 pub use csv::CsvWriter;
 pub use error::MonitorError;
 pub use groups::{
-    DOVECOT_NAMES, GroupSpec, GroupTracker, POSTFIX_NAMES, ProcessCounters, ProcessMatcher,
-    RADICALE_NAMES, SAMBA_NAMES, assign_groups,
+    Condition, DOVECOT_NAMES, GroupSpec, GroupTracker, POSTFIX_NAMES, ProcessCounters,
+    ProcessMatcher, RADICALE_NAMES, SAMBA_NAMES, assign_groups,
 };
 pub use mail::{MailProbes, count_files, postfix_queue_sizes};
 pub use metric_key::{
@@ -71,6 +73,7 @@ pub use metric_key::{
     instances_with,
 };
 pub use monitor::{Monitor, MonitorConfig, MonitorReport, StopHandle, signed_secs};
+pub use mta_log::{LogMark, postfix_delivery_delays};
 #[doc(hidden)]
 pub use procfs::parse_every_proc_file;
 pub use procfs::{PidStat, parse_pid_stat};

@@ -270,6 +270,12 @@ pub struct PidStat {
     /// `starttime`: clock ticks after boot; with the PID, identifies the
     /// process even when PIDs are reused.
     pub start_ticks: u64,
+    /// The executable's path (`/proc/PID/exe`), read only when a group
+    /// matches on it; `None` when not read or not readable.
+    pub exe: Option<String>,
+    /// The owner's uid (of `/proc/PID`), read only when a group matches on
+    /// it.
+    pub uid: Option<u32>,
 }
 
 /// Parses `/proc/PID/stat`. The command name may hold spaces and
@@ -300,6 +306,8 @@ pub fn parse_pid_stat(text: &str) -> Result<PidStat, MonitorError> {
         cpu_ticks: field(11)?.saturating_add(field(12)?),
         threads: u32::try_from(field(17)?).unwrap_or(u32::MAX),
         start_ticks: field(19)?,
+        exe: None,
+        uid: None,
     })
 }
 

@@ -12,7 +12,10 @@ use crate::ReportError;
 pub const INTERVALS_CSV_HEADER: &str = "interval_start_s,interval_length_s,phase,action,count,errors,late_starts,p50_ms,p95_ms,p99_ms,max_ms,mean_ms,users_logged_on,client_cpu_percent";
 
 /// Header of `errors.csv`; columns are described in the README.
-pub const ERRORS_CSV_HEADER: &str = "interval_start_s,phase,action,error_kind,count";
+/// `example` is the first error of that action and kind as it happened (the
+/// command, the login sent and the server's text), on the first row of the
+/// pair only; empty elsewhere and in rows a run appends as it goes.
+pub const ERRORS_CSV_HEADER: &str = "interval_start_s,phase,action,error_kind,count,example";
 
 /// The crate's CSV writer over `out`: fields are quoted when they hold the
 /// delimiter, a quote or a line break, and records end with `\n`.
@@ -95,8 +98,15 @@ fn interval_rows<W: Write>(
 pub fn write_errors_csv<W: Write>(record: &RunRecord, out: &mut W) -> Result<(), ReportError> {
     let mut writer = csv_writer(out);
     write_header(&mut writer, ERRORS_CSV_HEADER)?;
+    let mut shown = std::collections::BTreeSet::new();
     for interval in &record.intervals {
-        error_rows(&mut writer, interval)?;
+        error_rows(&mut writer, interval, &mut |action, kind| {
+            if shown.insert((action.to_owned(), kind.to_owned())) {
+                peakhour_analysis::example_for(record, action, kind).unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })?;
     }
     writer.flush()?;
     Ok(())
@@ -108,7 +118,7 @@ pub fn write_error_rows<W: Write>(
     out: &mut W,
 ) -> Result<(), ReportError> {
     let mut writer = csv_writer(out);
-    error_rows(&mut writer, interval)?;
+    error_rows(&mut writer, interval, &mut |_, _| String::new())?;
     writer.flush()?;
     Ok(())
 }
@@ -116,6 +126,7 @@ pub fn write_error_rows<W: Write>(
 fn error_rows<W: Write>(
     writer: &mut ::csv::Writer<W>,
     interval: &IntervalRecord,
+    example: &mut dyn FnMut(&str, &str) -> String,
 ) -> Result<(), ReportError> {
     for (action, a) in &interval.actions {
         for (kind, n) in a.errors.iter().filter(|(_, n)| **n > 0) {
@@ -125,6 +136,7 @@ fn error_rows<W: Write>(
                 action.clone(),
                 kind.clone(),
                 n.to_string(),
+                example(action, kind),
             ])?;
         }
     }

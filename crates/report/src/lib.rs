@@ -41,6 +41,7 @@ mod json;
 mod monitor_view;
 pub mod number;
 pub mod plan;
+mod server_facts;
 mod summary_formats;
 mod terminal;
 mod time;

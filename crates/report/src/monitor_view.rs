@@ -501,6 +501,7 @@ impl<'a> Reduction<'a> {
             ("disks with I/O", list(&self.disks)),
             ("interfaces with traffic", list(&self.interfaces)),
             ("process groups", list(&self.groups)),
+            ("what was monitored", monitored_scope(&self.groups)),
             (
                 "steady window (monitor time)",
                 format!("{:.1} s to {:.1} s", window.start_s, window.end_s),
@@ -510,6 +511,28 @@ impl<'a> Reduction<'a> {
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v))
             .collect()
+    }
+}
+
+/// What the process groups say was watched: the server's processes, or
+/// (an explicit target with no `--group`, or a node_exporter) only the
+/// host's system metrics, which is then said plainly.
+fn monitored_scope(groups: &[String]) -> String {
+    let server_groups: Vec<&str> = groups
+        .iter()
+        .map(String::as_str)
+        .filter(|g| *g != "peakhour")
+        .collect();
+    if server_groups.is_empty() {
+        "the system metrics of the host sampled, and peakhour's own process; no process group \
+         names the server's processes (an explicit target without --group, or a node_exporter), \
+         so no server rows are shown. Give run --group NAME=SPEC on the server's host to add them"
+            .to_owned()
+    } else {
+        format!(
+            "the system metrics of the host sampled and these process groups: {}",
+            server_groups.join(", ")
+        )
     }
 }
 
@@ -683,6 +706,22 @@ mod tests {
             entry("steady window (monitor time)"),
             Some("3.5 s to 8.5 s")
         );
+        assert_eq!(
+            entry("what was monitored"),
+            Some(
+                "the system metrics of the host sampled and these process groups: dovecot, postfix, shells"
+            )
+        );
+    }
+
+    #[test]
+    fn issue_12_without_a_server_group_the_report_says_only_the_host_was_watched() {
+        let scope = monitored_scope(&["peakhour".to_owned()]);
+        assert!(
+            scope.contains("no process group names the server's processes"),
+            "{scope}"
+        );
+        assert!(monitored_scope(&[]).contains("no server rows"));
     }
 
     #[test]

@@ -171,10 +171,7 @@ fn delivery_into(s: &Summary, out: &mut String) -> std::fmt::Result {
         ms(d.max_ms)
     )?;
     if d.delivered_recipients > 0 {
-        writeln!(
-            out,
-            "  (latency: SMTP submission until the recipient's IMAP session saw the copy: queue, delivery and the server's IDLE notice included)"
-        )?;
+        crate::server_facts::delivery_text(s, out)?;
     }
     if let Some(queued) = d.mail_queue_at_end.filter(|q| d.lost > 0 && *q > 0) {
         writeln!(
@@ -214,10 +211,14 @@ fn common_tail(s: &Summary, out: &mut String) -> std::fmt::Result {
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
         writeln!(out, "errors by kind:      {}", kinds.join(" · "))?;
-        if let Some(hint) = connection_limit_hint(s) {
+        if s.connection_limit.is_none()
+            && let Some(hint) = connection_limit_hint(s)
+        {
             writeln!(out, "  {hint}")?;
         }
     }
+    crate::server_facts::errors_text(s, out)?;
+    crate::server_facts::capabilities_text(s, out)?;
     Ok(())
 }
 

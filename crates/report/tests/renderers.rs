@@ -208,18 +208,27 @@ fn intervals_csv_has_the_documented_columns() {
 
 #[test]
 fn errors_csv_lists_every_kind_and_quotes_commas() {
+    let mut record = sample();
+    record
+        .server
+        .error_examples
+        .push(peakhour_analysis::ErrorExample::new(
+            "send",
+            "smtp.451, try later",
+            "as user1: MAIL FROM refused: 451 4.3.0 try later",
+        ));
     let mut out = Vec::new();
-    write_errors_csv(&sample(), &mut out).unwrap();
+    write_errors_csv(&record, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert_eq!(
         text,
         format!(
-            "{ERRORS_CSV_HEADER}\n10,steady,send,\"smtp.451, try later\",1\n20,steady,read,timeout,1\n"
+            "{ERRORS_CSV_HEADER}\n10,steady,send,\"smtp.451, try later\",1,as user1: MAIL FROM refused: 451 4.3.0 try later\n20,steady,read,timeout,1,\n"
         )
     );
     assert_eq!(
         ERRORS_CSV_HEADER,
-        "interval_start_s,phase,action,error_kind,count"
+        "interval_start_s,phase,action,error_kind,count,example"
     );
 }
 

@@ -62,6 +62,11 @@ pub struct TargetSection {
     /// when nothing did.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub security_shortcuts: Vec<String>,
+    /// The lab's directory when the target is a lab (`--lab-dir`); absent
+    /// for an explicit target, whose software is known only from its
+    /// greetings and capabilities, never from this host's packages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<String>,
 }
 
 /// `[monitor]`.

@@ -17,8 +17,8 @@ const GREETING_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Collects the client host's CPU, memory, kernel and OS, and the server
 /// software: greetings and IMAP ID of the run's targets (`[target]` of
-/// config.toml) and the Debian packages of the lab's servers when installed
-/// here.
+/// config.toml) and, when the target is a lab, the Debian packages of its
+/// servers installed here.
 pub fn collect(target: Option<&TargetSection>) -> HostFacts {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
@@ -41,18 +41,21 @@ pub fn collect(target: Option<&TargetSection>) -> HostFacts {
         facts.servers.extend(smtp_greeting(&target.smtp));
     }
     // A package installed here is the target's software only when the
-    // target's greeting names it: a lab beside a run against another server
-    // is not that server.
-    let greetings: String = facts
-        .servers
-        .iter()
-        .map(|s| s.software.to_ascii_lowercase())
-        .collect();
-    facts.servers.extend(
-        packages()
-            .into_iter()
-            .filter(|p| names_package(&greetings, &p.software)),
-    );
+    // target is a lab on this host and its greeting names the package: a
+    // lab beside a run against another server is not that server, even
+    // when both greet as Dovecot.
+    if target.is_some_and(|t| t.lab.is_some()) {
+        let greetings: String = facts
+            .servers
+            .iter()
+            .map(|s| s.software.to_ascii_lowercase())
+            .collect();
+        facts.servers.extend(
+            packages()
+                .into_iter()
+                .filter(|p| names_package(&greetings, &p.software)),
+        );
+    }
     facts
 }
 

@@ -55,6 +55,7 @@ fn config() -> RunConfig {
             imap: "127.0.0.1:31143".into(),
             smtp: "127.0.0.1:31025 (STARTTLS)".into(),
             security_shortcuts: Vec::new(),
+            lab: None,
         },
         MonitorSection {
             interval: secs(1),

@@ -41,9 +41,10 @@ pub(crate) struct MonitorArgs {
         env = "PEAKHOUR_LAB_DIR"
     )]
     pub(crate) lab_dir: PathBuf,
-    /// Another process group, by a regex over the command name, e.g. --group 'nginx=^nginx'
-    /// (repeatable). Columns group_NAME_*.
-    #[arg(long, value_name = "NAME=REGEX")]
+    /// Another process group (repeatable; columns group_NAME_*): NAME=REGEX over the
+    /// command name, e.g. 'nginx=^nginx', or NAME=KIND:PATTERN[,KIND:PATTERN] with KIND
+    /// name, exe, user or parent, e.g. 'cyrus=exe:^/usr/lib/cyrus/,user:cyrus'.
+    #[arg(long, value_name = "NAME=SPEC")]
     pub(crate) group: Vec<String>,
     /// The shortest window of the high average (highest sustained mean).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]

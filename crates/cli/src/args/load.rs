@@ -139,6 +139,21 @@ pub(crate) struct RunShape {
     pub(crate) qos_p95_ms: Option<f64>,
 }
 
+/// Live metrics for Prometheus: shared by `run` and every step of `sweep`.
+#[derive(Debug, Args)]
+pub(crate) struct MetricsArgs {
+    /// Serve live metrics at http://ADDR/metrics during the run, as OpenMetrics (or Prometheus
+    /// text if the scraper asks): actions and errors by kind, users logged on, the phase, the
+    /// generator's CPU and scheduling lag, latency histograms (docs/live-metrics.md). ADDR is
+    /// IP:PORT, e.g. 127.0.0.1:9464; none by default.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics_listen: Option<std::net::SocketAddr>,
+    /// With --metrics-listen: keep serving the final figures this long after the run, so that
+    /// a scraper's last scrape sees them (at least its scrape interval; at most 10m).
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
+    pub(crate) metrics_linger: std::time::Duration,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
     #[command(flatten)]
@@ -162,10 +177,20 @@ pub(crate) struct RunArgs {
     /// (rows with a negative time_s in monitor.csv).
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
     pub(crate) monitor_baseline: std::time::Duration,
-    /// Server monitor: a process group NAME=REGEX (on command names), repeatable: the
-    /// server's processes when it is not the lab.
-    #[arg(long, value_name = "NAME=REGEX")]
+    /// Server monitor: a process group, repeatable: the server's processes when it is
+    /// not the lab. NAME=REGEX matches command names; NAME=KIND:PATTERN[,KIND:PATTERN]
+    /// needs every condition: name:REGEX (command name), exe:REGEX (executable path),
+    /// user:NAME|UID (owner), parent:REGEX (the process or an ancestor has a matching
+    /// command name), e.g. `imapd=exe:^/usr/lib/cyrus/,user:cyrus`
+    #[arg(long, value_name = "NAME=SPEC")]
     pub(crate) group: Vec<String>,
+    /// Server monitor: scrape a Prometheus node_exporter (e.g.
+    /// http://mail.example:9100/metrics) instead of this host's /proc, for a server on
+    /// another host: system metrics only (no --group, no queue)
+    #[arg(long, value_name = "URL", conflicts_with = "group")]
+    pub(crate) node_exporter: Option<String>,
+    #[command(flatten)]
+    pub(crate) metrics: MetricsArgs,
     #[command(flatten)]
     pub(crate) distributed: super::ShardArgs,
 }
@@ -200,9 +225,14 @@ pub(crate) struct SweepArgs {
     /// Stop climbing when failed actions exceed this fraction of the attempted ones.
     #[arg(long, value_name = "RATIO", default_value_t = 0.05)]
     pub(crate) max_error_ratio: f64,
-    /// Server monitor: a process group NAME=REGEX, repeatable (as for `run`).
-    #[arg(long, value_name = "NAME=REGEX")]
+    /// Server monitor: a process group NAME=REGEX or NAME=KIND:PATTERN[,...] (KIND:
+    /// name, exe, user, parent), repeatable (as for `run`).
+    #[arg(long, value_name = "NAME=SPEC")]
     pub(crate) group: Vec<String>,
+    /// Server monitor: scrape this Prometheus node_exporter instead of this host's
+    /// /proc (as for `run`).
+    #[arg(long, value_name = "URL", conflicts_with = "group")]
+    pub(crate) node_exporter: Option<String>,
     /// Skip `init` (the mailboxes are already filled for the largest step).
     #[arg(long)]
     pub(crate) no_init: bool,
@@ -215,4 +245,7 @@ pub(crate) struct SweepArgs {
     pub(crate) price: Option<f64>,
     #[command(flatten)]
     pub(crate) files: FileArgs,
+    /// Each step serves its live metrics on the same address in turn.
+    #[command(flatten)]
+    pub(crate) metrics: MetricsArgs,
 }

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use peakhour_analysis::{Summary, Verdict};
-use peakhour_engine::{Both, RunResult, RunSettings, StartNotice, Target};
-use peakhour_monitor::LocalSource;
+use peakhour_engine::{Both, Observer, RunResult, RunSettings, StartNotice, Target};
+use peakhour_monitor::{NodeExporterSource, Source};
 use peakhour_rundir::{DirKind, MonitorSection, RunConfig, RunDir, RunSection, TargetSection};
 use peakhour_workload::{HumanDuration, Overrides, Plan};
 use tokio::runtime::Runtime;
@@ -26,7 +26,7 @@ use super::monitor::{Watching, lab_probes, local_source};
 use super::signals::EXIT_INTERRUPTED;
 use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::RunArgs;
-use crate::config::{CONNECT_TIMEOUT, RunConfig as CheckedRunConfig, usage_exit};
+use crate::config::{CONNECT_TIMEOUT, RunConfig as CheckedRunConfig, UsageError, usage_exit};
 
 /// The server monitor samples every second during a run.
 pub(super) const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
@@ -39,6 +39,9 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Err(error) => return usage_exit(error.into()),
     };
     let prepared = match super::run_files::file_profile(&args.profile.profile) {
+        Ok(Some(_)) if args.metrics.metrics_listen.is_some() => {
+            return usage_exit(UsageError("--metrics-listen serves mail runs only".into()).into());
+        }
         Ok(Some(choice)) => {
             return super::run_files::run(&args, config, choice).or_else(usage_exit);
         }
@@ -49,6 +52,8 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Ok(prepared) => prepared,
         Err(error) => return usage_exit(error),
     };
+    let (listen, linger) = (args.metrics.metrics_listen, args.metrics.metrics_linger);
+    let metrics = peakhour_metrics::Exporter::start(listen, linger)?;
     // One thread for the users, the observer and the I/O driver. With a
     // worker per core, every event a user sends and every socket that became
     // ready woke another thread (2.3 futex calls and 2.6 context switches per
@@ -58,7 +63,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime
+    let offered = runtime
         .block_on(peakhour_engine::preflight(
             &prepared.plan,
             &prepared.target,
@@ -66,9 +71,22 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         ))
         .context("the target failed its check before the load; nothing was run")?;
     prepared.announce();
+    if let Some(address) = metrics.address() {
+        eprintln!("live metrics at http://{address}/metrics, until {linger:?} after the run");
+    }
 
-    let (mut result, monitor) = prepared.execute(&runtime)?;
+    // The lab's Postfix log, read from here after the run for the MTA's own delivery times.
+    let mta_log = prepared.resolved.lab.as_ref().map(|lab| {
+        peakhour_monitor::LogMark::here(&peakhour_lab::Layout::new(&lab.dir).postfix_log())
+    });
+    let (mut result, monitor) = prepared.execute(&runtime, &mut metrics.observer())?;
     result.record.meta.security_shortcuts = prepared.resolved.shortcuts.clone();
+    result.record.server.capabilities = offered;
+    result.record.server.mta_delivery = mta_log.and_then(|mark| {
+        let delays = mark.delays_since().ok()?;
+        let source = format!("Postfix log, delay=: {}", mark.path().display());
+        Some(peakhour_analysis::MtaDelivery::of(source, &delays))
+    });
     let outcome = &result.outcome;
     let mut summary = Summary::compute(&result.record)?;
     summary.limits = super::planner::summary_limits(prepared.resolved.lab.as_ref());
@@ -90,6 +108,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     print_safety_notes(&summary);
     println!("results: {}", prepared.dir.display());
+    metrics.finish();
     Ok(if outcome.interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
     } else if summary.verdict == Verdict::Fail {
@@ -179,6 +198,7 @@ impl Prepared {
             .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
         let mut recorded = run_config(&plan, &config, &target)?;
         recorded.target.security_shortcuts = resolved.shortcuts.clone();
+        recorded.target.lab = resolved.lab.as_ref().map(|lab| lab.dir.clone());
         RunDir::new(&dir).write_config(&recorded)?;
 
         let settings = RunSettings {
@@ -223,20 +243,30 @@ impl Prepared {
 
     /// The server monitor's source (this machine's /proc, the lab's queue and
     /// Dovecot ports) and its CSV file.
-    fn monitor_source(&self) -> anyhow::Result<(LocalSource, std::fs::File)> {
+    fn monitor_source(&self) -> anyhow::Result<(Box<dyn Source>, std::fs::File)> {
         let lab = self.resolved.lab.as_ref();
-        let probes = lab.map(lab_probes).unwrap_or_default();
-        let source = local_source(&self.config.groups, lab, probes, Watching::OnlyPeakhour)?;
+        let source: Box<dyn Source> = match &self.config.node_exporter {
+            Some(url) => Box::new(NodeExporterSource::new(url, Duration::from_secs(1))?),
+            None => {
+                let probes = lab.map(lab_probes).unwrap_or_default();
+                let groups = &self.config.groups;
+                Box::new(local_source(groups, lab, probes, Watching::OnlyPeakhour)?)
+            }
+        };
         Ok((source, RunDir::new(&self.dir).create_monitor_csv()?))
     }
 
     /// Runs the users with the monitor sampling beside them and every closed
     /// interval journaled to disk, until the run ends or a signal (SIGINT,
     /// SIGTERM, SIGHUP) stops it; a second signal exits at once.
-    fn execute(&self, runtime: &Runtime) -> anyhow::Result<(RunResult, Option<MonitorRun>)> {
+    fn execute(
+        &self,
+        runtime: &Runtime,
+        metrics: &mut dyn Observer,
+    ) -> anyhow::Result<(RunResult, Option<MonitorRun>)> {
         let mut live = LiveLine::new(self.plan.actions());
         let mut journal = RunDir::new(&self.dir).journal()?;
-        let observers = &mut Both(&mut live, &mut journal);
+        let observers = &mut Both(&mut live, &mut Both(&mut journal, metrics));
         let (result, monitor) = run_monitored(
             runtime,
             self.monitor_source(),
@@ -288,6 +318,7 @@ fn run_config(
             imap: target.imap.to_string(),
             smtp: target.smtp.to_string(),
             security_shortcuts: Vec::new(),
+            lab: None,
         },
         MonitorSection {
             interval: HumanDuration(MONITOR_INTERVAL),

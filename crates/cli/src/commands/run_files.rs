@@ -21,7 +21,7 @@ use peakhour_engine::files::{
     RecordedValue, cache_policy, read_file_users, run_files,
 };
 use peakhour_lab::{Lab, LabStatus};
-use peakhour_monitor::{LocalSource, MailProbes};
+use peakhour_monitor::{MailProbes, Source};
 use peakhour_net::Secret;
 use peakhour_rundir::{DirKind, MonitorSection, RunConfig, RunDir, RunSection, TargetSection};
 use peakhour_workload::HumanDuration;
@@ -152,6 +152,7 @@ fn run_config(
             imap: String::new(),
             smtp: String::new(),
             security_shortcuts: Vec::new(),
+            lab: None,
         },
         monitor: MonitorSection {
             interval: HumanDuration(MONITOR_INTERVAL),
@@ -190,7 +191,7 @@ impl FileObserver for FileLine {
 fn monitor_source(
     lab: Option<&LabStatus>,
     dir: &std::path::Path,
-) -> anyhow::Result<(LocalSource, std::fs::File)> {
+) -> anyhow::Result<(Box<dyn Source>, std::fs::File)> {
     let source = match lab {
         Some(lab) => local_source(
             &[],
@@ -208,7 +209,7 @@ fn monitor_source(
     let path = dir.join("monitor.csv");
     let csv = std::fs::File::create(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
-    Ok((source, csv))
+    Ok((Box::new(source), csv))
 }
 
 pub(crate) fn run(

@@ -76,8 +76,10 @@ pub(crate) struct RunConfig {
     pub(crate) high_average_window: Duration,
     pub(crate) monitor_baseline: Duration,
     pub(crate) allow_domains: Vec<String>,
-    /// The monitor's `--group NAME=REGEX` specs, each checked to parse.
+    /// The monitor's `--group NAME=SPEC` specs, each checked to parse.
     pub(crate) groups: Vec<String>,
+    /// The monitor's `--node-exporter URL`, checked to parse.
+    pub(crate) node_exporter: Option<String>,
 }
 
 impl RunConfig {
@@ -104,11 +106,22 @@ impl RunConfig {
             )?,
             allow_domains: allowed_domains(&args.target)?,
             groups: checked_groups(&args.group)?,
+            node_exporter: checked_node_exporter(args.node_exporter.as_deref())?,
         })
     }
 }
 
-/// Every `--group` must parse as the monitor's `NAME=REGEX`.
+/// A `--node-exporter` URL must be one the monitor can scrape.
+pub(crate) fn checked_node_exporter(url: Option<&str>) -> Result<Option<String>, UsageError> {
+    url.map(|url| {
+        peakhour_monitor::NodeExporterSource::new(url, Duration::from_secs(2))
+            .map(|_| url.to_owned())
+            .map_err(|e| UsageError(format!("--node-exporter {url:?}: {e}")))
+    })
+    .transpose()
+}
+
+/// Every `--group` must parse as the monitor's `NAME=SPEC`.
 pub(crate) fn checked_groups(groups: &[String]) -> Result<Vec<String>, UsageError> {
     for spec in groups {
         peakhour_monitor::GroupSpec::parse(spec)

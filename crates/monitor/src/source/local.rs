@@ -65,6 +65,9 @@ pub struct LocalSource {
     /// When the processes were last read.
     processes_read_at: Option<Instant>,
     cgroup: Option<CgroupReader>,
+    /// A group matches on executable paths or owners: read them for every process.
+    needs_exe: bool,
+    needs_user: bool,
 }
 
 /// The CPU one sample may spend reading every process's files before those
@@ -111,7 +114,11 @@ impl LocalSource {
             skip: 0,
             processes_read_at: None,
             cgroup: None,
+            needs_exe: false,
+            needs_user: false,
         };
+        source.needs_exe = source.config.groups.iter().any(GroupSpec::needs_exe);
+        source.needs_user = source.config.groups.iter().any(GroupSpec::needs_user);
         source.cgroup = source.config.cgroup.clone().map(CgroupReader::new);
         // `dovecot_processes` follows the `dovecot` group (e.g. scoped to one lab).
         if let Some(dovecot) = source.config.groups.iter().find(|g| g.name == "dovecot") {
@@ -229,7 +236,18 @@ impl LocalSource {
             let path = root.join(pid).join("stat");
             match self.read(&path) {
                 Ok(text) => {
-                    if let Ok(stat) = procfs::parse_pid_stat(text) {
+                    if let Ok(mut stat) = procfs::parse_pid_stat(text) {
+                        // Only when a group matches on them: a readlink and a
+                        // stat per process.
+                        if self.needs_exe {
+                            stat.exe = std::fs::read_link(root.join(pid).join("exe"))
+                                .ok()
+                                .map(|p| p.to_string_lossy().into_owned());
+                        }
+                        if self.needs_user {
+                            use std::os::unix::fs::MetadataExt as _;
+                            stat.uid = std::fs::metadata(root.join(pid)).ok().map(|m| m.uid());
+                        }
                         procs.push(stat);
                     }
                 }

@@ -36,3 +36,14 @@ pub trait Source: Send {
     /// [`Sample::time_s`] is filled in by the caller.
     fn sample(&mut self) -> SampleFuture<'_>;
 }
+
+/// A source chosen at run time (this machine's `/proc`, or a node_exporter).
+impl Source for Box<dyn Source> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn sample(&mut self) -> SampleFuture<'_> {
+        (**self).sample()
+    }
+}

@@ -32,10 +32,21 @@ pub struct Extensions {
     pub binary_mime: bool,
     /// DSN (RFC 3461).
     pub dsn: bool,
+    /// Every keyword line after the first as the server sent it
+    /// (`SIZE 10240000`, `AUTH PLAIN LOGIN`, `X-FOO`), at most
+    /// [`MAX_KEYWORDS`] of [`MAX_KEYWORD_LEN`] bytes: what a report shows
+    /// as the server's offer, unknown keywords included.
+    pub keywords: Vec<String>,
 }
 
 /// Most AUTH mechanisms remembered; a real server offers a handful.
 const MAX_AUTH_MECHANISMS: usize = 16;
+
+/// Most EHLO keyword lines kept in [`Extensions::keywords`].
+pub const MAX_KEYWORDS: usize = 32;
+
+/// Longest EHLO keyword line kept in [`Extensions::keywords`].
+pub const MAX_KEYWORD_LEN: usize = 80;
 
 impl Extensions {
     /// Reads the keywords of a 250 reply to EHLO or LHLO. Never fails: an
@@ -47,6 +58,17 @@ impl Extensions {
             extensions.server = first.clone();
         }
         for line in lines {
+            if extensions.keywords.len() < MAX_KEYWORDS {
+                let kept: String = line
+                    .trim()
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .take(MAX_KEYWORD_LEN)
+                    .collect();
+                if !kept.is_empty() {
+                    extensions.keywords.push(kept);
+                }
+            }
             let mut words = line.split_ascii_whitespace();
             let Some(keyword) = words.next() else {
                 continue;
@@ -220,5 +242,23 @@ mod tests {
         assert_eq!(extensions(b"250-x\r\n250 SIZE\r\n").size, Some(0));
         assert_eq!(extensions(b"250-x\r\n250 SIZE lots\r\n").size, Some(0));
         assert_eq!(extensions(b"250 x\r\n").size, None);
+    }
+}
+
+#[cfg(test)]
+mod keyword_tests {
+    use super::*;
+    use crate::reply::decode_reply;
+
+    #[test]
+    fn issue_12_every_keyword_is_kept_as_sent_for_the_report() {
+        let (_, reply) =
+            decode_reply(b"250-mx.example\r\n250-PIPELINING\r\n250-SIZE 1000\r\n250-X-UNKNOWN a\r\n250 AUTH PLAIN\r\n")
+                .unwrap();
+        let extensions = Extensions::from_reply(&reply);
+        assert_eq!(
+            extensions.keywords,
+            ["PIPELINING", "SIZE 1000", "X-UNKNOWN a", "AUTH PLAIN"]
+        );
     }
 }

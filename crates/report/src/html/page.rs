@@ -12,7 +12,7 @@ use crate::ReportError;
 use crate::number::{DASH, or_dash};
 
 /// Every section's `id`, in page order.
-pub const REPORT_SECTIONS: [&str; 8] = [
+pub const REPORT_SECTIONS: [&str; 9] = [
     "warnings",
     "verdict",
     "actions",
@@ -20,6 +20,7 @@ pub const REPORT_SECTIONS: [&str; 8] = [
     "timelines",
     "resources",
     "delivery",
+    "server",
     "disclosure",
 ];
 
@@ -67,6 +68,7 @@ pub fn render_html(input: &ReportInput<'_>) -> Result<String, ReportError> {
     timelines(&mut out, input, &series);
     resources(&mut out, s);
     delivery(&mut out, input.record, s)?;
+    crate::server_facts::server_html(s, &mut out);
     disclosure(&mut out, input);
     let _ = write!(
         out,
@@ -819,7 +821,7 @@ fn delivery(out: &mut String, record: &RunRecord, s: &Summary) -> Result<(), Rep
     let d = &s.delivery;
     let _ = write!(
         out,
-        "<section id=\"delivery\"><h2>Delivery latency</h2><p>{} of {} recipients delivered, {} failed, {} lost{} · p50 {} ms · p95 {} ms · max {} ms. Measured end to end over the whole run, from the SMTP submission until the recipient's IMAP session saw the copy: it includes the submission, the MTA's queue, the delivery into the store, and the IMAP server's notice to the client (IDLE, or the next check of the Inbox), so a server that notifies late adds its delay here; it is not the MTA's delivery time alone.</p>",
+        "<section id=\"delivery\"><h2>Delivery latency</h2><p>{} of {} recipients delivered, {} failed, {} lost{} · p50 {} ms · p95 {} ms · max {} ms, over the whole run.</p>",
         d.delivered_recipients,
         d.submitted_recipients,
         d.failed_recipients,
@@ -833,6 +835,7 @@ fn delivery(out: &mut String, record: &RunRecord, s: &Summary) -> Result<(), Rep
         opt(d.p95_ms),
         opt(d.max_ms)
     );
+    crate::server_facts::delivery_html(s, out);
     let h = record.delivery.latency.decode()?;
     if h.is_empty() {
         out.push_str("<p class=\"nodata\">no delivery was observed</p>");

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use peakhour_analysis::Summary;
 use peakhour_monitor::analysis::{TimeWindow, mail_queue_at_end};
-use peakhour_monitor::{LocalSource, Monitor, MonitorConfig, MonitorReport, signed_secs};
+use peakhour_monitor::{Monitor, MonitorConfig, MonitorReport, Source, signed_secs};
 use tokio::runtime::Runtime;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -28,7 +28,7 @@ pub(crate) struct MonitorRun {
 /// start is a warning, not a failure: the load runs without it.
 pub(crate) fn run_monitored<T, F>(
     runtime: &Runtime,
-    source: anyhow::Result<(LocalSource, std::fs::File)>,
+    source: anyhow::Result<(Box<dyn Source>, std::fs::File)>,
     baseline: Duration,
     stopping: &'static str,
     load: impl FnOnce(watch::Receiver<bool>) -> F,

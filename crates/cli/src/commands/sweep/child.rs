@@ -207,10 +207,20 @@ pub(super) fn run_args(args: &SweepArgs, users: u32, seed: u64, dir: &Path) -> V
     if let Some(ms) = args.shape.qos_p95_ms {
         out.extend(["--qos-p95-ms".into(), ms.to_string().into()]);
     }
+    if let Some(url) = &args.node_exporter {
+        out.extend(["--node-exporter".into(), url.into()]);
+    }
     for group in &args.group {
         out.extend(["--group".into(), group.into()]);
     }
     out.extend(file_args(&args.files));
+    if let Some(address) = args.metrics.metrics_listen {
+        out.extend(["--metrics-listen".into(), address.to_string().into()]);
+        out.extend([
+            "--metrics-linger".into(),
+            duration(args.metrics.metrics_linger),
+        ]);
+    }
     out
 }
 
