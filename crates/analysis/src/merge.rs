@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::histogram::LatencyHistogram;
 use crate::record::{DeliveryRecord, IntervalRecord, LOST_LIST_CAP, Phase, RunMeta, RunRecord};
-use crate::shard::{LATE_START_TOLERANCE_MS, ShardMark};
+use crate::shard::ShardMark;
 use crate::{AnalysisError, LostRecipient};
 
 /// Why shards cannot be merged.
@@ -88,12 +88,7 @@ pub fn merge_shards(records: &[RunRecord]) -> Result<Merged, MergeError> {
         ));
     }
     for mark in &marks {
-        if let Some(late) = mark.started_late_ms {
-            warnings.push(format!(
-                "shard {}/{} began its logon phase {late} ms after --start-at (tolerance {LATE_START_TOLERANCE_MS} ms): its intervals are shifted against the others' by that much",
-                mark.index, mark.count
-            ));
-        }
+        warnings.extend(mark.late_note());
         if mark.interrupted {
             warnings.push(format!(
                 "shard {}/{} was interrupted: its figures are partial",

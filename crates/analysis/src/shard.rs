@@ -30,6 +30,18 @@ pub struct ShardMark {
     pub interrupted: bool,
 }
 
+impl ShardMark {
+    /// What to say of a shard that began late (`None` if it was on time):
+    /// the shard says it on its terminal, and `peakhour merge` again.
+    pub fn late_note(&self) -> Option<String> {
+        let late = self.started_late_ms?;
+        Some(format!(
+            "shard {}/{} began its logon phase {late} ms after --start-at (tolerance {LATE_START_TOLERANCE_MS} ms): its intervals are shifted against the others' by that much",
+            self.index, self.count
+        ))
+    }
+}
+
 /// A shard that begins its logon phase more than this after `--start-at`
 /// started late, and says so.
 pub const LATE_START_TOLERANCE_MS: u64 = 1_000;

@@ -14,6 +14,10 @@
 
 use serde_json::{Value, json};
 
+mod request;
+
+pub use request::{DEFAULT_START_DELAY, JobRequest, RequestError, parse_start_at};
+
 /// Where each shard's run directory goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Results {

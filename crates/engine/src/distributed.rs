@@ -5,11 +5,13 @@
 
 use std::time::{Duration, SystemTime};
 
-use peakhour_analysis::{LATE_START_TOLERANCE_MS, ShardMark};
-use peakhour_workload::Plan;
+use peakhour_analysis::{LATE_START_TOLERANCE_MS, RunMeta, ShardMark};
+use peakhour_workload::{HumanDuration, Plan};
 use tokio::sync::watch;
+use tokio::time::Instant;
 
-use crate::run::RunSettings;
+use crate::run::{Observer, RunSettings};
+use crate::{Event, RunClock, SelfSample};
 
 /// Waits until `start_at` (wall clock), or until `stop` is raised; returns
 /// how late the logon phase begins when that is more than
@@ -72,4 +74,43 @@ pub(crate) fn shard_marks(
         started_late_ms: late.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         interrupted,
     }]
+}
+
+/// Tells a person, through `say`, about a shard's start: when made, that it
+/// waits for `--start-at` (make it where a stop can already be asked for, so
+/// that the wait it announces can be cancelled); as an [`Observer`] beside
+/// the others, that its logon phase began late.
+pub struct StartNotice<F> {
+    say: F,
+}
+
+impl<F: FnMut(&str) + Send> StartNotice<F> {
+    /// Says how long the shard waits for `settings.start_at`, if it waits.
+    pub fn new(settings: &RunSettings, mut say: F) -> Self {
+        // Under a second to go is no wait worth a line (nor late either).
+        let waiting = settings.start_at.and_then(|at| {
+            let left = at.duration_since(SystemTime::now()).ok()?;
+            (left >= Duration::from_secs(1)).then_some((at, left))
+        });
+        if let Some((at, left)) = waiting {
+            say(&format!(
+                "waiting {} for --start-at {}",
+                HumanDuration(Duration::from_secs(left.as_secs())),
+                chrono::DateTime::<chrono::Utc>::from(at)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+            ));
+        }
+        StartNotice { say }
+    }
+}
+
+impl<F: FnMut(&str) + Send> Observer for StartNotice<F> {
+    fn event(&mut self, _: &RunClock, _: Instant, _: &Event) {}
+    fn lag(&mut self, _: &RunClock, _: Instant, _: Duration) {}
+    fn tick(&mut self, _: &RunClock, _: Instant, _: SelfSample) {}
+    fn started(&mut self, meta: &RunMeta) {
+        for note in meta.shards.iter().filter_map(ShardMark::late_note) {
+            (self.say)(&format!("warning: {note}"));
+        }
+    }
 }

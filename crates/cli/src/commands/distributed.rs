@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context as _, bail};
-use peakhour_deploy::k8s::{JobSpec, Results, job_manifests};
+use peakhour_deploy::k8s::{JobRequest, JobSpec, job_manifests, parse_start_at};
 use peakhour_workload::Shard;
 
 use crate::args::{K8sCommand, K8sJobArgs, MergeArgs, ShardArgs};
@@ -28,20 +28,13 @@ pub(super) fn shard_and_start(args: &ShardArgs) -> anyhow::Result<(Shard, Option
         }
         (None, None) => Shard::whole(),
     };
-    let start_at = args.start_at.as_deref().map(parse_time).transpose()?;
+    let start_at = args.start_at.as_deref().map(parse_start_at).transpose()?;
     if shard.count() > 1 && start_at.is_none() {
         bail!(
             "a sharded run needs --start-at: the shards' common start, and the run's name they share"
         );
     }
     Ok((shard, start_at))
-}
-
-fn parse_time(text: &str) -> anyhow::Result<SystemTime> {
-    let at = chrono::DateTime::parse_from_rfc3339(text).with_context(|| {
-        format!("--start-at {text:?} is not an RFC 3339 time (2026-05-01T12:00:00Z)")
-    })?;
-    Ok(at.with_timezone(&chrono::Utc).into())
 }
 
 pub(super) fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
@@ -85,53 +78,27 @@ pub(super) fn k8s(command: K8sCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The request as the library takes it; a profile name must be one this
+/// binary has built in (the image's binary is the same version).
 fn job_spec(args: &K8sJobArgs) -> anyhow::Result<JobSpec> {
-    let start_at = match &args.start_at {
-        Some(text) => {
-            parse_time(text)?;
-            text.clone()
-        }
-        None => (chrono::Utc::now() + chrono::Duration::minutes(10))
-            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-    };
-    let path = std::path::Path::new(&args.profile);
-    let profile_toml = if path.is_file() {
-        Some(
-            std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?,
-        )
-    } else if peakhour_workload::builtin(&args.profile).is_ok() {
-        None
-    } else {
-        bail!(
-            "{:?} is neither a profile file nor a built-in profile",
-            args.profile
-        );
-    };
-    let results = match (&args.results_pvc, &args.results_s3) {
-        (Some(claim), None) => Results::Volume {
-            claim: claim.clone(),
-        },
-        (None, Some(url)) => Results::ObjectStorage {
-            url: url.clone(),
-            secret: args.s3_secret.clone(),
-        },
-        _ => bail!("say where results go: --results-pvc CLAIM or --results-s3 s3://bucket/path"),
-    };
-    Ok(JobSpec {
+    let request = JobRequest {
         name: args.name.clone(),
         namespace: args.namespace.clone(),
         image: args.image.clone(),
         shards: args.shards,
         users: args.users,
         seed: args.seed,
-        start_at,
+        start_at: args.start_at.clone(),
         imap: args.imap.clone(),
         smtp: args.smtp.clone(),
         profile: args.profile.clone(),
-        profile_toml,
         password_secret: args.password_secret.clone(),
-        results,
+        results_pvc: args.results_pvc.clone(),
+        results_s3: args.results_s3.clone(),
+        s3_secret: args.s3_secret.clone(),
         run_options: args.run_options.clone(),
-    })
+    };
+    Ok(request.into_spec(SystemTime::now(), |name| {
+        peakhour_workload::builtin(name).is_ok()
+    })?)
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use peakhour_analysis::{Summary, Verdict};
-use peakhour_engine::{Both, LiveLine, Observer, RunResult, RunSettings, Target};
+use peakhour_engine::{Both, LiveLine, Observer, RunResult, RunSettings, StartNotice, Target};
 use peakhour_monitor::{NodeExporterSource, Source};
 use peakhour_rundir::{DirKind, RunConfig, RunDir};
 use peakhour_workload::{HumanDuration, Overrides, Plan};
@@ -240,6 +240,8 @@ impl Prepared {
             self.config.monitor_baseline,
             "finishing in-flight actions (at most 2 s), then writing results",
             |stop| async move {
+                let notice = &mut StartNotice::new(&self.settings, |text| eprintln!("{text}"));
+                let observers = &mut Both(notice, observers);
                 peakhour_engine::run(
                     self.plan.clone(),
                     self.target.clone(),
