@@ -17,8 +17,8 @@ use anyhow::{Context as _, bail};
 use peakhour_analysis::{Summary, Verdict};
 use peakhour_engine::Credentials;
 use peakhour_engine::files::{
-    FileObserver, FileProfileChoice, FileProgress, FileRunSettings, FileTarget, FileWorkload,
-    RecordedValue, cache_policy, read_file_users, run_files,
+    FileBoth, FileObserver, FileProfileChoice, FileProgress, FileRunSettings, FileTarget,
+    FileWorkload, RecordedValue, cache_policy, read_file_users, run_files,
 };
 use peakhour_lab::{Lab, LabStatus};
 use peakhour_monitor::{LocalSource, MailProbes};
@@ -271,15 +271,20 @@ pub(crate) fn run(
         line: StatusLine::new(),
         bytes: 0,
     };
-    let line_ref = &mut line;
+    // Closed intervals go to disk as they close, as in a mail run (crash safety).
+    let mut journal = RunDir::new(&dir).journal()?;
+    let observers = &mut FileBoth(&mut line, &mut journal);
     let (result, monitor) = run_monitored(
         &runtime,
         monitor_source(lab.as_ref(), &dir),
         config.monitor_baseline,
         "cleaning up the workspaces (at most 2 s), then writing results",
-        |stop| async move { run_files(workload, Arc::new(target), settings, stop, line_ref).await },
+        |stop| async move { run_files(workload, Arc::new(target), settings, stop, observers).await },
     )?;
     line.line.clear();
+    if let Err(e) = journal.finish() {
+        eprintln!("warning: closed intervals were not all journaled as they closed: {e}");
+    }
     let result = result?;
 
     let mut summary = Summary::compute(&result.record)?;

@@ -33,8 +33,8 @@ pub use events::{FileEvent, OpEvent, OpOutcome};
 pub use recording::{BYTES_READ, BYTES_WRITTEN, UNMEASURED_OPERATIONS};
 pub use replay::LoadFile;
 pub use run::{
-    FileObserver, FileProgress, FileRunOutcome, FileRunResult, FileRunSettings, FileWorkload,
-    run_files,
+    FileBoth, FileObserver, FileProgress, FileRunOutcome, FileRunResult, FileRunSettings,
+    FileWorkload, run_files,
 };
 pub use setup::{
     FileProfileChoice, FileSetupError, NBENCH, RecordedValue, cache_policy, read_file_users,
