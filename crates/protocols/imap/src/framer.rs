@@ -41,7 +41,6 @@ impl Default for Limits {
     }
 }
 
-
 #[derive(Debug, Default)]
 pub(crate) struct Framer {
     buf: Vec<u8>,
