@@ -14,13 +14,6 @@ use std::process::ExitCode;
 
 use clap::Parser as _;
 
-/// mimalloc instead of glibc's malloc: in an hour at 2,000 users glibc's heap
-/// kept growing (about 2 KiB/s at 500 users) with no more memory in use, as
-/// holes between long-lived allocations went unused; under mimalloc the same
-/// run's memory stayed level (issue 11, docs/PERFORMANCE.md "Soak").
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
     match commands::run(cli) {
