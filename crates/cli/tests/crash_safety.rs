@@ -192,3 +192,81 @@ fn issue_11_a_second_sigint_exits_at_once_keeping_what_was_written() {
     assert!(report.status.success());
     assert_eq!(summary(&run_dir)["interrupted"], true);
 }
+
+/// Journal lines of the steady (measured) phase.
+fn journaled_steady_intervals(run_dir: &Path) -> usize {
+    std::fs::read_to_string(run_dir.join("intervals.jsonl")).map_or(0, |text| {
+        text.lines()
+            .skip(1)
+            .filter(|line| line.contains(r#""phase":"steady""#))
+            .count()
+    })
+}
+
+/// A file run (the NetBench disk mix over a directory) journals its closed intervals
+/// as a mail run does: killed with SIGKILL in its measured window, it leaves them on
+/// disk and `report` rebuilds an interrupted summary with what was measured.
+#[test]
+fn issue_11_sigkill_mid_file_run_leaves_closed_intervals_and_report_rebuilds_them() {
+    let target = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let run_dir = out.path().join("run");
+    // Many measured iterations, so the run is still measuring when it is killed.
+    let mut child = Command::new(PEAKHOUR)
+        .args(["run", "--profile", "netbench-disk-mix", "--users", "2"])
+        .args(["--workspace", "256KB", "--start-delay", "300ms"])
+        .args(["--work-per-iteration", "4", "--measured-iterations", "500"])
+        .args(["--think-time", "50ms", "--interval", "1s", "--seed", "5"])
+        .arg("--dir")
+        .arg(target.path())
+        .arg("--out")
+        .arg(&run_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while journaled_steady_intervals(&run_dir) < 3 {
+        if Instant::now() > give_up {
+            signal(&child, Signal::SIGKILL);
+            child.wait().unwrap();
+            panic!(
+                "the file run journaled {} intervals, {} steady, in a minute",
+                journaled_intervals(&run_dir),
+                journaled_steady_intervals(&run_dir)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    signal(&child, Signal::SIGKILL);
+    child.wait().unwrap();
+    let on_disk = journaled_intervals(&run_dir);
+    assert!(!run_dir.join("summary.json").exists());
+    let csv = std::fs::read_to_string(run_dir.join("intervals.csv")).unwrap();
+    assert!(csv.contains("file."), "{on_disk} intervals:\n{csv}");
+    assert!(
+        std::fs::metadata(run_dir.join("latency.hlog"))
+            .unwrap()
+            .len()
+            > 0
+    );
+
+    let report = peakhour(&["report", run_dir.to_str().unwrap()]);
+    assert!(report.status.success());
+    let stderr = String::from_utf8_lossy(&report.stderr);
+    assert!(stderr.contains("rebuilt from intervals.jsonl"), "{stderr}");
+    let summary = summary(&run_dir);
+    assert_eq!(summary["profile"], "netbench-disk-mix");
+    assert_eq!(summary["interrupted"], true);
+    assert_eq!(summary["recovered"]["from"], "intervals.jsonl");
+    assert!(summary["recovered"]["intervals"].as_u64().unwrap() >= on_disk as u64);
+    assert!(summary["steady"]["intervals"].as_u64().unwrap() >= 3);
+    assert!(steady_actions(&summary) > 0, "what was measured is kept");
+    assert!(
+        summary["actions"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .all(|k| k.starts_with("file."))
+    );
+}

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use peakhour_analysis::{Summary, Verdict};
 use peakhour_engine::files::{
-    FileLiveLine, FileProfileChoice, FileRunSettings, FileTargetSpec, FileWorkload,
+    FileBoth, FileLiveLine, FileProfileChoice, FileRunSettings, FileTargetSpec, FileWorkload,
     LAB_DEFAULT_CLIENTS, check_lab_users, resolve_file_target, run_files,
 };
 use peakhour_lab::LabStatus;
@@ -113,15 +113,20 @@ pub(crate) fn run(
         .enable_all()
         .build()?;
     let mut line = FileLiveLine::new(StatusLine::new());
-    let line_ref = &mut line;
+    // Closed intervals go to disk as they close, as in a mail run (crash safety).
+    let mut journal = dir.journal()?;
+    let observers = &mut FileBoth(&mut line, &mut journal);
     let (result, monitor) = run_monitored(
         &runtime,
         monitor_source(lab.as_ref(), &dir),
         config.monitor_baseline,
         "cleaning up the workspaces (at most 2 s), then writing results",
-        |stop| async move { run_files(workload, Arc::new(target), settings, stop, line_ref).await },
+        |stop| async move { run_files(workload, Arc::new(target), settings, stop, observers).await },
     )?;
     line.sink().clear();
+    if let Err(e) = journal.finish() {
+        eprintln!("warning: closed intervals were not all journaled as they closed: {e}");
+    }
     let result = result?;
 
     let mut summary = Summary::compute(&result.record)?;

@@ -37,8 +37,8 @@ pub use resolve::{
     FileLiveLine, FileTargetSpec, LAB_DEFAULT_CLIENTS, check_lab_users, resolve_file_target,
 };
 pub use run::{
-    FileObserver, FileProgress, FileRunOutcome, FileRunResult, FileRunSettings, FileWorkload,
-    run_files,
+    FileBoth, FileObserver, FileProgress, FileRunOutcome, FileRunResult, FileRunSettings,
+    FileWorkload, run_files,
 };
 pub use setup::{
     FileProfileChoice, FileSetupError, NBENCH, RecordedValue, cache_policy, read_file_users,

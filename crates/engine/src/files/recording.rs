@@ -58,6 +58,8 @@ pub(crate) struct FileRecorder {
     steady_at: Option<Duration>,
     drain_at: Option<Duration>,
     last_offset: Duration,
+    /// Closed intervals already handed out by [`FileRecorder::newly_closed`].
+    handed_out: usize,
 }
 
 impl FileRecorder {
@@ -76,6 +78,7 @@ impl FileRecorder {
             steady_at: None,
             drain_at: None,
             last_offset: Duration::ZERO,
+            handed_out: 0,
         })
     }
 
@@ -117,6 +120,15 @@ impl FileRecorder {
             self.recorder.advance(offset);
             self.last_offset = offset;
         }
+    }
+
+    /// The intervals closed since the last call, in order: each is handed out once,
+    /// for the run's journal.
+    pub(crate) fn newly_closed(&mut self) -> &[IntervalRecord] {
+        let closed = self.recorder.closed();
+        let new = closed.get(self.handed_out..).unwrap_or_default();
+        self.handed_out = closed.len();
+        new
     }
 
     /// Whether the steady window has opened.

@@ -5,7 +5,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use peakhour_analysis::{AnalysisError, Phase, PhaseLengths, QosThresholds, RunMeta, RunRecord};
+use peakhour_analysis::{
+    AnalysisError, IntervalRecord, Phase, PhaseLengths, QosThresholds, RunMeta, RunRecord,
+};
 use peakhour_workload::files::FilePlan;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -122,6 +124,36 @@ pub trait FileObserver: Send {
     fn event(&mut self, _event: &FileEvent) {}
     /// Once a second.
     fn tick(&mut self, _progress: &FileProgress) {}
+    /// Once, before the first client starts: the run's metadata as the record will
+    /// carry it (marked `interrupted`, which the finished record corrects), for a
+    /// journal of the run to open with (as `crate::Observer::started`).
+    fn started(&mut self, _meta: &RunMeta) {}
+    /// An interval of the record has closed and will not change: in order, each once;
+    /// the last one, cut short where the run ends, is only in the finished record.
+    fn interval_closed(&mut self, _interval: &IntervalRecord) {}
+}
+
+/// Two file observers as one: each gets everything, the first first (the binary draws
+/// the live line and journals the closed intervals to the run directory).
+pub struct FileBoth<'a>(pub &'a mut dyn FileObserver, pub &'a mut dyn FileObserver);
+
+impl FileObserver for FileBoth<'_> {
+    fn event(&mut self, event: &FileEvent) {
+        self.0.event(event);
+        self.1.event(event);
+    }
+    fn tick(&mut self, progress: &FileProgress) {
+        self.0.tick(progress);
+        self.1.tick(progress);
+    }
+    fn started(&mut self, meta: &RunMeta) {
+        self.0.started(meta);
+        self.1.started(meta);
+    }
+    fn interval_closed(&mut self, interval: &IntervalRecord) {
+        self.0.interval_closed(interval);
+        self.1.interval_closed(interval);
+    }
 }
 
 /// What a file run ends with.
@@ -182,6 +214,7 @@ pub async fn run_files(
         connect_timeout: settings.connect_timeout,
         cleanup: settings.cleanup,
     });
+    observer.started(&run_meta(&workload, &settings, started_at, true));
     let tasks = spawn_clients(&workload, shared, t0, &settings, &stop);
     let mut watch = Watch {
         recorder: &mut recorder,
@@ -225,7 +258,7 @@ pub async fn run_files(
         bytes_read: count(BYTES_READ),
         bytes_written: count(BYTES_WRITTEN),
     };
-    let mut meta = run_meta(&workload, &settings, &outcome);
+    let mut meta = run_meta(&workload, &settings, started_at, interrupted);
     meta.phases = PhaseLengths {
         logon: steady_at,
         steady: drain_at.saturating_sub(steady_at),
@@ -304,8 +337,16 @@ struct Watch<'a> {
 }
 
 impl Watch<'_> {
+    /// Hands every interval the recorder has closed since the last call to the observer.
+    fn hand_on_closed(&mut self) {
+        for interval in self.recorder.newly_closed() {
+            self.observer.interval_closed(interval);
+        }
+    }
+
     fn event(&mut self, event: &FileEvent) {
         self.recorder.event(Instant::now(), event);
+        self.hand_on_closed();
         match event {
             FileEvent::Op(op) => {
                 self.progress.operations += 1;
@@ -365,11 +406,15 @@ impl Watch<'_> {
                             self.progress.clients_running.saturating_sub(1);
                     }
                 }
-                Some(lag) = probe.next() => self.recorder.lag(Instant::now(), lag),
+                Some(lag) = probe.next() => {
+                    self.recorder.lag(Instant::now(), lag);
+                    self.hand_on_closed();
+                }
                 _ = ticks.tick() => {
                     let now = Instant::now();
                     let percent = cpu.percent();
                     self.recorder.cpu(now, percent);
+                    self.hand_on_closed();
                     self.progress.elapsed = now.saturating_duration_since(t0);
                     self.progress.cpu_percent = percent;
                     self.progress.phase = self.recorder.phase().as_str();
@@ -394,12 +439,15 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
+/// The run's metadata; its phases are those of the settings until the run has found
+/// its measured window.
 fn run_meta(
     workload: &FileWorkload,
     settings: &FileRunSettings,
-    outcome: &FileRunOutcome,
+    started_at: SystemTime,
+    interrupted: bool,
 ) -> RunMeta {
-    let started_at = chrono::DateTime::<chrono::Utc>::from(outcome.started_at)
+    let started_at = chrono::DateTime::<chrono::Utc>::from(started_at)
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let mut meta = RunMeta::new(
         settings.run_id.clone(),
@@ -411,7 +459,12 @@ fn run_meta(
     meta.interval = settings.interval;
     meta.late_start_threshold = LATE_AFTER;
     meta.client_cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-    meta.interrupted = outcome.interrupted;
+    meta.phases = PhaseLengths {
+        logon: settings.ramp_up,
+        steady: settings.duration,
+        drain: Duration::ZERO,
+    };
+    meta.interrupted = interrupted;
     meta.peakhour_version = env!("CARGO_PKG_VERSION").to_owned();
     let mut qos = QosThresholds::default();
     if let Some(ms) = settings.qos_p95_ms {

@@ -41,10 +41,6 @@ impl Default for Limits {
     }
 }
 
-/// A buffer kept after a response is consumed is shrunk back to this capacity,
-/// so an idle connection does not hold on to the memory of its largest FETCH.
-const IDLE_CAPACITY: usize = 4 * 1024;
-
 #[derive(Debug, Default)]
 pub(crate) struct Framer {
     buf: Vec<u8>,
@@ -142,18 +138,20 @@ impl Framer {
         std::mem::take(&mut self.buf)
     }
 
-    /// Takes the buffer back and shrinks it if nothing else is waiting (see
-    /// [`IDLE_CAPACITY`]).
+    /// Takes the buffer back, and frees it if nothing else is waiting.
+    ///
+    /// An idle connection holds no buffer at all. Shrinking it to a few KiB
+    /// instead was a high-water mark: every connection that had once read a
+    /// response of that size kept it, so a soak's memory grew for an hour as
+    /// more of its thousands of users met one (issue 11). One allocation per
+    /// response costs less than that.
     pub(crate) fn return_buffer(&mut self, buf: Vec<u8>) {
         self.buf = buf;
         if self.message_start == self.buf.len() {
-            self.buf.clear();
+            self.buf = Vec::new();
             self.message_start = 0;
             self.line_start = 0;
             self.scanned = 0;
-            if self.buf.capacity() > IDLE_CAPACITY {
-                self.buf.shrink_to(IDLE_CAPACITY);
-            }
         }
     }
 
@@ -240,12 +238,33 @@ mod tests {
     }
 
     #[test]
-    fn shrinks_after_a_big_response() {
+    fn frees_its_buffer_after_a_big_response() {
         let mut framer = Framer::new(Limits::default());
         framer.enqueue(b"* 1 FETCH (BODY[] {100000}\r\n");
         framer.enqueue(&vec![b'a'; 100_000]);
         framer.enqueue(b")\r\n");
         assert_eq!(frame_all(&mut framer).len(), 1);
-        assert!(framer.buf.capacity() <= IDLE_CAPACITY);
+        assert_eq!(framer.buf.capacity(), 0);
+    }
+
+    /// Issue 11's soak: no response, large or small, leaves memory behind once
+    /// it is consumed, so idle connections do not grow to a high-water mark.
+    #[test]
+    fn an_idle_connection_holds_no_buffer_whatever_it_read_before() {
+        let mut framer = Framer::new(Limits::default());
+        for size in [10_usize, 3_000, 5_000, 40_000, 200] {
+            framer.enqueue(format!("* 1 FETCH (BODY[] {{{size}}}\r\n").as_bytes());
+            framer.enqueue(&vec![b'a'; size]);
+            framer.enqueue(b")\r\nA1 OK done\r\n");
+            assert_eq!(frame_all(&mut framer).len(), 2, "{size}");
+            assert_eq!(framer.buf.capacity(), 0, "after a {size}-byte literal");
+        }
+        // A response still arriving keeps its bytes.
+        framer.enqueue(b"* 2 EXISTS\r\n* 3 EXI");
+        assert_eq!(frame_all(&mut framer).len(), 1);
+        assert_eq!(framer.buffered(), b"* 3 EXI");
+        framer.enqueue(b"STS\r\n");
+        assert_eq!(frame_all(&mut framer), vec![b"* 3 EXISTS\r\n".to_vec()]);
+        assert_eq!(framer.buf.capacity(), 0);
     }
 }
