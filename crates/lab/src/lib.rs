@@ -40,6 +40,7 @@
 mod cgroup;
 mod check;
 mod config;
+mod cyrus;
 mod dir;
 mod error;
 mod layout;
@@ -58,8 +59,8 @@ mod tls;
 pub use cgroup::{CgroupStatus, CgroupVersion};
 pub use check::{CheckError, CheckLine, check_mail_path};
 pub use config::{
-    DEFAULT_DOMAIN, LabConfig, Limits, MAIL_UID, Namespace, OptionalServer, Ports, Storage,
-    parse_size,
+    DEFAULT_DOMAIN, LabConfig, Limits, MAIL_UID, MailServer, Namespace, OptionalServer, Ports,
+    Storage, parse_size,
 };
 pub use dir::PurgeReport;
 pub use error::{LabError, SETUP_COMMAND};
