@@ -255,7 +255,11 @@ impl Lab {
             state.set_master(server, Some(started));
             state.save(&layout.state_file())?;
         }
-        self.wait_until_ready(state)
+        self.wait_until_ready(state)?;
+        if state.config.mail_server == MailServer::Cyrus {
+            cyrus::provision(&state.config, layout, &state.password)?;
+        }
+        Ok(())
     }
 
     fn stop_masters(&self, state: &LabState) -> DownReport {
