@@ -123,6 +123,7 @@ fn target(lab: &LabGuard) -> Arc<Target> {
             .expect("imap"),
         smtp: Endpoint::parse(&format!("smtp://{}", status.endpoints.smtp), &["smtp"])
             .expect("smtp"),
+        jmap: None,
         lmtp: Some(
             Endpoint::parse(&format!("lmtp://{}", status.endpoints.lmtp), &["lmtp"]).expect("lmtp"),
         ),
@@ -142,6 +143,7 @@ fn settings(name: &str, ramp_up: Duration, duration: Duration) -> RunSettings {
         client_name: "bench.peakhour.test".into(),
         interval: Duration::from_secs(10),
         qos_p95_ms: None,
+        protocol: peakhour_engine::MailProtocol::Imap,
     }
 }
 

@@ -61,6 +61,39 @@ pub struct RunSettings {
     pub interval: Duration,
     /// A p95 limit (ms) for every action, instead of the profile's.
     pub qos_p95_ms: Option<f64>,
+    /// What users read, file and send mail with.
+    pub protocol: MailProtocol,
+}
+
+/// The protocol a run's users keep their mail session in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MailProtocol {
+    /// IMAP for reading and filing, SMTP for sending (every profile's own).
+    #[default]
+    Imap,
+    /// JMAP for everything: `Email/query`, `Email/get`, `Email/set`, and
+    /// `Email/import` with `EmailSubmission/set` to send; new mail noticed
+    /// by JMAP push. Needs the target's JMAP endpoint.
+    Jmap,
+}
+
+impl MailProtocol {
+    /// Parses `imap` or `jmap`, as `--protocol` takes them.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "imap" => Ok(MailProtocol::Imap),
+            "jmap" => Ok(MailProtocol::Jmap),
+            other => Err(format!("unknown protocol {other:?}: imap or jmap")),
+        }
+    }
+
+    /// `imap` or `jmap`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MailProtocol::Imap => "imap",
+            MailProtocol::Jmap => "jmap",
+        }
+    }
 }
 
 /// The longest phase (ramp-up, steady or drain) a run may have: a month,
@@ -355,6 +388,7 @@ pub async fn run_with<C: Connector>(
         client_name: settings.client_name.clone(),
         halt: halt.clone(),
         progress: progress.clone(),
+        protocol: settings.protocol,
     });
     let users = spawn_users(shared, &clock, &settings, &stop);
 

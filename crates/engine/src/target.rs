@@ -72,6 +72,8 @@ impl Endpoint {
             "lmtp" => (24, false),
             "pop3" => (110, false),
             "pop3s" => (995, true),
+            "http" => (80, false),
+            "https" => (443, true),
             other => return Err(error(format!("unknown scheme {other}"))),
         };
         let rest = rest.trim_end_matches('/');
@@ -155,6 +157,9 @@ pub struct Target {
     pub imap: Endpoint,
     /// Where `init` delivers directly, if the target offers it (the lab does).
     pub lmtp: Option<Endpoint>,
+    /// The JMAP server (`http://` or `https://`; the session is at
+    /// `/.well-known/jmap`), for runs over JMAP (`--protocol jmap`).
+    pub jmap: Option<Endpoint>,
     /// TLS settings for every connection that uses TLS.
     pub tls: Arc<rustls::ClientConfig>,
     /// Logins and passwords.

@@ -20,8 +20,12 @@ use crate::connector::Connector;
 use crate::delivery::DeliveryTracker;
 use crate::events::{Counter, Event, EventSink, Outcome};
 use crate::population::Population;
-use crate::run::{Halt, ScheduleProgress, not_attempted};
+use crate::run::{Halt, MailProtocol, ScheduleProgress, not_attempted};
 use crate::target::{Target, TlsMode, imap_deadline, smtp_deadline};
+
+/// The JMAP session, behind the same seams as the IMAP one (`log_on`, `act`,
+/// `wait_until`).
+mod jmap;
 
 /// An action that starts this much after its intended time counts as late.
 pub const LATE_AFTER: Duration = Duration::from_millis(10);
@@ -51,6 +55,8 @@ pub(crate) struct Shared<C> {
     pub(crate) halt: Arc<Halt>,
     /// Where each user is in its schedule.
     pub(crate) progress: Arc<ScheduleProgress>,
+    /// IMAP or JMAP for the users' mail sessions.
+    pub(crate) protocol: MailProtocol,
 }
 
 /// A message the user knows is in its Inbox.
@@ -107,6 +113,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 }
 
+/// A session just logged on.
+enum Online<S> {
+    Imap(Session<S>),
+    Jmap(jmap::JmapSession),
+}
+
 /// The user's phase timeline.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Timeline {
@@ -122,6 +134,8 @@ pub(crate) struct User<C: Connector> {
     address: String,
     shared: Arc<Shared<C>>,
     session: Option<Session<C::Stream>>,
+    /// The JMAP session instead, in a run over JMAP.
+    jmap: Option<jmap::JmapSession>,
     failures_in_a_row: u32,
     /// Sessions established so far: any after the first is a reconnect.
     logons: u32,
@@ -136,6 +150,7 @@ impl<C: Connector> User<C> {
             address,
             shared,
             session: None,
+            jmap: None,
             failures_in_a_row: 0,
             logons: 0,
         }
@@ -200,7 +215,7 @@ impl<C: Connector> User<C> {
                 self.reported(scheduled.seq);
                 continue;
             }
-            if self.session.is_none() {
+            if !self.online() {
                 let until = (intended + action_timeout).min(timeline.steady_end);
                 if Instant::now() >= until {
                     // Held up past the end of the steady phase (a stalled
@@ -213,7 +228,7 @@ impl<C: Connector> User<C> {
                     continue;
                 }
                 self.ensure_session(&mut stop, until).await;
-                if self.session.is_none() {
+                if !self.online() {
                     // Could not log back on: the action failed, and it is counted.
                     let now = Instant::now();
                     self.shared.events.send(Event::Action {
@@ -269,7 +284,7 @@ impl<C: Connector> User<C> {
         self.wait_until(timeline.steady_end, &mut stop).await;
         // Stay on through the drain while mail sent to this user is still on
         // its way, so its delivery is noticed as it happens, not at reconciliation.
-        while self.session.is_some()
+        while self.online()
             && !*stop.borrow()
             && Instant::now() < timeline.drain_end
             && self.shared.delivery.is_waiting(self.index)
@@ -281,6 +296,12 @@ impl<C: Connector> User<C> {
             let _ = tokio::time::timeout(Duration::from_secs(2), session.imap.logout()).await;
             self.shared.events.send(Event::LoggedOn(-1));
         }
+        self.drop_session();
+    }
+
+    /// True while the user has a mail session (IMAP or JMAP).
+    fn online(&self) -> bool {
+        self.session.is_some() || self.jmap.is_some()
     }
 
     /// Every action of the schedule is reported once: the run knows how far
@@ -291,7 +312,7 @@ impl<C: Connector> User<C> {
     }
 
     fn drop_session(&mut self) {
-        if self.session.take().is_some() {
+        if self.session.take().is_some() || self.jmap.take().is_some() {
             self.shared.events.send(Event::LoggedOn(-1));
         }
     }
@@ -312,15 +333,18 @@ impl<C: Connector> User<C> {
 
     /// Logs on, retrying with backoff until it works, `stop` is raised or `until` passes.
     async fn ensure_session(&mut self, stop: &mut watch::Receiver<bool>, until: Instant) {
-        while self.session.is_none() && !*stop.borrow() && Instant::now() < until {
-            match tokio::time::timeout(self.shared.action_timeout, self.log_on()).await {
-                Ok(Ok(session)) => {
+        while !self.online() && !*stop.borrow() && Instant::now() < until {
+            match tokio::time::timeout(self.shared.action_timeout, self.log_on_any()).await {
+                Ok(Ok(online)) => {
                     if self.logons > 0 {
                         self.shared.events.count(Counter::Reconnects, 1);
                     }
                     self.logons += 1;
                     self.failures_in_a_row = 0;
-                    self.session = Some(session);
+                    match online {
+                        Online::Imap(session) => self.session = Some(session),
+                        Online::Jmap(session) => self.jmap = Some(session),
+                    }
                     self.shared.events.send(Event::LoggedOn(1));
                 }
                 Ok(Err(failure)) => self.logon_failed(failure.kind, stop).await,
@@ -334,6 +358,14 @@ impl<C: Connector> User<C> {
         self.failures_in_a_row += 1;
         let backoff = Duration::from_millis(250 << self.failures_in_a_row.min(5)).min(MAX_BACKOFF);
         sleep_until(Instant::now() + backoff, stop).await;
+    }
+
+    /// Logs on over the run's protocol.
+    async fn log_on_any(&self) -> Result<Online<C::Stream>, Failure> {
+        match self.shared.protocol {
+            MailProtocol::Imap => self.log_on().await.map(Online::Imap),
+            MailProtocol::Jmap => self.jmap_log_on().await.map(Online::Jmap),
+        }
     }
 
     async fn log_on(&self) -> Result<Session<C::Stream>, Failure> {
@@ -420,6 +452,9 @@ impl<C: Connector> User<C> {
     /// Waits for `due`, idling on the Inbox so that arriving mail is noticed
     /// (and its delivery latency recorded) as an online client would.
     async fn wait_until(&mut self, due: Instant, stop: &mut watch::Receiver<bool>) {
+        if self.jmap.is_some() {
+            return self.jmap_wait_until(due, stop).await;
+        }
         loop {
             // Mail announced while a command ran (an untagged EXISTS) is fetched
             // now: IDLE would not announce it again.
@@ -582,6 +617,9 @@ impl<C: Connector> User<C> {
     }
 
     async fn act(&mut self, kind: ActionKind, seq: u64, nth: u64) -> Result<Outcome, Failure> {
+        if self.jmap.is_some() {
+            return self.jmap_act(kind, seq, nth).await;
+        }
         match kind {
             ActionKind::CheckInbox => self.check_inbox().await,
             ActionKind::Read => self.read(seq).await,

@@ -112,6 +112,10 @@ imapidlepoll: 1
 httpmodules: jmap
 conversations: yes
 conversations_db: twoskip
+# JMAP push (EventSource) would look for changes this often (Cyrus's default
+# is a minute). Cyrus 3.6.1 from Debian answers the EventSource URL with 204
+# all the same, so JMAP users notice new mail at their next Inbox check.
+jmap_pushpoll: 1s
 # JMAP EmailSubmission hands mail to Postfix's loopback port without AUTH.
 smtp_backend: host
 smtp_host: 127.0.0.1:{smtp_noauth}

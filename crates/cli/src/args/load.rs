@@ -44,6 +44,9 @@ pub(crate) struct TargetArgs {
     /// LMTP server for `init --via lmtp` (--target explicit): lmtp:// or lmtp+starttls://HOST:PORT.
     #[arg(long, value_name = "URL", long_help = LMTP_URL_HELP)]
     pub(crate) lmtp: Option<String>,
+    /// JMAP server for `run --protocol jmap` (--target explicit): http:// or https://HOST:PORT.
+    #[arg(long, value_name = "URL")]
+    pub(crate) jmap: Option<String>,
     /// CSV of `login,password[,address]` lines, one per simulated user, in user order: the
     /// run's whole test population. The address is the login when the login is one.
     #[arg(long, value_name = "FILE")]
@@ -129,6 +132,10 @@ pub(crate) struct RunArgs {
     /// Simulated users (default: the lab's user count, or the profile's).
     #[arg(long, value_name = "N")]
     pub(crate) users: Option<u32>,
+    /// The users' mail protocol: imap (with SMTP to send), or jmap (the lab's JMAP with
+    /// `--mail-server cyrus`, or --jmap URL).
+    #[arg(long, value_name = "imap|jmap", default_value = "imap", value_parser = peakhour_engine::MailProtocol::parse)]
+    pub(crate) protocol: peakhour_engine::MailProtocol,
     #[command(flatten)]
     pub(crate) shape: RunShape,
     /// The run directory (default: runs/TIME-PROFILE-USERSu, TIME in UTC).

@@ -141,6 +141,9 @@ impl Prepared {
         // Mail goes only to the test population, checked before any connection.
         check_population(&plan, &resolved, &config.allow_domains)?;
         let target = resolved.target.clone();
+        if args.protocol == peakhour_engine::MailProtocol::Jmap && target.jmap.is_none() {
+            bail!("--protocol jmap needs a JMAP server: a lab --mail-server cyrus, or --jmap URL");
+        }
 
         let run_id = peakhour_rundir::dir_name(
             std::time::SystemTime::now(),
@@ -173,6 +176,7 @@ impl Prepared {
             client_name: "client.peakhour.test".into(),
             interval: shape.interval,
             qos_p95_ms: shape.qos_p95_ms,
+            protocol: args.protocol,
         };
         Ok(Prepared {
             config,

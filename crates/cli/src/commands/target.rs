@@ -71,6 +71,9 @@ pub(crate) fn resolve_target(args: &TargetArgs) -> anyhow::Result<ResolvedTarget
                 &url("lmtp", &status.endpoints.lmtp),
                 &["lmtp"],
             )?),
+            jmap: (status.endpoints.jmap.as_deref())
+                .map(|url| Endpoint::parse(url, &["http"]))
+                .transpose()?,
             tls: tls_settings(args, Some(&status.ca_file))?,
             credentials: Credentials::Shared(Secret::new(status.password.clone())),
         };
@@ -109,6 +112,10 @@ pub(crate) fn resolve_target(args: &TargetArgs) -> anyhow::Result<ResolvedTarget
             .map(|url| Endpoint::parse(url, &["lmtp"]))
             .transpose()
             .context("--lmtp")?,
+        jmap: (args.jmap.as_deref())
+            .map(|url| Endpoint::parse(url, &["http", "https"]))
+            .transpose()
+            .context("--jmap")?,
         tls: tls_settings(args, None)?,
         credentials,
     };

@@ -388,6 +388,7 @@ pub(crate) fn target() -> Arc<Target> {
         smtp: Endpoint::parse("smtp://fake:25", &["smtp"]).expect("smtp"),
         imap: Endpoint::parse("imap://fake:143", &["imap"]).expect("imap"),
         lmtp: None,
+        jmap: None,
         tls,
         credentials: Credentials::Shared(Secret::new(PASSWORD.into())),
     })
@@ -405,6 +406,7 @@ pub(crate) fn settings(ramp_up: u64, duration: u64, drain: u64) -> RunSettings {
         client_name: "client.peakhour.test".into(),
         interval: Duration::from_secs(10),
         qos_p95_ms: None,
+        protocol: peakhour_engine::MailProtocol::Imap,
     }
 }
 
