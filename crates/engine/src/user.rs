@@ -115,8 +115,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
 /// A session just logged on.
 enum Online<S> {
-    Imap(Session<S>),
-    Jmap(jmap::JmapSession),
+    Imap(Box<Session<S>>),
+    Jmap(Box<jmap::JmapSession>),
 }
 
 /// The user's phase timeline.
@@ -135,7 +135,7 @@ pub(crate) struct User<C: Connector> {
     shared: Arc<Shared<C>>,
     session: Option<Session<C::Stream>>,
     /// The JMAP session instead, in a run over JMAP.
-    jmap: Option<jmap::JmapSession>,
+    jmap: Option<Box<jmap::JmapSession>>,
     failures_in_a_row: u32,
     /// Sessions established so far: any after the first is a reconnect.
     logons: u32,
@@ -342,7 +342,7 @@ impl<C: Connector> User<C> {
                     self.logons += 1;
                     self.failures_in_a_row = 0;
                     match online {
-                        Online::Imap(session) => self.session = Some(session),
+                        Online::Imap(session) => self.session = Some(*session),
                         Online::Jmap(session) => self.jmap = Some(session),
                     }
                     self.shared.events.send(Event::LoggedOn(1));
@@ -363,8 +363,8 @@ impl<C: Connector> User<C> {
     /// Logs on over the run's protocol.
     async fn log_on_any(&self) -> Result<Online<C::Stream>, Failure> {
         match self.shared.protocol {
-            MailProtocol::Imap => self.log_on().await.map(Online::Imap),
-            MailProtocol::Jmap => self.jmap_log_on().await.map(Online::Jmap),
+            MailProtocol::Imap => self.log_on().await.map(|s| Online::Imap(Box::new(s))),
+            MailProtocol::Jmap => self.jmap_log_on().await.map(|s| Online::Jmap(Box::new(s))),
         }
     }
 

@@ -256,7 +256,7 @@ impl<C: Connector> User<C> {
         // The session is taken out for the action so that helpers can borrow
         // the user; it is put back whatever happens (a lost session is then
         // dropped by the caller).
-        let mut session = self.jmap.take().ok_or_else(no_session)?;
+        let mut session = *self.jmap.take().ok_or_else(no_session)?;
         let outcome = match kind {
             ActionKind::CheckInbox => self.jmap_check_inbox(&mut session).await,
             ActionKind::Read => self.jmap_read(&mut session, seq).await,
@@ -265,7 +265,7 @@ impl<C: Connector> User<C> {
             ActionKind::Send => self.jmap_send(&mut session, nth).await,
             ActionKind::UpdateCalendar => self.jmap_update_calendar(&mut session, nth).await,
         };
-        self.jmap = Some(session);
+        self.jmap = Some(Box::new(session));
         outcome
     }
 

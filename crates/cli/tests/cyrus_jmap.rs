@@ -1,0 +1,152 @@
+//! Issue 14 ("Must show", Cyrus and JMAP): on a lab with Cyrus as its mail
+//! store (`lab up --mail-server cyrus`), `init` and `run --protocol jmap` of
+//! `mmb-medium` with every action measured and nothing lost, the same
+//! profile over IMAP on the same lab, and `peakhour compare` of the two.
+//! One Cyrus lab for the whole file: starting one makes every user's
+//! mailboxes, which takes most of a second per user.
+#![allow(clippy::unwrap_used)] // test helpers fail loudly by design
+
+mod common;
+
+use std::path::Path;
+
+use common::peakhour;
+use peakhour_lab::{LabConfig, LabGuard, MailServer, Ports};
+
+const ACTIONS: [&str; 6] = [
+    "check_inbox",
+    "send",
+    "read",
+    "move",
+    "delete",
+    "update_calendar",
+];
+
+fn start_cyrus_lab(users: u32) -> (tempfile::TempDir, LabGuard) {
+    let dir = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .tempdir()
+        .unwrap();
+    let mut attempts = 0;
+    loop {
+        let config = LabConfig {
+            users,
+            mail_server: MailServer::Cyrus,
+            ports: Ports::free().expect("free loopback ports"),
+            ..LabConfig::new(dir.path())
+        };
+        match LabGuard::start(&config) {
+            Ok(lab) => return (dir, lab),
+            Err(peakhour_lab::LabError::PortInUse { .. }) if attempts < 3 => attempts += 1,
+            Err(e) => panic!("cannot start the Cyrus lab: {e}"),
+        }
+    }
+}
+
+/// A short run of `mmb-medium` over `protocol`; its summary.
+fn run(lab_dir: &str, protocol: &str, out: &Path) -> serde_json::Value {
+    let output = peakhour(&[
+        "run",
+        "--profile",
+        "mmb-medium",
+        "--lab-dir",
+        lab_dir,
+        "--protocol",
+        protocol,
+        "--speed",
+        "400",
+        "--duration",
+        "20s",
+        "--ramp-up",
+        "3s",
+        "--drain",
+        "15s",
+        "--interval",
+        "5s",
+        "--seed",
+        "7",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(out.join("summary.json"))
+        .unwrap_or_else(|e| panic!("no summary.json ({e}); exit {:?}", output.status));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Every action ran, was timed and never failed; every recipient was found.
+fn assert_complete(summary: &serde_json::Value, protocol: &str) {
+    for action in ACTIONS {
+        let measured = &summary["actions"][action];
+        assert!(
+            measured["count"].as_u64().unwrap_or(0) > 0,
+            "{protocol}: {action} never ran: {measured}"
+        );
+        assert!(
+            measured["p95_ms"].as_f64().is_some(),
+            "{protocol}: {action} has no p95: {measured}"
+        );
+    }
+    assert_eq!(
+        summary["errors_by_kind"],
+        serde_json::json!({}),
+        "{protocol}"
+    );
+    let delivery = &summary["delivery"];
+    assert!(delivery["submitted_recipients"].as_u64().unwrap() > 0);
+    assert_eq!(delivery["lost"], 0, "{protocol}: {delivery}");
+    assert_eq!(
+        delivery["submitted_recipients"], delivery["delivered_recipients"],
+        "{protocol}: {delivery}"
+    );
+}
+
+#[test]
+fn issue_14_cyrus_lab_runs_mmb_medium_over_jmap_and_imap_and_compares_them() {
+    let (_dir, lab) = start_cyrus_lab(8);
+    let lab_dir = lab.status.dir.clone();
+    assert!(lab.status.endpoints.jmap.is_some(), "{:?}", lab.status);
+    let init = peakhour(&["init", "--profile", "mmb-medium", "--lab-dir", &lab_dir]);
+    assert!(init.status.success());
+
+    let out = tempfile::tempdir().unwrap();
+    let jmap_dir = out.path().join("jmap");
+    let jmap = run(&lab_dir, "jmap", &jmap_dir);
+    assert_complete(&jmap, "jmap");
+    let commands = jmap["commands"].as_object().unwrap();
+    for method in [
+        "jmap.Email/query",
+        "jmap.Email/get",
+        "jmap.Email/set",
+        "jmap.EmailSubmission/set",
+        "jmap.Mailbox/get",
+    ] {
+        assert!(commands.contains_key(method), "no {method}: {commands:?}");
+    }
+    assert!(
+        !commands
+            .keys()
+            .any(|c| c.starts_with("imap.") || c.starts_with("smtp.")),
+        "a JMAP run spoke IMAP or SMTP: {commands:?}"
+    );
+
+    let imap_dir = out.path().join("imap");
+    let imap = run(&lab_dir, "imap", &imap_dir);
+    assert_complete(&imap, "imap");
+    assert!(
+        imap["commands"]
+            .as_object()
+            .unwrap()
+            .contains_key("imap.SELECT")
+    );
+
+    let compare = peakhour(&[
+        "compare",
+        imap_dir.to_str().unwrap(),
+        jmap_dir.to_str().unwrap(),
+    ]);
+    let said = String::from_utf8_lossy(&compare.stdout);
+    assert!(compare.status.success(), "{said}");
+    for action in ACTIONS {
+        assert!(said.contains(&format!("{action} p95")), "{said}");
+    }
+}
