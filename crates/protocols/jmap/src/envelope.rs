@@ -496,6 +496,18 @@ mod tests {
             request.to_json(),
             r##"{"using":["urn:ietf:params:jmap:core","urn:ietf:params:jmap:mail"],"methodCalls":[["Email/query",{"accountId":"u1","filter":{"inMailbox":"mb1"},"sort":[{"property":"receivedAt","isAscending":false}],"limit":10,"calculateTotal":true},"q"],["Email/get",{"accountId":"u1","#ids":{"resultOf":"q","name":"Email/query","path":"/ids"},"properties":["id","keywords"]},"g"]]}"##
         );
+        let submission = Submission {
+            identity_id: "i1".into(),
+            email_id: "#m".into(),
+            envelope: Some(SubmissionEnvelope::new(
+                "u1@bench.test",
+                &["u2@bench.test".to_owned(), "u3@bench.test".to_owned()],
+            )),
+        };
+        assert_eq!(
+            serde_json::to_string(&submission).unwrap(),
+            r##"{"identityId":"i1","emailId":"#m","envelope":{"mailFrom":{"email":"u1@bench.test"},"rcptTo":[{"email":"u2@bench.test"},{"email":"u3@bench.test"}]}}"##
+        );
         let patch = serde_json::to_string(&move_patch("a", "b")).unwrap();
         assert_eq!(patch, r#"{"mailboxIds/a":null,"mailboxIds/b":true}"#);
     }
