@@ -55,7 +55,12 @@ def wait_in_inbox(imap, token):
     deadline = time.monotonic() + 15
     found = []
     while not found:
-        imap.select("INBOX")
+        typ, data = imap.select("INBOX")
+        if typ != "OK":
+            # Say what the server said instead of failing on the next command.
+            assert time.monotonic() < deadline, f"SELECT INBOX kept failing: {typ} {data}"
+            time.sleep(0.05)
+            continue
         typ, data = imap.search(None, "HEADER", "Message-ID", token)
         assert typ == "OK", data
         found = data[0].split()

@@ -43,6 +43,12 @@ pub enum Counter {
     FolderOpens,
     /// A dropped connection that was re-established.
     Reconnects,
+    /// A calendar event created over CalDAV (a PUT that stored a new one).
+    EventsCreated,
+    /// A calendar event changed over CalDAV (a PUT with `If-Match` that stored).
+    EventsChanged,
+    /// A message downloaded over POP3 (RETR).
+    MessagesDownloaded,
 }
 
 impl Counter {
@@ -55,6 +61,9 @@ impl Counter {
             Counter::MessageOpens => "message_opens",
             Counter::FolderOpens => "folder_opens",
             Counter::Reconnects => "reconnects",
+            Counter::EventsCreated => "events_created",
+            Counter::EventsChanged => "events_changed",
+            Counter::MessagesDownloaded => "messages_downloaded",
         }
     }
 }

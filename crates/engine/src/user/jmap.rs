@@ -264,6 +264,11 @@ impl<C: Connector> User<C> {
             ActionKind::Delete => self.jmap_move(&mut session, seq, true).await,
             ActionKind::Send => self.jmap_send(&mut session, nth).await,
             ActionKind::UpdateCalendar => self.jmap_update_calendar(&mut session, nth).await,
+            // Handled by the groupware clients before the mail session.
+            ActionKind::PollCalendar
+            | ActionKind::CreateEvent
+            | ActionKind::ChangeEvent
+            | ActionKind::DownloadMail => Ok(Outcome::Skipped("not_groupware")),
         };
         self.jmap = Some(Box::new(session));
         outcome

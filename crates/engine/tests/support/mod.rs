@@ -389,8 +389,11 @@ pub(crate) fn target() -> Arc<Target> {
         imap: Endpoint::parse("imap://fake:143", &["imap"]).expect("imap"),
         lmtp: None,
         jmap: None,
+        caldav: None,
+        pop3: None,
         tls,
         credentials: Credentials::Shared(Secret::new(PASSWORD.into())),
+        options: peakhour_engine::ServerOptions::default(),
     })
 }
 
