@@ -100,6 +100,67 @@ fn assert_complete(summary: &serde_json::Value, protocol: &str) {
     );
 }
 
+/// The run's monitor watched Cyrus, not Dovecot: `monitor.csv` has a
+/// `cyrus` group with Cyrus's processes in it and no `dovecot` group, its
+/// `dovecot_*` probe columns are empty, and the summary and the report
+/// name the `cyrus` group.
+fn assert_monitored_as_cyrus(run_dir: &Path, summary: &serde_json::Value) {
+    let text = std::fs::read_to_string(run_dir.join("monitor.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert!(
+        !header.iter().any(|h| h.starts_with("group_dovecot")),
+        "a Cyrus lab has no dovecot group: {header:?}"
+    );
+    let column = |name: &str| {
+        let at = header.iter().position(|h| *h == name);
+        let at = at.unwrap_or_else(|| panic!("no {name} in {header:?}"));
+        text.lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(at).unwrap_or_default().to_owned())
+            .collect::<Vec<String>>()
+    };
+    let processes: Vec<f64> = column("group_cyrus_processes")
+        .iter()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // The master, its preforked imapd and httpd, and lmtpd at least.
+    assert!(
+        processes.iter().any(|&n| n >= 4.0),
+        "Cyrus's processes: {processes:?}"
+    );
+    let cpu: f64 = column("group_cyrus_cpu_pct")
+        .iter()
+        .filter_map(|v| v.parse::<f64>().ok())
+        .sum();
+    assert!(cpu > 0.0, "Cyrus used no CPU over the run");
+    for probe in ["dovecot_processes", "dovecot_connections"] {
+        assert!(
+            column(probe).iter().all(String::is_empty),
+            "{probe} counted something on a Cyrus lab"
+        );
+    }
+    let resources = summary["resources"].as_array().unwrap();
+    let metrics: Vec<&str> = resources
+        .iter()
+        .filter_map(|r| r["metric"].as_str())
+        .collect();
+    assert!(metrics.contains(&"group_cyrus_cpu_pct"), "{metrics:?}");
+    assert!(
+        !metrics.iter().any(|m| m.contains("dovecot")),
+        "{metrics:?}"
+    );
+    let report = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
+    assert!(
+        report.contains("Cyrus CPU % of a core"),
+        "the report names no cyrus group"
+    );
+    assert!(
+        !report.contains("Dovecot CPU") && !report.contains("- dovecot"),
+        "the report shows a dovecot group for a Cyrus lab"
+    );
+}
+
 #[test]
 fn issue_14_cyrus_lab_runs_mmb_medium_over_jmap_and_imap_and_compares_them() {
     let (_dir, lab) = start_cyrus_lab(8);
@@ -112,6 +173,7 @@ fn issue_14_cyrus_lab_runs_mmb_medium_over_jmap_and_imap_and_compares_them() {
     let jmap_dir = out.path().join("jmap");
     let jmap = run(&lab_dir, "jmap", &jmap_dir);
     assert_complete(&jmap, "jmap");
+    assert_monitored_as_cyrus(&jmap_dir, &jmap);
     // The steady phase's commands (logging on, with Mailbox/get, is before it).
     let commands = jmap["commands"].as_object().unwrap();
     for method in [

@@ -11,12 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use peakhour_lab::{Lab, LabStatus, Layout};
+use peakhour_lab::{Lab, LabStatus, Layout, MailServer};
 use peakhour_monitor::analysis::TimeWindow;
 pub(crate) use peakhour_monitor::analysis::findings;
 use peakhour_monitor::{
-    GroupSpec, LocalConfig, LocalSource, MailProbes, Monitor, MonitorConfig, MonitorReport,
-    NodeExporterSource, RADICALE_NAMES, SAMBA_NAMES, Sample,
+    GroupSpec, LabMailStore, LocalConfig, LocalSource, MailProbes, Monitor, MonitorConfig,
+    MonitorReport, NodeExporterSource, Sample,
 };
 use peakhour_rundir::{DirKind, RunDir, RunFile, default_dir};
 use tokio::sync::watch;
@@ -32,6 +32,7 @@ pub(crate) fn lab_probes(status: &LabStatus) -> MailProbes {
     MailProbes {
         postfix_queue_dir: Some(Layout::new(&status.dir).postfix_queue()),
         dovecot_ports: status.dovecot_client_ports(),
+        not_dovecot: status.mail_server != MailServer::Dovecot,
     }
 }
 
@@ -63,16 +64,11 @@ pub(crate) fn local_source(
         config.groups = vec![GroupSpec::peakhour()];
     }
     if let Some(lab) = lab {
-        config.groups =
-            GroupSpec::defaults_within(lab.master_pid("dovecot"), lab.master_pid("postfix"));
-        // A lab's optional servers, by their masters' names in `lab status`.
-        for (name, names) in [("radicale", RADICALE_NAMES), ("samba", SAMBA_NAMES)] {
-            if let Some(pid) = lab.master_pid(name) {
-                config
-                    .groups
-                    .push(GroupSpec::names(name, names).within(&[pid]));
-            }
-        }
+        let store = match lab.mail_server {
+            MailServer::Dovecot => LabMailStore::Dovecot,
+            MailServer::Cyrus => LabMailStore::Cyrus,
+        };
+        config.groups = GroupSpec::for_lab(store, |name| lab.master_pid(name));
         config.cgroup = lab.limits.cgroup.as_ref().map(super::planner::cgroup_files);
     }
     for spec in groups {
@@ -190,6 +186,7 @@ fn mail_probes(args: &MonitorArgs) -> MailProbes {
     let mut probes = MailProbes {
         postfix_queue_dir: args.postfix_queue.clone(),
         dovecot_ports: args.dovecot_port.clone(),
+        not_dovecot: false,
     };
     let has_lab = Layout::new(&args.lab_dir).state_file().exists();
     if has_lab && (probes.postfix_queue_dir.is_none() || probes.dovecot_ports.is_empty()) {
@@ -199,6 +196,7 @@ fn mail_probes(args: &MonitorArgs) -> MailProbes {
                 probes.postfix_queue_dir = probes.postfix_queue_dir.or(lab.postfix_queue_dir);
                 if probes.dovecot_ports.is_empty() {
                     probes.dovecot_ports = lab.dovecot_ports;
+                    probes.not_dovecot = lab.not_dovecot;
                 }
             }
             Err(e) => eprintln!(
