@@ -12,11 +12,14 @@
 //!
 //! Every request is recorded as `jmap.<method>` (`jmap.upload`,
 //! `jmap.session`); new mail is noticed by push (`StateChange` of `Email`),
-//! then fetched, as an online client does. A server that offers no push
-//! (Cyrus 3.6.1 answers the EventSource URL with 204) leaves new mail to be
-//! noticed at the next Inbox check, and the reconciliation finds the rest.
+//! then fetched, as an online client does. Without push (a server that
+//! answers the EventSource URL with 204, as Debian 12's Cyrus 3.6 does, or
+//! a stream that ended) the user looks at its Inbox every
+//! [`POLL_WITHOUT_PUSH`] while it waits, and the reconciliation finds the
+//! rest.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use peakhour_http::{BasicAuth, ConnectionOptions, Endpoint as HttpEndpoint, HttpConnection};
 use peakhour_jmap::envelope::SubmissionEnvelope;
@@ -30,6 +33,15 @@ use super::{Failure, User, calendar_item, header, rfc5322, sleep_until};
 use crate::connector::Connector;
 use crate::events::{Counter, Event, Outcome};
 use crate::target::TlsMode;
+
+/// How often a user without push looks at its Inbox for new mail. Cyrus
+/// 3.6 from Debian 12 offers no push (its `httpd` is built without Wslay,
+/// so `jmap_pushpoll` stays 0 and the EventSource URL answers 204): a JMAP
+/// user there polls. Two seconds keeps the delivery notice close to what
+/// IMAP IDLE gives on the same lab (Cyrus's `imapidlepoll: 1`), at one
+/// `Email/query` per user every two seconds, which the server's load and
+/// the run's `jmap.Email/query` count include. See docs/lab.md.
+pub(crate) const POLL_WITHOUT_PUSH: Duration = Duration::from_secs(2);
 
 /// Properties fetched to know a message: its keywords (seen) and its
 /// Message-ID (delivery tracking).
@@ -63,6 +75,8 @@ pub(crate) struct JmapSession {
     /// The calendar item the last update imported.
     calendar_item: Option<String>,
     push: Option<PushStream>,
+    /// When to look at the Inbox next, without push.
+    next_poll: Instant,
 }
 
 impl JmapSession {
@@ -165,6 +179,7 @@ impl<C: Connector> User<C> {
             inbox: Vec::new(),
             calendar_item: None,
             push,
+            next_poll: Instant::now() + POLL_WITHOUT_PUSH,
         };
         // Mail that arrived while this user was offline is noticed now.
         let page = self.shared.plan.params().page_size.max(1);
@@ -204,7 +219,7 @@ impl<C: Connector> User<C> {
     }
 
     /// Waits for `due`, fetching new mail whenever push says the user's
-    /// email changed.
+    /// email changed or, without push, every [`POLL_WITHOUT_PUSH`].
     pub(super) async fn jmap_wait_until(&mut self, due: Instant, stop: &mut watch::Receiver<bool>) {
         loop {
             let Some(session) = self.jmap.as_mut() else {
@@ -212,8 +227,7 @@ impl<C: Connector> User<C> {
                 return;
             };
             let Some(push) = session.push.as_mut() else {
-                sleep_until(due, stop).await;
-                return;
+                return self.jmap_poll_until(due, stop).await;
             };
             let account = session.client.account().to_owned();
             let event = tokio::select! {
@@ -224,26 +238,57 @@ impl<C: Connector> User<C> {
             };
             match event {
                 Ok(Some(PushEvent::StateChange(change))) if change.changed(&account, "Email") => {
-                    let page = self.shared.plan.params().page_size.max(1);
-                    let mut session = self.jmap.take();
-                    if let Some(session) = session.as_mut()
-                        && let Err(failure) = self.jmap_refresh(session, page).await
-                    {
-                        self.shared.events.send(Event::SessionError(failure.kind));
-                    }
-                    self.jmap = session;
+                    self.jmap_refresh_in_background().await;
                 }
                 Ok(Some(_)) => {}
                 Ok(None) | Err(_) => {
-                    // The stream ended: carry on without push.
+                    // The stream ended: carry on without push (polling).
                     if let Some(session) = self.jmap.as_mut() {
                         session.push = None;
+                        session.next_poll = Instant::now();
                     }
                     self.shared
                         .events
                         .send(Event::SessionError("jmap:push-ended".into()));
                 }
             }
+        }
+    }
+
+    /// Without push: looks at the Inbox every [`POLL_WITHOUT_PUSH`] until
+    /// `due`, as a client that cannot be told of new mail does.
+    async fn jmap_poll_until(&mut self, due: Instant, stop: &mut watch::Receiver<bool>) {
+        loop {
+            let Some(next_poll) = self.jmap.as_ref().map(|s| s.next_poll) else {
+                sleep_until(due, stop).await;
+                return;
+            };
+            if next_poll >= due {
+                sleep_until(due, stop).await;
+                return;
+            }
+            if !sleep_until(next_poll, stop).await {
+                return;
+            }
+            if let Some(session) = self.jmap.as_mut() {
+                session.next_poll = Instant::now() + POLL_WITHOUT_PUSH;
+            }
+            self.jmap_refresh_in_background().await;
+        }
+    }
+
+    /// Fetches what is new in the Inbox outside any action: a failure is
+    /// counted as a session error, and a session that did not survive it
+    /// is dropped.
+    async fn jmap_refresh_in_background(&mut self) {
+        let page = self.shared.plan.params().page_size.max(1);
+        let Some(mut session) = self.jmap.take() else {
+            return;
+        };
+        let refreshed = self.jmap_refresh(&mut session, page).await;
+        self.jmap = Some(session);
+        if let Err(failure) = refreshed {
+            self.background_failure(failure);
         }
     }
 
