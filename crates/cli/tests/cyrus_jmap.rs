@@ -1,7 +1,9 @@
 //! Issue 14 ("Must show", Cyrus and JMAP): on a lab with Cyrus as its mail
 //! store (`lab up --mail-server cyrus`), `init` and `run --protocol jmap` of
 //! `mmb-medium` with every action measured and nothing lost, the same
-//! profile over IMAP on the same lab, and `peakhour compare` of the two.
+//! profile over IMAP on the same lab, and `peakhour compare` of the two;
+//! the JMAP run again against `--target explicit --jmap URL`; and the
+//! monitor's `cyrus` group (no `dovecot` one) in the run's files.
 //! One Cyrus lab for the whole file: starting one makes every user's
 //! mailboxes, which takes most of a second per user.
 #![allow(clippy::unwrap_used)] // test helpers fail loudly by design
@@ -68,6 +70,59 @@ fn run(lab_dir: &str, protocol: &str, out: &Path) -> serde_json::Value {
         "--out",
         out.to_str().unwrap(),
     ]);
+    let text = std::fs::read_to_string(out.join("summary.json"))
+        .unwrap_or_else(|e| panic!("no summary.json ({e}); exit {:?}", output.status));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// `run --protocol jmap` of `mmb-medium` against `--target explicit`, the
+/// lab's IMAP (for the reconciliation), SMTP and JMAP endpoints given by
+/// URL and the password in the environment; its summary.
+fn run_explicit(status: &peakhour_lab::LabStatus, out: &Path) -> serde_json::Value {
+    let imap = format!("imap://{}", status.endpoints.imap);
+    let smtp = format!(
+        "smtp://{}",
+        status.endpoints.smtp_noauth.as_deref().unwrap()
+    );
+    let jmap = status.endpoints.jmap.clone().unwrap();
+    let output = std::process::Command::new(common::PEAKHOUR)
+        .args([
+            "run",
+            "--target",
+            "explicit",
+            "--imap",
+            &imap,
+            "--smtp",
+            &smtp,
+            "--smtp-auth",
+            "none",
+            "--jmap",
+            &jmap,
+            "--protocol",
+            "jmap",
+            "--users",
+            "8",
+            "--profile",
+            "mmb-medium",
+            "--speed",
+            "400",
+            "--duration",
+            "20s",
+            "--ramp-up",
+            "3s",
+            "--drain",
+            "15s",
+            "--interval",
+            "5s",
+            "--seed",
+            "9",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("PEAKHOUR_PASSWORD", &status.password)
+        .output()
+        .unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&output.stderr));
     let text = std::fs::read_to_string(out.join("summary.json"))
         .unwrap_or_else(|e| panic!("no summary.json ({e}); exit {:?}", output.status));
     serde_json::from_str(&text).unwrap()
@@ -191,6 +246,24 @@ fn issue_14_cyrus_lab_runs_mmb_medium_over_jmap_and_imap_and_compares_them() {
             .any(|c| c.starts_with("imap.") || c.starts_with("smtp.")),
         "a JMAP run spoke IMAP or SMTP: {commands:?}"
     );
+
+    assert_eq!(jmap["meta"]["protocols"]["read"], "jmap");
+    assert_eq!(jmap["meta"]["protocols"]["send"], "jmap");
+
+    // The same over JMAP against an explicit target: the lab's endpoints
+    // given by hand (--jmap URL), as for a server peakhour did not start.
+    let explicit_dir = out.path().join("explicit");
+    let explicit = run_explicit(&lab.status, &explicit_dir);
+    assert_complete(&explicit, "explicit jmap");
+    let commands = explicit["commands"].as_object().unwrap();
+    assert!(commands.contains_key("jmap.Email/get"), "{commands:?}");
+    assert!(
+        !commands
+            .keys()
+            .any(|c| c.starts_with("imap.") || c.starts_with("smtp.")),
+        "{commands:?}"
+    );
+    assert_eq!(explicit["meta"]["protocols"]["read"], "jmap");
 
     let imap_dir = out.path().join("imap");
     let imap = run(&lab_dir, "imap", &imap_dir);

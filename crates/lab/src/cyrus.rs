@@ -113,8 +113,9 @@ httpmodules: jmap
 conversations: yes
 conversations_db: twoskip
 # JMAP push (EventSource) would look for changes this often (Cyrus's default
-# is a minute). Cyrus 3.6.1 from Debian answers the EventSource URL with 204
-# all the same, so JMAP users notice new mail at their next Inbox check.
+# is a minute). Cyrus reads it only with WebSockets enabled, and Debian's
+# httpd is built without Wslay, so its EventSource answers 204 all the same
+# and peakhour's JMAP users poll instead (docs/lab.md).
 jmap_pushpoll: 1s
 # JMAP EmailSubmission hands mail to Postfix's loopback port without AUTH.
 smtp_backend: host
