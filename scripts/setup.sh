@@ -16,7 +16,9 @@ PACKAGES=(dovecot-imapd dovecot-lmtpd dovecot-pop3d postfix openssl util-linux p
   dbench                         # its NBENCH load file, /usr/share/dbench/client.txt, for trace replay and tests
   samba smbclient                # the SMB backend's live tests start a private smbd; smbclient checks what it wrote
   radicale                       # the CalDAV server peakhour-caldav's live test runs against
-  prometheus python3-prometheus-client)  # scrape `run --metrics-listen` in tests; Python's strict OpenMetrics parser
+  prometheus python3-prometheus-client  # scrape `run --metrics-listen` in tests; Python's strict OpenMetrics parser
+  cyrus-common cyrus-caldav      # `lab up --mail-server cyrus`: Cyrus's master, lmtpd and httpd (JMAP)
+  db-util libsasl2-modules-db)   # db_load writes the Cyrus lab's SASL users; sasldb checks them
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -67,6 +69,20 @@ if ! python3 -c 'import kubernetes' >/dev/null 2>&1; then
     || python3 -m pip install -q --break-system-packages kubernetes
 else
   say "Kubernetes Python client already installed"
+fi
+
+# Cyrus's imapd and pop3d come in cyrus-imapd and cyrus-pop3d, which conflict
+# with Dovecot's packages (imap-server, pop3-server): unpack them privately,
+# where the Cyrus lab looks for them, instead of installing them.
+CYRUS_PRIVATE=/opt/peakhour/cyrus
+if [ ! -x "$CYRUS_PRIVATE/usr/lib/cyrus/bin/imapd" ] || [ ! -x "$CYRUS_PRIVATE/usr/lib/cyrus/bin/pop3d" ]; then
+  say "unpacking cyrus-imapd and cyrus-pop3d into $CYRUS_PRIVATE"
+  debs=$(mktemp -d)
+  chmod 755 "$debs"   # apt's download user must write here
+  (cd "$debs" && apt-get download -q cyrus-imapd cyrus-pop3d)
+  mkdir -p "$CYRUS_PRIVATE"
+  for deb in "$debs"/*.deb; do dpkg-deb -x "$deb" "$CYRUS_PRIVATE"; done
+  rm -rf "$debs"
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

@@ -23,8 +23,16 @@ fn read_all(envelope: &JmapResponse) {
     let _ = exchange::method_result::<GetResponse<Email>>(envelope, "Email/get", "0");
     let _ = exchange::method_result::<GetResponse<Identity>>(envelope, "Identity/get", "0");
     let _ = exchange::method_result::<QueryResponse>(envelope, "Email/query", "0");
-    if let Ok(set) = exchange::method_result::<SetResponse>(envelope, "Email/set", "0") {
-        let _ = (set.failures(), set.created_id("m"));
+    // Email/set, and the send's Email/import with EmailSubmission/set (and
+    // the calendar's Email/import alone), all read as a SetResponse.
+    for (method, call) in [
+        ("Email/set", "0"),
+        ("Email/import", "0"),
+        ("EmailSubmission/set", "1"),
+    ] {
+        if let Ok(set) = exchange::method_result::<SetResponse>(envelope, method, call) {
+            let _ = (set.failures(), set.created_id("m"), set.created_id("s"));
+        }
     }
 }
 

@@ -189,6 +189,7 @@ fn issue_11_the_password_appears_in_no_output_and_skipped_tls_checks_are_loud() 
         imap: Endpoint::parse(&imap, &["imap"]).unwrap(),
         smtp: Endpoint::parse(&smtp, &["smtp"]).unwrap(),
         lmtp: None,
+        jmap: None,
         caldav: None,
         pop3: None,
         tls,

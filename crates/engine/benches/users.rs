@@ -123,6 +123,7 @@ fn target(lab: &LabGuard) -> Arc<Target> {
             .expect("imap"),
         smtp: Endpoint::parse(&format!("smtp://{}", status.endpoints.smtp), &["smtp"])
             .expect("smtp"),
+        jmap: None,
         lmtp: Some(
             Endpoint::parse(&format!("lmtp://{}", status.endpoints.lmtp), &["lmtp"]).expect("lmtp"),
         ),
@@ -147,6 +148,7 @@ fn settings(name: &str, ramp_up: Duration, duration: Duration) -> RunSettings {
         qos_p95_ms: None,
         shard: peakhour_engine::Shard::whole(),
         start_at: None,
+        protocol: peakhour_engine::MailProtocol::Imap,
     }
 }
 

@@ -17,6 +17,7 @@ use crate::connector::Connector;
 use crate::events::{Event, Outcome};
 use crate::pop3_user::{CheckContext, Pop3Failure, Pop3Mailbox};
 use crate::population::Population;
+use crate::run::MailProtocol;
 use crate::target::Target;
 use crate::user::{Failure, Shared};
 
@@ -55,8 +56,14 @@ pub(crate) fn needs_imap(plan: &Plan, has_caldav: bool) -> bool {
 
 /// The protocol each action of `plan` speaks on `target`, by action name:
 /// what the summary and the report say was used (`update_calendar` is
-/// `caldav` with a CalDAV server and `imap` without one).
-pub(crate) fn action_protocols(plan: &Plan, target: &Target) -> BTreeMap<String, String> {
+/// `caldav` with a CalDAV server and `imap` without one). In a run over
+/// JMAP every action a mail session does (including sending) is `jmap`.
+pub(crate) fn action_protocols(
+    plan: &Plan,
+    target: &Target,
+    mail: MailProtocol,
+) -> BTreeMap<String, String> {
+    let over_jmap = mail == MailProtocol::Jmap && needs_imap(plan, target.caldav.is_some());
     plan.actions()
         .into_iter()
         .map(|kind| {
@@ -73,6 +80,10 @@ pub(crate) fn action_protocols(plan: &Plan, target: &Target) -> BTreeMap<String,
                 | ActionKind::CreateEvent
                 | ActionKind::ChangeEvent => "caldav",
                 ActionKind::DownloadMail => "pop3",
+            };
+            let protocol = match protocol {
+                "imap" | "smtp" | "smtp+imap" if over_jmap => "jmap",
+                other => other,
             };
             (kind.name().to_owned(), protocol.to_owned())
         })
@@ -280,5 +291,36 @@ mod tests {
         assert!(!needs_imap(&plan("pop3-user"), false));
         assert!(needs_imap(&plan("mmb-medium"), true));
         assert!(needs_imap(&plan("mmb-medium"), false));
+    }
+
+    #[test]
+    fn over_jmap_the_mail_actions_are_jmap_and_the_groupware_ones_keep_theirs() {
+        let tls = peakhour_net::TlsSettings::default()
+            .client_config()
+            .unwrap();
+        let target = Target {
+            smtp: crate::Endpoint::parse("smtp://fake:25", &["smtp"]).unwrap(),
+            imap: crate::Endpoint::parse("imap://fake:143", &["imap"]).unwrap(),
+            lmtp: None,
+            jmap: None,
+            caldav: None,
+            pop3: None,
+            tls,
+            credentials: crate::Credentials::Shared(peakhour_net::Secret::new("x".into())),
+            options: crate::ServerOptions::default(),
+        };
+        let medium = plan("mmb-medium");
+        let imap = action_protocols(&medium, &target, MailProtocol::Imap);
+        let jmap = action_protocols(&medium, &target, MailProtocol::Jmap);
+        assert_eq!(imap["read"], "imap");
+        assert_eq!(jmap["read"], "jmap");
+        assert_eq!(jmap["send"], "jmap");
+        assert_eq!(jmap["update_calendar"], "jmap");
+        // A POP3 user holds no mail session: JMAP changes nothing for it.
+        let pop3 = plan("pop3-user");
+        assert_eq!(
+            action_protocols(&pop3, &target, MailProtocol::Jmap),
+            action_protocols(&pop3, &target, MailProtocol::Imap)
+        );
     }
 }

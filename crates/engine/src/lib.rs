@@ -83,8 +83,8 @@ pub use population::{Population, PopulationError, RESERVED_TEST_DOMAINS, is_test
 pub use reconcile::{MAILBOX_SEARCH_LIMIT, RECONCILE_LIMIT, ReconcileProgress};
 pub use recording::{RunRecorder, qos_thresholds};
 pub use run::{
-    Both, MAX_PHASE, MAX_TIMEOUT, Observer, Phase, RunClock, RunError, RunOutcome, RunResult,
-    RunSettings, STOP_GRACE, SelfSample, preflight, run, run_with,
+    Both, MAX_PHASE, MAX_TIMEOUT, MailProtocol, Observer, Phase, RunClock, RunError, RunOutcome,
+    RunResult, RunSettings, STOP_GRACE, SelfSample, preflight, run, run_with,
 };
 pub use selfcheck::{CpuMeter, LAG_PROBE_PERIOD, process_cpu_time};
 pub use target::{

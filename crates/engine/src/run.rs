@@ -67,6 +67,39 @@ pub struct RunSettings {
     /// When the logon phase begins (`--start-at`): every shard of a
     /// distributed run waits for the same instant. `None`: at once.
     pub start_at: Option<SystemTime>,
+    /// What users read, file and send mail with.
+    pub protocol: MailProtocol,
+}
+
+/// The protocol a run's users keep their mail session in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MailProtocol {
+    /// IMAP for reading and filing, SMTP for sending (every profile's own).
+    #[default]
+    Imap,
+    /// JMAP for everything: `Email/query`, `Email/get`, `Email/set`, and
+    /// `Email/import` with `EmailSubmission/set` to send; new mail noticed
+    /// by JMAP push. Needs the target's JMAP endpoint.
+    Jmap,
+}
+
+impl MailProtocol {
+    /// Parses `imap` or `jmap`, as `--protocol` takes them.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "imap" => Ok(MailProtocol::Imap),
+            "jmap" => Ok(MailProtocol::Jmap),
+            other => Err(format!("unknown protocol {other:?}: imap or jmap")),
+        }
+    }
+
+    /// `imap` or `jmap`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MailProtocol::Imap => "imap",
+            MailProtocol::Jmap => "jmap",
+        }
+    }
 }
 
 /// The longest phase (ramp-up, steady or drain) a run may have: a month,
@@ -427,6 +460,7 @@ pub async fn run_with<C: Connector>(
         client_name: settings.client_name.clone(),
         halt: halt.clone(),
         progress: progress.clone(),
+        protocol: settings.protocol,
     });
     let mut head = crate::recording::run_meta(&plan, &settings, started_at, true);
     head.shards = crate::distributed::shard_marks(&plan, &settings, late, true);
@@ -486,8 +520,9 @@ pub async fn run_with<C: Connector>(
         mark.interrupted = outcome.interrupted;
     }
     record.delivery.cross_shard = delivery.cross_shard(&population);
-    // Which protocol each action spoke (update_calendar: CalDAV or IMAP).
-    record.meta.protocols = crate::groupware::action_protocols(&plan, &target);
+    // Which protocol each action spoke (update_calendar: CalDAV or IMAP;
+    // the mail actions JMAP in a run over JMAP).
+    record.meta.protocols = crate::groupware::action_protocols(&plan, &target, settings.protocol);
     Ok(RunResult { outcome, record })
 }
 

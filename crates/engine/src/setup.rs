@@ -34,6 +34,9 @@ pub struct TargetSpec {
     pub pop3: Option<String>,
     /// `--caldav`: for any target; the lab's own when it runs one.
     pub caldav: Option<String>,
+    /// `--jmap`: the JMAP session URL (explicit targets); the lab's own when
+    /// it serves JMAP (a Cyrus lab).
+    pub jmap: Option<String>,
     /// `--users-file`: the run's whole test population.
     pub users_file: Option<PathBuf>,
     /// `--password-env`: the variable holding the shared password.
@@ -248,6 +251,9 @@ fn lab_target(spec: &TargetSpec, lab_dir: &Path) -> Result<ResolvedTarget, Setup
         imap: endpoint("imap", &e.imap)?,
         smtp: endpoint("smtp", &e.smtp)?,
         lmtp: Some(endpoint("lmtp", &e.lmtp)?),
+        jmap: (e.jmap.as_deref())
+            .map(|url| Endpoint::parse(url, &["http"]).map_err(SetupError::LabUrl))
+            .transpose()?,
         caldav: spec.caldav(e.caldav.as_deref())?,
         pop3: Some(endpoint("pop3", &e.pop3)?),
         tls: spec.tls(Some(&status.ca_file))?,
@@ -288,6 +294,7 @@ fn explicit_target(spec: &TargetSpec) -> Result<ResolvedTarget, SetupError> {
             &["smtp", "submission", "submissions", "smtps"],
         )?,
         lmtp: optional("--lmtp", spec.lmtp.as_deref(), &["lmtp"])?,
+        jmap: optional("--jmap", spec.jmap.as_deref(), &["http", "https"])?,
         caldav: spec.caldav(None)?,
         pop3: optional("--pop3", spec.pop3.as_deref(), &["pop3", "pop3s"])?,
         tls: spec.tls(None)?,

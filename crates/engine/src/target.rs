@@ -260,6 +260,9 @@ pub struct Target {
     pub imap: Endpoint,
     /// Where `init` delivers directly, if the target offers it (the lab does).
     pub lmtp: Option<Endpoint>,
+    /// The JMAP server (`http://` or `https://`; the session is at
+    /// `/.well-known/jmap`), for runs over JMAP (`--protocol jmap`).
+    pub jmap: Option<Endpoint>,
     /// The CalDAV server, if the target has one: the calendar actions use
     /// it, and `update_calendar` falls back to an IMAP folder without it.
     pub caldav: Option<crate::calendar::CalDavEndpoint>,

@@ -22,8 +22,12 @@ use crate::events::{Counter, Event, EventSink, Outcome};
 use crate::folders::{discover, listed};
 use crate::groupware::GroupwareClients;
 use crate::population::Population;
-use crate::run::{Halt, ScheduleProgress, not_attempted};
+use crate::run::{Halt, MailProtocol, ScheduleProgress, not_attempted};
 use crate::target::{Target, TlsMode, imap_deadline, smtp_deadline};
+
+/// The JMAP session, behind the same seams as the IMAP one (`log_on`, `act`,
+/// `wait_until`).
+mod jmap;
 
 /// An action that starts this much after its intended time counts as late.
 pub const LATE_AFTER: Duration = Duration::from_millis(10);
@@ -53,6 +57,8 @@ pub(crate) struct Shared<C> {
     pub(crate) halt: Arc<Halt>,
     /// Where each user is in its schedule.
     pub(crate) progress: Arc<ScheduleProgress>,
+    /// IMAP or JMAP for the users' mail sessions.
+    pub(crate) protocol: MailProtocol,
 }
 
 /// A message the user knows is in its Inbox.
@@ -128,6 +134,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 }
 
+/// A session just logged on.
+enum Online<S> {
+    Imap(Box<Session<S>>),
+    Jmap(Box<jmap::JmapSession>),
+}
+
 /// The user's phase timeline.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Timeline {
@@ -143,6 +155,8 @@ pub(crate) struct User<C: Connector> {
     address: String,
     shared: Arc<Shared<C>>,
     session: Option<Session<C::Stream>>,
+    /// The JMAP session instead, in a run over JMAP.
+    jmap: Option<Box<jmap::JmapSession>>,
     /// The calendar and POP3 clients, for the profiles that use them.
     groupware: GroupwareClients,
     failures_in_a_row: u32,
@@ -162,6 +176,7 @@ impl<C: Connector> User<C> {
             address,
             shared,
             session: None,
+            jmap: None,
             groupware,
             failures_in_a_row: 0,
             examples_sent: Vec::new(),
@@ -298,7 +313,7 @@ impl<C: Connector> User<C> {
         self.wait_until(timeline.steady_end, &mut stop).await;
         // Stay on through the drain while mail sent to this user is still on
         // its way, so its delivery is noticed as it happens, not at reconciliation.
-        while self.session.is_some()
+        while self.logged_on()
             && !*stop.borrow()
             && Instant::now() < timeline.drain_end
             && self.shared.delivery.is_waiting(self.index)
@@ -310,12 +325,14 @@ impl<C: Connector> User<C> {
             let _ = tokio::time::timeout(Duration::from_secs(2), session.imap.logout()).await;
             self.shared.events.send(Event::LoggedOn(-1));
         }
+        self.drop_session();
         self.groupware.go_offline(&self.shared);
     }
 
-    /// Logged on: holding its IMAP session, or running without one.
+    /// Logged on: holding its mail session (IMAP or JMAP), or running
+    /// without one (see [`crate::groupware`]).
     fn logged_on(&self) -> bool {
-        self.session.is_some() || self.groupware.online()
+        self.session.is_some() || self.jmap.is_some() || self.groupware.online()
     }
 
     /// Every action of the schedule is reported once: the run knows how far
@@ -326,7 +343,7 @@ impl<C: Connector> User<C> {
     }
 
     fn drop_session(&mut self) {
-        if self.session.take().is_some() {
+        if self.session.take().is_some() || self.jmap.take().is_some() {
             self.shared.events.send(Event::LoggedOn(-1));
         }
     }
@@ -369,18 +386,23 @@ impl<C: Connector> User<C> {
     /// Logs on, retrying with backoff until it works, `stop` is raised or `until` passes.
     async fn ensure_session(&mut self, stop: &mut watch::Receiver<bool>, until: Instant) {
         if !self.groupware.imap_needed() {
+            // No mail session needed (the name says IMAP; over JMAP the
+            // same actions need the JMAP session).
             self.groupware.go_online(&self.shared);
             return;
         }
-        while self.session.is_none() && !*stop.borrow() && Instant::now() < until {
-            match tokio::time::timeout(self.shared.action_timeout, self.log_on()).await {
-                Ok(Ok(session)) => {
+        while !self.logged_on() && !*stop.borrow() && Instant::now() < until {
+            match tokio::time::timeout(self.shared.action_timeout, self.log_on_any()).await {
+                Ok(Ok(online)) => {
                     if self.logons > 0 {
                         self.shared.events.count(Counter::Reconnects, 1);
                     }
                     self.logons += 1;
                     self.failures_in_a_row = 0;
-                    self.session = Some(session);
+                    match online {
+                        Online::Imap(session) => self.session = Some(*session),
+                        Online::Jmap(session) => self.jmap = Some(session),
+                    }
                     self.shared.events.send(Event::LoggedOn(1));
                 }
                 Ok(Err(failure)) => {
@@ -397,6 +419,14 @@ impl<C: Connector> User<C> {
         self.failures_in_a_row += 1;
         let backoff = Duration::from_millis(250 << self.failures_in_a_row.min(5)).min(MAX_BACKOFF);
         sleep_until(Instant::now() + backoff, stop).await;
+    }
+
+    /// Logs on over the run's protocol.
+    async fn log_on_any(&self) -> Result<Online<C::Stream>, Failure> {
+        match self.shared.protocol {
+            MailProtocol::Imap => self.log_on().await.map(|s| Online::Imap(Box::new(s))),
+            MailProtocol::Jmap => self.jmap_log_on().await.map(|s| Online::Jmap(Box::new(s))),
+        }
     }
 
     async fn log_on(&self) -> Result<Session<C::Stream>, Failure> {
@@ -483,6 +513,9 @@ impl<C: Connector> User<C> {
     /// Waits for `due`, idling on the Inbox so that arriving mail is noticed
     /// (and its delivery latency recorded) as an online client would.
     async fn wait_until(&mut self, due: Instant, stop: &mut watch::Receiver<bool>) {
+        if self.jmap.is_some() {
+            return self.jmap_wait_until(due, stop).await;
+        }
         loop {
             // Mail announced while a command ran (an untagged EXISTS) is fetched
             // now: IDLE would not announce it again.
@@ -650,6 +683,9 @@ impl<C: Connector> User<C> {
             .act(&self.shared, self.index, &self.address, kind, seq, nth);
         if let Some(done) = groupware.await {
             return done;
+        }
+        if self.jmap.is_some() {
+            return self.jmap_act(kind, seq, nth).await;
         }
         match kind {
             ActionKind::CheckInbox => self.check_inbox().await,

@@ -87,6 +87,11 @@ pub struct Ports {
     /// a lab started before Samba was part of the lab.
     #[serde(default)]
     pub smb: u16,
+    /// Cyrus's JMAP (its `httpd`, plain HTTP), used by a lab started
+    /// `--mail-server cyrus`. 0 in the state of a lab started before Cyrus
+    /// was part of the lab.
+    #[serde(default)]
+    pub jmap: u16,
 }
 
 impl Ports {
@@ -108,6 +113,8 @@ impl Ports {
             // HTTP's port: Radicale speaks plain HTTP on loopback.
             caldav: shift(80)?,
             smb: shift(445)?,
+            // The port after CalDAV's: both are HTTP, and a lab may run both.
+            jmap: shift(81)?,
         })
     }
 
@@ -154,6 +161,7 @@ impl Ports {
             ("lmtp", self.lmtp),
             ("caldav", self.caldav),
             ("smb", self.smb),
+            ("jmap", self.jmap),
         ]
         .into_iter()
         .filter(|(_, port)| *port != 0)
@@ -183,6 +191,7 @@ impl Default for Ports {
             lmtp: 10024,
             caldav: 10080,
             smb: 10445,
+            jmap: 10081,
         }
     }
 }
@@ -216,6 +225,10 @@ pub struct LabConfig {
     /// (`lab up --with caldav,smb`).
     #[serde(default)]
     pub with: BTreeSet<OptionalServer>,
+    /// The server that stores the mail and serves IMAP and POP3 (`lab up
+    /// --mail-server`): Dovecot, or Cyrus, which serves JMAP too.
+    #[serde(default)]
+    pub mail_server: MailServer,
 }
 
 fn one() -> u32 {
@@ -235,6 +248,7 @@ impl LabConfig {
             namespace: Namespace::default(),
             limits: Limits::default(),
             with: BTreeSet::new(),
+            mail_server: MailServer::default(),
         }
     }
 
@@ -252,20 +266,72 @@ impl LabConfig {
             .filter(|(service, _)| match *service {
                 "caldav" => self.runs(OptionalServer::Caldav),
                 "smb" => self.runs(OptionalServer::Smb),
+                "jmap" => self.mail_server == MailServer::Cyrus,
                 _ => true,
             })
             .collect()
     }
 
-    /// Checks what the types cannot: the namespace and the limits.
+    /// Checks what the types cannot: the namespace and the limits, and what
+    /// Cyrus can play of them.
     pub fn validate(&self) -> Result<(), String> {
         self.namespace.validate()?;
+        if self.mail_server == MailServer::Cyrus {
+            crate::cyrus::namespace(&self.namespace)?;
+            if self.ports.smtp_noauth == 0 {
+                return Err(
+                    "a Cyrus lab needs the SMTP port without AUTH (--smtp-noauth-port): \
+                            Cyrus's JMAP submission hands mail to Postfix there"
+                        .into(),
+                );
+            }
+        }
         self.limits.validate()
     }
 
     /// The login name of user `n` (1-based), e.g. `user42@bench.test`.
     pub fn user_address(&self, n: u32) -> String {
         format!("user{n}@{}", self.domain)
+    }
+}
+
+/// The lab's mail store: the server behind Postfix that keeps the mailboxes
+/// and serves IMAP, POP3 and LMTP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MailServer {
+    /// Dovecot 2.3 (Debian's `dovecot-*`).
+    #[default]
+    Dovecot,
+    /// Cyrus IMAP 3.6 (Debian's `cyrus-common` and `cyrus-caldav`, with the
+    /// `imapd` and `pop3d` unpacked privately): IMAP, POP3, LMTP and JMAP.
+    Cyrus,
+}
+
+impl MailServer {
+    /// The name `--mail-server` takes and `lab status` shows.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MailServer::Dovecot => "dovecot",
+            MailServer::Cyrus => "cyrus",
+        }
+    }
+
+    /// Parses a name as `--mail-server` takes it.
+    pub fn parse(text: &str) -> Result<MailServer, String> {
+        match text.trim() {
+            "dovecot" => Ok(MailServer::Dovecot),
+            "cyrus" => Ok(MailServer::Cyrus),
+            other => Err(format!(
+                "unknown mail server {other:?}: --mail-server takes dovecot or cyrus"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for MailServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

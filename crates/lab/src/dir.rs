@@ -23,7 +23,7 @@ use crate::LabError;
 pub(crate) const MANIFEST: &str = "lab-manifest.json";
 
 /// Every entry the lab makes at the top of its directory.
-const LAB_ENTRIES: [&str; 8] = [
+const LAB_ENTRIES: [&str; 9] = [
     MANIFEST,
     "state.json",
     "tls",
@@ -32,6 +32,7 @@ const LAB_ENTRIES: [&str; 8] = [
     "mail",
     "radicale",
     "samba",
+    "cyrus",
 ];
 
 /// What the lab made in its directory (`lab-manifest.json`).

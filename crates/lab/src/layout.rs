@@ -185,4 +185,63 @@ impl Layout {
     pub fn samba_dcerpcd_pid_file(&self) -> PathBuf {
         self.samba_state("run").join("samba-dcerpcd.pid")
     }
+
+    /// Cyrus's directory (`lab up --mail-server cyrus`): configuration,
+    /// databases, the mail partition, users.
+    pub fn cyrus_dir(&self) -> PathBuf {
+        self.root.join("cyrus")
+    }
+
+    /// `imapd.conf`, which every Cyrus program is started with (`-C`).
+    pub fn cyrus_imapd_conf(&self) -> PathBuf {
+        self.cyrus_dir().join("imapd.conf")
+    }
+
+    /// `cyrus.conf`: the services Cyrus's master runs (`-M`).
+    pub fn cyrus_master_conf(&self) -> PathBuf {
+        self.cyrus_dir().join("cyrus.conf")
+    }
+
+    /// Cyrus's `configdirectory`: its databases, sockets and locks.
+    pub fn cyrus_config_dir(&self) -> PathBuf {
+        self.cyrus_dir().join("config")
+    }
+
+    /// Cyrus's one mail partition.
+    pub fn cyrus_partition(&self) -> PathBuf {
+        self.cyrus_dir().join("spool")
+    }
+
+    /// The SASL database of the lab's users that Cyrus checks passwords in.
+    pub fn cyrus_sasldb(&self) -> PathBuf {
+        self.cyrus_dir().join("sasldb2")
+    }
+
+    /// Cyrus's copy of the server certificate and key (Cyrus's services run
+    /// as user `cyrus` and cannot read the root-only key in `tls/`).
+    pub fn cyrus_tls_cert(&self) -> PathBuf {
+        self.cyrus_dir().join("server.pem")
+    }
+
+    /// Cyrus's copy of the server key.
+    pub fn cyrus_tls_key(&self) -> PathBuf {
+        self.cyrus_dir().join("server.key")
+    }
+
+    /// The master's pid file (`-p`; its default is in /run).
+    pub fn cyrus_pid_file(&self) -> PathBuf {
+        self.cyrus_dir().join("master.pid")
+    }
+
+    /// Where Cyrus's master writes its stdout and stderr. Cyrus logs to
+    /// syslog only; without a syslog daemon its messages are lost.
+    pub fn cyrus_console(&self) -> PathBuf {
+        self.cyrus_dir().join("console.log")
+    }
+
+    /// Postfix's Cyrus SASL configuration directory (`cyrus_sasl_config_path`)
+    /// for a Cyrus lab, where `smtpd.conf` names its own copy of the users.
+    pub fn postfix_sasl_dir(&self) -> PathBuf {
+        self.postfix_dir().join("sasl")
+    }
 }

@@ -44,6 +44,7 @@
 mod cgroup;
 mod check;
 mod config;
+mod cyrus;
 mod dir;
 mod error;
 mod layout;
@@ -63,8 +64,8 @@ mod watch;
 pub use cgroup::{CgroupStatus, CgroupVersion};
 pub use check::{CheckError, CheckLine, check_mail_path};
 pub use config::{
-    DEFAULT_DOMAIN, LabConfig, Limits, MAIL_UID, Namespace, OptionalServer, Ports, Storage,
-    parse_size,
+    DEFAULT_DOMAIN, LabConfig, Limits, MAIL_UID, MailServer, Namespace, OptionalServer, Ports,
+    Storage, parse_size,
 };
 pub use dir::PurgeReport;
 pub use error::{LabError, SETUP_COMMAND};

@@ -13,8 +13,8 @@ use crate::process::{ProcessId, ProcessInfo, Recognised, spawn_in_new_session};
 use crate::server::Server;
 use crate::state::{ComponentStatus, Endpoints, LabState, LabStatus, LimitsStatus};
 use crate::{
-    LabConfig, LabError, Layout, MAIL_UID, OptionalServer, prerequisites, radicale, render, samba,
-    tls,
+    LabConfig, LabError, Layout, MAIL_UID, MailServer, OptionalServer, cyrus, prerequisites,
+    radicale, render, samba, tls,
 };
 
 /// How long `up` waits for every endpoint to answer.
@@ -79,7 +79,7 @@ impl Lab {
     /// this lab's). Harmless if the lab is already up with the same settings.
     pub fn up(config: &LabConfig) -> Result<UpReport, LabError> {
         let started = Instant::now();
-        prerequisites::check(&config.with)?;
+        prerequisites::check(config.mail_server, &config.with)?;
         config.validate().map_err(LabError::BadConfig)?;
         if let Some(port) = config.ports.duplicate() {
             return Err(LabError::DuplicatePort(port));
@@ -143,6 +143,9 @@ impl Lab {
         tls::ensure_certificates(&layout)?;
         write_configuration(&config, &layout, &password)?;
         create_postfix_queue(&layout)?;
+        if config.mail_server == MailServer::Cyrus {
+            cyrus::prepare(&config, &layout, &password)?;
+        }
         if config.runs(OptionalServer::Caldav) {
             radicale::prepare(&config, &layout, &password)?;
         }
@@ -155,6 +158,7 @@ impl Lab {
             password,
             dovecot: None,
             postfix: None,
+            cyrus: None,
             radicale: None,
             samba: None,
             cgroup: None,
@@ -251,7 +255,11 @@ impl Lab {
             state.set_master(server, Some(started));
             state.save(&layout.state_file())?;
         }
-        self.wait_until_ready(state)
+        self.wait_until_ready(state)?;
+        if state.config.mail_server == MailServer::Cyrus {
+            cyrus::provision(&state.config, layout, &state.password)?;
+        }
+        Ok(())
     }
 
     fn stop_masters(&self, state: &LabState) -> DownReport {
@@ -342,6 +350,7 @@ impl Lab {
             domain: config.domain.clone(),
             users: config.users,
             password: state.password.clone(),
+            mail_server: config.mail_server,
             storage: config.storage,
             namespace: config.namespace.clone(),
             limits: LimitsStatus {
@@ -460,7 +469,11 @@ impl Drop for LabGuard {
 /// The masters a lab with `config` runs, in the order they are started.
 fn servers(config: &LabConfig) -> Vec<Server> {
     let optional = config.with.iter().map(|s| Server::optional(*s));
-    [Server::Dovecot, Server::Postfix]
+    let store = match config.mail_server {
+        MailServer::Dovecot => Server::Dovecot,
+        MailServer::Cyrus => Server::Cyrus,
+    };
+    [store, Server::Postfix]
         .into_iter()
         .chain(optional)
         .collect()
@@ -485,6 +498,9 @@ fn settings(config: &LabConfig) -> LabConfig {
     if !settings.runs(OptionalServer::Smb) {
         settings.ports.smb = 0;
     }
+    if settings.mail_server != MailServer::Cyrus {
+        settings.ports.jmap = 0;
+    }
     settings
 }
 
@@ -504,9 +520,10 @@ fn describe(config: &LabConfig) -> String {
         format!("with {}", names.join(","))
     };
     format!(
-        "{} users, {} storage, imap port {}, smtp port {}, {} IMAP connections per process, \
+        "{} users, {} mail server, {} storage, imap port {}, smtp port {}, {} IMAP connections per process, \
          namespace prefix {:?} separator {:?}, {cpus}, {memory}, {with}",
         config.users,
+        config.mail_server,
         config.storage,
         config.ports.imap,
         config.ports.smtp,
@@ -691,6 +708,7 @@ mod tests {
             ports: Ports {
                 caldav: 0,
                 smb: 0,
+                jmap: 0,
                 ..Ports::default()
             },
             ..LabConfig::new("/srv/lab")

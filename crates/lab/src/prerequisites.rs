@@ -3,10 +3,61 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::{LabError, OptionalServer};
+use crate::{LabError, MailServer, OptionalServer};
 
 /// (what, file, Debian package) for everything `lab up` executes.
 const REQUIRED: &[(&str, &str, &str)] = &[
+    ("Postfix", "/usr/lib/postfix/sbin/master", "postfix"),
+    ("the postfix command", "/usr/sbin/postfix", "postfix"),
+    (
+        "OpenSSL (for the lab's certificates)",
+        "/usr/bin/openssl",
+        "openssl",
+    ),
+    ("setsid", "/usr/bin/setsid", "util-linux"),
+];
+
+/// What each mail store needs, as [`REQUIRED`].
+fn store(server: MailServer) -> &'static [(&'static str, &'static str, &'static str)] {
+    match server {
+        MailServer::Dovecot => DOVECOT,
+        MailServer::Cyrus => CYRUS,
+    }
+}
+
+/// Cyrus: the packages' programs, and `imapd` and `pop3d` unpacked by
+/// `scripts/setup.sh` (their packages conflict with Dovecot's).
+const CYRUS: &[(&str, &str, &str)] = &[
+    ("Cyrus's master", crate::cyrus::MASTER, "cyrus-common"),
+    ("Cyrus's lmtpd", "/usr/lib/cyrus/bin/lmtpd", "cyrus-common"),
+    (
+        "Cyrus's httpd (JMAP)",
+        "/usr/lib/cyrus/bin/httpd",
+        "cyrus-caldav",
+    ),
+    (
+        "Cyrus's imapd, unpacked privately by scripts/setup.sh",
+        "/opt/peakhour/cyrus/usr/lib/cyrus/bin/imapd",
+        "nothing: it would remove Dovecot; run scripts/setup.sh",
+    ),
+    (
+        "Cyrus's pop3d, unpacked privately by scripts/setup.sh",
+        "/opt/peakhour/cyrus/usr/lib/cyrus/bin/pop3d",
+        "nothing: it would remove Dovecot; run scripts/setup.sh",
+    ),
+    (
+        "Berkeley DB's db_load (for the SASL users)",
+        crate::cyrus::DB_LOAD,
+        "db-util",
+    ),
+    (
+        "Cyrus SASL's sasldb plugin",
+        "/usr/lib/x86_64-linux-gnu/sasl2/libsasldb.so.2",
+        "libsasl2-modules-db",
+    ),
+];
+
+const DOVECOT: &[(&str, &str, &str)] = &[
     ("Dovecot", "/usr/sbin/dovecot", "dovecot-core"),
     (
         "Dovecot's IMAP server",
@@ -23,14 +74,6 @@ const REQUIRED: &[(&str, &str, &str)] = &[
         "/usr/lib/dovecot/lmtp",
         "dovecot-lmtpd",
     ),
-    ("Postfix", "/usr/lib/postfix/sbin/master", "postfix"),
-    ("the postfix command", "/usr/sbin/postfix", "postfix"),
-    (
-        "OpenSSL (for the lab's certificates)",
-        "/usr/bin/openssl",
-        "openssl",
-    ),
-    ("setsid", "/usr/bin/setsid", "util-linux"),
 ];
 
 /// What each optional server needs, as [`REQUIRED`].
@@ -56,11 +99,16 @@ fn optional(server: OptionalServer) -> &'static [(&'static str, &'static str, &'
     }
 }
 
-/// Fails with the first missing package (of the mail system and of the
-/// optional servers in `with`), or if not running as root.
-pub(crate) fn check(with: &BTreeSet<OptionalServer>) -> Result<(), LabError> {
+/// Fails with the first missing package (of the mail system, its store
+/// `mail_server`, and the optional servers in `with`), or if not running as
+/// root.
+pub(crate) fn check(
+    mail_server: MailServer,
+    with: &BTreeSet<OptionalServer>,
+) -> Result<(), LabError> {
     let wanted = with.iter().flat_map(|server| optional(*server));
-    for &(what, path, package) in REQUIRED.iter().chain(wanted) {
+    let needed = REQUIRED.iter().chain(store(mail_server)).chain(wanted);
+    for &(what, path, package) in needed {
         if !Path::new(path).exists() {
             return Err(LabError::MissingPackage {
                 what,

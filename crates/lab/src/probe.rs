@@ -47,7 +47,7 @@ pub(crate) fn speaks(service: &str) -> Speaks {
     match service {
         "imaps" | "submissions" => Speaks::ConnectOnly("accepts connections (TLS)"),
         "smb" => Speaks::ConnectOnly("accepts connections (SMB)"),
-        "caldav" => Speaks::Http,
+        "caldav" | "jmap" => Speaks::Http,
         _ => Speaks::Greeting,
     }
 }

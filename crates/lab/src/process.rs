@@ -60,6 +60,9 @@ pub(crate) struct ServerCommand {
     /// process in the master's session that runs anything else is not the
     /// server's.
     pub(crate) helpers_dir: Option<&'static str>,
+    /// Further directories of helpers, for a server whose helpers come from
+    /// two places (Cyrus: the packages' and the privately unpacked `imapd`).
+    pub(crate) more_helper_dirs: &'static [&'static str],
 }
 
 impl ServerCommand {
@@ -70,6 +73,7 @@ impl ServerCommand {
             launcher: Vec::new(),
             argv_is_prefix: false,
             helpers_dir,
+            more_helper_dirs: &[],
         }
     }
 
@@ -104,6 +108,7 @@ impl ServerCommand {
         exe == program
             || resolved.is_some_and(|r| r.as_os_str() == exe)
             || self.helpers_dir.is_some_and(|dir| exe.starts_with(dir))
+            || self.more_helper_dirs.iter().any(|dir| exe.starts_with(dir))
     }
 }
 

@@ -240,8 +240,7 @@ virtual_transport = lmtp:inet:127.0.0.1:{lmtp}
 smtpd_banner = $myhostname ESMTP Postfix (peakhour lab)
 smtpd_relay_restrictions = permit_mynetworks, permit_sasl_authenticated, reject_unauth_destination
 smtpd_sasl_auth_enable = yes
-smtpd_sasl_type = dovecot
-smtpd_sasl_path = {auth_socket}
+{sasl}
 smtpd_tls_security_level = may
 smtpd_tls_auth_only = no
 smtpd_tls_cert_file = {cert}
@@ -266,10 +265,29 @@ biff = no
         domain = config.domain,
         recipients = layout.postfix_recipients().display(),
         lmtp = config.ports.lmtp,
-        auth_socket = layout.dovecot_auth_socket().display(),
+        sasl = postfix_sasl(config, layout),
         cert = layout.server_cert().display(),
         key = layout.server_key().display(),
     )
+}
+
+/// How Postfix checks SMTP AUTH: through Dovecot's auth socket, or, in a
+/// Cyrus lab, with Cyrus SASL and its own copy of the lab's users.
+fn postfix_sasl(config: &LabConfig, layout: &Layout) -> String {
+    match config.mail_server {
+        crate::MailServer::Dovecot => format!(
+            "smtpd_sasl_type = dovecot\nsmtpd_sasl_path = {}",
+            layout.dovecot_auth_socket().display()
+        ),
+        // Cyrus makes a user's mailboxes at the first login or delivery; the
+        // two at once fail one of them (451 "Mailbox already exists"), so a
+        // deferred delivery is retried within seconds, not Postfix's minutes.
+        crate::MailServer::Cyrus => format!(
+            "smtpd_sasl_type = cyrus\nsmtpd_sasl_path = smtpd\ncyrus_sasl_config_path = {}\n\
+             queue_run_delay = 1s\nminimal_backoff_time = 1s\nmaximal_backoff_time = 5s",
+            layout.postfix_sasl_dir().display()
+        ),
+    }
 }
 
 /// Postfix's `master.cf`: the stock Debian services, none chrooted (a chroot
@@ -391,6 +409,15 @@ mod tests {
         // maillog_file must match one of maillog_file_prefixes or Postfix refuses to log.
         assert!(main.contains("maillog_file = /srv/lab/postfix/postfix.log\n"));
         assert!(main.contains("maillog_file_prefixes = /srv/lab/postfix\n"));
+        assert!(main.contains("smtpd_sasl_type = dovecot\n"));
+        let cyrus = LabConfig {
+            mail_server: crate::MailServer::Cyrus,
+            ..config.clone()
+        };
+        let main = postfix_main_cf(&cyrus, &layout);
+        assert!(main.contains(
+            "smtpd_sasl_type = cyrus\nsmtpd_sasl_path = smtpd\ncyrus_sasl_config_path = /srv/lab/postfix/sasl\n"
+        ));
         let master = postfix_master_cf(&config);
         assert!(master.starts_with("# Written"));
         assert!(master.contains("127.0.0.1:10025 inet n - n - - smtpd\n"));

@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use crate::config::OptionalServer;
 use crate::layout::Layout;
 use crate::process::ServerCommand;
-use crate::{radicale, samba};
+use crate::{cyrus, radicale, samba};
 
 /// One server master the lab starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Server {
     Dovecot,
+    Cyrus,
     Postfix,
     Radicale,
     Samba,
@@ -21,9 +22,10 @@ impl Server {
     /// In the order `down` stops them: Postfix first, so it stops accepting
     /// mail before its delivery target goes; the optional servers are
     /// independent of the mail system.
-    pub(crate) const STOP_ORDER: [Server; 4] = [
+    pub(crate) const STOP_ORDER: [Server; 5] = [
         Server::Postfix,
         Server::Dovecot,
+        Server::Cyrus,
         Server::Radicale,
         Server::Samba,
     ];
@@ -40,6 +42,7 @@ impl Server {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Server::Dovecot => "dovecot",
+            Server::Cyrus => "cyrus",
             Server::Postfix => "postfix",
             Server::Radicale => OptionalServer::Caldav.server_name(),
             Server::Samba => OptionalServer::Smb.server_name(),
@@ -50,6 +53,7 @@ impl Server {
     pub(crate) fn title(self) -> &'static str {
         match self {
             Server::Dovecot => "Dovecot",
+            Server::Cyrus => "Cyrus",
             Server::Postfix => "Postfix",
             Server::Radicale => "Radicale",
             Server::Samba => "Samba",
@@ -79,6 +83,7 @@ impl Server {
                 ],
                 Some("/usr/lib/postfix/sbin/"),
             ),
+            Server::Cyrus => cyrus::command(layout),
             Server::Radicale => radicale::command(layout),
             Server::Samba => samba::command(layout),
         }
@@ -88,6 +93,7 @@ impl Server {
     pub(crate) fn console(self, layout: &Layout) -> PathBuf {
         match self {
             Server::Dovecot => layout.dovecot_console(),
+            Server::Cyrus => layout.cyrus_console(),
             Server::Postfix => layout.postfix_console(),
             Server::Radicale => layout.radicale_console(),
             Server::Samba => layout.samba_console(),
@@ -98,6 +104,7 @@ impl Server {
     pub(crate) fn log(self, layout: &Layout) -> PathBuf {
         match self {
             Server::Dovecot => layout.dovecot_log(),
+            Server::Cyrus => layout.cyrus_console(),
             Server::Postfix => layout.postfix_log(),
             Server::Radicale => layout.radicale_console(),
             Server::Samba => layout.samba_log(),

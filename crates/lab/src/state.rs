@@ -11,7 +11,7 @@ use crate::cgroup::{CgroupStatus, LabCgroup};
 use crate::probe::PortProbe;
 use crate::process::{ProcessId, ProcessInfo};
 use crate::server::Server;
-use crate::{LabConfig, LabError, Namespace, OptionalServer, Storage};
+use crate::{LabConfig, LabError, MailServer, Namespace, OptionalServer, Storage};
 
 /// The lab's memory, kept in `state.json` (mode 0600: it holds the password).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -22,6 +22,9 @@ pub(crate) struct LabState {
     pub(crate) password: String,
     pub(crate) dovecot: Option<ProcessId>,
     pub(crate) postfix: Option<ProcessId>,
+    /// Cyrus's master, for a lab `--mail-server cyrus` (instead of Dovecot).
+    #[serde(default)]
+    pub(crate) cyrus: Option<ProcessId>,
     /// Radicale's process, for a lab `--with caldav`.
     #[serde(default)]
     pub(crate) radicale: Option<ProcessId>,
@@ -70,6 +73,7 @@ impl LabState {
     pub(crate) fn master(&self, server: Server) -> Option<ProcessId> {
         match server {
             Server::Dovecot => self.dovecot,
+            Server::Cyrus => self.cyrus,
             Server::Postfix => self.postfix,
             Server::Radicale => self.radicale,
             Server::Samba => self.samba,
@@ -80,6 +84,7 @@ impl LabState {
     pub(crate) fn set_master(&mut self, server: Server, id: Option<ProcessId>) {
         let slot = match server {
             Server::Dovecot => &mut self.dovecot,
+            Server::Cyrus => &mut self.cyrus,
             Server::Postfix => &mut self.postfix,
             Server::Radicale => &mut self.radicale,
             Server::Samba => &mut self.samba,
@@ -123,6 +128,10 @@ pub struct Endpoints {
     /// Samba's share, `smb://127.0.0.1:PORT/peakhour`, for a lab `--with smb`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smb: Option<String>,
+    /// Cyrus's JMAP, `http://127.0.0.1:PORT/` (the session is at
+    /// `/.well-known/jmap`), for a lab `--mail-server cyrus`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jmap: Option<String>,
 }
 
 impl Endpoints {
@@ -143,6 +152,8 @@ impl Endpoints {
             smb: config
                 .runs(OptionalServer::Smb)
                 .then(|| format!("smb://127.0.0.1:{}/{}", p.smb, crate::samba::SHARE)),
+            jmap: (config.mail_server == MailServer::Cyrus)
+                .then(|| format!("http://127.0.0.1:{}/", p.jmap)),
         }
     }
 }
@@ -150,7 +161,7 @@ impl Endpoints {
 /// One server of the lab: its master process and everything in its session.
 #[derive(Debug, Clone, Serialize)]
 pub struct ComponentStatus {
-    /// `dovecot`, `postfix`, `radicale` or `samba`.
+    /// `dovecot` or `cyrus`, `postfix`, `radicale` or `samba`.
     pub name: String,
     /// The master's PID, if the lab started one.
     pub master_pid: Option<i32>,
@@ -173,7 +184,9 @@ pub struct LabStatus {
     pub users: u32,
     /// The users' shared password.
     pub password: String,
-    /// Dovecot's storage format.
+    /// The mail store behind Postfix: `dovecot` or `cyrus`.
+    pub mail_server: MailServer,
+    /// Dovecot's storage format (a Cyrus lab keeps Cyrus's own).
     pub storage: Storage,
     /// Dovecot's personal namespace (prefix and hierarchy separator).
     pub namespace: Namespace,

@@ -20,12 +20,16 @@ impl LabStatus {
                 "  smtp_noauth  {noauth}   (Postfix: no AUTH, no STARTTLS; loopback clients only)\n"
             ));
         }
+        let store = match self.mail_server {
+            crate::MailServer::Dovecot => "Dovecot",
+            crate::MailServer::Cyrus => "Cyrus",
+        };
         let lines = [
             format!("  submissions  {}   (Postfix: implicit TLS)", e.submissions),
-            format!("  imap         {}   (Dovecot: STARTTLS)", e.imap),
-            format!("  imaps        {}   (Dovecot: implicit TLS)", e.imaps),
-            format!("  pop3         {}   (Dovecot: STLS)", e.pop3),
-            format!("  lmtp         {}   (Dovecot)", e.lmtp),
+            format!("  imap         {}   ({store}: STARTTLS)", e.imap),
+            format!("  imaps        {}   ({store}: implicit TLS)", e.imaps),
+            format!("  pop3         {}   ({store}: STLS)", e.pop3),
+            format!("  lmtp         {}   ({store})", e.lmtp),
         ];
         for line in lines {
             out.push_str(&line);
@@ -37,6 +41,12 @@ impl LabStatus {
                 "  caldav       {caldav}   (Radicale: HTTP, Basic auth as userN; home /userN/)"
             );
         }
+        if let Some(jmap) = &e.jmap {
+            let _ = writeln!(
+                out,
+                "  jmap         {jmap}   (Cyrus: HTTP, Basic auth as userN@domain; session /.well-known/jmap)"
+            );
+        }
         if let Some(smb) = &e.smb {
             let _ = writeln!(
                 out,
@@ -45,8 +55,13 @@ impl LabStatus {
         }
         let lines = [
             format!(
-                "  users        user1 ... user{} @{} ({} storage); password: peakhour lab status --json",
-                self.users, self.domain, self.storage
+                "  users        user1 ... user{} @{} ({}); password: peakhour lab status --json",
+                self.users,
+                self.domain,
+                match self.mail_server {
+                    crate::MailServer::Dovecot => format!("{} storage", self.storage),
+                    crate::MailServer::Cyrus => "Cyrus".to_owned(),
+                }
             ),
             format!("  TLS CA       {}", self.ca_file),
         ];

@@ -4,27 +4,23 @@
 //! when it is shaped. The monitor knows nothing of labs; the lab describes
 //! itself in the monitor's terms.
 
-use peakhour_monitor::{
-    CgroupFiles, CgroupLayout, GroupSpec, MailProbes, RADICALE_NAMES, SAMBA_NAMES,
-};
+use peakhour_monitor::{CgroupFiles, CgroupLayout, GroupSpec, LabMailStore, MailProbes};
 
+use crate::MailServer;
 use crate::cgroup::{CgroupStatus, CgroupVersion};
 use crate::layout::Layout;
 use crate::state::LabStatus;
 
 impl LabStatus {
-    /// The process groups of the lab's servers: `dovecot`, `postfix` and
-    /// `peakhour` (the defaults, scoped to this lab's masters), and `radicale`
-    /// and `samba` when the lab runs them.
+    /// The process groups of the lab's servers: its mail store (`dovecot` or
+    /// `cyrus`), `postfix` and `peakhour`, scoped to this lab's masters, and
+    /// `radicale` and `samba` when the lab runs them.
     pub fn monitor_groups(&self) -> Vec<GroupSpec> {
-        let mut groups =
-            GroupSpec::defaults_within(self.master_pid("dovecot"), self.master_pid("postfix"));
-        for (name, names) in [("radicale", RADICALE_NAMES), ("samba", SAMBA_NAMES)] {
-            if let Some(pid) = self.master_pid(name) {
-                groups.push(GroupSpec::names(name, names).within(&[pid]));
-            }
-        }
-        groups
+        let store = match self.mail_server {
+            MailServer::Dovecot => LabMailStore::Dovecot,
+            MailServer::Cyrus => LabMailStore::Cyrus,
+        };
+        GroupSpec::for_lab(store, |name| self.master_pid(name))
     }
 
     /// The mail probes: the lab's Postfix queue, and Dovecot's IMAP, IMAPS
@@ -33,6 +29,7 @@ impl LabStatus {
         MailProbes {
             postfix_queue_dir: Some(Layout::new(&self.dir).postfix_queue()),
             dovecot_ports: self.dovecot_client_ports(),
+            not_dovecot: self.mail_server != MailServer::Dovecot,
         }
     }
 

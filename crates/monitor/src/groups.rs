@@ -144,6 +144,35 @@ pub const RADICALE_NAMES: &[&str] = &["python3*", "radicale"];
 /// Samba's process names (Samba 4.17): smbd and its helpers.
 pub const SAMBA_NAMES: &[&str] = &["smbd*", "cleanupd", "samba-dcerpcd", "rpcd_*", "samba-bgqd"];
 
+/// Cyrus IMAP's process names (Debian 12, Cyrus 3.6): its `master` and the
+/// services it forks (IMAP, POP3, LMTP, the JMAP and CalDAV `httpd`, and
+/// the maintenance programs). `master` is also Postfix's master's name, so
+/// the group is only meaningful scoped to one Cyrus master
+/// ([`GroupSpec::within`]), as a lab's is.
+pub const CYRUS_NAMES: &[&str] = &[
+    "master",
+    "imapd",
+    "pop3d",
+    "lmtpd",
+    "httpd",
+    "ctl_cyrusdb",
+    "ctl_*",
+    "cyr_*",
+    "idled",
+    "notifyd",
+    "squatter",
+    "ptloader",
+];
+
+/// The mail store a lab runs, for [`GroupSpec::for_lab`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LabMailStore {
+    /// Dovecot (the lab's default).
+    Dovecot,
+    /// Cyrus IMAP (`lab up --mail-server cyrus`).
+    Cyrus,
+}
+
 impl GroupSpec {
     /// A group matching exact command names (trailing `*` = prefix).
     pub fn names(name: impl Into<String>, names: &[&str]) -> Self {
@@ -224,6 +253,36 @@ impl GroupSpec {
             scoped(Self::postfix(), postfix_master),
             Self::peakhour(),
         ]
+    }
+
+    /// The groups of one lab: its mail store (`dovecot` or `cyrus`, never
+    /// both), `postfix`, `peakhour`, then the optional servers it runs
+    /// (`radicale`, `samba`), each scoped to that lab's master by
+    /// `master_pid` (which takes a server's name as `lab status` gives it).
+    /// A Dovecot or Postfix master not known leaves its group whole; an
+    /// optional server or a Cyrus not running has no group, and a Cyrus
+    /// master not known leaves the `cyrus` group out rather than count every
+    /// process named `master` on the host.
+    pub fn for_lab(store: LabMailStore, master_pid: impl Fn(&str) -> Option<u32>) -> Vec<Self> {
+        let scoped = |group: Self, master: Option<u32>| match master {
+            Some(pid) => group.within(&[pid]),
+            None => group,
+        };
+        let mut groups = Vec::new();
+        match store {
+            LabMailStore::Dovecot => groups.push(scoped(Self::dovecot(), master_pid("dovecot"))),
+            LabMailStore::Cyrus => groups.extend(
+                master_pid("cyrus").map(|pid| Self::names("cyrus", CYRUS_NAMES).within(&[pid])),
+            ),
+        }
+        groups.push(scoped(Self::postfix(), master_pid("postfix")));
+        groups.push(Self::peakhour());
+        for (name, names) in [("radicale", RADICALE_NAMES), ("samba", SAMBA_NAMES)] {
+            if let Some(pid) = master_pid(name) {
+                groups.push(Self::names(name, names).within(&[pid]));
+            }
+        }
+        groups
     }
 
     /// Whether matching needs each process's executable path.

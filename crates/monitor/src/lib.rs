@@ -69,8 +69,8 @@ pub use cost::{MonitorCost, cpu_timed, process_cpu_time, thread_cpu_time};
 pub use csv::CsvWriter;
 pub use error::MonitorError;
 pub use groups::{
-    Condition, DOVECOT_NAMES, GroupSpec, GroupTracker, POSTFIX_NAMES, ProcessCounters,
-    ProcessMatcher, RADICALE_NAMES, SAMBA_NAMES, assign_groups,
+    CYRUS_NAMES, Condition, DOVECOT_NAMES, GroupSpec, GroupTracker, LabMailStore, POSTFIX_NAMES,
+    ProcessCounters, ProcessMatcher, RADICALE_NAMES, SAMBA_NAMES, assign_groups,
 };
 pub use mail::{MailProbes, count_files, postfix_queue_sizes};
 pub use metric_key::{

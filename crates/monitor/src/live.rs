@@ -52,7 +52,7 @@ impl MailProbes {
         if let Some(queue) = &self.postfix_queue_dir {
             what.push_str(&format!(", Postfix queue {}", queue.display()));
         }
-        if !self.dovecot_ports.is_empty() {
+        if !self.dovecot_ports.is_empty() && !self.not_dovecot {
             let ports: Vec<String> = self.dovecot_ports.iter().map(u16::to_string).collect();
             what.push_str(&format!(", Dovecot ports {}", ports.join(",")));
         }
@@ -169,6 +169,7 @@ mod tests {
         let probes = MailProbes {
             postfix_queue_dir: Some(PathBuf::from("/lab/postfix/queue")),
             dovecot_ports: vec![10143, 10993],
+            not_dovecot: false,
         };
         assert_eq!(
             probes.describe(),

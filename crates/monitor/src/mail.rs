@@ -26,6 +26,11 @@ pub struct MailProbes {
     /// Dovecot's listening ports (IMAP, IMAPS, POP3 ...); empty = count
     /// `imap`/`pop3` processes instead.
     pub dovecot_ports: Vec<u16>,
+    /// The mail store watched is not Dovecot (a Cyrus lab): the
+    /// `dovecot_processes` and `dovecot_connections` columns stay empty
+    /// rather than count some other Dovecot on the host, or the other
+    /// store's connections as Dovecot's.
+    pub not_dovecot: bool,
 }
 
 /// Counts regular files below `dir`, recursively. A directory that vanishes

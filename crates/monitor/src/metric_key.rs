@@ -505,6 +505,9 @@ fn group_display_name(group: &str) -> &str {
     match group {
         "dovecot" => "Dovecot",
         "postfix" => "Postfix",
+        "cyrus" => "Cyrus",
+        "radicale" => "Radicale",
+        "samba" => "Samba",
         other => other,
     }
 }

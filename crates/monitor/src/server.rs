@@ -6,7 +6,8 @@
 //!
 //! * **CPU**: the shaped lab's cgroup (`lab_cpu_pct`), exact for every
 //!   process the servers ever forked; without a cgroup, the sum of the
-//!   `dovecot` and `postfix` process groups' `cpu_pct`.
+//!   mail store's (`dovecot` or, on a Cyrus lab, `cyrus`) and `postfix`
+//!   process groups' `cpu_pct`.
 //! * **Memory**: the cgroup's `lab_memory_kb` (page cache included), else
 //!   the two groups' resident memory.
 //! * **Disk KiB**: the two groups' own read and write bytes (`/proc/PID/io`),
@@ -31,7 +32,7 @@ use crate::{DiskField, Family, Field, GroupField, MetricKey, MetricTable, NetFie
 
 /// The server process groups whose counters stand for the server without a
 /// cgroup.
-pub const SERVER_GROUPS: [&str; 2] = ["dovecot", "postfix"];
+pub const SERVER_GROUPS: [&str; 3] = ["dovecot", "cyrus", "postfix"];
 
 /// The monitor's high average, as the planner takes it
 /// ([`HighAverageFn`](peakhour_analysis::plan::HighAverageFn)).

@@ -10,7 +10,7 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use peakhour_monitor::{GroupSpec, LocalConfig, LocalSource, MailProbes};
+use peakhour_monitor::{GroupSpec, LabMailStore, LocalConfig, LocalSource, MailProbes};
 
 const DISKSTATS: &str = include_str!("fixtures/diskstats");
 const NET_DEV: &str = include_str!("fixtures/net_dev");
@@ -158,6 +158,7 @@ fn two_reads_of_a_fake_proc_give_exact_rates() {
         mail: MailProbes {
             postfix_queue_dir: Some(queue),
             dovecot_ports: Vec::new(),
+            not_dovecot: false,
         },
         cgroup: None,
     })
@@ -243,4 +244,91 @@ fn two_reads_of_a_fake_proc_give_exact_rates() {
     assert_eq!(get("group_dovecot_processes"), Some(3.0));
     assert_eq!(get("postfix_queue_deferred"), Some(4.0));
     assert_eq!(get("psi_memory_some_pct"), None);
+}
+
+#[test]
+fn a_cyrus_lab_is_watched_as_cyrus_with_no_dovecot_columns() {
+    // One host: a Cyrus lab (master 300 with imapd, httpd and lmtpd), its
+    // Postfix (master 200), and a Dovecot of some other lab (100).
+    let dir = tempfile::tempdir().unwrap();
+    let proc_root = dir.path().join("proc");
+    let sys_block = dir.path().join("sys/block");
+    first_read(&proc_root);
+    for (pid, comm, ticks) in [
+        (300, "master", 10),
+        (301, "imapd", 100),
+        (302, "httpd", 200),
+        (303, "lmtpd", 30),
+    ] {
+        let ppid = if pid == 300 { 1 } else { 300 };
+        process(&proc_root, pid, comm, ppid, ticks, 90, 2000, 10, 0);
+    }
+    let masters = |name: &str| match name {
+        "cyrus" => Some(300),
+        "postfix" => Some(200),
+        _ => None,
+    };
+    let groups = GroupSpec::for_lab(LabMailStore::Cyrus, masters);
+    let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["cyrus", "postfix", "peakhour"]);
+    let mut source = LocalSource::new(LocalConfig {
+        proc_root: proc_root.clone(),
+        sys_block,
+        groups,
+        mail: MailProbes {
+            postfix_queue_dir: None,
+            dovecot_ports: vec![10143],
+            not_dovecot: true,
+        },
+        cgroup: None,
+    })
+    .unwrap();
+    let t0 = Instant::now();
+    source.sample_at(t0).unwrap();
+    second_read(&proc_root);
+    // imapd +50 ticks, httpd +100: 150 ticks at 100 Hz over 1 s.
+    process(&proc_root, 301, "imapd", 300, 150, 90, 2000, 10, 0);
+    process(&proc_root, 302, "httpd", 300, 300, 90, 2000, 10, 0);
+    let s = source.sample_at(t0 + Duration::from_secs(1)).unwrap();
+    let cyrus = &s.groups[0];
+    assert_eq!((cyrus.name.as_str(), cyrus.processes), ("cyrus", 4));
+    assert!((cyrus.cpu_pct.unwrap() - 150.0).abs() < 1e-9);
+    // Postfix's master 200 exited in the second read; Cyrus's `master` is
+    // not Postfix's, whatever its name.
+    assert_eq!(s.groups[1].processes, 0);
+    assert_eq!(s.mail.dovecot_processes, None);
+    assert_eq!(s.mail.dovecot_connections, None);
+    let metrics = s.metrics();
+    assert!(
+        metrics
+            .iter()
+            .all(|(name, _)| !name.starts_with("group_dovecot")),
+        "no dovecot group on a Cyrus lab"
+    );
+    let get = |n: &str| {
+        metrics
+            .iter()
+            .find(|(name, _)| name == n)
+            .and_then(|(_, v)| *v)
+    };
+    assert_eq!(get("group_cyrus_processes"), Some(4.0));
+    assert_eq!(get("dovecot_processes"), None);
+}
+
+#[test]
+fn a_dovecot_lab_keeps_its_groups_and_adds_its_optional_servers() {
+    let masters = |name: &str| match name {
+        "dovecot" => Some(100),
+        "postfix" => Some(200),
+        "radicale" => Some(400),
+        _ => None,
+    };
+    let groups = GroupSpec::for_lab(LabMailStore::Dovecot, masters);
+    let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["dovecot", "postfix", "peakhour", "radicale"]);
+    assert_eq!(groups[0].ancestor_pids, [100]);
+    // A Cyrus lab whose master is not known has no cyrus group at all.
+    let none = GroupSpec::for_lab(LabMailStore::Cyrus, |_| None);
+    let names: Vec<&str> = none.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["postfix", "peakhour"]);
 }

@@ -14,7 +14,7 @@ use crate::html::{MonitorChart, MonitorView, ServerCounter};
 
 /// The default server groups, charted and tabled first, in this order; a
 /// run's own groups (`--group NAME=REGEX`) follow in the order of the columns.
-const CHARTED_GROUPS: [&str; 3] = ["dovecot", "postfix", "peakhour"];
+const CHARTED_GROUPS: [&str; 4] = ["dovecot", "cyrus", "postfix", "peakhour"];
 
 /// Reduces the monitor's columns; `window` is the steady phase on the
 /// monitor's time axis. The caller may append the run's configured monitor

@@ -98,6 +98,13 @@ pub(crate) struct LabUpArgs {
     /// SMB port (Samba), with `--with smb`. Overrides --port-base (+445).
     #[arg(long, value_name = "PORT")]
     pub(crate) smb_port: Option<u16>,
+    /// The mail store behind Postfix: dovecot, or cyrus (Cyrus IMAP 3.6: IMAP, POP3, LMTP,
+    /// and JMAP on --port-base + 81).
+    #[arg(long, value_name = "SERVER", default_value = "dovecot", value_parser = peakhour_lab::MailServer::parse)]
+    pub(crate) mail_server: peakhour_lab::MailServer,
+    /// JMAP port (Cyrus's httpd, plain HTTP), with `--mail-server cyrus`. Overrides --port-base (+81).
+    #[arg(long, value_name = "PORT")]
+    pub(crate) jmap_port: Option<u16>,
     /// Print the resulting status as JSON instead of text.
     #[arg(long)]
     pub(crate) json: bool,

@@ -45,6 +45,9 @@ pub(crate) struct TargetArgs {
     /// LMTP server for `init --via lmtp` (--target explicit): lmtp:// or lmtp+starttls://HOST:PORT.
     #[arg(long, value_name = "URL", long_help = LMTP_URL_HELP)]
     pub(crate) lmtp: Option<String>,
+    /// JMAP server for `run --protocol jmap` (--target explicit): http:// or https://HOST:PORT.
+    #[arg(long, value_name = "URL")]
+    pub(crate) jmap: Option<String>,
     /// CalDAV server (any target; the lab's own by default when it runs one): http:// or
     /// https://HOST:PORT[/PATH], where each user's calendar home is discovered. Without one,
     /// `update_calendar` writes to an IMAP folder.
@@ -163,6 +166,10 @@ pub(crate) struct RunArgs {
     /// Simulated users (default: the lab's user count, or the profile's).
     #[arg(long, value_name = "N")]
     pub(crate) users: Option<u32>,
+    /// The users' mail protocol: imap (with SMTP to send), or jmap (the lab's JMAP with
+    /// `--mail-server cyrus`, or --jmap URL).
+    #[arg(long, value_name = "imap|jmap", default_value = "imap", value_parser = peakhour_engine::MailProtocol::parse)]
+    pub(crate) protocol: peakhour_engine::MailProtocol,
     #[command(flatten)]
     pub(crate) shape: RunShape,
     /// The run directory (default: runs/TIME-PROFILE-USERSu, TIME in UTC).

@@ -55,6 +55,7 @@ fn up(args: LabUpArgs) -> anyhow::Result<ExitCode> {
         (&mut ports.lmtp, args.lmtp_port),
         (&mut ports.caldav, args.caldav_port),
         (&mut ports.smb, args.smb_port),
+        (&mut ports.jmap, args.jmap_port),
     ];
     for (port, given) in overrides {
         if let Some(given) = given {
@@ -81,6 +82,7 @@ fn up(args: LabUpArgs) -> anyhow::Result<ExitCode> {
         },
         limits,
         with: args.with.into_iter().collect(),
+        mail_server: args.mail_server,
         ..LabConfig::new(&args.dir.dir)
     };
     let report = Lab::up(&config).context("cannot start the lab")?;

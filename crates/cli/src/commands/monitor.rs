@@ -167,6 +167,7 @@ fn mail_probes(args: &MonitorArgs) -> MailProbes {
     let mut probes = MailProbes {
         postfix_queue_dir: args.postfix_queue.clone(),
         dovecot_ports: args.dovecot_port.clone(),
+        not_dovecot: false,
     };
     let has_lab = Layout::new(&args.lab_dir).state_file().exists();
     if has_lab && (probes.postfix_queue_dir.is_none() || probes.dovecot_ports.is_empty()) {
@@ -176,6 +177,7 @@ fn mail_probes(args: &MonitorArgs) -> MailProbes {
                 probes.postfix_queue_dir = probes.postfix_queue_dir.or(lab.postfix_queue_dir);
                 if probes.dovecot_ports.is_empty() {
                     probes.dovecot_ports = lab.dovecot_ports;
+                    probes.not_dovecot = lab.not_dovecot;
                 }
             }
             Err(e) => eprintln!(

@@ -9,7 +9,7 @@ pub(super) mod monitored;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context as _;
+use anyhow::{Context as _, bail};
 use peakhour_analysis::{Summary, Verdict};
 use peakhour_engine::{Both, LiveLine, Observer, RunResult, RunSettings, StartNotice, Target};
 use peakhour_monitor::{NodeExporterSource, Source};
@@ -141,6 +141,9 @@ impl Prepared {
         // Mail goes only to the test population, checked before any connection.
         check_population(&plan, &resolved, &config.allow_domains)?;
         let target = resolved.target.clone();
+        if args.protocol == peakhour_engine::MailProtocol::Jmap && target.jmap.is_none() {
+            bail!("--protocol jmap needs a JMAP server: a lab --mail-server cyrus, or --jmap URL");
+        }
 
         // Shards share their run's name, made from the agreed start.
         let (shard, start_at) = super::distributed::shard_and_start(&args.distributed)?;
@@ -180,6 +183,7 @@ impl Prepared {
             qos_p95_ms: shape.qos_p95_ms,
             shard,
             start_at,
+            protocol: args.protocol,
         };
         Ok(Prepared {
             config,

@@ -20,6 +20,7 @@ impl TargetArgs {
             lmtp: self.lmtp.clone(),
             pop3: self.pop3.clone(),
             caldav: self.caldav.clone(),
+            jmap: self.jmap.clone(),
             users_file: self.users_file.clone(),
             password_env: self.password_env.clone(),
             ca_file: self.ca_file.clone(),

@@ -388,6 +388,7 @@ pub(crate) fn target() -> Arc<Target> {
         smtp: Endpoint::parse("smtp://fake:25", &["smtp"]).expect("smtp"),
         imap: Endpoint::parse("imap://fake:143", &["imap"]).expect("imap"),
         lmtp: None,
+        jmap: None,
         caldav: None,
         pop3: None,
         tls,
@@ -410,6 +411,7 @@ pub(crate) fn settings(ramp_up: u64, duration: u64, drain: u64) -> RunSettings {
         qos_p95_ms: None,
         shard: peakhour_engine::Shard::whole(),
         start_at: None,
+        protocol: peakhour_engine::MailProtocol::Imap,
     }
 }
 

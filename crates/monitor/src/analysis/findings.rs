@@ -11,8 +11,9 @@ use super::stats::{TimeWindow, high_average, window_stats};
 use super::use_summary::{Thresholds, use_summary};
 use crate::metric_key::{DiskField, Field, GroupField, MetricKey, SystemField};
 
-/// The groups every lab run monitors; other groups come from `--group`.
-const DEFAULT_GROUPS: [&str; 3] = ["dovecot", "postfix", "peakhour"];
+/// The groups a lab run monitors (its mail store's, `dovecot` or `cyrus`,
+/// `postfix` and `peakhour`); other groups come from `--group`.
+const DEFAULT_GROUPS: [&str; 4] = ["dovecot", "cyrus", "postfix", "peakhour"];
 
 /// The key metrics reported first, in this order. Extra groups, the
 /// busiest disk and the mail queue follow.

@@ -391,10 +391,11 @@ impl LocalSource {
             Some(dir) => postfix_queue_sizes(dir)?,
             None => None,
         };
+        let dovecot = !self.config.mail.not_dovecot;
         Ok(MailSample {
             postfix_queue,
-            dovecot_processes: Some(reading.dovecot_processes),
-            dovecot_connections: Some(reading.dovecot_connections),
+            dovecot_processes: dovecot.then_some(reading.dovecot_processes),
+            dovecot_connections: dovecot.then_some(reading.dovecot_connections),
         })
     }
 }

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use crate::envelope::{
     Comparator, EmailGet, EmailImport, EmailQuery, EmailSet, IdentityGet, ImportEmail, InMailbox,
-    JmapRequest, MailboxGet, Submission, SubmissionSet, keyword_patch, move_patch,
+    JmapRequest, MailboxGet, Submission, SubmissionEnvelope, SubmissionSet, keyword_patch,
+    move_patch,
 };
 
 /// `Mailbox/get` for every mailbox.
@@ -108,6 +109,47 @@ pub fn import_and_submit(
     mailbox: &str,
     identity: &str,
 ) -> JmapRequest {
+    import_and_submit_to(account, blob_id, mailbox, identity, None)
+}
+
+/// `Email/import` of an uploaded message (as `m`) into `mailbox` with
+/// `keywords`.
+pub fn import(account: &str, blob_id: &str, mailbox: &str, keywords: &[&str]) -> JmapRequest {
+    JmapRequest::mail(false).call(
+        "Email/import",
+        &import_args(account, blob_id, mailbox, keywords),
+        "0",
+    )
+}
+
+fn import_args<'a>(
+    account: &'a str,
+    blob_id: &str,
+    mailbox: &str,
+    keywords: &[&str],
+) -> EmailImport<'a> {
+    EmailImport {
+        account_id: account,
+        emails: BTreeMap::from([(
+            "m".to_owned(),
+            ImportEmail {
+                blob_id: blob_id.to_owned(),
+                mailbox_ids: BTreeMap::from([(mailbox.to_owned(), true)]),
+                keywords: keywords.iter().map(|k| ((*k).to_owned(), true)).collect(),
+            },
+        )]),
+    }
+}
+
+/// As [`import_and_submit`], with an explicit SMTP envelope when given
+/// (the recipients of a distribution list are not in the message's headers).
+pub fn import_and_submit_to(
+    account: &str,
+    blob_id: &str,
+    mailbox: &str,
+    identity: &str,
+    envelope: Option<SubmissionEnvelope>,
+) -> JmapRequest {
     let import = EmailImport {
         account_id: account,
         emails: BTreeMap::from([(
@@ -126,6 +168,7 @@ pub fn import_and_submit(
             Submission {
                 identity_id: identity.to_owned(),
                 email_id: "#m".to_owned(),
+                envelope,
             },
         )]),
     };

@@ -203,7 +203,31 @@ impl<D: Dial> JmapClient<D> {
         mailbox: &str,
         identity: &str,
     ) -> Result<Timed<(SetResponse, SetResponse)>, JmapError> {
-        let request = calls::import_and_submit(&self.account, blob_id, mailbox, identity);
+        self.import_and_submit_to(blob_id, mailbox, identity, None)
+            .await
+    }
+
+    /// `Email/import` of an uploaded message into `mailbox` with `keywords`.
+    pub async fn import(
+        &mut self,
+        blob_id: &str,
+        mailbox: &str,
+        keywords: &[&str],
+    ) -> Result<Timed<SetResponse>, JmapError> {
+        let request = calls::import(&self.account, blob_id, mailbox, keywords);
+        self.call_one(request, "Email/import").await
+    }
+
+    /// As [`JmapClient::import_and_submit`], with an explicit SMTP envelope.
+    pub async fn import_and_submit_to(
+        &mut self,
+        blob_id: &str,
+        mailbox: &str,
+        identity: &str,
+        envelope: Option<crate::envelope::SubmissionEnvelope>,
+    ) -> Result<Timed<(SetResponse, SetResponse)>, JmapError> {
+        let request =
+            calls::import_and_submit_to(&self.account, blob_id, mailbox, identity, envelope);
         let timed = self.call(&request).await?;
         let imported = exchange::method_result(&timed.value, "Email/import", "0")?;
         let submitted = exchange::method_result(&timed.value, "EmailSubmission/set", "1")?;

@@ -229,6 +229,40 @@ pub struct Submission {
     pub identity_id: String,
     /// The message (an id, or `#creationId` from an import in the same request).
     pub email_id: String,
+    /// The SMTP envelope; without it the server takes it from the message's
+    /// headers (RFC 8621 §7), which cannot name a list's members.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<SubmissionEnvelope>,
+}
+
+/// An SMTP envelope for a submission (RFC 8621 §7).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubmissionEnvelope {
+    /// `MAIL FROM`.
+    pub mail_from: EnvelopeAddress,
+    /// `RCPT TO`, one per recipient.
+    pub rcpt_to: Vec<EnvelopeAddress>,
+}
+
+/// One address of an envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EnvelopeAddress {
+    /// The address.
+    pub email: String,
+}
+
+impl SubmissionEnvelope {
+    /// An envelope from `from` to each of `to`.
+    pub fn new(from: &str, to: &[String]) -> Self {
+        let address = |email: &str| EnvelopeAddress {
+            email: email.to_owned(),
+        };
+        SubmissionEnvelope {
+            mail_from: address(from),
+            rcpt_to: to.iter().map(|t| address(t)).collect(),
+        }
+    }
 }
 
 /// Arguments of `EmailSubmission/set` creating submissions.
@@ -461,6 +495,18 @@ mod tests {
         assert_eq!(
             request.to_json(),
             r##"{"using":["urn:ietf:params:jmap:core","urn:ietf:params:jmap:mail"],"methodCalls":[["Email/query",{"accountId":"u1","filter":{"inMailbox":"mb1"},"sort":[{"property":"receivedAt","isAscending":false}],"limit":10,"calculateTotal":true},"q"],["Email/get",{"accountId":"u1","#ids":{"resultOf":"q","name":"Email/query","path":"/ids"},"properties":["id","keywords"]},"g"]]}"##
+        );
+        let submission = Submission {
+            identity_id: "i1".into(),
+            email_id: "#m".into(),
+            envelope: Some(SubmissionEnvelope::new(
+                "u1@bench.test",
+                &["u2@bench.test".to_owned(), "u3@bench.test".to_owned()],
+            )),
+        };
+        assert_eq!(
+            serde_json::to_string(&submission).unwrap(),
+            r##"{"identityId":"i1","emailId":"#m","envelope":{"mailFrom":{"email":"u1@bench.test"},"rcptTo":[{"email":"u2@bench.test"},{"email":"u3@bench.test"}]}}"##
         );
         let patch = serde_json::to_string(&move_patch("a", "b")).unwrap();
         assert_eq!(patch, r#"{"mailboxIds/a":null,"mailboxIds/b":true}"#);

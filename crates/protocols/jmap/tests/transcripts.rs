@@ -8,7 +8,8 @@
 //!
 //! `! call NAME` picks the request; the arguments are fixed (account `user1`,
 //! API at `/jmap/`): `discover`, `discover_redirected`, `mailboxes`, `query`,
-//! `get`, `seen`, `move`, `upload`, `send`, `events` (streamed: each push
+//! `get`, `seen`, `move`, `upload`, `send`, `send_to` (with an SMTP
+//! envelope), `import` (alone), `events` (streamed: each push
 //! event is rendered as it is parsed). `! limit max_body N` lowers the cap.
 
 use std::path::Path;
@@ -16,7 +17,9 @@ use std::path::Path;
 use peakhour_http::{
     BasicAuth, BodyEvent, HttpClient, Limits, Progress, Request, Response, Secret,
 };
-use peakhour_jmap::envelope::{Email, GetResponse, Mailbox, QueryResponse, SetResponse, Upload};
+use peakhour_jmap::envelope::{
+    Email, GetResponse, Mailbox, QueryResponse, SetResponse, SubmissionEnvelope, Upload,
+};
 use peakhour_jmap::exchange::{self, SessionStep};
 use peakhour_jmap::{EventStreamParser, JmapError, PushEvent, StreamLimits, calls, session};
 use peakhour_net::transcript::{Side, Step, Transcript};
@@ -148,6 +151,42 @@ fn call(name: &str) -> (Request, Reader) {
                     "imported {} submitted {}",
                     imported.created_id("m").unwrap_or("-"),
                     submitted.created_id("s").unwrap_or("-")
+                ))
+            }),
+        ),
+        "send_to" => (
+            api(calls::import_and_submit_to(
+                ACCOUNT,
+                "G123",
+                "mb-sent",
+                "id1",
+                Some(SubmissionEnvelope::new(
+                    "user1@bench.test",
+                    &["user2@bench.test".into(), "user3@bench.test".into()],
+                )),
+            )),
+            Box::new(|r| {
+                let envelope = exchange::api_response(r)?;
+                let imported: SetResponse =
+                    exchange::method_result(&envelope, "Email/import", "0")?;
+                let submitted: SetResponse =
+                    exchange::method_result(&envelope, "EmailSubmission/set", "1")?;
+                Ok(format!(
+                    "imported {} submitted {} failures {:?}",
+                    imported.created_id("m").unwrap_or("-"),
+                    submitted.created_id("s").unwrap_or("-"),
+                    submitted.failures()
+                ))
+            }),
+        ),
+        "import" => (
+            api(calls::import(ACCOUNT, "G7", "mb-calendar", &[])),
+            Box::new(|r| {
+                let imported: SetResponse = result(r, "Email/import")?;
+                Ok(format!(
+                    "imported {} failures {:?}",
+                    imported.created_id("m").unwrap_or("-"),
+                    imported.failures()
                 ))
             }),
         ),

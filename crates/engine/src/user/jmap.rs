@@ -1,0 +1,497 @@
+//! A simulated user's JMAP session (`run --protocol jmap`): the same
+//! profile's actions as over IMAP, as a JMAP client makes them.
+//!
+//! | action | JMAP |
+//! |---|---|
+//! | log on | session discovery, `Mailbox/get`, `Identity/get`, `Email/query` + `Email/get` of the Inbox; push (EventSource) on a second connection |
+//! | check_inbox | `Email/query` of the Inbox's newest page, `Email/get` of ids not yet known |
+//! | read | `Email/get` with the text body, `Email/set` of `$seen` |
+//! | move, delete | `Email/set` of `mailboxIds` (delete moves to Trash, as over IMAP) |
+//! | send | upload, then `Email/import` into Sent with `EmailSubmission/set` (one request) |
+//! | update_calendar | upload, `Email/import` into the calendar folder; every other one destroys the previous item (`Email/set`) |
+//!
+//! Every request is recorded as `jmap.<method>` (`jmap.upload`,
+//! `jmap.session`); new mail is noticed by push (`StateChange` of `Email`),
+//! then fetched, as an online client does. Without push (a server that
+//! answers the EventSource URL with 204, as Debian 12's Cyrus 3.6 does, or
+//! a stream that ended) the user looks at its Inbox every
+//! [`POLL_WITHOUT_PUSH`] while it waits, and the reconciliation finds the
+//! rest.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use peakhour_http::{BasicAuth, ConnectionOptions, Endpoint as HttpEndpoint, HttpConnection};
+use peakhour_jmap::envelope::SubmissionEnvelope;
+use peakhour_jmap::{JmapClient, JmapError, PushEvent, PushStream};
+use peakhour_net::Security;
+use peakhour_workload::{ActionKind, MessageSpec};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::{Failure, User, calendar_item, header, rfc5322, sleep_until};
+use crate::connector::Connector;
+use crate::events::{Counter, Event, Outcome};
+use crate::target::TlsMode;
+
+/// How often a user without push looks at its Inbox for new mail. Cyrus
+/// 3.6 from Debian 12 offers no push (its `httpd` is built without Wslay,
+/// so `jmap_pushpoll` stays 0 and the EventSource URL answers 204): a JMAP
+/// user there polls. Two seconds keeps the delivery notice close to what
+/// IMAP IDLE gives on the same lab (Cyrus's `imapidlepoll: 1`), at one
+/// `Email/query` per user every two seconds, which the server's load and
+/// the run's `jmap.Email/query` count include. See docs/lab.md.
+pub(crate) const POLL_WITHOUT_PUSH: Duration = Duration::from_secs(2);
+
+/// Properties fetched to know a message: its keywords (seen) and its
+/// Message-ID (delivery tracking).
+const KNOW: [&str; 3] = ["id", "keywords", "messageId"];
+
+impl From<JmapError> for Failure {
+    fn from(error: JmapError) -> Self {
+        Failure {
+            kind: format!("jmap:{}", error.kind()),
+            session_lost: !error.is_recoverable(),
+            // The request and the server's own words, for the error's example.
+            detail: Some(error.to_string()),
+        }
+    }
+}
+
+/// A message the user knows is in its Inbox.
+#[derive(Debug, Clone)]
+struct KnownEmail {
+    id: String,
+    seen: bool,
+}
+
+/// One user's JMAP session.
+#[derive(Debug)]
+pub(crate) struct JmapSession {
+    client: JmapClient,
+    /// Mailbox ids by name (and `inbox` by role).
+    mailboxes: BTreeMap<String, String>,
+    inbox_id: String,
+    identity: String,
+    inbox: Vec<KnownEmail>,
+    /// The calendar item the last update imported.
+    calendar_item: Option<String>,
+    push: Option<PushStream>,
+    /// When to look at the Inbox next, without push.
+    next_poll: Instant,
+}
+
+impl JmapSession {
+    fn mailbox(&self, name: &str) -> Result<String, Failure> {
+        self.mailboxes
+            .get(&name.to_ascii_lowercase())
+            .cloned()
+            .ok_or(Failure {
+                kind: "jmap:no-such-mailbox".into(),
+                session_lost: false,
+                detail: None,
+            })
+    }
+}
+
+fn no_session() -> Failure {
+    Failure {
+        kind: "no-session".into(),
+        session_lost: true,
+        detail: None,
+    }
+}
+
+impl<C: Connector> User<C> {
+    /// The HTTP connection options of this user: its credentials, and the
+    /// action timeout for every request.
+    fn http_options(&self) -> ConnectionOptions {
+        let (login, password) = self.shared.target.login(self.index, &self.address);
+        ConnectionOptions {
+            auth: Some(BasicAuth::new(login, password)),
+            request_timeout: self.shared.action_timeout,
+            ..ConnectionOptions::default()
+        }
+    }
+
+    pub(super) async fn jmap_log_on(&self) -> Result<JmapSession, Failure> {
+        let target = &self.shared.target;
+        let endpoint = target.jmap.as_ref().ok_or(Failure {
+            kind: "jmap:no-endpoint".into(),
+            session_lost: true,
+            detail: None,
+        })?;
+        let dial = HttpEndpoint {
+            host: endpoint.host.clone(),
+            port: endpoint.port,
+            security: match endpoint.tls {
+                TlsMode::Implicit => Security::ImplicitTls,
+                TlsMode::None | TlsMode::StartTls => Security::Plain,
+            },
+            tls: Some(target.tls.clone()),
+            connect_timeout: self.shared.connect_timeout,
+        };
+        let options = self.http_options();
+        let mut client = JmapClient::new(HttpConnection::new(dial, options.clone()));
+        let discovered = client.discover().await?;
+        self.command("jmap.session", discovered);
+        let listed = client.mailboxes().await?;
+        let listed = self.command("jmap.Mailbox/get", listed);
+        let mut mailboxes = BTreeMap::new();
+        let mut inbox_id = None;
+        for mailbox in listed.list {
+            if mailbox.role.as_deref() == Some("inbox") {
+                inbox_id = Some(mailbox.id.clone());
+            }
+            mailboxes.insert(mailbox.name.to_ascii_lowercase(), mailbox.id);
+        }
+        let inbox_id = inbox_id.ok_or(Failure {
+            kind: "jmap:no-inbox".into(),
+            session_lost: true,
+            detail: None,
+        })?;
+        let inbox_name = self.shared.plan.params().inbox.to_ascii_lowercase();
+        mailboxes.insert(inbox_name, inbox_id.clone());
+        let identities = client.identities().await?;
+        let identities = self.command("jmap.Identity/get", identities);
+        let identity = identities
+            .list
+            .iter()
+            .find(|i| i.email.eq_ignore_ascii_case(&self.address))
+            .or(identities.list.first())
+            .map(|i| i.id.clone())
+            .ok_or(Failure {
+                kind: "jmap:no-identity".into(),
+                session_lost: true,
+                detail: None,
+            })?;
+        // Push on a second connection; without it, new mail is noticed at
+        // the next check of the Inbox.
+        let push = match client.event_stream(options, "Email", 0).await {
+            Ok(stream) => Some(self.command("jmap.eventsource", stream)),
+            // 204: the server offers no push (Cyrus 3.6.1 answers so).
+            Err(JmapError::Status { status: 204, .. }) => None,
+            Err(error) => {
+                self.shared
+                    .events
+                    .send(Event::SessionError(format!("jmap:{}", error.kind())));
+                None
+            }
+        };
+        let mut session = JmapSession {
+            client,
+            mailboxes,
+            inbox_id,
+            identity,
+            inbox: Vec::new(),
+            calendar_item: None,
+            push,
+            next_poll: Instant::now() + POLL_WITHOUT_PUSH,
+        };
+        // Mail that arrived while this user was offline is noticed now.
+        let page = self.shared.plan.params().page_size.max(1);
+        self.jmap_refresh(&mut session, page.max(256)).await?;
+        Ok(session)
+    }
+
+    /// `Email/query` of the Inbox's newest `limit`, then `Email/get` of the
+    /// ids not known yet; every tracked arrival among them is noticed.
+    async fn jmap_refresh(&self, session: &mut JmapSession, limit: u32) -> Result<(), Failure> {
+        let queried = session.client.query(&session.inbox_id, limit).await?;
+        let ids = self.command("jmap.Email/query", queried).ids;
+        let new: Vec<String> = ids
+            .iter()
+            .filter(|id| !session.inbox.iter().any(|k| &k.id == *id))
+            .cloned()
+            .collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        let got = session.client.get(new, KNOW.to_vec(), false).await?;
+        let got = self.command("jmap.Email/get", got);
+        let seen_at = Instant::now();
+        for email in got.list {
+            let message_ids = email.other.get("messageId").and_then(|v| v.as_array());
+            for id in message_ids.into_iter().flatten().filter_map(|v| v.as_str()) {
+                if let Some(latency) = self.shared.delivery.noticed(id, self.index, seen_at) {
+                    self.shared.events.send(Event::Delivered(latency));
+                }
+            }
+            session.inbox.push(KnownEmail {
+                seen: email.keywords.get("$seen").copied().unwrap_or(false),
+                id: email.id,
+            });
+        }
+        Ok(())
+    }
+
+    /// Waits for `due`, fetching new mail whenever push says the user's
+    /// email changed or, without push, every [`POLL_WITHOUT_PUSH`].
+    pub(super) async fn jmap_wait_until(&mut self, due: Instant, stop: &mut watch::Receiver<bool>) {
+        loop {
+            let Some(session) = self.jmap.as_mut() else {
+                sleep_until(due, stop).await;
+                return;
+            };
+            let Some(push) = session.push.as_mut() else {
+                return self.jmap_poll_until(due, stop).await;
+            };
+            let account = session.client.account().to_owned();
+            let event = tokio::select! {
+                // PushStream::next is cancel-safe.
+                event = push.next() => event,
+                _ = tokio::time::sleep_until(due) => return,
+                _ = stop.changed() => return,
+            };
+            match event {
+                Ok(Some(PushEvent::StateChange(change))) if change.changed(&account, "Email") => {
+                    self.jmap_refresh_in_background().await;
+                }
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => {
+                    // The stream ended: carry on without push (polling).
+                    if let Some(session) = self.jmap.as_mut() {
+                        session.push = None;
+                        session.next_poll = Instant::now();
+                    }
+                    self.shared
+                        .events
+                        .send(Event::SessionError("jmap:push-ended".into()));
+                }
+            }
+        }
+    }
+
+    /// Without push: looks at the Inbox every [`POLL_WITHOUT_PUSH`] until
+    /// `due`, as a client that cannot be told of new mail does.
+    async fn jmap_poll_until(&mut self, due: Instant, stop: &mut watch::Receiver<bool>) {
+        loop {
+            let Some(next_poll) = self.jmap.as_ref().map(|s| s.next_poll) else {
+                sleep_until(due, stop).await;
+                return;
+            };
+            if next_poll >= due {
+                sleep_until(due, stop).await;
+                return;
+            }
+            if !sleep_until(next_poll, stop).await {
+                return;
+            }
+            if let Some(session) = self.jmap.as_mut() {
+                session.next_poll = Instant::now() + POLL_WITHOUT_PUSH;
+            }
+            self.jmap_refresh_in_background().await;
+        }
+    }
+
+    /// Fetches what is new in the Inbox outside any action: a failure is
+    /// counted as a session error, and a session that did not survive it
+    /// is dropped.
+    async fn jmap_refresh_in_background(&mut self) {
+        let page = self.shared.plan.params().page_size.max(1);
+        let Some(mut session) = self.jmap.take() else {
+            return;
+        };
+        let refreshed = self.jmap_refresh(&mut session, page).await;
+        self.jmap = Some(session);
+        if let Err(failure) = refreshed {
+            self.background_failure(failure);
+        }
+    }
+
+    pub(super) async fn jmap_act(
+        &mut self,
+        kind: ActionKind,
+        seq: u64,
+        nth: u64,
+    ) -> Result<Outcome, Failure> {
+        // The session is taken out for the action so that helpers can borrow
+        // the user; it is put back whatever happens (a lost session is then
+        // dropped by the caller).
+        let mut session = *self.jmap.take().ok_or_else(no_session)?;
+        let outcome = match kind {
+            ActionKind::CheckInbox => self.jmap_check_inbox(&mut session).await,
+            ActionKind::Read => self.jmap_read(&mut session, seq).await,
+            ActionKind::Move => self.jmap_move(&mut session, seq, false).await,
+            ActionKind::Delete => self.jmap_move(&mut session, seq, true).await,
+            ActionKind::Send => self.jmap_send(&mut session, nth).await,
+            ActionKind::UpdateCalendar => self.jmap_update_calendar(&mut session, nth).await,
+            // Handled by the groupware clients before the mail session.
+            ActionKind::PollCalendar
+            | ActionKind::CreateEvent
+            | ActionKind::ChangeEvent
+            | ActionKind::DownloadMail => Ok(Outcome::Skipped("not_groupware")),
+        };
+        self.jmap = Some(Box::new(session));
+        outcome
+    }
+
+    async fn jmap_check_inbox(&self, session: &mut JmapSession) -> Result<Outcome, Failure> {
+        let page = self.shared.plan.params().page_size.max(1);
+        self.shared.events.count(Counter::FolderOpens, 1);
+        self.jmap_refresh(session, page).await?;
+        Ok(Outcome::Ok)
+    }
+
+    /// Picks a message of the Inbox as the IMAP session does: unread first
+    /// when the profile says so.
+    fn jmap_pick(&self, session: &JmapSession, seq: u64, unread_first: bool) -> Option<usize> {
+        let unread: Vec<usize> = (0..session.inbox.len())
+            .filter(|&i| !session.inbox[i].seen)
+            .collect();
+        let candidates: Vec<usize> = if unread_first && !unread.is_empty() {
+            unread
+        } else {
+            (0..session.inbox.len()).collect()
+        };
+        if candidates.is_empty() {
+            return None;
+        }
+        Some(candidates[self.shared.plan.pick(self.index, seq, candidates.len())])
+    }
+
+    async fn jmap_read(&self, session: &mut JmapSession, seq: u64) -> Result<Outcome, Failure> {
+        let unread_first = self.shared.plan.params().unread_first;
+        let Some(index) = self.jmap_pick(session, seq, unread_first) else {
+            return Ok(Outcome::Skipped("empty_inbox"));
+        };
+        let id = session.inbox[index].id.clone();
+        let properties = vec!["id", "subject", "textBody", "bodyValues"];
+        let got = session
+            .client
+            .get(vec![id.clone()], properties, true)
+            .await?;
+        let got = self.command("jmap.Email/get", got);
+        self.shared.events.count(Counter::MessageOpens, 1);
+        if got.list.is_empty() {
+            session.inbox.swap_remove(index);
+            return Ok(Outcome::Error("jmap:message-gone".into()));
+        }
+        // Opening a message marks it read, as a client does.
+        if !session.inbox[index].seen {
+            let set = session.client.set_keyword(&id, "$seen", true).await?;
+            let set = self.command("jmap.Email/set", set);
+            if !set.failures().is_empty() {
+                return Ok(Outcome::Error("jmap:not-updated".into()));
+            }
+            session.inbox[index].seen = true;
+        }
+        Ok(Outcome::Ok)
+    }
+
+    async fn jmap_move(
+        &self,
+        session: &mut JmapSession,
+        seq: u64,
+        delete: bool,
+    ) -> Result<Outcome, Failure> {
+        let params = self.shared.plan.params().clone();
+        let Some(index) = self.jmap_pick(session, seq, false) else {
+            return Ok(Outcome::Skipped("empty_inbox"));
+        };
+        let folder = if delete {
+            params.trash.clone()
+        } else if params.move_targets.is_empty() {
+            return Ok(Outcome::Skipped("no_folders"));
+        } else {
+            // The same independent pick for the folder as over IMAP.
+            let choice =
+                self.shared
+                    .plan
+                    .pick(self.index, seq ^ (1 << 63), params.move_targets.len());
+            params.move_targets[choice].clone()
+        };
+        let to = session.mailbox(&folder)?;
+        let id = session.inbox[index].id.clone();
+        let from = session.inbox_id.clone();
+        let moved = session.client.move_email(&id, &from, &to).await?;
+        let moved = self.command("jmap.Email/set", moved);
+        session.inbox.swap_remove(index);
+        if !moved.failures().is_empty() {
+            return Ok(Outcome::Error("jmap:not-updated".into()));
+        }
+        Ok(Outcome::Ok)
+    }
+
+    async fn jmap_send(&self, session: &mut JmapSession, nth: u64) -> Result<Outcome, Failure> {
+        let shared = self.shared.clone();
+        let plan = &shared.plan;
+        let population = &shared.population;
+        let choice = plan.send_choice(self.index, nth);
+        let recipients = plan.delivered_to(&choice);
+        // Checked against the population before anything is sent.
+        let envelope = self.envelope(&recipients)?;
+        let mut to: Vec<String> = choice
+            .direct
+            .iter()
+            .filter_map(|&u| population.address(u).ok())
+            .collect();
+        if let Some(list) = choice.list {
+            to.push(plan.list_address(list));
+        }
+        let date = rfc5322(chrono::Utc::now());
+        let message = shared.generator.generate(&MessageSpec {
+            run_id: &shared.run_id,
+            id: &choice.id,
+            from: &self.address,
+            to: &to,
+            date: &date,
+            kind: &plan.mix()[choice.mix],
+        });
+        let message_id = header(&message, "Message-ID").unwrap_or_default();
+        let uploaded = session.client.upload("message/rfc822", message).await?;
+        let blob = self.command("jmap.upload", uploaded).blob_id;
+        // The copy goes to Sent (JMAP sends a stored message), as a client
+        // that saves sent mail does.
+        let sent = session.mailbox(&plan.params().sent_folder)?;
+        let identity = session.identity.clone();
+        let submitted = session
+            .client
+            .import_and_submit_to(
+                &blob,
+                &sent,
+                &identity,
+                Some(SubmissionEnvelope::new(&self.address, &envelope)),
+            )
+            .await?;
+        let (imported, submission) = self.command("jmap.EmailSubmission/set", submitted);
+        if imported.created_id("m").is_none() || submission.created_id("s").is_none() {
+            return Ok(Outcome::Error("jmap:not-submitted".into()));
+        }
+        shared
+            .delivery
+            .submitted(&message_id, &recipients, Instant::now());
+        shared.events.count(Counter::MessagesSubmitted, 1);
+        shared
+            .events
+            .count(Counter::RecipientsSubmitted, recipients.len() as u64);
+        Ok(Outcome::Ok)
+    }
+
+    async fn jmap_update_calendar(
+        &self,
+        session: &mut JmapSession,
+        nth: u64,
+    ) -> Result<Outcome, Failure> {
+        let folder = self.shared.plan.params().calendar_folder.clone();
+        let calendar = session.mailbox(&folder)?;
+        let item = calendar_item(&self.shared.run_id, self.index, nth, &self.address);
+        let uploaded = session.client.upload("message/rfc822", item).await?;
+        let blob = self.command("jmap.upload", uploaded).blob_id;
+        let imported = session.client.import(&blob, &calendar, &[]).await?;
+        let imported = self.command("jmap.Email/import", imported);
+        let previous = session.calendar_item.take();
+        session.calendar_item = imported.created_id("m").map(str::to_owned);
+        if session.calendar_item.is_none() {
+            return Ok(Outcome::Error("jmap:not-created".into()));
+        }
+        // Every other update replaces the previous item instead of adding one.
+        if nth % 2 == 1
+            && let Some(old) = previous
+        {
+            let destroyed = session.client.destroy(vec![old]).await?;
+            self.command("jmap.Email/set", destroyed);
+        }
+        Ok(Outcome::Ok)
+    }
+}
