@@ -43,6 +43,10 @@ pub enum Counter {
     FolderOpens,
     /// A dropped connection that was re-established.
     Reconnects,
+    /// Milliseconds the reconciliation after the drain took, counted once
+    /// at its end (in the run's last interval, so in `record.json`, not in
+    /// the steady phase's summary).
+    ReconcileMs,
 }
 
 impl Counter {
@@ -55,6 +59,7 @@ impl Counter {
             Counter::MessageOpens => "message_opens",
             Counter::FolderOpens => "folder_opens",
             Counter::Reconnects => "reconnects",
+            Counter::ReconcileMs => "reconcile_ms",
         }
     }
 }
