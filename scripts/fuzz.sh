@@ -7,7 +7,11 @@
 #
 # Seeds: the server side of the protocol's transcripts
 # (crates/protocols/<proto>/tests/transcripts/*.txt, <proto> being the target
-# name up to its first "_"), written as raw bytes to fuzz/corpus/<target>/.
+# name up to its first "_"), written as raw bytes to fuzz/corpus/<target>/;
+# for the targets that read files rather than a protocol, files of the kind
+# they read (the built-in profiles, /proc fixtures, run-directory fixtures);
+# and every input of fuzz/regressions/<target>/ (committed inputs that once
+# crashed the target: each run starts by replaying them).
 # Crashes land in fuzz/artifacts/<target>/; libFuzzer's output in
 # fuzz/artifacts/<target>.log. Both directories are git-ignored.
 # Needs a nightly toolchain (cargo-fuzz builds with sanitizers); installs
@@ -101,6 +105,15 @@ for target in "${targets[@]}"; do
     shopt -s nullglob
     for transcript in "crates/protocols/$proto/tests/transcripts/"*.txt; do
         server_bytes "$transcript" >"$corpus/transcript-$(basename "$transcript" .txt)"
+    done
+    case "$target" in
+        profile_toml) seeds=(crates/workload/profiles/*.toml) ;;
+        proc_files) seeds=(crates/monitor/tests/fixtures/*) ;;
+        rundir_json) seeds=(crates/report/tests/fixtures/*/record.json crates/report/tests/fixtures/*/summary.json) ;;
+        *) seeds=() ;;
+    esac
+    for seed in "${seeds[@]}" fuzz/regressions/"$target"/*; do
+        cp "$seed" "$corpus/seed-${seed//\//-}"
     done
     shopt -u nullglob
     if ! cargo +nightly fuzz run "$target" "$corpus" -- \

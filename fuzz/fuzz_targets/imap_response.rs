@@ -34,6 +34,7 @@ fn limits() -> Limits {
         max_line: 4096,
         max_literal: 64 * 1024,
         max_response: 128 * 1024,
+        ..Limits::default()
     }
 }
 

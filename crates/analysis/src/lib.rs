@@ -78,18 +78,18 @@ pub use histogram::{
 pub use record::{
     ActionInterval, ClientInterval, Completion, DEFAULT_INTERVAL, DEFAULT_MAX_ERROR_RATIO,
     DEFAULT_P95_LIMIT_MS, DeliveryRecord, DeliveryRecorder, IntervalRecord, LOST_LIST_CAP,
-    LostRecipient, Phase, PhaseLengths, QosThresholds, RUN_RECORD_VERSION, RunMeta, RunRecord,
-    counters, merge_interval_lists,
+    LostRecipient, Phase, PhaseLengths, QosThresholds, RUN_RECORD_VERSION, Recovery, RunMeta,
+    RunRecord, counters, merge_interval_lists,
 };
 pub use recorder::{
     ActionTiming, DEFAULT_LATE_START_THRESHOLD, ENCODE_FAILURES_COUNTER, IntervalRecorder, Outcome,
     RecorderConfig,
 };
 pub use summary::{
-    ActionSummary, Bottleneck, CLIENT_CPU_BUSY_INTERVALS_FRACTION, CLIENT_CPU_LIMIT_FRACTION,
-    ClientSummary, DeliverySummary, LatencySummary, PANIC_ERROR_KIND, QosFailure, QosReport,
-    ResourceHighAverage, SCHEDULING_LAG_P99_LIMIT_MS, Score, SteadyWindow, Summary, Throughput,
-    Verdict, WeightSource,
+    ActionSummary, BITS_PER_MEGABIT, Bottleneck, CLIENT_CPU_BUSY_INTERVALS_FRACTION,
+    CLIENT_CPU_LIMIT_FRACTION, ClientSummary, DeliverySummary, LatencySummary, PANIC_ERROR_KIND,
+    QosFailure, QosReport, ResourceHighAverage, SCHEDULING_LAG_P99_LIMIT_MS, Score, ServerLimits,
+    SteadyWindow, Summary, Throughput, Verdict, WeightSource,
 };
 
 /// What can go wrong in analysis.

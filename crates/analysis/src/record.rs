@@ -39,6 +39,10 @@ pub mod counters {
     pub const FOLDER_OPENS: &str = "folder_opens";
     /// Sessions re-established after a drop.
     pub const RECONNECTS: &str = "reconnects";
+    /// File runs: bytes read from the server in measured operations.
+    pub const BYTES_READ: &str = "bytes_read";
+    /// File runs: bytes written to the server in measured operations.
+    pub const BYTES_WRITTEN: &str = "bytes_written";
 }
 
 /// The phase of a run an interval belongs to.
@@ -157,6 +161,37 @@ pub struct RunMeta {
     /// stops): how many users finished and when the last one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion: Option<Completion>,
+    /// The protocol each action spoke, by action name (`update_calendar`:
+    /// `caldav`, or `imap` when the target had no CalDAV server); empty in
+    /// records made before it was kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub protocols: BTreeMap<String, String>,
+    /// Set when the record was rebuilt by `peakhour report` from what an
+    /// interrupted run left on disk (no `summary.json`): the run was killed,
+    /// so the figures stop at the last interval that reached the disk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<Recovery>,
+    /// What weakened the run's security, one sentence each (TLS
+    /// certificates not verified, passwords in plain text to a host that is
+    /// not loopback); empty when nothing did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security_shortcuts: Vec<String>,
+}
+
+/// How a record was rebuilt from a run that never finished writing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// The file it was rebuilt from (`intervals.jsonl` or `record.json`).
+    pub from: String,
+    /// Closed intervals found there.
+    pub intervals: usize,
+    /// Where the last of them ends, seconds since the run started.
+    pub measured_until_s: f64,
+    /// A line at the end that could not be read (a write cut short by the
+    /// kill), skipped.
+    pub torn_tail: bool,
+    /// Why the delivery figures are partial: no reconciliation ran.
+    pub note: String,
 }
 
 /// How a fixed-count workload finished; its headline figures are the time to
@@ -197,6 +232,9 @@ impl RunMeta {
             action_weights: BTreeMap::new(),
             qos: QosThresholds::default(),
             completion: None,
+            protocols: BTreeMap::new(),
+            recovered: None,
+            security_shortcuts: Vec::new(),
         }
     }
 }

@@ -166,7 +166,19 @@ pub struct Throughput {
     pub folder_opens_per_second: f64,
     /// Successful actions of every kind per second.
     pub actions_per_second: f64,
+    /// File runs only: NetBench's throughput, the bytes moved to and from the server
+    /// (counters `bytes_read` and `bytes_written`) per second of the steady phase.
+    /// Absent when the run moved no file data (every mail run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_second: Option<f64>,
+    /// The same in megabits per second as seed 004 printed them: bytes × 8 / 2^20
+    /// (its 480,154 bytes/s are 3.7 Mbits/s, its 11,510,079 are 87.8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub megabits_per_second: Option<f64>,
 }
+
+/// Bits in seed 004's megabit: 2^20 (see [`Throughput::megabits_per_second`]).
+pub const BITS_PER_MEGABIT: f64 = 1_048_576.0;
 
 /// End-to-end delivery over the whole run (submission to arrival), reconciled
 /// after drain.
@@ -302,6 +314,14 @@ pub struct Summary {
     pub qos: QosReport,
     /// The run was stopped early; figures cover what was measured.
     pub interrupted: bool,
+    /// Set when `peakhour report` rebuilt this summary from what a killed run
+    /// left on disk (then `interrupted` is true as well).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<crate::Recovery>,
+    /// What weakened the run's security (from the record's metadata): TLS
+    /// certificates not verified, passwords in plain text off the machine.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security_shortcuts: Vec<String>,
     /// The figures may describe peakhour rather than the server.
     pub client_bound: bool,
     /// Why `client_bound` is set.
@@ -351,6 +371,35 @@ pub struct Summary {
     /// server monitor; empty when no monitor ran.
     #[serde(default)]
     pub resources: Vec<ResourceHighAverage>,
+    /// The CPU and memory caps of the server measured (a shaped lab, `lab
+    /// up --cpus --memory`); `None` for a server without caps (set by the
+    /// caller, not by [`Summary::compute`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<ServerLimits>,
+}
+
+/// The caps a shaped lab put on the server (seed 003 varied CPUs and
+/// memory; the figures of such a run hold for that shape only).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerLimits {
+    /// CPU cap in cores (0.5 is half a core), when capped.
+    pub cpus: Option<f64>,
+    /// Memory cap in bytes, page cache included, when capped.
+    pub memory_bytes: Option<u64>,
+}
+
+impl ServerLimits {
+    /// `0.5 CPUs, 1024 MiB of memory` (the parts that are capped).
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(c) = self.cpus {
+            parts.push(format!("{c} CPU{}", if c == 1.0 { "" } else { "s" }));
+        }
+        if let Some(m) = self.memory_bytes {
+            parts.push(format!("{} MiB of memory", m / (1024 * 1024)));
+        }
+        parts.join(", ")
+    }
 }
 
 #[derive(Default)]
@@ -524,7 +573,9 @@ impl Summary {
         Ok(Summary {
             verdict,
             qos,
-            interrupted: meta.interrupted,
+            interrupted: meta.interrupted || meta.recovered.is_some(),
+            recovered: meta.recovered.clone(),
+            security_shortcuts: meta.security_shortcuts.clone(),
             client_bound: !client_bound_reasons.is_empty(),
             client_bound_reasons,
             seed: meta.seed,
@@ -549,6 +600,7 @@ impl Summary {
             meta: meta.clone(),
             bottleneck: None,
             resources: Vec::new(),
+            limits: None,
         })
     }
 }
@@ -614,7 +666,23 @@ fn throughput(window: &SteadyWindow, totals: &BTreeMap<String, u64>, actions: u6
         message_opens_per_second: rate(get(counters::MESSAGE_OPENS), 1.0),
         folder_opens_per_second: rate(get(counters::FOLDER_OPENS), 1.0),
         actions_per_second: rate(actions, 1.0),
+        bytes_per_second: file_bytes(totals).map(|b| rate(b, 1.0)),
+        megabits_per_second: file_bytes(totals).map(|b| {
+            if secs > 0.0 {
+                round_ms(b as f64 * 8.0 / BITS_PER_MEGABIT / secs)
+            } else {
+                0.0
+            }
+        }),
     }
+}
+
+/// The file data moved in the steady phase, when the run counted any.
+fn file_bytes(totals: &BTreeMap<String, u64>) -> Option<u64> {
+    let read = totals.get(counters::BYTES_READ);
+    let written = totals.get(counters::BYTES_WRITTEN);
+    (read.is_some() || written.is_some())
+        .then(|| read.copied().unwrap_or(0) + written.copied().unwrap_or(0))
 }
 
 /// The name of the error kind a panicked task is counted under.

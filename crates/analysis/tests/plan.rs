@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 
 use peakhour_analysis::plan::{
     Direction, HighAverageValue, HostCapacity, IdleBaseline, LatencyMeasurement, Matrix,
-    MatrixCell, MemoryFit, MemoryPoint, Plan, PlanError, PlanRequest, Price, QosMethod, QosModel,
-    Resource, Series, SweepCapacity, TaskCost, TaskRun, TaskSet, TaskUnit, WindowMeasurement,
-    derive_task_cost, erlang_c, fit_memory, memory_to_install, queue_wait_p95_ms, stressful_flags,
+    MatrixCell, MemoryFit, MemoryPoint, Plan, PlanError, PlanRequest, Price, ProfileRates,
+    QosMethod, QosModel, Resource, Series, SweepCapacity, TaskCost, TaskRun, TaskSet, TaskUnit,
+    WindowMeasurement, derive_task_cost, erlang_c, fit_memory, memory_to_install, per_user_rates,
+    queue_wait_p95_ms, stressful_flags,
 };
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -636,4 +637,71 @@ fn a_missing_cell_is_warned_and_a_duplicate_refused() {
         Matrix::build("p", 10, dup, 10.0),
         Err(PlanError::DuplicateCell { .. })
     ));
+}
+
+fn profile_rates() -> ProfileRates {
+    ProfileRates {
+        actions_per_hour: [("read", 18.0), ("send", 3.6), ("fly", 1.0)]
+            .map(|(n, r)| (n.to_owned(), r))
+            .into_iter()
+            .collect(),
+        logons_per_hour: 0.125,
+        recipients_average: 2.0,
+    }
+}
+
+#[test]
+fn per_user_rates_take_measured_tasks_and_count_deliveries_once() {
+    // send was measured: its window holds its deliveries, deliver is not added.
+    let with_deliver = {
+        let mut costs = vec![
+            cost("read", 2.0, 0.2, 4.0, 1.0, 20.0, 50.0),
+            cost("send", 10.0, 1.0, 40.0, 4.0, 60.0, 200.0),
+            cost("deliver", 3.0, 0.3, 8.0, 1.0, 4.0, 30.0),
+            cost("logon", 1.0, 0.1, 0.0, 0.0, 2.0, 10.0),
+        ];
+        let mut held = cost("idle_session", 100.0, 1.0, 0.0, 0.0, 1.0, 0.0);
+        held.unit = TaskUnit::SessionHour;
+        costs.push(held);
+        TaskSet::build("test", costs, &idle(), 2.0, None, None)
+    };
+    let (rates, notes) = per_user_rates(&profile_rates(), 1.5, &with_deliver);
+    let expect: BTreeMap<String, f64> = [
+        ("read", 18.0),
+        ("send", 3.6),
+        ("logon", 0.125),
+        ("idle_session", 1.5),
+    ]
+    .map(|(n, r)| (n.to_owned(), r))
+    .into_iter()
+    .collect();
+    assert_eq!(rates, expect);
+    assert!(
+        notes.iter().any(|n| n.contains("deliver is not added")),
+        "{notes:?}"
+    );
+    assert!(notes.iter().any(|n| n.contains("fly")), "{notes:?}");
+
+    // Without send measured, deliveries are send × recipients (then left
+    // out with send, which has no cost).
+    let no_send = TaskSet::build(
+        "test",
+        vec![cost("deliver", 3.0, 0.3, 8.0, 1.0, 4.0, 30.0)],
+        &idle(),
+        2.0,
+        None,
+        None,
+    );
+    let (rates, _) = per_user_rates(&profile_rates(), 1.0, &no_send);
+    close(rates["deliver"], 7.2, 1e-12);
+    assert_eq!(rates.len(), 1, "{rates:?}");
+}
+
+#[test]
+fn prices_read_with_and_without_a_currency() {
+    let p: Price = "2659".parse().unwrap();
+    assert_eq!((p.amount, p.currency.as_str()), (2659.0, "USD"));
+    let p: Price = "2659.5 EUR".parse().unwrap();
+    assert_eq!((p.amount, p.currency.as_str()), (2659.5, "EUR"));
+    assert!("USD".parse::<Price>().is_err());
 }

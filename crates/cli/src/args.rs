@@ -13,17 +13,21 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 mod analysis;
+mod files;
 mod help;
 mod lab;
 mod load;
+mod planner;
 
 pub(crate) use analysis::{AnalyzeCapacityArgs, AnalyzeCommand, MonitorArgs};
+pub(crate) use files::FileArgs;
 use help::{
     ANALYZE_EXAMPLES, COMPARE_EXAMPLES, COMPLETIONS_EXAMPLES, INIT_EXAMPLES, MAN_EXAMPLES,
     MONITOR_EXAMPLES, QUICK_START, REPORT_EXAMPLES, RUN_EXAMPLES, SWEEP_EXAMPLES,
 };
 pub(crate) use lab::{LabCheckArgs, LabCommand, LabUpArgs};
 pub(crate) use load::{InitArgs, RunArgs, RunShape, SweepArgs, TargetArgs};
+pub(crate) use planner::{MatrixArgs, PlanArgs, TasksArgs};
 
 /// A duration as written on the command line (`90s`, `1h30m`); one too long
 /// to represent is an error (exit code 2), not a panic.
@@ -89,6 +93,20 @@ pub(crate) enum Command {
     /// finished (even early), 1 when a step could not run, 130 when interrupted.
     #[command(after_help = SWEEP_EXAMPLES)]
     Sweep(SweepArgs),
+    /// Measure what each task costs the server, run alone at a steady rate: every action
+    /// of the profile, a logon, an idle session held, a delivery through the MTA and a
+    /// search without an index (seed 001's atomic tasks; docs/planner.md).
+    ///
+    /// An idle baseline is measured first and subtracted. Writes tasks.json, tasks.csv
+    /// and tasks.html (ranked by CPU per task, with seed 001's paired bars).
+    Tasks(TasksArgs),
+    /// Size a server from tasks.json and a profile's rates: CPU, memory, disk and
+    /// network per user count, the first resource to run out, the users within the QoS
+    /// limit, and price/performance (seed 000's sizing tables; docs/planner.md).
+    Plan(PlanArgs),
+    /// Run the same load on a grid of shaped labs (CPUs × memory), each a fresh lab, and
+    /// read which measurements rise or fall with more memory or CPUs (seed 003).
+    Matrix(MatrixArgs),
     /// Sample the server (CPU, memory, disks, network, Dovecot/Postfix processes, mail
     /// queues) into DIR/monitor.csv, as STAT.NLM did during someone else's test.
     ///

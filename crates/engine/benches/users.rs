@@ -126,8 +126,11 @@ fn target(lab: &LabGuard) -> Arc<Target> {
         lmtp: Some(
             Endpoint::parse(&format!("lmtp://{}", status.endpoints.lmtp), &["lmtp"]).expect("lmtp"),
         ),
+        caldav: None,
+        pop3: None,
         tls,
         credentials: Credentials::Shared(Secret::new(status.password.clone())),
+        options: peakhour_engine::ServerOptions::default(),
     })
 }
 

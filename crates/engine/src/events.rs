@@ -43,6 +43,12 @@ pub enum Counter {
     FolderOpens,
     /// A dropped connection that was re-established.
     Reconnects,
+    /// A calendar event created over CalDAV (a PUT that stored a new one).
+    EventsCreated,
+    /// A calendar event changed over CalDAV (a PUT with `If-Match` that stored).
+    EventsChanged,
+    /// A message downloaded over POP3 (RETR).
+    MessagesDownloaded,
     /// Milliseconds the reconciliation after the drain took, counted once
     /// at its end (in the run's last interval, so in `record.json`, not in
     /// the steady phase's summary).
@@ -59,6 +65,9 @@ impl Counter {
             Counter::MessageOpens => "message_opens",
             Counter::FolderOpens => "folder_opens",
             Counter::Reconnects => "reconnects",
+            Counter::EventsCreated => "events_created",
+            Counter::EventsChanged => "events_changed",
+            Counter::MessagesDownloaded => "messages_downloaded",
             Counter::ReconcileMs => "reconcile_ms",
         }
     }

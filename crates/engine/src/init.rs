@@ -19,13 +19,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use peakhour_imap::{ImapConnection, ImapError, StatusItem};
+use peakhour_imap::{ImapConnection, ImapError, SearchKey, StatusItem};
 use peakhour_smtp::{Flavor, SmtpConnection, SmtpError};
 use peakhour_workload::{InitialMessage, MessageGenerator, MessageSpec, Plan};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::folders::{discover, listed};
 use crate::population::{Population, PopulationError};
 use crate::target::Target;
 use crate::user::rfc5322;
@@ -67,8 +68,11 @@ pub struct InitReport {
     pub added: u64,
     /// Bytes added.
     pub bytes: u64,
-    /// Wall time.
+    /// Wall time (of the mailboxes; the calendars keep their own).
     pub elapsed: Duration,
+    /// The calendars made over CalDAV, when the profile keeps a calendar
+    /// and the target has a CalDAV server.
+    pub calendars: Option<crate::CalendarInitReport>,
 }
 
 impl InitReport {
@@ -81,21 +85,26 @@ impl InitReport {
 /// Why an init failed.
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {
-    /// An IMAP step failed for a user.
-    #[error("{user}: IMAP: {source}")]
+    /// An IMAP step failed for a user. The error carries the command and
+    /// the server's text; `login` is the login actually sent, and `folder`
+    /// the folder the command was about (as the server names it).
+    #[error("{login}: {error}{}", folder_suffix(.folder))]
     Imap {
-        /// The user.
-        user: String,
-        /// The error.
-        source: ImapError,
+        /// The login sent (from the users file, or the address).
+        login: String,
+        /// The folder the failing command named, if any.
+        folder: Option<String>,
+        /// The error (not a `source`: its text is already in this one's,
+        /// and a chain would print it twice).
+        error: ImapError,
     },
     /// An LMTP step failed for a user.
-    #[error("{user}: LMTP: {source}")]
+    #[error("{user}: LMTP: {error}")]
     Lmtp {
-        /// The user.
+        /// The user's address (LMTP delivers to addresses).
         user: String,
         /// The error.
-        source: SmtpError,
+        error: SmtpError,
     },
     /// LMTP refused a message.
     #[error("{user}: LMTP refused the message for {folder}: {reply}")]
@@ -121,6 +130,16 @@ pub enum InitError {
         "LMTP delivery needs an LMTP endpoint (the lab has one); use IMAP APPEND for other servers"
     )]
     NoLmtp,
+    /// The calendars could not be made (see [`crate::init_calendars`]).
+    #[error(transparent)]
+    Calendar(#[from] crate::CalendarInitError),
+}
+
+fn folder_suffix(folder: &Option<String>) -> String {
+    folder
+        .as_ref()
+        .map(|f| format!(" (folder {f:?})"))
+        .unwrap_or_default()
 }
 
 /// Live progress, readable from another task (for a progress bar).
@@ -211,6 +230,8 @@ pub async fn init(
         return Err(error);
     }
     report.elapsed = started.elapsed();
+    report.calendars =
+        crate::calendar_init::init_calendars(&plan, &target, &population, &settings).await?;
     Ok(report)
 }
 
@@ -236,6 +257,10 @@ fn initial_date(message: &InitialMessage) -> String {
 /// IMAP APPEND) the session that adds the rest.
 struct Mailbox {
     address: String,
+    /// The login sent, for errors.
+    login: String,
+    /// The server's name of each of [`Plan::folders`].
+    names: Vec<String>,
     /// Messages in each of [`Plan::folders`] before this init.
     present: Vec<u32>,
     imap: Option<ImapConnection>,
@@ -258,7 +283,8 @@ struct UserJob<'a> {
 }
 
 impl UserJob<'_> {
-    /// Logs on as `user`, creates the folders it lacks and counts what the others hold.
+    /// Logs on as `user`, creates the folders it lacks and counts the
+    /// messages of this init the others hold.
     async fn count_folders(&self, user: u32) -> Result<Mailbox, InitError> {
         let UserJob {
             plan,
@@ -267,40 +293,40 @@ impl UserJob<'_> {
             settings,
         } = *self;
         let address = population.address(user)?;
-        let imap_error = |source| InitError::Imap {
-            user: address.clone(),
-            source,
-        };
         let (login, password) = target.login(user, &address);
+        let failed = |folder: Option<&str>| {
+            let login = login.to_owned();
+            let folder = folder.map(str::to_owned);
+            move |error| InitError::Imap {
+                login,
+                folder,
+                error,
+            }
+        };
         let mut imap = target
             .connect_imap(settings.timeout, settings.command_timeout)
             .await
-            .map_err(imap_error)?;
-        imap.login(login, password).await.map_err(imap_error)?;
-        let existing: Vec<String> = imap
-            .list("", "*")
+            .map_err(failed(None))?;
+        imap.login(login, password).await.map_err(failed(None))?;
+        let prefix = target.options.folder_prefix.as_deref();
+        let (server, listing) = discover(&mut imap, prefix, |_, _| {})
             .await
-            .map_err(imap_error)?
-            .value
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
+            .map_err(failed(None))?;
+        let existing: Vec<String> = listing.into_iter().map(|e| e.name).collect();
+        let mut names = Vec::with_capacity(plan.folders().len());
         let mut present = Vec::with_capacity(plan.folders().len());
         for folder in plan.folders() {
-            if !existing
-                .iter()
-                .any(|n| n.eq_ignore_ascii_case(&folder.name))
-            {
-                imap.create(&folder.name).await.map_err(imap_error)?;
-                present.push(0);
-                continue;
-            }
-            let status = imap
-                .status(&folder.name, &[StatusItem::Messages])
-                .await
-                .map_err(imap_error)?
-                .value;
-            present.push(status.messages.unwrap_or(0));
+            let name = server.initial_folder(plan.params(), &folder.name);
+            let count = if listed(&existing, &name) {
+                own_messages(&mut imap, &name, &self.run_id())
+                    .await
+                    .map_err(failed(Some(&name)))?
+            } else {
+                imap.create(&name).await.map_err(failed(Some(&name)))?;
+                0
+            };
+            present.push(count);
+            names.push(name);
         }
         let imap = if settings.via == Via::ImapAppend {
             Some(imap)
@@ -309,10 +335,17 @@ impl UserJob<'_> {
             None
         };
         Ok(Mailbox {
-            address,
+            login: login.to_owned(),
+            address: address.clone(),
+            names,
             present,
             imap,
         })
+    }
+
+    /// The run id every message of this init carries (`X-Peakhour-Run`).
+    fn run_id(&self) -> String {
+        format!("init-{}", self.plan.seed())
     }
 
     /// Brings `user`'s mailbox to the starting state.
@@ -338,7 +371,7 @@ impl UserJob<'_> {
             plan,
             population,
             generator: MessageGenerator::new(plan.seed()),
-            run_id: format!("init-{}", plan.seed()),
+            run_id: self.run_id(),
             to: vec![mailbox.address.clone()],
         };
         let written = match (missing.is_empty(), settings.via, &target.lmtp) {
@@ -358,9 +391,9 @@ impl UserJob<'_> {
                             .deliver(lmtp, &mailbox, &missing, progress, &mut report)
                             .await
                     }
-                    Err(source) => Err(InitError::Lmtp {
+                    Err(error) => Err(InitError::Lmtp {
                         user: mailbox.address.clone(),
-                        source,
+                        error,
                     }),
                 }
             }
@@ -428,16 +461,16 @@ impl Writer<'_> {
         report: &mut UserReport,
     ) -> Result<(), InitError> {
         for message in missing {
-            let folder = &self.plan.folders()[message.folder].name;
+            let folder = &mailbox.names[message.folder];
             let from = self.sender(message);
             let bytes = self.render(message);
             let recipient = detail_address(&mailbox.address, folder);
             let outcome = lmtp
                 .send_mail(&from, std::slice::from_ref(&recipient), &bytes)
                 .await
-                .map_err(|source| InitError::Lmtp {
+                .map_err(|error| InitError::Lmtp {
                     user: mailbox.address.clone(),
-                    source,
+                    error,
                 })?
                 .value;
             if let Some(refused) = outcome.recipients.iter().find(|r| !r.delivered()) {
@@ -471,17 +504,23 @@ impl Writer<'_> {
         progress: &Progress,
         report: &mut UserReport,
     ) -> Result<(), InitError> {
-        let imap_error = |source| InitError::Imap {
-            user: mailbox.address.clone(),
-            source,
+        let login = mailbox.login.clone();
+        let failed = |folder: &str| {
+            let login = login.clone();
+            let folder = Some(folder.to_owned());
+            move |error| InitError::Imap {
+                login,
+                folder,
+                error,
+            }
         };
         let Some(imap) = mailbox.imap.as_mut() else {
-            return Err(imap_error(ImapError::Closed { bye: None }));
+            return Err(failed("INBOX")(ImapError::Closed { bye: None }));
         };
         let multi = imap.capabilities().has("MULTIAPPEND");
         // Messages come folder by folder, in position order.
         for in_folder in missing.chunk_by(|a, b| a.folder == b.folder) {
-            let folder = &self.plan.folders()[in_folder[0].folder].name;
+            let folder = &mailbox.names[in_folder[0].folder];
             let flags: &[&str] = if folder.eq_ignore_ascii_case("INBOX") {
                 &[]
             } else {
@@ -503,12 +542,12 @@ impl Writer<'_> {
                 if multi && batch.len() > 1 {
                     imap.multi_append(folder, flags, std::mem::take(&mut batch))
                         .await
-                        .map_err(imap_error)?;
+                        .map_err(failed(folder))?;
                 } else {
                     for bytes in batch.drain(..) {
                         imap.append(folder, flags, None, &bytes)
                             .await
-                            .map_err(imap_error)?;
+                            .map_err(failed(folder))?;
                     }
                 }
                 report.added += count;
@@ -519,6 +558,29 @@ impl Writer<'_> {
         }
         Ok(())
     }
+}
+
+/// How many messages of this init (`X-Peakhour-Run: run_id`) `folder`
+/// holds: whatever else it holds is not counted, so a mailbox with mail of
+/// its own still gets all of the profile's messages.
+async fn own_messages(
+    imap: &mut ImapConnection,
+    folder: &str,
+    run_id: &str,
+) -> Result<u32, ImapError> {
+    let status = imap.status(folder, &[StatusItem::Messages]).await?.value;
+    if status.messages.unwrap_or(0) == 0 {
+        return Ok(0);
+    }
+    imap.examine(folder).await?;
+    let found = imap
+        .search(
+            &SearchKey::Header("X-Peakhour-Run".into(), run_id.into()),
+            true,
+        )
+        .await?
+        .value;
+    Ok(u32::try_from(found.len()).unwrap_or(u32::MAX))
 }
 
 /// Dovecot saves `user+Folder@domain` into Folder (`lmtp_save_to_detail_mailbox`).

@@ -38,30 +38,49 @@
 //!   [`RECONCILE_LIMIT`]. A user that cannot go on has its remaining actions
 //!   counted `not-attempted`, and a task that panics is counted (`panic`).
 //! * [`init`] brings mailboxes to a profile's starting state.
+//! * [`session_tasks`] runs the planner's atomic session tasks (a logon, a
+//!   delivery, a search without an index, idle sessions held) at a steady rate.
+//! * [`files`] runs file clients (NetBench's disk mix, dbench trace replay) against a
+//!   directory or an SMB share.
 #![deny(missing_docs)]
 
+mod calendar;
+mod calendar_init;
 mod connector;
 mod delivery;
 mod events;
+pub mod files;
+mod folders;
+mod groupware;
 pub mod init;
+mod pop3_user;
 mod population;
 mod reconcile;
 mod recording;
 mod run;
 mod selfcheck;
+pub mod session_tasks;
 mod target;
 mod user;
 
+pub use calendar::CalDavEndpoint;
+pub use calendar_init::{CalendarInitError, CalendarInitReport, init_calendars};
 pub use connector::{Connector, NetConnector};
 pub use delivery::{DeliveryTracker, LOST_LIST_CAP, Lost, LostReport, bare_message_id};
 pub use events::{Counter, Event, EventSink, NOT_ATTEMPTED, Outcome, PANIC};
+pub use folders::ServerFolders;
+pub use groupware::GroupwareCheckError;
+pub use peakhour_smtp::AuthPolicy;
 pub use population::{Population, PopulationError, RESERVED_TEST_DOMAINS, is_test_domain};
 pub use reconcile::{MAILBOX_SEARCH_LIMIT, RECONCILE_LIMIT, ReconcileProgress, SEARCH_TASKS};
 pub use recording::{RunRecorder, qos_thresholds};
 pub use run::{
-    MAX_PHASE, MAX_TIMEOUT, Observer, Phase, RunClock, RunError, RunOutcome, RunResult,
+    Both, MAX_PHASE, MAX_TIMEOUT, Observer, Phase, RunClock, RunError, RunOutcome, RunResult,
     RunSettings, STOP_GRACE, SelfSample, preflight, run, run_with,
 };
 pub use selfcheck::{CpuMeter, LAG_PROBE_PERIOD, process_cpu_time};
-pub use target::{Account, Credentials, Endpoint, EndpointError, Target, TlsMode};
+pub use target::{
+    Account, Credentials, Endpoint, EndpointError, ServerOptions, Target, TlsMode,
+    security_shortcuts,
+};
 pub use user::LATE_AFTER;

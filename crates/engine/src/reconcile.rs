@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use peakhour_imap::{FetchItem, ImapConnection, ImapError, SearchKey};
-use peakhour_workload::Plan;
+use peakhour_workload::{ActionKind, Plan};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -25,6 +25,8 @@ use tokio::time::Instant;
 use crate::connector::{Connector, open_imap};
 use crate::delivery::DeliveryTracker;
 use crate::events::Event;
+use crate::folders::discover;
+use crate::pop3_user::search_maildrop;
 use crate::population::Population;
 use crate::run::{Observer, RunClock, RunSettings, TICK};
 use crate::target::{Target, imap_deadline};
@@ -275,6 +277,8 @@ impl<C: Connector> SearchRound<'_, '_, C> {
         let timeout = parts.settings.connect_timeout;
         let command_timeout = parts.settings.action_timeout;
         let sent_folder = parts.plan.params().sent_folder.clone();
+        // POP3 users' maildrops are searched over POP3 (UIDL, TOP 0).
+        let over_pop3 = parts.plan.actions().contains(&ActionKind::DownloadMail);
         async move {
             let mut outcome = SearchOutcome::default();
             while let Some((user, address)) = queue.take() {
@@ -288,14 +292,30 @@ impl<C: Connector> SearchRound<'_, '_, C> {
                     timeout,
                     command_timeout,
                 };
-                let found =
-                    imap_deadline(MAILBOX_SEARCH_LIMIT, "SEARCH", search.run(&*connector)).await;
+                let found = if over_pop3 {
+                    let search = search_maildrop(&target, *user, address, &run_id, timeout);
+                    match tokio::time::timeout(MAILBOX_SEARCH_LIMIT, search).await {
+                        Ok(Ok(seen)) => {
+                            let at = Instant::now();
+                            Ok(seen
+                                .iter()
+                                .filter_map(|id| delivery.noticed(id, *user, at))
+                                .collect())
+                        }
+                        Ok(Err(failure)) => Err(failure.kind),
+                        Err(_) => Err("pop3:timeout".to_owned()),
+                    }
+                } else {
+                    imap_deadline(MAILBOX_SEARCH_LIMIT, "SEARCH", search.run(&*connector))
+                        .await
+                        .map_err(|error| format!("imap:{}", error.kind()))
+                };
                 match found {
                     Ok(latencies) => {
                         delivery.searched(*user);
                         outcome.latencies.extend(latencies);
                     }
-                    Err(error) => outcome.failures.push(format!("imap:{}", error.kind())),
+                    Err(kind) => outcome.failures.push(kind),
                 }
                 searched.fetch_add(1, Ordering::Relaxed);
             }
@@ -362,17 +382,22 @@ impl MailboxSearch<'_> {
         self.search_folder(&mut imap, "INBOX", &mut latencies)
             .await?;
         if self.delivery.is_waiting(self.user) {
-            let folders: Vec<String> = imap
-                .list("", "*")
-                .await?
-                .value
+            let prefix = self.target.options.folder_prefix.as_deref();
+            let (server, listing) = discover(&mut imap, prefix, |_, _| {}).await?;
+            // The profile's Sent as the server names it (`INBOX.Sent`, or the
+            // folder marked \Sent).
+            let sent = server
+                .sent
+                .clone()
+                .unwrap_or_else(|| server.name(self.sent_folder));
+            let folders: Vec<String> = listing
                 .into_iter()
                 .filter(|entry| {
                     !entry
                         .attributes
                         .iter()
                         .any(|a| a.eq_ignore_ascii_case("\\Noselect"))
-                        && !entry.name.eq_ignore_ascii_case(self.sent_folder)
+                        && !entry.name.eq_ignore_ascii_case(&sent)
                         && !entry.name.eq_ignore_ascii_case("INBOX")
                 })
                 .map(|entry| entry.name)

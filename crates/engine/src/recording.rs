@@ -8,10 +8,10 @@
 //! adds the run's metadata and returns the [`RunRecord`] the summary, the
 //! report and every output file are computed from.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use peakhour_analysis::{
-    ActionTiming, AnalysisError, Completion, DeliveryRecorder, IntervalRecorder,
+    ActionTiming, AnalysisError, Completion, DeliveryRecorder, IntervalRecord, IntervalRecorder,
     Outcome as Recorded, Phase as RecordedPhase, PhaseLengths, QosThresholds, RecorderConfig,
     RunMeta, RunRecord,
 };
@@ -57,6 +57,11 @@ impl RunRecorder {
         })
     }
 
+    /// The intervals closed so far, in order.
+    pub fn closed_intervals(&self) -> &[IntervalRecord] {
+        self.recorder.closed()
+    }
+
     /// Users logged on now, as the events have told.
     pub fn logged_on(&self) -> u32 {
         self.logged_on
@@ -89,7 +94,7 @@ impl RunRecorder {
         settings: &RunSettings,
         outcome: &RunOutcome,
     ) -> Result<RunRecord, AnalysisError> {
-        let mut meta = run_meta(plan, settings, outcome);
+        let mut meta = run_meta(plan, settings, outcome.started_at, outcome.interrupted);
         if plan.mode() == Mode::Fixed {
             meta.completion = Some(Completion {
                 users_finished: self.finished_users,
@@ -208,8 +213,13 @@ pub fn qos_thresholds(plan: &Plan, override_ms: Option<f64>) -> QosThresholds {
 }
 
 /// What describes the run in its record: identity, shape, and scoring rules.
-fn run_meta(plan: &Plan, settings: &RunSettings, outcome: &RunOutcome) -> RunMeta {
-    let started_at = chrono::DateTime::<chrono::Utc>::from(outcome.started_at)
+pub(crate) fn run_meta(
+    plan: &Plan,
+    settings: &RunSettings,
+    started_at: SystemTime,
+    interrupted: bool,
+) -> RunMeta {
+    let started_at = chrono::DateTime::<chrono::Utc>::from(started_at)
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let mut meta = RunMeta::new(
         settings.run_id.clone(),
@@ -228,7 +238,7 @@ fn run_meta(plan: &Plan, settings: &RunSettings, outcome: &RunOutcome) -> RunMet
     meta.speed = plan.speed();
     meta.late_start_threshold = LATE_AFTER;
     meta.client_cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-    meta.interrupted = outcome.interrupted;
+    meta.interrupted = interrupted;
     meta.peakhour_version = env!("CARGO_PKG_VERSION").to_owned();
     meta.action_weights = plan
         .rates()

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use peakhour_analysis::{AnalysisError, RunRecord};
+use peakhour_analysis::{AnalysisError, IntervalRecord, RunMeta, RunRecord};
 use peakhour_smtp::Flavor;
 use peakhour_workload::ActionKind;
 use peakhour_workload::{MessageGenerator, Plan};
@@ -182,6 +182,45 @@ pub trait Observer: Send {
     /// on a loaded server can take minutes (a header search in every folder
     /// of every waiting recipient).
     fn reconciling(&mut self, _progress: ReconcileProgress) {}
+    /// Once, before the first user logs on: the run's metadata as the record
+    /// will carry it (marked `interrupted`, which the finished record
+    /// corrects), for a journal of the run to open with.
+    fn started(&mut self, _meta: &RunMeta) {}
+    /// An interval of the record has closed: it will not change any more.
+    /// Intervals come in order, each once; the last one, cut short where the
+    /// run ends, is only in the finished record.
+    fn interval_closed(&mut self, _interval: &IntervalRecord) {}
+}
+
+/// Two observers as one: each gets everything, the first first (the binary
+/// shows the live line and journals the run's intervals to disk).
+pub struct Both<'a>(pub &'a mut dyn Observer, pub &'a mut dyn Observer);
+
+impl Observer for Both<'_> {
+    fn event(&mut self, clock: &RunClock, at: Instant, event: &Event) {
+        self.0.event(clock, at, event);
+        self.1.event(clock, at, event);
+    }
+    fn lag(&mut self, clock: &RunClock, at: Instant, lag: Duration) {
+        self.0.lag(clock, at, lag);
+        self.1.lag(clock, at, lag);
+    }
+    fn tick(&mut self, clock: &RunClock, at: Instant, sample: SelfSample) {
+        self.0.tick(clock, at, sample);
+        self.1.tick(clock, at, sample);
+    }
+    fn reconciling(&mut self, progress: ReconcileProgress) {
+        self.0.reconciling(progress);
+        self.1.reconciling(progress);
+    }
+    fn started(&mut self, meta: &RunMeta) {
+        self.0.started(meta);
+        self.1.started(meta);
+    }
+    fn interval_closed(&mut self, interval: &IntervalRecord) {
+        self.0.interval_closed(interval);
+        self.1.interval_closed(interval);
+    }
 }
 
 /// What a run ends with besides the observed events.
@@ -243,6 +282,10 @@ pub enum RunError {
     /// the SMTP stage (then the run was stopped before sending to it).
     #[error(transparent)]
     Population(#[from] PopulationError),
+    /// A server the profile's calendar or POP3 actions need is missing or
+    /// unusable.
+    #[error(transparent)]
+    Groupware(#[from] crate::groupware::GroupwareCheckError),
 }
 
 /// Checks, before any load, that the first user can log on over IMAP and
@@ -251,6 +294,8 @@ pub enum RunError {
 ///
 /// Every step has a deadline of `timeout`: connecting (with the TLS
 /// handshake and the greeting), STARTTLS, LOGIN, AUTH, and the goodbyes.
+/// A profile with calendar or POP3 actions also has its CalDAV and POP3
+/// servers checked ([`GroupwareCheckError`](crate::GroupwareCheckError) says what failed).
 pub async fn preflight(plan: &Plan, target: &Target, timeout: Duration) -> Result<(), RunError> {
     let population = Population::new(plan, &target.credentials)?;
     let address = population.address(0)?;
@@ -276,10 +321,12 @@ pub async fn preflight(plan: &Plan, target: &Target, timeout: Duration) -> Resul
         .connect_smtp(&target.smtp, Flavor::Smtp, "preflight.peakhour", timeout)
         .await
         .map_err(|e| smtp_error(e.to_string()))?;
-    smtp.authenticate(login, password)
+    let encrypted = target.smtp.tls != crate::target::TlsMode::None;
+    smtp.authenticate_as(target.options.smtp_auth, encrypted, login, password)
         .await
         .map_err(|e| smtp_error(format!("AUTH as {login} failed: {e}")))?;
     let _ = smtp_deadline(timeout, "QUIT", smtp.quit()).await;
+    crate::groupware::groupware_preflight(plan, target, &population, timeout).await?;
     Ok(())
 }
 
@@ -356,11 +403,15 @@ pub async fn run_with<C: Connector>(
         halt: halt.clone(),
         progress: progress.clone(),
     });
+    observer.started(&crate::recording::run_meta(
+        &plan, &settings, started_at, true,
+    ));
     let users = spawn_users(shared, &clock, &settings, &stop);
 
     let mut both = Tee {
         recorder: &mut recorder,
         observer,
+        handed_on: 0,
     };
     let supervisor = Supervisor {
         plan: &plan,
@@ -415,7 +466,9 @@ pub async fn run_with<C: Connector>(
         reconciled,
         panics: ended.panics + search_panics,
     };
-    let record = recorder.finish(&plan, &population, &settings, &outcome)?;
+    let mut record = recorder.finish(&plan, &population, &settings, &outcome)?;
+    // Which protocol each action spoke (update_calendar: CalDAV or IMAP).
+    record.meta.protocols = crate::groupware::action_protocols(&plan, &target);
     Ok(RunResult { outcome, record })
 }
 
@@ -698,24 +751,41 @@ pub(crate) const TICK: Duration = Duration::from_secs(1);
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// The record first, then the live view: one observer for the run's loop.
+/// Every interval the recorder closes is handed on to the observer once,
+/// right after the event that closed it.
 struct Tee<'a> {
     recorder: &'a mut RunRecorder,
     observer: &'a mut dyn Observer,
+    /// Closed intervals already handed on.
+    handed_on: usize,
+}
+
+impl Tee<'_> {
+    fn hand_on_closed(&mut self) {
+        let closed = self.recorder.closed_intervals();
+        for interval in closed.get(self.handed_on..).unwrap_or_default() {
+            self.observer.interval_closed(interval);
+        }
+        self.handed_on = closed.len();
+    }
 }
 
 impl Observer for Tee<'_> {
     fn event(&mut self, clock: &RunClock, at: Instant, event: &Event) {
         self.recorder.event(clock, at, event);
+        self.hand_on_closed();
         self.observer.event(clock, at, event);
     }
 
     fn lag(&mut self, clock: &RunClock, at: Instant, lag: Duration) {
         self.recorder.lag(clock, at, lag);
+        self.hand_on_closed();
         self.observer.lag(clock, at, lag);
     }
 
     fn tick(&mut self, clock: &RunClock, at: Instant, sample: SelfSample) {
         self.recorder.tick(clock, at, sample);
+        self.hand_on_closed();
         self.observer.tick(clock, at, sample);
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use peakhour_imap::{ImapConnection, ImapError};
 use peakhour_net::{Secret, Security};
-use peakhour_smtp::{Flavor, SmtpConnection, SmtpError};
+use peakhour_smtp::{AuthPolicy, Flavor, SmtpConnection, SmtpError};
 
 /// How a connection to an endpoint is secured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +72,8 @@ impl Endpoint {
             "lmtp" => (24, false),
             "pop3" => (110, false),
             "pop3s" => (995, true),
+            "http" => (80, false),
+            "https" => (443, true),
             other => return Err(error(format!("unknown scheme {other}"))),
         };
         let rest = rest.trim_end_matches('/');
@@ -102,6 +104,16 @@ impl Endpoint {
             port,
             tls,
         })
+    }
+
+    /// Whether the host is this machine's loopback (`127.0.0.0/8`, `::1`,
+    /// `localhost`): plain text to it never leaves the machine.
+    pub fn is_loopback(&self) -> bool {
+        self.host.eq_ignore_ascii_case("localhost")
+            || self
+                .host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
     }
 
     /// How the transport is opened (STARTTLS starts plain).
@@ -146,6 +158,99 @@ pub struct Account {
     pub address: String,
 }
 
+/// How the engine adapts to a server that is not the lab.
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    /// Whether and how users authenticate to the SMTP server (`--smtp-auth`).
+    pub smtp_auth: AuthPolicy,
+    /// The prefix of the user's own folders, instead of the one the server
+    /// announces with NAMESPACE (`--folder-prefix`).
+    pub folder_prefix: Option<String>,
+}
+
+impl Account {
+    /// A users file: `login,password[,address]` per line; `#` comments and
+    /// blank lines are skipped. These users are the run's whole test
+    /// population: mail goes only to their addresses. The address is the
+    /// third column, or the login when the login is an address. A password
+    /// may hold commas; one whose last comma is followed by something like an
+    /// address needs the third column. An error starts with the line's number.
+    pub fn parse_users(text: &str) -> Result<Vec<Account>, String> {
+        let mut users = Vec::new();
+        for (index, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            users.push(Self::parse_line(line).map_err(|why| format!("{}: {why}", index + 1))?);
+        }
+        if users.is_empty() {
+            return Err(" holds no users".into());
+        }
+        Ok(users)
+    }
+
+    /// One line of a users file.
+    pub fn parse_line(line: &str) -> Result<Account, String> {
+        let Some((login, rest)) = line.split_once(',') else {
+            return Err("expected `login,password[,address]`".into());
+        };
+        let login = login.trim();
+        if login.is_empty() {
+            return Err("empty login".into());
+        }
+        let looks_like_address =
+            |s: &str| s.contains('@') && !s.contains(char::is_whitespace) && !s.ends_with('@');
+        let (password, address) = match rest.rsplit_once(',') {
+            Some((password, address)) if looks_like_address(address.trim()) => {
+                (password, address.trim().to_owned())
+            }
+            _ if looks_like_address(login) => (rest, login.to_owned()),
+            _ => {
+                return Err(format!(
+                    "the login {login:?} is not a mail address: add the user's address as a \
+                     third column (login,password,address), so that the run knows where its \
+                     mail goes"
+                ));
+            }
+        };
+        Ok(Account {
+            login: login.to_owned(),
+            password: Secret::new(password.to_owned()),
+            address,
+        })
+    }
+}
+
+/// What weakens a target's security, one sentence each, for stderr, the
+/// run's `config.toml`, `summary.json` and the report (issue 11): server
+/// certificates not verified, and passwords in plain text to a host that
+/// is not loopback.
+pub fn security_shortcuts(
+    imap: &Endpoint,
+    smtp: &Endpoint,
+    tls_verification_skipped: bool,
+) -> Vec<String> {
+    let mut shortcuts = Vec::new();
+    if tls_verification_skipped {
+        shortcuts.push(
+            "TLS certificates were not verified (--insecure-skip-tls-verify): anyone on the \
+             path could have posed as the server and read the users' passwords"
+                .to_owned(),
+        );
+    }
+    for (protocol, endpoint) in [("IMAP LOGIN", imap), ("SMTP AUTH", smtp)] {
+        if endpoint.tls == TlsMode::None && !endpoint.is_loopback() {
+            shortcuts.push(format!(
+                "{protocol} sends passwords in plain text to {}:{}, which is not loopback \
+                 (no TLS: use an imaps/submissions URL or +starttls)",
+                endpoint.host, endpoint.port
+            ));
+        }
+    }
+    shortcuts
+}
+
 /// Everything the engine needs to reach the servers.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -155,10 +260,17 @@ pub struct Target {
     pub imap: Endpoint,
     /// Where `init` delivers directly, if the target offers it (the lab does).
     pub lmtp: Option<Endpoint>,
+    /// The CalDAV server, if the target has one: the calendar actions use
+    /// it, and `update_calendar` falls back to an IMAP folder without it.
+    pub caldav: Option<crate::calendar::CalDavEndpoint>,
+    /// The POP3 server, if the target has one: where `download_mail` reads.
+    pub pop3: Option<Endpoint>,
     /// TLS settings for every connection that uses TLS.
     pub tls: Arc<rustls::ClientConfig>,
     /// Logins and passwords.
     pub credentials: Credentials,
+    /// SMTP AUTH and folder names.
+    pub options: ServerOptions,
 }
 
 impl Target {
@@ -268,6 +380,24 @@ pub(crate) async fn smtp_deadline<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_users_file_line_gives_login_password_and_address() {
+        let account = Account::parse_line("alice,s3cret,alice@corp.example").unwrap();
+        assert_eq!(account.login, "alice");
+        assert_eq!(account.password.expose(), "s3cret");
+        assert_eq!(account.address, "alice@corp.example");
+        let account = Account::parse_line("bob@x.test,pa,ss").unwrap();
+        assert_eq!(account.address, "bob@x.test");
+        assert_eq!(account.password.expose(), "pa,ss");
+        let error = Account::parse_line("carol,pw").unwrap_err();
+        assert!(error.contains("third column"), "{error}");
+        assert!(Account::parse_line("dave").is_err());
+        let error =
+            Account::parse_users("# users\n\nalice,pw,alice@x.test\ncarol,pw\n").unwrap_err();
+        assert!(error.starts_with("4: "), "{error}");
+        assert!(Account::parse_users("# none\n").is_err());
+    }
 
     #[test]
     fn parses_schemes_ports_and_tls_modes() {

@@ -11,7 +11,7 @@ use peakhour_imap::{
 };
 use peakhour_net::Timed;
 use peakhour_smtp::{Flavor, SmtpError};
-use peakhour_workload::{ActionKind, MessageGenerator, MessageSpec, Plan};
+use peakhour_workload::{ActionKind, ActionParams, MessageGenerator, MessageSpec, Plan};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -19,6 +19,8 @@ use tokio::time::Instant;
 use crate::connector::Connector;
 use crate::delivery::DeliveryTracker;
 use crate::events::{Counter, Event, EventSink, Outcome};
+use crate::folders::{discover, listed};
+use crate::groupware::GroupwareClients;
 use crate::population::Population;
 use crate::run::{Halt, ScheduleProgress, not_attempted};
 use crate::target::{Target, TlsMode, imap_deadline, smtp_deadline};
@@ -61,9 +63,9 @@ struct Known {
 }
 
 /// Why an action failed, and whether the session survived it.
-struct Failure {
-    kind: String,
-    session_lost: bool,
+pub(crate) struct Failure {
+    pub(crate) kind: String,
+    pub(crate) session_lost: bool,
 }
 
 impl From<ImapError> for Failure {
@@ -87,6 +89,9 @@ impl From<SmtpError> for Failure {
 }
 
 struct Session<S> {
+    /// The profile's action parameters with the folders as this server
+    /// names them ([`ServerFolders`](crate::ServerFolders)).
+    params: Arc<ActionParams>,
     imap: ImapConnection<S>,
     inbox: Vec<Known>,
     highest_uid: u32,
@@ -122,6 +127,8 @@ pub(crate) struct User<C: Connector> {
     address: String,
     shared: Arc<Shared<C>>,
     session: Option<Session<C::Stream>>,
+    /// The calendar and POP3 clients, for the profiles that use them.
+    groupware: GroupwareClients,
     failures_in_a_row: u32,
     /// Sessions established so far: any after the first is a reconnect.
     logons: u32,
@@ -131,11 +138,13 @@ impl<C: Connector> User<C> {
     pub(crate) fn new(index: u32, shared: Arc<Shared<C>>) -> Self {
         // The run checked that the population covers every user of the plan.
         let address = shared.population.address(index).unwrap_or_default();
+        let groupware = GroupwareClients::new(&shared, index, &address);
         User {
             index,
             address,
             shared,
             session: None,
+            groupware,
             failures_in_a_row: 0,
             logons: 0,
         }
@@ -200,7 +209,7 @@ impl<C: Connector> User<C> {
                 self.reported(scheduled.seq);
                 continue;
             }
-            if self.session.is_none() {
+            if !self.logged_on() {
                 let until = (intended + action_timeout).min(timeline.steady_end);
                 if Instant::now() >= until {
                     // Held up past the end of the steady phase (a stalled
@@ -213,7 +222,7 @@ impl<C: Connector> User<C> {
                     continue;
                 }
                 self.ensure_session(&mut stop, until).await;
-                if self.session.is_none() {
+                if !self.logged_on() {
                     // Could not log back on: the action failed, and it is counted.
                     let now = Instant::now();
                     self.shared.events.send(Event::Action {
@@ -281,6 +290,12 @@ impl<C: Connector> User<C> {
             let _ = tokio::time::timeout(Duration::from_secs(2), session.imap.logout()).await;
             self.shared.events.send(Event::LoggedOn(-1));
         }
+        self.groupware.go_offline(&self.shared);
+    }
+
+    /// Logged on: holding its IMAP session, or running without one.
+    fn logged_on(&self) -> bool {
+        self.session.is_some() || self.groupware.online()
     }
 
     /// Every action of the schedule is reported once: the run knows how far
@@ -312,6 +327,10 @@ impl<C: Connector> User<C> {
 
     /// Logs on, retrying with backoff until it works, `stop` is raised or `until` passes.
     async fn ensure_session(&mut self, stop: &mut watch::Receiver<bool>, until: Instant) {
+        if !self.groupware.imap_needed() {
+            self.groupware.go_online(&self.shared);
+            return;
+        }
         while self.session.is_none() && !*stop.borrow() && Instant::now() < until {
             match tokio::time::timeout(self.shared.action_timeout, self.log_on()).await {
                 Ok(Ok(session)) => {
@@ -364,23 +383,22 @@ impl<C: Connector> User<C> {
         let (login, password) = target.login(self.index, &self.address);
         let done = imap.login(login, password).await?;
         self.command("imap.LOGIN", done);
-        let plan = &self.shared.plan;
-        let params = plan.params();
+        // Where the user's folders are (NAMESPACE, LIST with special-use
+        // attributes): the profile's names as this server spells them.
+        let events = &self.shared.events;
+        let prefix = target.options.folder_prefix.as_deref();
+        let (server, listing) = discover(&mut imap, prefix, |name, elapsed| {
+            events.command(name, elapsed)
+        })
+        .await?;
+        let params = server.params(self.shared.plan.params());
+        let existing: Vec<String> = listing.into_iter().map(|e| e.name).collect();
         // Folders a run needs: create any that `init` has not (idempotent).
-        let listed = imap.list("", "*").await?;
-        let existing: Vec<String> = self
-            .command("imap.LIST", listed)
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
         let mut needed: Vec<&str> =
             vec![&params.trash, &params.sent_folder, &params.calendar_folder];
         needed.extend(params.move_targets.iter().map(String::as_str));
         for folder in needed {
-            if !existing
-                .iter()
-                .any(|name| name.eq_ignore_ascii_case(folder))
-            {
+            if !listed(&existing, folder) {
                 let done = imap.create(folder).await?;
                 self.command("imap.CREATE", done);
             }
@@ -408,6 +426,7 @@ impl<C: Connector> User<C> {
         let highest_uid = inbox.iter().map(|k| k.uid).max().unwrap_or(0);
         let can_idle = imap.capabilities().has("IDLE");
         Ok(Session {
+            params: Arc::new(params),
             imap,
             inbox,
             highest_uid,
@@ -582,6 +601,12 @@ impl<C: Connector> User<C> {
     }
 
     async fn act(&mut self, kind: ActionKind, seq: u64, nth: u64) -> Result<Outcome, Failure> {
+        let groupware = self
+            .groupware
+            .act(&self.shared, self.index, &self.address, kind, seq, nth);
+        if let Some(done) = groupware.await {
+            return done;
+        }
         match kind {
             ActionKind::CheckInbox => self.check_inbox().await,
             ActionKind::Read => self.read(seq).await,
@@ -589,7 +614,23 @@ impl<C: Connector> User<C> {
             ActionKind::Delete => self.move_message(seq, true).await,
             ActionKind::Send => self.send(nth).await,
             ActionKind::UpdateCalendar => self.update_calendar(nth).await,
+            // Handled by the groupware clients above.
+            ActionKind::PollCalendar
+            | ActionKind::CreateEvent
+            | ActionKind::ChangeEvent
+            | ActionKind::DownloadMail => Ok(Outcome::Skipped("not_groupware")),
         }
+    }
+
+    /// The action parameters of the session's server (its folder names).
+    fn session_params(&self) -> Result<Arc<ActionParams>, Failure> {
+        self.session
+            .as_ref()
+            .map(|s| s.params.clone())
+            .ok_or(Failure {
+                kind: "no-session".into(),
+                session_lost: true,
+            })
     }
 
     fn session(&mut self) -> Result<&mut Session<C::Stream>, Failure> {
@@ -600,7 +641,7 @@ impl<C: Connector> User<C> {
     }
 
     async fn check_inbox(&mut self) -> Result<Outcome, Failure> {
-        let inbox = self.shared.plan.params().inbox.clone();
+        let inbox = self.session_params()?.inbox.clone();
         let page = self.shared.plan.params().page_size.max(1);
         let events = self.shared.events.clone();
         let session = self.session()?;
@@ -676,7 +717,7 @@ impl<C: Connector> User<C> {
     }
 
     async fn move_message(&mut self, seq: u64, delete: bool) -> Result<Outcome, Failure> {
-        let params = self.shared.plan.params().clone();
+        let params = self.session_params()?;
         let events = self.shared.events.clone();
         let picked = self.pick_message(seq, false);
         let Some(index) = picked else {
@@ -700,7 +741,14 @@ impl<C: Connector> User<C> {
             .last_command()
             .move_messages(&uid.to_string(), &folder, true)
             .await?;
-        events.command("imap.UID MOVE", moved.elapsed);
+        // Recorded under the commands actually sent: a server without MOVE
+        // got COPY, STORE and EXPUNGE (RFC 6851's fallback).
+        let sent = if session.imap.capabilities().has("MOVE") {
+            "imap.UID MOVE"
+        } else {
+            "imap.UID COPY+STORE+EXPUNGE"
+        };
+        events.command(sent, moved.elapsed);
         session.inbox.swap_remove(index);
         Ok(Outcome::Ok)
     }
@@ -764,8 +812,14 @@ impl<C: Connector> User<C> {
             self.command("smtp.EHLO", done);
         }
         let (login, password) = target.login(self.index, &self.address);
-        let done = smtp.authenticate(login, password).await?;
-        self.command("smtp.AUTH", done);
+        let encrypted = endpoint.tls != TlsMode::None;
+        let policy = target.options.smtp_auth;
+        if let Some(done) = smtp
+            .authenticate_as(policy, encrypted, login, password)
+            .await?
+        {
+            self.command("smtp.AUTH", done);
+        }
         let sent = smtp.send_mail(&self.address, &envelope, &message).await?;
         self.command("smtp.TRANSACTION", sent.clone().map(|_| ()));
         let outcome = sent.value;
@@ -795,7 +849,7 @@ impl<C: Connector> User<C> {
         }
 
         if plan.params().save_copy {
-            let sent_folder = plan.params().sent_folder.clone();
+            let sent_folder = self.session_params()?.sent_folder.clone();
             let session = self.session()?;
             let appended = session
                 .last_command()
@@ -829,7 +883,7 @@ impl<C: Connector> User<C> {
     }
 
     async fn update_calendar(&mut self, nth: u64) -> Result<Outcome, Failure> {
-        let params = self.shared.plan.params().clone();
+        let params = self.session_params()?;
         let events = self.shared.events.clone();
         let item = calendar_item(&self.shared.run_id, self.index, nth, &self.address);
         let session = self.session()?;

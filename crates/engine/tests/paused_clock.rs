@@ -541,3 +541,70 @@ async fn reconciliation_searches_every_folder_but_sent() {
     assert_eq!(outcome.delivered_recipients, 0);
     assert_eq!(outcome.lost.len() as u64, outcome.submitted_recipients);
 }
+
+/// Keeps what a run's journal is handed: the metadata it starts with and
+/// every closed interval.
+#[derive(Default)]
+struct Journal {
+    started: Vec<peakhour_analysis::RunMeta>,
+    closed: Vec<peakhour_analysis::IntervalRecord>,
+}
+
+impl peakhour_engine::Observer for Journal {
+    fn event(&mut self, _: &peakhour_engine::RunClock, _: Instant, _: &Event) {}
+    fn lag(&mut self, _: &peakhour_engine::RunClock, _: Instant, _: Duration) {}
+    fn tick(&mut self, _: &peakhour_engine::RunClock, _: Instant, _: peakhour_engine::SelfSample) {}
+    fn started(&mut self, meta: &peakhour_analysis::RunMeta) {
+        self.started.push(meta.clone());
+    }
+    fn interval_closed(&mut self, interval: &peakhour_analysis::IntervalRecord) {
+        self.closed.push(interval.clone());
+    }
+}
+
+/// Issue 11: what a killed run keeps is what the observers were handed
+/// while it ran, so every interval but the last (cut short at the end) must
+/// be handed on once, in order, equal to the record's, and the run's
+/// metadata before the first (marked interrupted until the record says
+/// otherwise).
+#[tokio::test(start_paused = true)]
+async fn issue_11_every_closed_interval_is_handed_to_the_observers_as_it_closes() {
+    let plan = plan(4, "[actions.check_inbox]\nper_day = 240");
+    let mail = fake_mail(&plan);
+    let mut seen = Seen::default();
+    let mut journal = Journal::default();
+    let (_stop_tx, stop) = watch::channel(false);
+    let result = run_with(
+        Arc::new(mail.clone()),
+        plan.clone(),
+        target(),
+        settings(10, 60, 10),
+        stop,
+        &mut peakhour_engine::Both(&mut seen, &mut journal),
+    )
+    .await
+    .unwrap();
+    let record = &result.record;
+    assert_eq!(journal.started.len(), 1);
+    let meta = &journal.started[0];
+    assert!(meta.interrupted);
+    assert_eq!(
+        (meta.run_id.as_str(), meta.started_at.as_str()),
+        (record.meta.run_id.as_str(), record.meta.started_at.as_str())
+    );
+    assert!(!record.meta.interrupted);
+    assert!(
+        journal.closed.len() >= 6,
+        "{} handed on",
+        journal.closed.len()
+    );
+    assert_eq!(
+        journal.closed[..],
+        record.intervals[..journal.closed.len()],
+        "handed on as recorded"
+    );
+    assert!(
+        record.intervals.len() - journal.closed.len() <= 1,
+        "only the last is left"
+    );
+}

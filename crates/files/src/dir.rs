@@ -39,8 +39,8 @@ use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, PosixFadviseAdvice, RenameFlags};
 
 use crate::{
-    BackendError, CHUNK, FileBackend, Handle, NtStatus, OpResult, Outcome, Timed, check_path,
-    write_pattern,
+    BackendError, CHUNK, Entry, FileBackend, Handle, ListResult, Listing, NtStatus, OpResult,
+    Outcome, Timed, check_path, write_pattern,
 };
 
 /// How the directory backend treats the client's page cache.
@@ -222,6 +222,13 @@ impl DirBackend {
             self.files.insert(handle, Arc::new(file));
         }
         Ok(refine_not_found(t, &full))
+    }
+}
+
+impl DirBackend {
+    /// Closes every open file (dropping it closes it; its locks go with it).
+    pub fn close_all(&mut self) {
+        self.files.clear();
     }
 }
 
@@ -410,6 +417,39 @@ impl FileBackend for DirBackend {
                     entries: count,
                 }
             })
+        })
+        .await
+    }
+
+    async fn list_entries(&mut self, dir: &str) -> ListResult {
+        let full = self.path(dir)?;
+        blocking("list", move || {
+            let start = Instant::now();
+            let mut listing = Listing {
+                status: NtStatus::OK,
+                entries: Vec::new(),
+            };
+            match std::fs::read_dir(&full) {
+                Err(e) => listing.status = status_of(&e),
+                Ok(entries) => {
+                    for entry in entries {
+                        match entry {
+                            Ok(entry) => listing.entries.push(Entry {
+                                name: entry.file_name().to_string_lossy().into_owned(),
+                                is_dir: entry.file_type().is_ok_and(|t| t.is_dir()),
+                            }),
+                            Err(e) => {
+                                listing.status = status_of(&e);
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            Timed {
+                value: listing,
+                elapsed: start.elapsed(),
+            }
         })
         .await
     }

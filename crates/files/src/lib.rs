@@ -19,18 +19,22 @@
 
 #![deny(missing_docs)]
 
+mod any;
 mod dir;
 mod error;
 mod smb;
 mod status;
+mod tree;
 
 use std::future::Future;
 
+pub use any::AnyBackend;
 pub use dir::{CachePolicy, DirBackend};
 pub use error::BackendError;
 pub use peakhour_net::Timed;
 pub use smb::{SmbBackend, SmbTarget};
 pub use status::NtStatus;
+pub use tree::{MAX_TREE_DEPTH, MAX_TREE_ENTRIES, delete_tree};
 
 /// The caller's number for an open file, valid until it is closed.
 pub type Handle = u32;
@@ -70,6 +74,27 @@ impl Outcome {
 
 /// The result of one timed operation.
 pub type OpResult = Result<Timed<Outcome>, BackendError>;
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The name, without the directory.
+    pub name: String,
+    /// Whether it is a directory.
+    pub is_dir: bool,
+}
+
+/// A directory's entries (without `.` and `..`), or the status that refused the listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    /// The server's answer; [`NtStatus::OK`] when it listed.
+    pub status: NtStatus,
+    /// The entries, in the server's order.
+    pub entries: Vec<Entry>,
+}
+
+/// The result of one timed listing by name.
+pub type ListResult = Result<Timed<Listing>, BackendError>;
 
 /// One client's connection to a file target. Every method performs one operation and
 /// returns its [`Outcome`] with the time it took on the wire (or in the system call).
@@ -113,6 +138,9 @@ pub trait FileBackend: Send {
     fn rename(&mut self, from: &str, to: &str) -> impl Future<Output = OpResult> + Send;
     /// Lists a directory.
     fn list(&mut self, dir: &str) -> impl Future<Output = OpResult> + Send;
+    /// Lists a directory with the entries' names: what a trace's wildcard search and a
+    /// recursive delete need.
+    fn list_entries(&mut self, dir: &str) -> impl Future<Output = ListResult> + Send;
     /// Reads a file's attributes by path.
     fn get_attributes(&mut self, path: &str) -> impl Future<Output = OpResult> + Send;
     /// Sets an open file's last-write time to now.

@@ -33,8 +33,8 @@ use smb2::types::{Command, FileId, OplockLevel};
 use smb2::{ClientConfig, SmbClient, Tree};
 
 use crate::{
-    BackendError, CHUNK, FileBackend, Handle, NtStatus, OpResult, Outcome, Timed, check_path,
-    write_pattern,
+    BackendError, CHUNK, Entry, FileBackend, Handle, ListResult, Listing, NtStatus, OpResult,
+    Outcome, Timed, check_path, write_pattern,
 };
 
 const FILE_DIRECTORY_FILE: u32 = 0x0000_0001;
@@ -142,6 +142,16 @@ impl SmbBackend {
     /// The negotiated dialect, e.g. `Smb3_1_1`.
     pub fn dialect(&self) -> Option<String> {
         self.client.params().map(|p| format!("{:?}", p.dialect))
+    }
+
+    /// Closes every file this client holds open; the first refusal is returned after all
+    /// were tried.
+    pub async fn close_all(&mut self) -> Result<(), BackendError> {
+        let ids: Vec<FileId> = self.files.drain().map(|(_, id)| id).collect();
+        for id in ids {
+            self.close_id(id).await?;
+        }
+        Ok(())
     }
 
     /// Disconnects from the share and logs off. Open files are closed by the server.
@@ -538,6 +548,31 @@ impl FileBackend for SmbBackend {
                 .filter(|e| e.name != "." && e.name != "..")
                 .count() as u32,
         })
+    }
+
+    async fn list_entries(&mut self, dir: &str) -> ListResult {
+        check_path(dir)?;
+        let start = Instant::now();
+        let result = self.client.list_directory(&mut self.tree, dir).await;
+        let elapsed = start.elapsed();
+        let value = match result {
+            Ok(entries) => Listing {
+                status: NtStatus::OK,
+                entries: entries
+                    .into_iter()
+                    .filter(|e| e.name != "." && e.name != "..")
+                    .map(|e| Entry {
+                        name: e.name,
+                        is_dir: e.is_directory,
+                    })
+                    .collect(),
+            },
+            Err(e) => Listing {
+                status: outcome_of(e)?.status,
+                entries: Vec::new(),
+            },
+        };
+        Ok(Timed { value, elapsed })
     }
 
     async fn get_attributes(&mut self, path: &str) -> OpResult {

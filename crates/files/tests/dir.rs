@@ -72,6 +72,7 @@ async fn a_netbench_script_runs_and_cleans_up() {
         &FileOverrides {
             clients: Some(2),
             seed: Some(3),
+            ..FileOverrides::default()
         },
     )
     .expect("plan");

@@ -87,6 +87,7 @@ async fn two_clients_run_the_disk_mix_and_smbclient_sees_their_workspaces() {
         &FileOverrides {
             clients: Some(2),
             seed: Some(11),
+            ..FileOverrides::default()
         },
     )
     .expect("plan");

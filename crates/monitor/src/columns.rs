@@ -65,6 +65,12 @@ pub const DOVECOT_PROCESSES: &str = "dovecot_processes";
 pub const DOVECOT_CONNECTIONS: &str = "dovecot_connections";
 /// CPU time the monitor spent on this sample, µs.
 pub const MONITOR_CPU_US: &str = "monitor_cpu_us";
+/// CPU used by a shaped lab's cgroup, 100 = one core (`crate::CgroupFiles`).
+pub const LAB_CPU_PCT: &str = "lab_cpu_pct";
+/// Share of wall time the lab's cgroup was throttled by its CPU quota.
+pub const LAB_CPU_THROTTLED_PCT: &str = "lab_cpu_throttled_pct";
+/// Memory charged to the lab's cgroup (page cache included), KiB.
+pub const LAB_MEMORY_KB: &str = "lab_memory_kb";
 
 /// Makes a kernel or user name safe inside a column name: ASCII letters and
 /// digits are kept (lowercased), everything else becomes `_`.

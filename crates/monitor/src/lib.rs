@@ -17,6 +17,9 @@
 //! * [`analysis`] is pure: steady-state mean, p95 and max per metric, seed
 //!   001's *high average* with its standard deviation, and the USE summary
 //!   that names the bottleneck in one line.
+//! * [`server`] reads a table as the planner needs it: the server's CPU,
+//!   memory, disk and network over a window, the memory model's points, a
+//!   matrix cell's metrics.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), peakhour_monitor::MonitorError> {
@@ -35,6 +38,7 @@
 #![deny(missing_docs)]
 
 pub mod analysis;
+mod cgroup;
 pub mod columns;
 mod cost;
 mod csv;
@@ -46,10 +50,14 @@ mod metric_key;
 mod monitor;
 mod procfs;
 mod sample;
+pub mod server;
 mod source;
 mod system;
 mod table;
 
+pub use cgroup::{
+    CgroupCounters, CgroupFiles, CgroupLayout, CgroupSample, cgroup_sample, parse_cgroup_counters,
+};
 pub use cost::{MonitorCost, cpu_timed, process_cpu_time, thread_cpu_time};
 pub use csv::CsvWriter;
 pub use error::MonitorError;
@@ -62,15 +70,17 @@ pub use metric_key::{
     CoreField, DiskField, Family, Field, GroupField, MetricKey, NetField, SystemField, Unit,
     instances_with,
 };
-pub use monitor::{Monitor, MonitorConfig, MonitorReport, StopHandle};
+pub use monitor::{Monitor, MonitorConfig, MonitorReport, StopHandle, signed_secs};
+#[doc(hidden)]
+pub use procfs::parse_every_proc_file;
 pub use procfs::{PidStat, parse_pid_stat};
 pub use sample::{
     CpuSample, CpuShares, DiskSample, GroupSample, MailSample, MemorySample, NetworkSample,
     PressureSample, QueueSizes, Sample, SystemSample,
 };
 pub use source::{
-    LocalConfig, LocalSource, NodeExporterSource, PROCESS_READ_BUDGET, SampleFuture, Source,
-    parse_exposition,
+    LocalConfig, LocalSource, MAX_CPUS, NodeExporterSource, PROCESS_READ_BUDGET, SampleFuture,
+    Source, parse_exposition, parse_scrape_response,
 };
 pub use system::{
     CpuCounters, DiskCounters, MemoryCounters, NetCounters, PressureCounters, SystemCounters,

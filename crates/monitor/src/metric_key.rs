@@ -155,6 +155,12 @@ fields! {
         DovecotConnections => (columns::DOVECOT_CONNECTIONS, Count, "Dovecot connections"),
         /// The monitor's CPU time per sample.
         MonitorCpuUs => (columns::MONITOR_CPU_US, Microseconds, "monitor CPU per sample"),
+        /// CPU used by the shaped lab's cgroup, 100 = one core.
+        LabCpuPct => (columns::LAB_CPU_PCT, Percent, "lab cgroup CPU % of a core"),
+        /// Share of wall time the lab's cgroup was throttled.
+        LabCpuThrottledPct => (columns::LAB_CPU_THROTTLED_PCT, Percent, "lab cgroup throttled %"),
+        /// Memory charged to the lab's cgroup.
+        LabMemoryKb => (columns::LAB_MEMORY_KB, Kibibytes, "lab cgroup memory"),
     }
 }
 

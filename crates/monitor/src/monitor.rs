@@ -235,7 +235,9 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
-fn signed_secs(at: Instant, origin: Instant) -> f64 {
+/// Seconds from `origin` to `at`, negative when `at` is earlier: how a
+/// monitor's `time_s` column relates an instant to its origin.
+pub fn signed_secs(at: Instant, origin: Instant) -> f64 {
     if at >= origin {
         at.duration_since(origin).as_secs_f64()
     } else {

@@ -67,9 +67,13 @@ pub(crate) fn parse_stat(text: &str, ticks_per_s: f64) -> Result<Stat, MonitorEr
             stat.total = cpu_line(fields, ticks_per_s)?;
             saw_total = true;
         } else if let Some(index) = key.strip_prefix("cpu") {
+            // Bounded like node_exporter's: `cpu4294967295` must not
+            // allocate a slot for every core below it (issue 11).
             let index: usize = index
                 .parse()
-                .map_err(|_| MonitorError::parse("/proc/stat", format!("cpu key {key:?}")))?;
+                .ok()
+                .filter(|i| *i < crate::source::MAX_CPUS)
+                .ok_or_else(|| MonitorError::parse("/proc/stat", format!("cpu key {key:?}")))?;
             let counters = cpu_line(fields, ticks_per_s)?;
             // Offline cores are absent; keep indices aligned with core numbers.
             if stat.cores.len() <= index {
@@ -364,6 +368,25 @@ pub(crate) fn count_established(text: &str, ports: &[u16]) -> u32 {
     count
 }
 
+/// Every parser of this module over one text, results dropped: the entry of
+/// the fuzz target `proc_files` (a parser must return an error for any text,
+/// never panic or allocate without bound).
+#[doc(hidden)]
+pub fn parse_every_proc_file(text: &str) {
+    let _ = parse_stat(text, 100.0);
+    let _ = parse_loadavg(text);
+    let _ = parse_uptime(text);
+    let _ = parse_pressure(text);
+    let _ = parse_meminfo(text, &mut MemoryCounters::default());
+    let _ = parse_vmstat(text, &mut MemoryCounters::default());
+    let _ = parse_diskstats(text, |name| !looks_like_partition(name));
+    let _ = parse_net_dev(text);
+    let _ = parse_pid_stat(text);
+    let _ = parse_pid_status(text);
+    let _ = parse_pid_io(text);
+    let _ = count_established(text, &[143, 993, 25]);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,6 +401,12 @@ processes 46414
 procs_running 3
 procs_blocked 0
 ";
+
+    #[test]
+    fn issue_11_a_huge_cpu_number_in_proc_stat_is_an_error_not_an_allocation() {
+        let text = "cpu 1 2 3 4\ncpu4294967295 1 2 3 4\n";
+        assert!(parse_stat(text, 100.0).is_err());
+    }
 
     #[test]
     fn stat_cpu_lines_in_seconds() {

@@ -5,6 +5,7 @@
 //! (a reset, a 32-bit wrap, a device that came back) gives none for one tick
 //! instead of a negative or huge number.
 
+use crate::cgroup::CgroupSample;
 use crate::metric_key::{CoreField, DiskField, GroupField, MetricKey, NetField, SystemField};
 
 /// Shares of CPU time over one interval, in percent; they add up to 100.
@@ -197,6 +198,9 @@ pub struct Sample {
     pub mail: MailSample,
     /// CPU time the monitor spent producing this sample, in µs.
     pub monitor_cpu_us: Option<f64>,
+    /// A shaped lab's cgroup, when the source was given one (its columns
+    /// follow `monitor_cpu_us`; without a cgroup they are absent).
+    pub cgroup: Option<CgroupSample>,
 }
 
 impl Sample {
@@ -251,6 +255,9 @@ impl Sample {
             (SystemField::MonitorCpuUs, self.monitor_cpu_us),
         ];
         out.extend(mail.map(|(f, v)| (MetricKey::system(f), v)));
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.metrics(&mut out);
+        }
         out
     }
 }

@@ -63,6 +63,7 @@ fn full_sample() -> Sample {
             dovecot_connections: Some(10),
         },
         monitor_cpu_us: Some(250.0),
+        cgroup: None,
     }
 }
 

@@ -159,6 +159,7 @@ fn two_reads_of_a_fake_proc_give_exact_rates() {
             postfix_queue_dir: Some(queue),
             dovecot_ports: Vec::new(),
         },
+        cgroup: None,
     })
     .unwrap();
     let t0 = Instant::now();

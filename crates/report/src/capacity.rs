@@ -8,7 +8,9 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use peakhour_analysis::capacity::sweep::{P95Basis, SweepAnalysis, SweepOutcome, SweepStep};
+use peakhour_analysis::capacity::sweep::{
+    P95Basis, SweepAnalysis, SweepOutcome, SweepStep, ThroughputUnit,
+};
 use peakhour_analysis::capacity::{CapacityAnalysis, UslFit};
 use serde::{Deserialize, Serialize};
 
@@ -65,9 +67,10 @@ pub struct SweepJson {
     pub steps_planned: Vec<u32>,
     /// The user counts run (fewer when the sweep stopped early).
     pub steps_run: Vec<u32>,
-    /// What the load counts: `users`.
+    /// What the load counts: `users`, or `clients` for a file server.
     pub load: String,
-    /// What the throughput counts: `actions_per_second`.
+    /// What the throughput counts: `actions_per_second`, or `bytes_per_second` for a
+    /// file server.
     pub throughput: String,
     /// Which p95 the curve uses.
     pub p95_basis: P95Basis,
@@ -85,6 +88,10 @@ pub struct SweepJson {
     pub interrupted: bool,
     /// The capacity statement.
     pub statement: Vec<String>,
+    /// `--price`: seed 004's price/performance, the price over the peak throughput (in
+    /// Mbit/s for a file server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_performance: Option<peakhour_analysis::plan::PricePerformance>,
 }
 
 /// `capacity.json`'s text: pretty-printed, valid against [`CAPACITY_SCHEMA`].
@@ -102,6 +109,14 @@ pub fn capacity_table(steps: &[SweepStep]) -> (Vec<String>, Vec<Vec<String>>) {
     let actions: std::collections::BTreeSet<&String> =
         steps.iter().flat_map(|s| s.action_p95_ms.keys()).collect();
     let mut header: Vec<String> = CAPACITY_CSV_COLUMNS.iter().map(|c| c.to_string()).collect();
+    if steps
+        .first()
+        .is_some_and(|s| s.unit == ThroughputUnit::BytesPerSecond)
+    {
+        // A file sweep: NetBench's clients and bytes per second (seed 004's table).
+        header[0] = "clients".into();
+        header[1] = "throughput_bytes_per_s".into();
+    }
     header.extend(actions.iter().map(|a| format!("p95_ms.{a}")));
     let rows = steps
         .iter()
@@ -156,12 +171,13 @@ pub fn render_sweep_html(
     steps: &[SweepStep],
 ) -> String {
     let (header, rows) = capacity_table(steps);
+    let unit = steps.first().map(|s| s.unit).unwrap_or_default();
     render_capacity_html(&CapacityPage {
         title,
         subtitle,
         analysis: &sweep.analysis,
-        load_label: "users",
-        throughput_label: "actions/s",
+        load_label: unit.load(),
+        throughput_label: unit.label(),
         p95_label: basis.label(),
         statement: &sweep.statement,
         table_header: &header,
@@ -226,8 +242,8 @@ pub fn sweep_json(
             speed: outcome.speed(),
             steps_planned: plan.steps_planned.to_vec(),
             steps_run: outcome.steps.iter().map(|s| s.users).collect(),
-            load: "users".into(),
-            throughput: "actions_per_second".into(),
+            load: sweep.unit.load().into(),
+            throughput: sweep.unit.field().into(),
             p95_basis: plan.basis,
             p95_source: plan.basis.source().into(),
             qos_p95_ms: sweep.qos.limit_ms,
@@ -236,8 +252,22 @@ pub fn sweep_json(
             failed: outcome.failed.clone(),
             interrupted: outcome.interrupted,
             statement: sweep.statement.clone(),
+            price_performance: None,
         },
     }
+}
+
+/// `--price`'s line: seed 004's price over the peak throughput.
+pub fn price_line(p: &peakhour_analysis::plan::PricePerformance) -> String {
+    format!(
+        "price/performance: {} / {:.1} {} = {} per {} (seed 004: price over peak throughput)",
+        p.price,
+        p.peak_throughput,
+        p.throughput_unit,
+        p.per_throughput_unit
+            .map_or_else(|| "-".to_owned(), |v| format!("{v:.2}")),
+        p.throughput_unit
+    )
 }
 
 /// `capacity.html` for a sweep, titled with its profile, users, seed and phases.
@@ -245,7 +275,8 @@ pub fn sweep_html(plan: &SweepPlan<'_>, sweep: &SweepAnalysis, outcome: &SweepOu
     let users: Vec<String> = outcome.steps.iter().map(|s| s.users.to_string()).collect();
     let speed = outcome.speed().map(|s| format!(" · speed {s}"));
     let subtitle = format!(
-        "users {} · seed {}{} · each step {} · {}",
+        "{} {} · seed {}{} · each step {} · {}",
+        sweep.unit.load(),
         users.join(", "),
         plan.seed,
         speed.unwrap_or_default(),
@@ -262,10 +293,14 @@ pub fn step_line(s: &SweepStep) -> String {
         v.map(|v| format!("{v:.decimals$}"))
             .unwrap_or_else(|| "-".into())
     };
+    let throughput = match s.unit {
+        ThroughputUnit::ActionsPerSecond => format!("{} actions/s", opt(Some(s.throughput), 2)),
+        ThroughputUnit::BytesPerSecond => s.unit.format(s.throughput),
+    };
     format!(
-        "{} users: {} actions/s, weighted p95 {} ms, max action p95 {} ms, errors {}/{}, CPU {}, bottleneck {}{}, verdict {}{}",
+        "{} {}: {throughput}, weighted p95 {} ms, max action p95 {} ms, errors {}/{}, CPU {}, bottleneck {}{}, verdict {}{}",
         s.users,
-        opt(Some(s.throughput), 2),
+        s.unit.load(),
         opt(s.weighted_p95_ms, 0),
         opt(s.max_action_p95_ms(), 0),
         s.errors,
@@ -288,11 +323,14 @@ pub fn step_line(s: &SweepStep) -> String {
 /// statement, the notes and where the files are.
 pub fn render_sweep_text(sweep: &SweepAnalysis, basis: P95Basis, dir: &str) -> String {
     let mut text = String::from("\n");
+    let unit = sweep.unit;
     text.push_str(&render_capacity_text(
         &sweep.analysis,
         &format!(
-            "throughput (actions/s) and {} against users, sweep {dir}",
+            "throughput ({}) and {} against {}, sweep {dir}",
+            unit.label(),
             basis.label(),
+            unit.load(),
         ),
     ));
     let _ = writeln!(text, "\nCapacity statement");

@@ -309,6 +309,25 @@ fn specs(runs: &[CompareRun<'_>]) -> Vec<Spec<'static>> {
             figure: counter_rate(name, per),
         });
     }
+    // File runs: NetBench's throughput, read and written apart.
+    if runs
+        .iter()
+        .any(|r| r.summary.throughput.bytes_per_second.is_some())
+    {
+        for (name, label) in [
+            ("bytes_read", "bytes read"),
+            ("bytes_written", "bytes written"),
+        ] {
+            specs.push(Spec {
+                kind: "throughput",
+                metric: label.into(),
+                action: None,
+                unit: "bytes per second",
+                lower_is_better: false,
+                figure: counter_rate(name, 1.0),
+            });
+        }
+    }
     specs
 }
 

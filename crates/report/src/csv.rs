@@ -39,34 +39,54 @@ pub fn write_intervals_csv<W: Write>(record: &RunRecord, out: &mut W) -> Result<
     let mut writer = csv_writer(out);
     write_header(&mut writer, INTERVALS_CSV_HEADER)?;
     for interval in &record.intervals {
-        let tail = [
-            interval.users_logged_on.to_string(),
-            opt(interval
-                .client
-                .cpu_percent
-                .map(|p| (p * 10.0).round() / 10.0)),
-        ];
-        if interval.actions.is_empty() {
-            let empty = ["", "0", "0", "0", "", "", "", "", ""].map(String::from);
-            writer.write_record(head(interval).iter().chain(&empty).chain(&tail))?;
-        }
-        for (action, a) in &interval.actions {
-            let lat = LatencySummary::of(&a.latency.decode()?);
-            let cells = [
-                action.clone(),
-                lat.count.to_string(),
-                a.error_count().to_string(),
-                a.late_starts.to_string(),
-                opt(lat.p50_ms),
-                opt(lat.p95_ms),
-                opt(lat.p99_ms),
-                opt(lat.max_ms),
-                opt(lat.mean_ms),
-            ];
-            writer.write_record(head(interval).iter().chain(&cells).chain(&tail))?;
-        }
+        interval_rows(&mut writer, interval)?;
     }
     writer.flush()?;
+    Ok(())
+}
+
+/// The rows of `intervals.csv` for one interval, without the header: what a
+/// run appends as each interval closes.
+pub fn write_interval_rows<W: Write>(
+    interval: &IntervalRecord,
+    out: &mut W,
+) -> Result<(), ReportError> {
+    let mut writer = csv_writer(out);
+    interval_rows(&mut writer, interval)?;
+    writer.flush()?;
+    Ok(())
+}
+
+fn interval_rows<W: Write>(
+    writer: &mut ::csv::Writer<W>,
+    interval: &IntervalRecord,
+) -> Result<(), ReportError> {
+    let tail = [
+        interval.users_logged_on.to_string(),
+        opt(interval
+            .client
+            .cpu_percent
+            .map(|p| (p * 10.0).round() / 10.0)),
+    ];
+    if interval.actions.is_empty() {
+        let empty = ["", "0", "0", "0", "", "", "", "", ""].map(String::from);
+        writer.write_record(head(interval).iter().chain(&empty).chain(&tail))?;
+    }
+    for (action, a) in &interval.actions {
+        let lat = LatencySummary::of(&a.latency.decode()?);
+        let cells = [
+            action.clone(),
+            lat.count.to_string(),
+            a.error_count().to_string(),
+            a.late_starts.to_string(),
+            opt(lat.p50_ms),
+            opt(lat.p95_ms),
+            opt(lat.p99_ms),
+            opt(lat.max_ms),
+            opt(lat.mean_ms),
+        ];
+        writer.write_record(head(interval).iter().chain(&cells).chain(&tail))?;
+    }
     Ok(())
 }
 
@@ -76,19 +96,38 @@ pub fn write_errors_csv<W: Write>(record: &RunRecord, out: &mut W) -> Result<(),
     let mut writer = csv_writer(out);
     write_header(&mut writer, ERRORS_CSV_HEADER)?;
     for interval in &record.intervals {
-        for (action, a) in &interval.actions {
-            for (kind, n) in a.errors.iter().filter(|(_, n)| **n > 0) {
-                writer.write_record([
-                    interval.start.as_secs_f64().to_string(),
-                    interval.phase.to_string(),
-                    action.clone(),
-                    kind.clone(),
-                    n.to_string(),
-                ])?;
-            }
-        }
+        error_rows(&mut writer, interval)?;
     }
     writer.flush()?;
+    Ok(())
+}
+
+/// The rows of `errors.csv` for one interval, without the header.
+pub fn write_error_rows<W: Write>(
+    interval: &IntervalRecord,
+    out: &mut W,
+) -> Result<(), ReportError> {
+    let mut writer = csv_writer(out);
+    error_rows(&mut writer, interval)?;
+    writer.flush()?;
+    Ok(())
+}
+
+fn error_rows<W: Write>(
+    writer: &mut ::csv::Writer<W>,
+    interval: &IntervalRecord,
+) -> Result<(), ReportError> {
+    for (action, a) in &interval.actions {
+        for (kind, n) in a.errors.iter().filter(|(_, n)| **n > 0) {
+            writer.write_record([
+                interval.start.as_secs_f64().to_string(),
+                interval.phase.to_string(),
+                action.clone(),
+                kind.clone(),
+                n.to_string(),
+            ])?;
+        }
+    }
     Ok(())
 }
 

@@ -4,7 +4,9 @@ use std::io::Write;
 
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
-use peakhour_analysis::{LatencyHistogram, RunRecord};
+use std::borrow::Borrow;
+
+use peakhour_analysis::{IntervalRecord, LatencyHistogram, RunMeta, RunRecord};
 
 use crate::ReportError;
 use crate::time::parse_rfc3339_utc;
@@ -22,7 +24,25 @@ use crate::time::parse_rfc3339_utc;
 /// - Values are microseconds from the intended start, V2 + deflate encoded;
 ///   the human-readable max column is in milliseconds (divisor 1000).
 pub fn write_hlog<W: Write>(record: &RunRecord, out: &mut W) -> Result<(), ReportError> {
-    let meta = &record.meta;
+    write_hlog_intervals(&record.meta, &record.intervals, out, || Ok(()))
+}
+
+/// [`write_hlog`] from the run's metadata and its intervals as they come:
+/// a run hands in its closed intervals one by one while it goes on, and
+/// `after_each` runs once each interval's entries are written (to flush and
+/// sync the file), so a killed run leaves every closed interval in the log.
+/// An error from `after_each` ends the log.
+pub fn write_hlog_intervals<W, I>(
+    meta: &RunMeta,
+    intervals: I,
+    out: &mut W,
+    mut after_each: impl FnMut() -> std::io::Result<()>,
+) -> Result<(), ReportError>
+where
+    W: Write,
+    I: IntoIterator,
+    I::Item: Borrow<IntervalRecord>,
+{
     let start = parse_rfc3339_utc(&meta.started_at)?;
     let mut serializer = V2DeflateSerializer::new();
     let mut builder = IntervalLogWriterBuilder::new();
@@ -37,7 +57,8 @@ pub fn write_hlog<W: Write>(record: &RunRecord, out: &mut W) -> Result<(), Repor
         .with_base_time(start)
         .with_max_value_divisor(1000.0);
     let mut log = builder.begin_log_with(out, &mut serializer)?;
-    for interval in &record.intervals {
+    for interval in intervals {
+        let interval = interval.borrow();
         let decoded = interval
             .actions
             .iter()
@@ -57,6 +78,7 @@ pub fn write_hlog<W: Write>(record: &RunRecord, out: &mut W) -> Result<(), Repor
             log.write_histogram(h.as_hdr(), interval.start, interval.length, tag)
                 .map_err(|e| ReportError::Hlog(e.to_string()))?;
         }
+        after_each().map_err(|e| ReportError::Hlog(e.to_string()))?;
     }
     Ok(())
 }

@@ -53,8 +53,11 @@ pub use compare::{
     MetricComparison, RunInfo, compare, compare_json, render_compare_markdown, render_compare_text,
     write_compare_csv,
 };
-pub use csv::{ERRORS_CSV_HEADER, INTERVALS_CSV_HEADER, write_errors_csv, write_intervals_csv};
-pub use hlog::write_hlog;
+pub use csv::{
+    ERRORS_CSV_HEADER, INTERVALS_CSV_HEADER, write_error_rows, write_errors_csv,
+    write_interval_rows, write_intervals_csv,
+};
+pub use hlog::{write_hlog, write_hlog_intervals};
 pub use html::{
     HostFacts, MonitorChart, MonitorView, REPORT_SECTIONS, ReportInput, ServerCounter,
     ServerSoftware, render_compare_html, render_html,

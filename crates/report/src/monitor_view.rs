@@ -12,7 +12,8 @@ use peakhour_monitor::{
 
 use crate::html::{MonitorChart, MonitorView, ServerCounter};
 
-/// The server groups charted and tabled by name, in this order.
+/// The default server groups, charted and tabled first, in this order; a
+/// run's own groups (`--group NAME=REGEX`) follow in the order of the columns.
 const CHARTED_GROUPS: [&str; 3] = ["dovecot", "postfix", "peakhour"];
 
 /// Reduces the monitor's columns; `window` is the steady phase on the
@@ -150,6 +151,23 @@ impl<'a> Reduction<'a> {
         )
     }
 
+    /// Every group with a CPU column: the defaults first, then the run's own.
+    /// A group not in the columns (no Dovecot when the target is not the
+    /// lab) has no row and no line.
+    fn charted_groups(&self) -> Vec<&str> {
+        let mut groups: Vec<&str> = CHARTED_GROUPS
+            .into_iter()
+            .filter(|g| self.groups.iter().any(|have| have == g))
+            .collect();
+        groups.extend(
+            self.groups
+                .iter()
+                .map(String::as_str)
+                .filter(|g| !CHARTED_GROUPS.contains(g)),
+        );
+        groups
+    }
+
     fn charts(&self) -> Vec<MonitorChart> {
         let per_core = |group: &str| {
             self.group(group, GroupField::CpuPct)
@@ -162,7 +180,11 @@ impl<'a> Reduction<'a> {
             ),
             ("iowait".to_owned(), self.system(SystemField::CpuIowaitPct)),
         ];
-        cpu.extend(CHARTED_GROUPS.map(|g| (g.to_owned(), per_core(g))));
+        cpu.extend(
+            self.charted_groups()
+                .into_iter()
+                .map(|g| (g.to_owned(), per_core(g))),
+        );
         let kib = |v: Vec<f64>| scale(v, 1.0 / 1024.0);
         let net = |field| self.sum_of(Field::Network(field)).map(kib);
         let queue = |field| self.system(field);
@@ -307,7 +329,7 @@ impl<'a> Reduction<'a> {
                 system(SystemField::PsiCpuSomePct),
             ),
         ];
-        for group in CHARTED_GROUPS {
+        for group in self.charted_groups() {
             rows.push(self.row(
                 window,
                 p,
@@ -344,7 +366,11 @@ impl<'a> Reduction<'a> {
             per_second("Swap pages out/Sec", SystemField::SwapOutPagesPerS),
         ];
         // The load generator's own memory is not the server's.
-        for group in ["dovecot", "postfix"] {
+        for group in self
+            .charted_groups()
+            .into_iter()
+            .filter(|g| *g != "peakhour")
+        {
             rows.push(
                 self.row(
                     window,

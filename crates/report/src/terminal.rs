@@ -35,7 +35,10 @@ fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
 
     actions_into(s, out)?;
     figures_into(s, out)?;
-    delivery_into(s, out)?;
+    if s.throughput.bytes_per_second.is_none() {
+        // A file run has no mail to deliver: its figures end with the common tail.
+        delivery_into(s, out)?;
+    }
     verdict_into(s, out)
 }
 
@@ -110,6 +113,17 @@ fn figures_into(s: &Summary, out: &mut String) -> std::fmt::Result {
         ms(s.score.pooled_p95_ms)
     )?;
     let t = &s.throughput;
+    if let Some(bytes) = t.bytes_per_second {
+        // A file run: NetBench's throughput, and no mail to deliver.
+        writeln!(
+            out,
+            "throughput:          {} bytes/s · {} Mbit/s (bytes read and written per second; Mbit = 2^20 bits, as seed 004) · {} operations/s",
+            plain(bytes),
+            plain(t.megabits_per_second.unwrap_or(0.0)),
+            plain(t.actions_per_second)
+        )?;
+        return common_tail(s, out);
+    }
     writeln!(
         out,
         "throughput:          {} messages submitted/h · {} recipients delivered/h",
@@ -156,6 +170,12 @@ fn delivery_into(s: &Summary, out: &mut String) -> std::fmt::Result {
         ms(d.p95_ms),
         ms(d.max_ms)
     )?;
+    if d.delivered_recipients > 0 {
+        writeln!(
+            out,
+            "  (latency: SMTP submission until the recipient's IMAP session saw the copy: queue, delivery and the server's IDLE notice included)"
+        )?;
+    }
     if let Some(queued) = d.mail_queue_at_end.filter(|q| d.lost > 0 && *q > 0) {
         writeln!(
             out,
@@ -178,6 +198,12 @@ fn delivery_into(s: &Summary, out: &mut String) -> std::fmt::Result {
             "WARNING: delivery does not reconcile: submitted != delivered + failed + lost"
         )?;
     }
+    common_tail(s, out)
+}
+
+/// What mail and file runs print alike after their throughput: late starts, errors,
+/// the monitor, warnings and the verdict.
+fn common_tail(s: &Summary, out: &mut String) -> std::fmt::Result {
     if s.late_starts > 0 {
         writeln!(out, "late starts:         {}", s.late_starts)?;
     }
@@ -188,13 +214,35 @@ fn delivery_into(s: &Summary, out: &mut String) -> std::fmt::Result {
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
         writeln!(out, "errors by kind:      {}", kinds.join(" · "))?;
+        if let Some(hint) = connection_limit_hint(s) {
+            writeln!(out, "  {hint}")?;
+        }
     }
     Ok(())
+}
+
+/// What users that could not log on (or lost their session) most often
+/// mean on a server that is not the lab: a limit on connections per client
+/// address, since every simulated user connects from the same one.
+fn connection_limit_hint(s: &Summary) -> Option<String> {
+    let count = |kind: &str| s.errors_by_kind.get(kind).copied().unwrap_or(0);
+    let logons = count("not-logged-on") + count("imap:closed");
+    (logons > 0).then(|| {
+        format!(
+            "{logons} errors are sessions that closed or never logged on: if the server limits \
+             connections per client address (Dovecot's mail_max_userip_connections, Courier's \
+             MAXPERIP), the users past its limit fail this way; raise it for the test or run \
+             fewer users (docs/servers.md, \"Connection limits\")"
+        )
+    })
 }
 
 /// The monitor's findings, the warnings and the QoS verdict.
 fn verdict_into(s: &Summary, out: &mut String) -> std::fmt::Result {
     writeln!(out)?;
+    if let Some(l) = &s.limits {
+        writeln!(out, "server limits:       {}", l.describe())?;
+    }
     if !s.resources.is_empty() || s.bottleneck.is_some() {
         monitor_into(
             "monitor.csv, steady phase",

@@ -6,7 +6,7 @@
 
 use peakhour_analysis::Verdict;
 use peakhour_analysis::capacity::sweep::{
-    P95Basis, SweepAnalysis, SweepOutcome, SweepSettings, SweepStep,
+    P95Basis, SweepAnalysis, SweepOutcome, SweepSettings, SweepStep, ThroughputUnit,
 };
 use peakhour_report::capacity::{
     CAPACITY_CSV_COLUMNS, CAPACITY_SCHEMA, CapacityJson, SweepJson, capacity_json,
@@ -25,6 +25,7 @@ fn step(users: u32, throughput: f64, p95: f64) -> SweepStep {
         interrupted: false,
         client_bound: false,
         throughput,
+        unit: ThroughputUnit::ActionsPerSecond,
         weighted_p95_ms: Some(p95),
         action_p95_ms: [
             ("send".to_string(), Some(p95 * 1.5)),
@@ -86,6 +87,7 @@ fn document(outcome: &SweepOutcome, sweep: &SweepAnalysis) -> CapacityJson {
             failed: None,
             interrupted: false,
             statement: sweep.statement.clone(),
+            price_performance: None,
         },
     }
 }

@@ -355,6 +355,20 @@ fn lost_copies_with_a_queue_at_the_end_may_still_be_queued() {
 }
 
 #[test]
+fn issue_12_sessions_that_never_logged_on_point_at_a_connection_limit() {
+    let mut summary = Summary::compute(&sample()).unwrap();
+    assert!(!render_terminal(&summary).contains("per client address"));
+    summary.errors_by_kind.insert("not-logged-on".into(), 30);
+    summary.errors_by_kind.insert("imap:closed".into(), 139);
+    let text = render_terminal(&summary);
+    assert!(
+        text.contains("169 errors are sessions that closed or never logged on"),
+        "{text}"
+    );
+    assert!(text.contains("mail_max_userip_connections"), "{text}");
+}
+
+#[test]
 fn terminal_pass_line_and_client_bound_warning() {
     let mut rec = IntervalRecorder::new(RecorderConfig::default()).unwrap();
     rec.enter_phase(Phase::Steady, s(0));

@@ -57,6 +57,11 @@ pub struct TargetSection {
     pub imap: String,
     /// The SMTP submission endpoint.
     pub smtp: String,
+    /// What weakened the run's security (certificates not verified,
+    /// passwords in plain text off the machine), one sentence each; absent
+    /// when nothing did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security_shortcuts: Vec<String>,
 }
 
 /// `[monitor]`.

@@ -40,7 +40,19 @@ pub fn collect(target: Option<&TargetSection>) -> HostFacts {
         facts.servers.extend(imap_greeting(&target.imap));
         facts.servers.extend(smtp_greeting(&target.smtp));
     }
-    facts.servers.extend(packages());
+    // A package installed here is the target's software only when the
+    // target's greeting names it: a lab beside a run against another server
+    // is not that server.
+    let greetings: String = facts
+        .servers
+        .iter()
+        .map(|s| s.software.to_ascii_lowercase())
+        .collect();
+    facts.servers.extend(
+        packages()
+            .into_iter()
+            .filter(|p| names_package(&greetings, &p.software)),
+    );
     facts
 }
 
@@ -185,6 +197,13 @@ fn smtp_greeting(recorded: &str) -> Vec<ServerSoftware> {
     }]
 }
 
+/// Whether the greetings (lower-cased) name the package `software`
+/// (`dovecot-core 1:2.3.19.1` is named by `Dovecot ready.`).
+fn names_package(greetings: &str, software: &str) -> bool {
+    let name = software.split([' ', '-']).next().unwrap_or_default();
+    !name.is_empty() && greetings.contains(&name.to_ascii_lowercase())
+}
+
 /// Versions of the lab's server packages installed on this host.
 fn packages() -> Vec<ServerSoftware> {
     let output = std::process::Command::new("dpkg-query")
@@ -213,6 +232,14 @@ fn packages() -> Vec<ServerSoftware> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_12_packages_count_only_when_the_target_greets_with_their_name() {
+        let greetings = "* ok dovecot ready. mx.example esmtp exim 4.96";
+        assert!(names_package(greetings, "dovecot-core 1:2.3.19.1"));
+        assert!(!names_package(greetings, "postfix 3.7.11"));
+        assert!(!names_package("", "postfix 3.7.11"));
+    }
 
     #[test]
     fn proc_facts_parse() {

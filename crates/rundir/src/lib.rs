@@ -9,10 +9,18 @@
 //! | `config.toml` | [`RunDir::write_config`] | [`RunConfig`] (serde, through `toml`) |
 //! | `summary.json` | [`RunDir::write_results`] | [`Summary`] |
 //! | `record.json` | [`RunDir::write_results`] | [`RunRecord`] |
-//! | `intervals.csv`, `errors.csv`, `latency.hlog` | [`RunDir::write_results`] | (for other tools) |
+//! | `intervals.csv`, `errors.csv`, `latency.hlog` | appended per closed interval by the [`RunJournal`], then rewritten whole by [`RunDir::write_results`] | (for other tools) |
+//! | `intervals.jsonl` | the [`RunJournal`], while the run goes on; removed once `summary.json` is written | by [`RunDir::recover`], after a kill |
 //! | `monitor.csv` | the monitor, through [`RunDir::create_monitor_csv`] | [`MetricTable`], reduced to the report's [`MonitorView`] |
 //! | `host.json` | [`RunDir::write_host`], from [`host::collect`] | [`HostFacts`] |
 //! | `report.html` | [`RunDir::write_report`] | (for people) |
+//!
+//! **Crash safety.** Every whole file is written atomically (a temporary
+//! name in the directory, synced, renamed over the real one, the directory
+//! synced), and `summary.json` is the last file of a run: a directory with
+//! a summary holds a finished run. While a run goes on its closed intervals
+//! are appended and synced as they close, so a killed run leaves them, and
+//! [`RunDir::recover`] rebuilds its record and summary, marked interrupted.
 //!
 //! A file that does not parse is an error naming the file and the field
 //! ([`RunDirError::Parse`]); nothing is silently recomputed. The one thing
@@ -23,10 +31,13 @@
 //! sweeps.
 #![deny(missing_docs)]
 
+mod atomic;
 mod config;
 mod error;
 pub mod host;
+mod journal;
 mod names;
+mod recover;
 
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -40,6 +51,7 @@ use serde::de::DeserializeOwned;
 
 pub use config::{MonitorSection, RunConfig, RunSection, TargetSection};
 pub use error::RunDirError;
+pub use journal::{JOURNAL_VERSION, RunJournal};
 pub use names::{DirKind, RUNS_DIR, default_dir, dir_name};
 
 /// The high-average window of a run whose config.toml does not say.
@@ -68,6 +80,9 @@ pub enum RunFile {
     Host,
     /// `report.html`: the report.
     Report,
+    /// `intervals.jsonl`: the run's journal of closed intervals, there
+    /// while the run goes on (and after a kill).
+    Journal,
 }
 
 impl RunFile {
@@ -84,6 +99,7 @@ impl RunFile {
             Self::MonitorSummary => "monitor-summary.txt",
             Self::Host => "host.json",
             Self::Report => "report.html",
+            Self::Journal => "intervals.jsonl",
         }
     }
 }
@@ -166,9 +182,40 @@ impl RunDir {
         self.has(RunFile::Summary)
     }
 
+    /// Writes the whole file atomically: a reader or a crash sees the old
+    /// file or the new one, never a part.
     fn write(&self, file: RunFile, bytes: &[u8]) -> Result<(), RunDirError> {
         let path = self.file(file);
-        std::fs::write(&path, bytes).map_err(RunDirError::io(path))
+        atomic::write_atomic(&path, bytes).map_err(RunDirError::io(path))
+    }
+
+    /// Creates (or truncates) a file written as the run goes on.
+    fn create_appended(&self, file: RunFile) -> Result<std::fs::File, RunDirError> {
+        let path = self.file(file);
+        let created = std::fs::File::create(&path).map_err(RunDirError::io(&path))?;
+        atomic::sync_parent(&path).map_err(RunDirError::io(path))?;
+        Ok(created)
+    }
+
+    fn render_error(&self, file: RunFile, source: peakhour_report::ReportError) -> RunDirError {
+        RunDirError::Render {
+            path: self.file(file),
+            source,
+        }
+    }
+
+    fn parse_error(&self, file: RunFile, field: &str, message: String) -> RunDirError {
+        RunDirError::Parse {
+            path: self.file(file),
+            field: field.to_owned(),
+            message,
+        }
+    }
+
+    /// A journal that appends the run's closed intervals to this directory
+    /// as they close (see [`RunJournal`]).
+    pub fn journal(&self) -> Result<RunJournal, RunDirError> {
+        RunJournal::start(self)
     }
 
     /// Writes `config.toml`.
@@ -176,40 +223,42 @@ impl RunDir {
         self.write(RunFile::Config, config.to_toml()?.as_bytes())
     }
 
-    /// Writes the results: `summary.json`, `record.json`, `intervals.csv`,
-    /// `errors.csv` and `latency.hlog`.
+    /// Writes the results: `record.json`, `intervals.csv`, `errors.csv`,
+    /// `latency.hlog`, and `summary.json` last, each atomically, so that a
+    /// directory with a summary holds a finished run; then removes the
+    /// journal, which `record.json` supersedes.
     pub fn write_results(&self, record: &RunRecord, summary: &Summary) -> Result<(), RunDirError> {
-        let render = |file: RunFile| {
-            let path = self.file(file);
-            move |source| RunDirError::Render { path, source }
-        };
-        let summary_text =
-            peakhour_report::summary_json(summary).map_err(render(RunFile::Summary))?;
-        self.write(RunFile::Summary, summary_text.as_bytes())?;
         let record_text = serde_json::to_string(record)
             .map_err(peakhour_report::ReportError::from)
-            .map_err(render(RunFile::Record))?;
+            .map_err(|source| self.render_error(RunFile::Record, source))?;
         self.write(RunFile::Record, record_text.as_bytes())?;
         let mut csv = Vec::new();
         peakhour_report::write_intervals_csv(record, &mut csv)
-            .map_err(render(RunFile::Intervals))?;
+            .map_err(|source| self.render_error(RunFile::Intervals, source))?;
         self.write(RunFile::Intervals, &csv)?;
         let mut errors = Vec::new();
-        peakhour_report::write_errors_csv(record, &mut errors).map_err(render(RunFile::Errors))?;
+        peakhour_report::write_errors_csv(record, &mut errors)
+            .map_err(|source| self.render_error(RunFile::Errors, source))?;
         self.write(RunFile::Errors, &errors)?;
         let mut hlog = Vec::new();
-        peakhour_report::write_hlog(record, &mut hlog).map_err(render(RunFile::Hlog))?;
-        self.write(RunFile::Hlog, &hlog)
+        peakhour_report::write_hlog(record, &mut hlog)
+            .map_err(|source| self.render_error(RunFile::Hlog, source))?;
+        self.write(RunFile::Hlog, &hlog)?;
+        let summary_text = peakhour_report::summary_json(summary)
+            .map_err(|source| self.render_error(RunFile::Summary, source))?;
+        self.write(RunFile::Summary, summary_text.as_bytes())?;
+        let journal = self.file(RunFile::Journal);
+        match std::fs::remove_file(&journal) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RunDirError::io(journal)(e)),
+            _ => Ok(()),
+        }
     }
 
     /// Writes `host.json`.
     pub fn write_host(&self, facts: &HostFacts) -> Result<(), RunDirError> {
         let text = serde_json::to_string_pretty(facts)
             .map_err(peakhour_report::ReportError::from)
-            .map_err(|source| RunDirError::Render {
-                path: self.file(RunFile::Host),
-                source,
-            })?;
+            .map_err(|source| self.render_error(RunFile::Host, source))?;
         self.write(RunFile::Host, (text + "\n").as_bytes())
     }
 
@@ -234,12 +283,8 @@ impl RunDir {
         }
         let run = self.load()?;
         let path = self.file(RunFile::Report);
-        let html = peakhour_report::render_html(&run.report_input()).map_err(|source| {
-            RunDirError::Render {
-                path: path.clone(),
-                source,
-            }
-        })?;
+        let html = peakhour_report::render_html(&run.report_input())
+            .map_err(|source| self.render_error(RunFile::Report, source))?;
         self.write(RunFile::Report, html.as_bytes())?;
         Ok(path)
     }
@@ -312,11 +357,7 @@ impl RunDir {
                 .map_or(0, |before| before.matches('\n').count() + 1);
             message.push_str(&format!(" (line {line})"));
         }
-        RunDirError::Parse {
-            path: self.file(RunFile::Config),
-            field: field.to_owned(),
-            message,
-        }
+        self.parse_error(RunFile::Config, field, message)
     }
 
     /// `monitor.csv`, when there is one.

@@ -54,6 +54,7 @@ fn config() -> RunConfig {
         TargetSection {
             imap: "127.0.0.1:31143".into(),
             smtp: "127.0.0.1:31025 (STARTTLS)".into(),
+            security_shortcuts: Vec::new(),
         },
         MonitorSection {
             interval: secs(1),

@@ -32,6 +32,16 @@ const BUILTINS: &[Builtin] = &[
         description: "GroupWise procedure: each user sends 20 messages to 3 random recipients, then stops (seed 000)",
         source: include_str!("../profiles/groupwise-20x3.toml"),
     },
+    Builtin {
+        name: "caldav-office",
+        description: "Calendar user after Apple CalendarServer's load simulator: polls its calendar home, creates events in working hours, changes them (CalDAV)",
+        source: include_str!("../profiles/caldav-office.toml"),
+    },
+    Builtin {
+        name: "pop3-user",
+        description: "POP3 user: checks mail every 10 minutes (Thunderbird's default), downloads it, deletes or keeps it, sends over SMTP (Sun heavyweight POP)",
+        source: include_str!("../profiles/pop3-user.toml"),
+    },
 ];
 
 /// Every built-in profile, for `peakhour profiles list`.

@@ -19,13 +19,18 @@
 //! - [`files`] is the file-server side: NetBench's disk mix (seed 004) as a file profile
 //!   with seeded per-client scripts, and the dbench/NBENCH load-file parser.
 //!
+//! - [`derive`](mod@derive) writes the planner's derived profiles: one action alone, or the Inbox
+//!   topped up.
+//!
 //! The engine consumes all of this; this crate knows nothing about it.
 
 #![deny(missing_docs)]
 
 mod builtin;
+pub mod derive;
 mod error;
 pub mod files;
+mod groupware;
 mod message;
 mod plan;
 mod profile;
@@ -36,6 +41,7 @@ mod words;
 
 pub use builtin::{Builtin, builtin, builtins};
 pub use error::{PlanError, ProfileError};
+pub use groupware::{CalendarParams, EventSlot, MAX_INITIAL_EVENTS};
 pub use message::{MessageGenerator, MessageSpec};
 pub use plan::{
     ActionParams, ActionRate, Attachment, DEFAULT_SEED, Folder, InitialMessage, MessageType,
@@ -43,9 +49,9 @@ pub use plan::{
 };
 pub use profile::bounds;
 pub use profile::{
-    ActionKind, Actions, AttachmentKind, AttachmentSpec, CheckInbox, Delete, Fixed, FolderSpec,
-    Lists, Mailbox, MixEntry, Mode, Move, Profile, Qos, Read, Recipients, Send, Spread,
-    UpdateCalendar, Users,
+    ActionKind, Actions, AttachmentKind, AttachmentSpec, CalendarSpec, ChangeEvent, CheckInbox,
+    CreateEvent, Delete, DownloadMail, Fixed, FolderSpec, Lists, Mailbox, MixEntry, Mode, Move,
+    PollCalendar, Profile, Qos, Read, Recipients, Send, Spread, UpdateCalendar, Users,
 };
 pub use schedule::{Schedule, ScheduledAction};
 pub use units::{ByteSize, HumanDuration};

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::PlanError;
+use crate::groupware::{CalendarParams, GroupwareParams};
 use crate::profile::{ActionKind, AttachmentKind, Mode, Profile, Spread};
 use crate::rng::{Rng, domain};
 use crate::schedule::Schedule;
@@ -110,7 +111,7 @@ pub struct SendChoice {
 }
 
 /// Per-action parameters the engine follows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ActionParams {
     /// Check inbox: the folder checked.
     pub inbox: String,
@@ -159,6 +160,7 @@ pub struct Plan {
     params: ActionParams,
     qos_default: f64,
     qos: BTreeMap<ActionKind, f64>,
+    groupware: GroupwareParams,
 }
 
 impl Plan {
@@ -351,7 +353,9 @@ impl Plan {
             .iter()
             .map(|(k, v)| (*k, *v.get_ref()))
             .collect();
+        let groupware = GroupwareParams::resolve(&profile);
         Ok(Plan {
+            groupware,
             seed,
             users,
             day,
@@ -445,6 +449,14 @@ impl Plan {
     /// Per-action parameters.
     pub fn params(&self) -> &ActionParams {
         &self.params
+    }
+    /// The calendar each user keeps over CalDAV.
+    pub fn calendar(&self) -> &CalendarParams {
+        &self.groupware.calendar
+    }
+    /// The fraction of POP3 users who leave mail on the server.
+    pub(crate) fn leave_on_server_fraction(&self) -> f64 {
+        self.groupware.leave_on_server
     }
     /// The p95 threshold (ms) for `kind`.
     pub fn qos_p95_ms(&self, kind: ActionKind) -> f64 {
@@ -617,6 +629,8 @@ impl Plan {
             fixed_counts: BTreeMap<&'static str, u64>,
             mix_cumulative: &'a [u64],
             params: &'a ActionParams,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            calendar: Option<&'a CalendarParams>,
             profile: &'a Profile,
         }
         let doc = Resolved {
@@ -644,6 +658,7 @@ impl Plan {
             fixed_counts: self.fixed.iter().map(|(k, c)| (k.name(), *c)).collect(),
             mix_cumulative: &self.cumulative,
             params: &self.params,
+            calendar: self.uses_calendar().then_some(&self.groupware.calendar),
             profile: &self.profile,
         };
         Ok(toml::to_string(&doc)?)

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::error::ProfileError;
+pub use crate::groupware::{CalendarSpec, ChangeEvent, CreateEvent, DownloadMail, PollCalendar};
 use crate::units::{ByteSize, HumanDuration};
 
 /// One user-visible operation, as in seed 002 Table 3 ("User Action").
@@ -29,19 +30,39 @@ pub enum ActionKind {
     Move,
     /// Delete a message: it moves to Trash, which is not emptied.
     Delete,
-    /// Append or replace a calendar item.
+    /// Update the calendar: over CalDAV when the target has a calendar
+    /// server (a `calendar-query` REPORT for the week, then a PUT that creates
+    /// an event or changes one), else append or replace an item in an IMAP
+    /// folder.
     UpdateCalendar,
+    /// Poll the calendar home over CalDAV (PROPFIND Depth 1 for the change
+    /// tags) and, when the calendar changed, fetch the week (REPORT).
+    PollCalendar,
+    /// Create an event in working hours over CalDAV (PUT `If-None-Match: *`).
+    CreateEvent,
+    /// Change an event of the week over CalDAV: REPORT, then PUT with
+    /// `If-Match` on its ETag.
+    ChangeEvent,
+    /// Check the maildrop over POP3 and download what is new (STAT, UIDL,
+    /// RETR, then DELE unless the user leaves mail on the server).
+    DownloadMail,
 }
 
 impl ActionKind {
-    /// Every action, in the order of seed 002 Table 3. Schedules break time ties in this order.
-    pub const ALL: [ActionKind; 6] = [
+    /// Every action: seed 002 Table 3's in its order, then the groupware
+    /// ones (appended, so that adding them shifted no existing schedule).
+    /// Schedules break time ties in this order.
+    pub const ALL: [ActionKind; 10] = [
         ActionKind::CheckInbox,
         ActionKind::Send,
         ActionKind::Read,
         ActionKind::Move,
         ActionKind::Delete,
         ActionKind::UpdateCalendar,
+        ActionKind::PollCalendar,
+        ActionKind::CreateEvent,
+        ActionKind::ChangeEvent,
+        ActionKind::DownloadMail,
     ];
 
     /// The name used in profiles, results and reports (`check_inbox`, `send`, ...).
@@ -53,6 +74,10 @@ impl ActionKind {
             ActionKind::Move => "move",
             ActionKind::Delete => "delete",
             ActionKind::UpdateCalendar => "update_calendar",
+            ActionKind::PollCalendar => "poll_calendar",
+            ActionKind::CreateEvent => "create_event",
+            ActionKind::ChangeEvent => "change_event",
+            ActionKind::DownloadMail => "download_mail",
         }
     }
 
@@ -213,7 +238,8 @@ pub struct Profile {
     /// Distribution lists.
     #[serde(default)]
     pub lists: Lists,
-    /// Recipients per message.
+    /// Recipients per message (a profile that sends nothing may leave it out).
+    #[serde(default)]
     pub recipients: Recipients,
     /// Starting state of every mailbox, brought about by `peakhour init`.
     #[serde(default)]
@@ -221,10 +247,19 @@ pub struct Profile {
     /// Response-time thresholds for the verdict.
     #[serde(default)]
     pub qos: Qos,
+    /// The calendar each user keeps over CalDAV, for the calendar actions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calendar: Option<CalendarSpec>,
     /// What users do, and how often.
     pub actions: Actions,
-    /// The message mix, chosen by weight for every message sent or created.
+    /// The message mix, chosen by weight for every message sent or created
+    /// (a profile that neither sends nor fills folders may leave it out).
+    #[serde(default = "no_mix")]
     pub mix: Spanned<Vec<MixEntry>>,
+}
+
+fn no_mix() -> Spanned<Vec<MixEntry>> {
+    unplaced(Vec::new())
 }
 
 /// Settings of `fixed` mode.
@@ -290,6 +325,18 @@ pub struct Recipients {
     /// How the number of direct recipients varies around its mean.
     #[serde(default)]
     pub spread: Spread,
+}
+
+/// One direct recipient and no lists: what a profile that sends nothing
+/// gets when it leaves `[recipients]` out.
+impl Default for Recipients {
+    fn default() -> Self {
+        Recipients {
+            average: unplaced(1.0),
+            list_fraction: default_zero_f(),
+            spread: Spread::default(),
+        }
+    }
 }
 
 /// Starting state of every mailbox.
@@ -358,6 +405,18 @@ pub struct Actions {
     /// Update the calendar.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update_calendar: Option<UpdateCalendar>,
+    /// Poll the calendar home (CalDAV).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_calendar: Option<PollCalendar>,
+    /// Create an event (CalDAV).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_event: Option<CreateEvent>,
+    /// Change an event (CalDAV).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_event: Option<ChangeEvent>,
+    /// Download new mail over POP3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub download_mail: Option<DownloadMail>,
 }
 
 /// How often an action happens: `per_day` in `poisson` mode, `count` in `fixed` mode.
@@ -461,7 +520,8 @@ pub struct UpdateCalendar {
     /// Actions per user in total (`fixed` mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<Spanned<i64>>,
-    /// The folder that holds calendar items until CalDAV lands.
+    /// The IMAP folder that holds calendar items when the target has no
+    /// CalDAV server.
     #[serde(default = "default_calendar")]
     pub folder: String,
 }
@@ -516,6 +576,10 @@ impl Actions {
         push!(move_message, ActionKind::Move);
         push!(delete, ActionKind::Delete);
         push!(update_calendar, ActionKind::UpdateCalendar);
+        push!(poll_calendar, ActionKind::PollCalendar);
+        push!(create_event, ActionKind::CreateEvent);
+        push!(change_event, ActionKind::ChangeEvent);
+        push!(download_mail, ActionKind::DownloadMail);
         out
     }
 }
@@ -689,9 +753,9 @@ impl Profile {
             ));
         }
 
-        // Mix.
+        // Mix: needed by a profile that sends or fills folders.
         let mix = self.mix.get_ref();
-        if mix.is_empty() {
+        if mix.is_empty() && self.needs_messages() {
             return Err(err(
                 self.mix.span(),
                 "mix",
@@ -708,7 +772,7 @@ impl Profile {
                 src,
             )?);
         }
-        if total == 0 {
+        if total == 0 && !mix.is_empty() {
             return Err(err(
                 self.mix.span(),
                 "mix",
@@ -747,6 +811,7 @@ impl Profile {
         for (kind, v) in &self.qos.actions {
             positive_f(v, &format!("qos.actions.{kind}"), file, src)?;
         }
+        crate::groupware::validate(self, file, src)?;
         if self.mode == Mode::Poisson && self.fixed.is_some() {
             return Err(ProfileError::at(
                 file,

@@ -19,6 +19,8 @@ pub(crate) mod domain {
     pub(crate) const MESSAGE: u64 = 6;
     pub(crate) const FILE_SCRIPT: u64 = 7;
     pub(crate) const FILE_START: u64 = 8;
+    pub(crate) const CALENDAR: u64 = 9;
+    pub(crate) const POP3: u64 = 10;
 }
 
 const fn splitmix64(mut z: u64) -> u64 {

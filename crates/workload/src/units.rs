@@ -54,7 +54,10 @@ impl HumanDuration {
 
 impl fmt::Display for HumanDuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ms = self.0.as_millis();
+        // To the nearest millisecond, so that text read back is at most half
+        // a millisecond off (truncating made `21.22s` summed in f64 come back
+        // as `21219ms`, found by the `profile_units` fuzz target).
+        let ms = (self.0.as_nanos() + 500_000) / 1_000_000;
         if ms == 0 {
             return f.write_str("0s");
         }

@@ -21,6 +21,7 @@ fn plan(profile: &FileProfile, clients: u32, seed: u64) -> FilePlan {
         &FileOverrides {
             clients: Some(clients),
             seed: Some(seed),
+            ..FileOverrides::default()
         },
     )
     .expect("resolves")
@@ -179,6 +180,7 @@ fn zero_clients_is_an_override_error() {
         &FileOverrides {
             clients: Some(0),
             seed: None,
+            ..FileOverrides::default()
         },
     );
     assert!(matches!(
@@ -428,4 +430,43 @@ fn setup_writes_each_file_in_full() {
     let plan = plan(&netbench(), 1, 1);
     let written: u64 = plan.setup(1).iter().map(FileOp::data_bytes).sum();
     assert_eq!(written, 20 * 1024 * 1024);
+}
+
+/// The command line shortens a mix for tests and trials (issue 15).
+#[test]
+fn overrides_shorten_the_mix() {
+    let p = netbench();
+    let plan = FilePlan::resolve(
+        &p,
+        &FileOverrides {
+            clients: Some(3),
+            think_time: Some(std::time::Duration::from_millis(20)),
+            start_delay: Some(std::time::Duration::ZERO),
+            workspace_size: Some(40),
+            ramp_up: Some(0),
+            measured: Some(1),
+            ramp_down: Some(0),
+            work_per_iteration: Some(2),
+            ..FileOverrides::default()
+        },
+    )
+    .expect("resolves");
+    assert_eq!(plan.iterations(), (0, 1, 0));
+    assert_eq!(plan.think_time(), std::time::Duration::from_millis(20));
+    assert_eq!(plan.start_delay(3), std::time::Duration::ZERO);
+    assert_eq!(plan.workspace_size(), 40);
+    assert_eq!(plan.workspace_files(1).iter().map(|f| f.1).sum::<u64>(), 40);
+    assert_eq!(plan.script(1).count(), 2);
+    for bad in [
+        FileOverrides {
+            measured: Some(0),
+            ..FileOverrides::default()
+        },
+        FileOverrides {
+            workspace_size: Some(19),
+            ..FileOverrides::default()
+        },
+    ] {
+        assert!(FilePlan::resolve(&p, &bad).is_err(), "{bad:?}");
+    }
 }

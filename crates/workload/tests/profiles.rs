@@ -22,7 +22,10 @@ fn groupwise() -> Profile {
 #[test]
 fn builtins_are_listed_and_parse() {
     let names: Vec<_> = builtins().iter().map(|b| b.name).collect();
-    assert_eq!(names, ["mmb-medium", "groupwise-20x3"]);
+    assert_eq!(
+        names,
+        ["mmb-medium", "groupwise-20x3", "caldav-office", "pop3-user"]
+    );
     for b in builtins() {
         let p = b.profile().expect("parses");
         assert_eq!(p.name, b.name);

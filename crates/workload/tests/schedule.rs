@@ -60,7 +60,7 @@ fn different_users_have_different_schedules() {
 fn schedule_is_ordered_and_numbered() {
     let p = plan(10, 9);
     let s = first(&p, 3, 5000);
-    let mut nth = [0u64; 6];
+    let mut nth = [0u64; ActionKind::ALL.len()];
     for (i, w) in s.windows(2).enumerate() {
         assert!(w[0].at <= w[1].at);
         assert_eq!(w[0].seq, i as u64);
@@ -84,7 +84,7 @@ fn poisson_counts_match_rates() {
     let days = 1000.0;
     let horizon = Duration::from_secs_f64(p.day().as_secs_f64() * days);
     for user in [0, 1] {
-        let mut counts = [0f64; 6];
+        let mut counts = [0f64; ActionKind::ALL.len()];
         let mut gaps: Vec<f64> = Vec::new();
         let mut last_send = None;
         for a in p.schedule(user).take_while(|a| a.at < horizon) {

@@ -167,6 +167,67 @@ impl P95Basis {
     }
 }
 
+/// What a sweep's curve counts: a mail sweep's actions per second against users, or
+/// a file sweep's bytes per second against clients (seed 004's Figure 1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThroughputUnit {
+    /// Successful actions per second (`summary.json` `throughput.actions_per_second`).
+    #[default]
+    ActionsPerSecond,
+    /// Bytes moved to and from the server per second (`throughput.bytes_per_second`),
+    /// NetBench's throughput.
+    BytesPerSecond,
+}
+
+impl ThroughputUnit {
+    /// The unit of a step's summary: bytes when it counted file data.
+    pub fn of(summary: &Summary) -> Self {
+        if summary.throughput.bytes_per_second.is_some() {
+            Self::BytesPerSecond
+        } else {
+            Self::ActionsPerSecond
+        }
+    }
+
+    /// For charts and sentences: `actions/s`, `bytes/s`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::ActionsPerSecond => "actions/s",
+            Self::BytesPerSecond => "bytes/s",
+        }
+    }
+
+    /// The `summary.json` field, as `capacity.json` names it.
+    pub fn field(self) -> &'static str {
+        match self {
+            Self::ActionsPerSecond => "actions_per_second",
+            Self::BytesPerSecond => "bytes_per_second",
+        }
+    }
+
+    /// What the load counts: `users` of a mail server, `clients` of a file server
+    /// (NetBench's test systems).
+    pub fn load(self) -> &'static str {
+        match self {
+            Self::ActionsPerSecond => "users",
+            Self::BytesPerSecond => "clients",
+        }
+    }
+
+    /// A throughput in this unit for people: `12.3 actions/s`, or for bytes also in
+    /// seed 004's megabits (`1,234,567 bytes/s (9.4 Mbit/s)`).
+    pub fn format(self, x: f64) -> String {
+        match self {
+            Self::ActionsPerSecond => format!("{x:.1} actions/s"),
+            Self::BytesPerSecond => format!(
+                "{x:.0} bytes/s ({:.1} Mbit/s)",
+                x * 8.0 / crate::BITS_PER_MEGABIT
+            ),
+        }
+    }
+}
+
 /// One finished step of a sweep: the figures of its [`Summary`] that the
 /// capacity analysis and `capacity.csv` use.
 #[derive(Clone, Debug, PartialEq)]
@@ -181,8 +242,10 @@ pub struct SweepStep {
     pub interrupted: bool,
     /// peakhour flagged itself client-bound in this step.
     pub client_bound: bool,
-    /// Actions per second over the steady phase.
+    /// Throughput over the steady phase, in `unit`.
     pub throughput: f64,
+    /// What `throughput` counts.
+    pub unit: ThroughputUnit,
     /// The score's weighted p95, ms.
     pub weighted_p95_ms: Option<f64>,
     /// Each action's p95, ms, by action name.
@@ -214,7 +277,11 @@ impl SweepStep {
             verdict: s.verdict,
             interrupted: s.interrupted,
             client_bound: s.client_bound,
-            throughput: s.throughput.actions_per_second,
+            throughput: s
+                .throughput
+                .bytes_per_second
+                .unwrap_or(s.throughput.actions_per_second),
+            unit: ThroughputUnit::of(s),
             weighted_p95_ms: s.score.weighted_p95_ms,
             action_p95_ms: s
                 .actions
@@ -374,6 +441,11 @@ impl SweepOutcome {
         self.steps.iter().filter(|s| !s.interrupted)
     }
 
+    /// What the curve's throughput counts (the first step's unit).
+    pub fn unit(&self) -> ThroughputUnit {
+        self.steps.first().map(|s| s.unit).unwrap_or_default()
+    }
+
     /// The day compression of the sweep (the first step's).
     pub fn speed(&self) -> Option<f64> {
         self.steps.first().map(|s| s.speed)
@@ -402,6 +474,8 @@ pub struct SweepAnalysis {
     pub statement: Vec<String>,
     /// Where the figures come from and how the sweep ended.
     pub notes: Vec<String>,
+    /// What the curve's throughput counts.
+    pub unit: ThroughputUnit,
 }
 
 impl SweepAnalysis {
@@ -430,10 +504,16 @@ impl SweepAnalysis {
         };
         let analysis = CapacityAnalysis::compute(&points, &options)?;
         let statement = capacity_statement(&analysis, settings, outcome);
+        let unit = outcome.unit();
         let mut notes = vec![format!(
-            "Throughput is actions per second over each step's steady phase (summary.json throughput.actions_per_second); p95 is {}.",
+            "Throughput is {} over each step's steady phase (summary.json throughput.{}); p95 is {}.",
+            unit.label(),
+            unit.field(),
             basis.source()
         )];
+        if unit == ThroughputUnit::BytesPerSecond {
+            notes.push("Throughput is NetBench's: the bytes every client read from and wrote to the server, per second of the window in which every client was in its measured iterations (seed 004); Mbit/s are bytes x 8 / 2^20, as seed 004 printed them.".into());
+        }
         notes.extend(qos.note.clone());
         if let Some(why) = &outcome.stopped_early {
             notes.push(format!("Stopped early: {why}."));
@@ -449,7 +529,40 @@ impl SweepAnalysis {
             qos,
             statement,
             notes,
+            unit,
         }))
+    }
+
+    /// `sweep --price`: seed 004's price/performance, the price over the peak
+    /// throughput: in Mbit/s for a file sweep ($2,659 / 95.2 Mbit/s = $27.93 per
+    /// Mbit/s), in actions/s for a mail sweep. The supported users are the QoS
+    /// capacity when there is one, else the peak's load.
+    pub fn price_performance(
+        &self,
+        amount: f64,
+    ) -> Result<crate::plan::PricePerformance, crate::plan::PlanError> {
+        let peak = self.analysis.peak.throughput;
+        let (throughput, unit) = match self.unit {
+            ThroughputUnit::BytesPerSecond => (peak * 8.0 / crate::BITS_PER_MEGABIT, "Mbit/s"),
+            ThroughputUnit::ActionsPerSecond => (peak, "actions/s"),
+        };
+        let supported = self
+            .analysis
+            .qos
+            .as_ref()
+            .and_then(|q| q.load)
+            .unwrap_or(self.analysis.peak.load);
+        let price = crate::plan::Price {
+            amount,
+            currency: "USD".into(),
+        };
+        crate::plan::price_performance(
+            &price,
+            supported,
+            throughput,
+            unit,
+            "peak throughput of the sweep",
+        )
     }
 }
 
@@ -462,13 +575,13 @@ pub fn capacity_statement(
     outcome: &SweepOutcome,
 ) -> Vec<String> {
     let steps = &outcome.steps;
-    let mut out: Vec<String> = headline(analysis, settings, outcome.speed())
-        .into_iter()
-        .collect();
+    let mut out: Vec<String> = headline(analysis, settings, outcome).into_iter().collect();
+    let unit = outcome.unit();
     out.push(format!(
-        "Throughput peaked at {:.1} actions/s at {} users{}.",
-        analysis.peak.throughput,
+        "Throughput peaked at {} at {} {}{}.",
+        unit.format(analysis.peak.throughput),
         analysis.peak.load,
+        unit.load(),
         if analysis.peak.at_largest_load {
             ", the largest step, so it may rise further"
         } else {
@@ -483,12 +596,14 @@ pub fn capacity_statement(
         .collect();
     if !bound.is_empty() {
         out.push(format!(
-            "peakhour flagged itself client-bound at {} users (its own CPU or scheduling lag passed its limits, see each step's summary.json): those steps' response times include the load generator's own delays, so they may describe the client rather than the server. When the client shares the server's host, as with the lab, this is also a sign that the host's CPUs are saturated; run the load from another host to separate the two.",
-            bound.join(", ")
+            "peakhour flagged itself client-bound at {} {} (its own CPU or scheduling lag passed its limits, see each step's summary.json): those steps' response times include the load generator's own delays, so they may describe the client rather than the server. When the client shares the server's host, as with the lab, this is also a sign that the host's CPUs are saturated; run the load from another host to separate the two.",
+            bound.join(", "),
+            outcome.unit().load()
         ));
     }
     if let Some(speed) = outcome.speed()
         && speed > 1.0
+        && outcome.unit() == ThroughputUnit::ActionsPerSecond
     {
         out.push(format!(
             "Each simulated user ran its day {speed} times faster than a real one (day compression), so it offers about {speed} real users' worth of actions, over fewer connections."
@@ -504,23 +619,30 @@ pub fn capacity_statement(
 fn headline(
     analysis: &CapacityAnalysis,
     settings: &SweepSettings,
-    speed: Option<f64>,
+    outcome: &SweepOutcome,
 ) -> Option<String> {
     let q = analysis.qos.as_ref()?;
     let (profile, label, limit) = (&settings.profile, settings.basis.label(), q.limit_ms);
-    let at_speed = speed.map(|s| format!(" at speed {s}")).unwrap_or_default();
-    let tput = |x: Option<f64>| x.map(|x| format!("{x:.1} actions/s")).unwrap_or_default();
+    let unit = outcome.unit();
+    let users = unit.load();
+    // A file sweep's day is not compressed: NetBench clients have no simulated day.
+    let at_speed = outcome
+        .speed()
+        .filter(|_| unit == ThroughputUnit::ActionsPerSecond)
+        .map(|s| format!(" at speed {s}"))
+        .unwrap_or_default();
+    let tput = |x: Option<f64>| x.map(|x| unit.format(x)).unwrap_or_default();
     Some(match (q.bound, q.load) {
         (CapacityBound::Interpolated, Some(load)) => format!(
-            "This server carries about {load:.0} users of profile {profile}{at_speed} within QoS ({label} <= {limit} ms), at about {}.",
+            "This server carries about {load:.0} {users} of profile {profile}{at_speed} within QoS ({label} <= {limit} ms), at about {}.",
             tput(q.throughput)
         ),
         (CapacityBound::AllPassed, Some(load)) => format!(
-            "This server carries at least {load:.0} users of profile {profile}{at_speed} within QoS ({label} <= {limit} ms), at {}: every step passed, so the limit lies beyond the largest step.",
+            "This server carries at least {load:.0} {users} of profile {profile}{at_speed} within QoS ({label} <= {limit} ms), at {}: every step passed, so the limit lies beyond the largest step.",
             tput(q.throughput)
         ),
         _ => format!(
-            "This server did not meet QoS ({label} <= {limit} ms) even at {} users of profile {profile}{at_speed}: its capacity is below the smallest step.",
+            "This server did not meet QoS ({label} <= {limit} ms) even at {} {users} of profile {profile}{at_speed}: its capacity is below the smallest step.",
             analysis.points.first().map_or(0.0, |p| p.load)
         ),
     })
@@ -543,13 +665,15 @@ fn bottleneck_sentence(steps: &[SweepStep]) -> Option<String> {
         .unwrap_or_default();
     Some(if resource == "none" {
         format!(
-            "At {} users, {which}, the server monitor found no saturated resource{evidence}: look at the server's configuration (process limits, locks) or at the network.",
-            step.users
+            "At {} {}, {which}, the server monitor found no saturated resource{evidence}: look at the server's configuration (process limits, locks) or at the network.",
+            step.users,
+            step.unit.load()
         )
     } else {
         format!(
-            "At {} users, {which}, the server monitor names {resource} as the bottleneck{evidence}.",
-            step.users
+            "At {} {}, {which}, the server monitor names {resource} as the bottleneck{evidence}.",
+            step.users,
+            step.unit.load()
         )
     })
 }
@@ -661,6 +785,7 @@ mod tests {
             interrupted: false,
             client_bound: false,
             throughput,
+            unit: ThroughputUnit::ActionsPerSecond,
             weighted_p95_ms: Some(p95),
             action_p95_ms: [("read".to_string(), Some(p95 * 2.0))].into(),
             action_p95_limits_ms: vec![1000.0, 3000.0],
@@ -682,6 +807,51 @@ mod tests {
         assert!(limit.note.unwrap().contains("1000 to 3000 ms"));
         assert_eq!(qos_limit(Some(250.0), &steps).limit_ms, 250.0);
         assert_eq!(qos_limit(None, &[]).limit_ms, DEFAULT_P95_LIMIT_MS);
+    }
+
+    /// A file sweep (issue 15): bytes/s against clients, in seed 004's megabits too, and
+    /// no day compression (a NetBench client has no simulated day).
+    #[test]
+    fn a_file_sweep_speaks_of_bytes_and_clients() {
+        let mut steps = vec![
+            step(1, 480_154.0, 10.0, Verdict::Pass),
+            step(8, 3_757_741.0, 20.0, Verdict::Pass),
+            step(16, 7_206_831.0, 30.0, Verdict::Pass),
+        ];
+        for s in &mut steps {
+            s.unit = ThroughputUnit::BytesPerSecond;
+            s.speed = 1.0;
+        }
+        let outcome = SweepOutcome {
+            steps,
+            ..SweepOutcome::default()
+        };
+        let settings = SweepSettings {
+            profile: "netbench-disk-mix".into(),
+            basis: P95Basis::Weighted,
+            qos_p95_ms: None,
+        };
+        let a = SweepAnalysis::compute(&settings, &outcome)
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.unit, ThroughputUnit::BytesPerSecond);
+        assert!(
+            a.statement[0].starts_with(
+                "This server carries at least 16 clients of profile netbench-disk-mix within QoS"
+            ),
+            "{}",
+            a.statement[0]
+        );
+        assert!(
+            a.statement[1].contains("peaked at 7206831 bytes/s (55.0 Mbit/s) at 16 clients"),
+            "{}",
+            a.statement[1]
+        );
+        assert!(a.notes[0].contains("throughput.bytes_per_second"));
+        assert_eq!(
+            ThroughputUnit::BytesPerSecond.format(11_510_079.0),
+            "11510079 bytes/s (87.8 Mbit/s)"
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@
 //!   ([`MaxUsersAtQos`], an M/M/c queueing model or a measured sweep); a
 //!   sizing table like seed 000's; the uncertainty carried from the
 //!   measurements; and seed 004's price/performance ([`PricePerformance`]).
+//!   [`per_user_rates`] maps a profile's rates onto the measured tasks.
 //! - **The matrix's relationships** ([`Matrix::build`], [`Relationship`]):
 //!   seed 003 Table 3, which measurements rise, fall or stay as memory or
 //!   CPUs are added.
@@ -31,6 +32,7 @@ mod memory;
 mod model;
 mod price;
 mod qos;
+mod rates;
 mod tasks;
 
 pub use matrix::{
@@ -47,6 +49,7 @@ pub use qos::{
     MaxUsersAtQos, QOS_PERCENTILE_TAIL, QosMethod, QosModel, SweepCapacity, erlang_c,
     queue_wait_p95_ms,
 };
+pub use rates::{ProfileRates, per_user_rates};
 pub use tasks::{
     BaselineSummary, DEFAULT_STRESSFUL_FACTOR, HighAverageFn, HighAverageValue, IdleBaseline,
     LatencyMeasurement, MIN_HIGH_AVERAGE_WINDOW_S, Series, TASKS_FORMAT_VERSION, TaskCost, TaskRun,
@@ -83,6 +86,9 @@ pub enum PlanError {
     /// No user count to plan for.
     #[error("the plan needs at least one user count")]
     NoUserCounts,
+    /// A price that is not an amount with an optional currency.
+    #[error("price {0:?}: expected an amount like 2659 or 2659USD")]
+    BadPrice(String),
 }
 
 /// Checks that `value` is finite and at least `min` (strictly above when

@@ -19,6 +19,32 @@ pub struct Price {
     pub currency: String,
 }
 
+impl std::str::FromStr for Price {
+    type Err = PlanError;
+
+    /// `2659`, `2659USD`, `2659.5 EUR`; the currency is `USD` when none is
+    /// written.
+    fn from_str(text: &str) -> Result<Self, PlanError> {
+        let text = text.trim();
+        let split = text
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(text.len());
+        let (amount, currency) = text.split_at(split);
+        let amount: f64 = amount
+            .parse()
+            .map_err(|_| PlanError::BadPrice(text.to_owned()))?;
+        let currency = currency.trim();
+        Ok(Price {
+            amount: check("price", amount, 0.0, false)?,
+            currency: if currency.is_empty() {
+                "USD".to_owned()
+            } else {
+                currency.to_owned()
+            },
+        })
+    }
+}
+
 /// Price per supported user and per unit of peak throughput.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PricePerformance {

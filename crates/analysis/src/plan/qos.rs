@@ -35,6 +35,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::capacity::{CapacityAnalysis, CapacityBound};
+
 /// The tail the QoS limit is about: the 95th percentile.
 pub const QOS_PERCENTILE_TAIL: f64 = 0.05;
 
@@ -89,6 +91,24 @@ pub struct SweepCapacity {
     pub users: f64,
     /// Where the number comes from, e.g. `sweep qos capacity (interpolated)`.
     pub source: String,
+}
+
+impl SweepCapacity {
+    /// A sweep's QoS capacity from its analysis (`capacity.json`); `None`
+    /// when even its smallest step failed the limit. `file` names where it
+    /// was read, for the plan's source line.
+    pub fn from_analysis(analysis: &CapacityAnalysis, file: &str) -> Option<Self> {
+        let qos = analysis.qos.as_ref()?;
+        let bound = match qos.bound {
+            CapacityBound::Interpolated => "qos capacity, interpolated",
+            CapacityBound::AllPassed => "every step passed: a lower bound",
+            CapacityBound::NonePassed => return None,
+        };
+        Some(Self {
+            users: qos.load?,
+            source: format!("sweep {file} ({bound})"),
+        })
+    }
 }
 
 /// The QoS settings of a plan.

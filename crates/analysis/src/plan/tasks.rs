@@ -174,6 +174,28 @@ pub struct LatencyMeasurement {
     pub samples: u64,
 }
 
+impl LatencyMeasurement {
+    /// The median and p95 of a histogram of response times; `None` when it
+    /// is empty.
+    pub fn from_histogram(h: &crate::LatencyHistogram) -> Option<Self> {
+        Some(Self {
+            p50_ms: h.quantile_ms(0.5)?,
+            p95_ms: h.quantile_ms(0.95)?,
+            samples: h.len(),
+        })
+    }
+
+    /// An action's median and p95 from a run's summary; `None` when the
+    /// action completed nothing.
+    pub fn from_action(a: &crate::ActionSummary) -> Option<Self> {
+        Some(Self {
+            p50_ms: a.p50_ms?,
+            p95_ms: a.p95_ms?,
+            samples: a.count,
+        })
+    }
+}
+
 /// One task run: the task executed alone at a steady rate.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskRun {

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::FileArgs;
 use super::help::{IMAP_URL_HELP, LMTP_URL_HELP, SMTP_URL_HELP};
 use super::parse_duration;
 
@@ -44,6 +45,15 @@ pub(crate) struct TargetArgs {
     /// LMTP server for `init --via lmtp` (--target explicit): lmtp:// or lmtp+starttls://HOST:PORT.
     #[arg(long, value_name = "URL", long_help = LMTP_URL_HELP)]
     pub(crate) lmtp: Option<String>,
+    /// CalDAV server (any target; the lab's own by default when it runs one): http:// or
+    /// https://HOST:PORT[/PATH], where each user's calendar home is discovered. Without one,
+    /// `update_calendar` writes to an IMAP folder.
+    #[arg(long, value_name = "URL")]
+    pub(crate) caldav: Option<String>,
+    /// POP3 server for `download_mail` (--target explicit): pop3://, pop3+starttls:// or
+    /// pop3s://HOST:PORT. The lab's POP3 server is used with --target lab.
+    #[arg(long, value_name = "URL")]
+    pub(crate) pop3: Option<String>,
     /// CSV of `login,password[,address]` lines, one per simulated user, in user order: the
     /// run's whole test population. The address is the login when the login is one.
     #[arg(long, value_name = "FILE")]
@@ -52,7 +62,16 @@ pub(crate) struct TargetArgs {
     /// whose users follow the profile's name pattern). Kept out of argv on purpose.
     #[arg(long, value_name = "VAR", default_value = "PEAKHOUR_PASSWORD")]
     pub(crate) password_env: String,
-    /// A PEM file of CA certificates to trust in addition to the system's.
+    /// SMTP AUTH: `auto` (PLAIN or LOGIN when offered, none otherwise), `none` (a relay
+    /// that trusts this network), `plain` or `login`.
+    #[arg(long, value_name = "auto|none|plain|login", default_value = "auto")]
+    pub(crate) smtp_auth: peakhour_engine::AuthPolicy,
+    /// Where the users' own folders live, instead of the server's NAMESPACE answer
+    /// (e.g. `INBOX.`; `""` for the top level). Profile folder names go under it.
+    #[arg(long, value_name = "PREFIX")]
+    pub(crate) folder_prefix: Option<String>,
+    /// A PEM file of CA certificates to trust in addition to the system's; a
+    /// self-signed server certificate may be given here as its own CA.
     #[arg(long, value_name = "FILE")]
     pub(crate) ca_file: Option<PathBuf>,
     /// Accept any TLS certificate. Only for test servers you control.
@@ -137,10 +156,16 @@ pub(crate) struct RunArgs {
     /// Server monitor: the shortest window of the high average (highest sustained mean).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub(crate) high_average_window: std::time::Duration,
+    #[command(flatten)]
+    pub(crate) files: FileArgs,
     /// Server monitor: sample the idle server this long before the load starts
     /// (rows with a negative time_s in monitor.csv).
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
     pub(crate) monitor_baseline: std::time::Duration,
+    /// Server monitor: a process group NAME=REGEX (on command names), repeatable: the
+    /// server's processes when it is not the lab.
+    #[arg(long, value_name = "NAME=REGEX")]
+    pub(crate) group: Vec<String>,
 }
 
 /// `peakhour sweep`
@@ -173,10 +198,19 @@ pub(crate) struct SweepArgs {
     /// Stop climbing when failed actions exceed this fraction of the attempted ones.
     #[arg(long, value_name = "RATIO", default_value_t = 0.05)]
     pub(crate) max_error_ratio: f64,
+    /// Server monitor: a process group NAME=REGEX, repeatable (as for `run`).
+    #[arg(long, value_name = "NAME=REGEX")]
+    pub(crate) group: Vec<String>,
     /// Skip `init` (the mailboxes are already filled for the largest step).
     #[arg(long)]
     pub(crate) no_init: bool,
     /// The sweep directory (default: runs/TIME-sweep-PROFILE, TIME in UTC).
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
+    /// The software's price: the sweep divides it by the peak throughput, dollars per
+    /// Mbit/s for a file server as seed 004 computed price/performance.
+    #[arg(long, value_name = "DOLLARS")]
+    pub(crate) price: Option<f64>,
+    #[command(flatten)]
+    pub(crate) files: FileArgs,
 }

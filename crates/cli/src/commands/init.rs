@@ -106,5 +106,8 @@ pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         report.elapsed.as_secs_f64(),
         report.messages_per_second()
     );
+    if let Some(calendars) = &report.calendars {
+        println!("{calendars}");
+    }
     Ok(ExitCode::SUCCESS)
 }

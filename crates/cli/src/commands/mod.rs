@@ -4,14 +4,19 @@ mod analyze;
 mod completions;
 mod init;
 mod lab;
+mod matrix;
 mod monitor;
+mod plan;
+mod planner;
 mod profiles;
 mod report;
 mod run;
+mod run_files;
 mod signals;
 mod status_line;
 mod sweep;
 mod target;
+mod tasks;
 
 use std::process::ExitCode;
 
@@ -25,6 +30,9 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Init(args) => init::run(args),
         Command::Run(args) => run::run(args),
         Command::Sweep(args) => sweep::run(args),
+        Command::Tasks(args) => tasks::run(args),
+        Command::Plan(args) => plan::run(args),
+        Command::Matrix(args) => matrix::run(args),
         Command::Monitor(args) => monitor::run(args),
         Command::Analyze { command } => analyze::run(command),
         Command::Report(args) => report::run(args),

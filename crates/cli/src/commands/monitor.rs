@@ -22,7 +22,7 @@ use peakhour_rundir::{DirKind, RunDir, RunFile, default_dir};
 use tokio::sync::watch;
 
 use super::signals::EXIT_INTERRUPTED;
-pub(crate) use super::signals::wait_for_signal;
+use super::signals::wait_for_signal;
 use super::status_line::StatusLine;
 use crate::args::MonitorArgs;
 
@@ -35,6 +35,16 @@ pub(crate) fn lab_probes(status: &LabStatus) -> MailProbes {
     }
 }
 
+/// Which processes the local source counts besides the `--group` ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Watching {
+    /// `peakhour monitor`: Dovecot and Postfix by name (and peakhour).
+    MailServers,
+    /// A run against an explicit target: only peakhour, since a Dovecot or
+    /// Postfix on this host need not be the target's.
+    OnlyPeakhour,
+}
+
 /// The local source with the default groups (dovecot, postfix, peakhour),
 /// the extra `NAME=REGEX` groups, and the mail probes. With a lab, the
 /// `dovecot` and `postfix` groups count only that lab's servers (other labs
@@ -43,11 +53,15 @@ pub(crate) fn local_source(
     groups: &[String],
     lab: Option<&LabStatus>,
     mail: MailProbes,
+    watching: Watching,
 ) -> anyhow::Result<LocalSource> {
     let mut config = LocalConfig {
         mail,
         ..LocalConfig::default()
     };
+    if watching == Watching::OnlyPeakhour {
+        config.groups = vec![GroupSpec::peakhour()];
+    }
     if let Some(lab) = lab {
         config.groups =
             GroupSpec::defaults_within(lab.master_pid("dovecot"), lab.master_pid("postfix"));
@@ -59,6 +73,7 @@ pub(crate) fn local_source(
                     .push(GroupSpec::names(name, names).within(&[pid]));
             }
         }
+        config.cgroup = lab.limits.cgroup.as_ref().map(super::planner::cgroup_files);
     }
     for spec in groups {
         let group = GroupSpec::parse(spec).with_context(|| format!("--group {spec:?}"))?;
@@ -92,7 +107,7 @@ fn start(
     }
     let mail = mail_probes(args);
     let what = mail.describe();
-    let source = local_source(&args.group, None, mail)?;
+    let source = local_source(&args.group, None, mail, Watching::MailServers)?;
     Ok((Monitor::start(source, Some(csv), config)?, what))
 }
 

@@ -17,8 +17,18 @@ pub(crate) fn write_report(dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(RunDir::new(dir).write_report()?)
 }
 
-/// `peakhour report RUN_DIR [--format F]`.
+/// `peakhour report RUN_DIR [--format F]`; a run killed before it wrote
+/// `summary.json` is rebuilt first, from what it left, marked interrupted.
 pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    if let Some(r) = RunDir::new(&args.run_dir).recover()? {
+        eprintln!(
+            "{} had no summary.json (the run was killed): rebuilt from {}, {} closed intervals up to {:.0} s, marked interrupted",
+            args.run_dir.display(),
+            r.from,
+            r.intervals,
+            r.measured_until_s
+        );
+    }
     let path = write_report(&args.run_dir)?;
     if let Some(format) = args.format.as_deref() {
         let run = RunDir::new(&args.run_dir).load()?;

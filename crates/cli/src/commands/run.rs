@@ -5,6 +5,7 @@
 //! computes the summary and writes the files.
 
 mod live_line;
+pub(super) mod monitored;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,34 +14,38 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use peakhour_analysis::{Summary, Verdict};
-use peakhour_engine::{RunResult, RunSettings, Target};
-use peakhour_monitor::analysis::{TimeWindow, mail_queue_at_end};
-use peakhour_monitor::{LocalSource, Monitor, MonitorConfig, MonitorReport};
+use peakhour_engine::{Both, RunResult, RunSettings, Target};
+use peakhour_monitor::LocalSource;
 use peakhour_rundir::{DirKind, MonitorSection, RunConfig, RunDir, RunSection, TargetSection};
 use peakhour_workload::{HumanDuration, Overrides, Plan};
 use tokio::runtime::Runtime;
-use tokio::sync::watch;
-use tokio::time::Instant;
 
 use self::live_line::LiveLine;
-use super::monitor::{cost_line, findings, lab_probes, local_source, wait_for_signal};
+use self::monitored::{MonitorRun, run_monitored};
+use super::monitor::{Watching, lab_probes, local_source};
+use super::signals::EXIT_INTERRUPTED;
 use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::RunArgs;
 use crate::config::{CONNECT_TIMEOUT, RunConfig as CheckedRunConfig, usage_exit};
 
 /// The server monitor samples every second during a run.
-const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
-
-/// Exit code of a run stopped by SIGINT or SIGTERM (128 + SIGINT, as shells report it).
-const EXIT_INTERRUPTED: u8 = 130;
+pub(super) const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
 
 pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // Bounds first, then the profile, the target and the population: all
     // before any connection, and bad usage exits with code 2.
-    let prepared = match CheckedRunConfig::check(&args)
-        .map_err(anyhow::Error::from)
-        .and_then(|config| Prepared::new(&args, config))
-    {
+    let config = match CheckedRunConfig::check(&args) {
+        Ok(config) => config,
+        Err(error) => return usage_exit(error.into()),
+    };
+    let prepared = match super::run_files::file_profile(&args.profile.profile) {
+        Ok(Some(choice)) => {
+            return super::run_files::run(&args, config, choice).or_else(usage_exit);
+        }
+        Ok(None) => Prepared::new(&args, config),
+        Err(error) => Err(error),
+    };
+    let prepared = match prepared {
         Ok(prepared) => prepared,
         Err(error) => return usage_exit(error),
     };
@@ -62,11 +67,17 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .context("the target failed its check before the load; nothing was run")?;
     prepared.announce();
 
-    let (result, monitor) = prepared.execute(&runtime)?;
+    let (mut result, monitor) = prepared.execute(&runtime)?;
+    result.record.meta.security_shortcuts = prepared.resolved.shortcuts.clone();
     let outcome = &result.outcome;
     let mut summary = Summary::compute(&result.record)?;
+    summary.limits = super::planner::summary_limits(prepared.resolved.lab.as_ref());
     if let Some(monitor) = monitor {
-        monitor.add_findings(&mut summary, &result, prepared.config.high_average_window);
+        monitor.add_findings(
+            &mut summary,
+            result.outcome.clock.t0,
+            prepared.config.high_average_window,
+        );
     }
     RunDir::new(&prepared.dir).write_results(&result.record, &summary)?;
     if let Err(e) = super::report::write_report(&prepared.dir) {
@@ -161,7 +172,9 @@ impl Prepared {
         }
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
-        RunDir::new(&dir).write_config(&run_config(&plan, &config, &target)?)?;
+        let mut recorded = run_config(&plan, &config, &target)?;
+        recorded.target.security_shortcuts = resolved.shortcuts.clone();
+        RunDir::new(&dir).write_config(&recorded)?;
 
         let settings = RunSettings {
             run_id,
@@ -205,117 +218,39 @@ impl Prepared {
     /// Dovecot ports) and its CSV file.
     fn monitor_source(&self) -> anyhow::Result<(LocalSource, std::fs::File)> {
         let lab = self.resolved.lab.as_ref();
-        let source = local_source(&[], lab, lab.map(lab_probes).unwrap_or_default())?;
-        let path = self.dir.join("monitor.csv");
-        let csv = std::fs::File::create(&path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-        Ok((source, csv))
+        let probes = lab.map(lab_probes).unwrap_or_default();
+        let source = local_source(&self.config.groups, lab, probes, Watching::OnlyPeakhour)?;
+        Ok((source, RunDir::new(&self.dir).create_monitor_csv()?))
     }
 
-    /// Runs the users with the monitor sampling beside them, until the run
-    /// ends or SIGINT/SIGTERM stops it.
+    /// Runs the users with the monitor sampling beside them and every closed
+    /// interval journaled to disk, until the run ends or a signal (SIGINT,
+    /// SIGTERM, SIGHUP) stops it; a second signal exits at once.
     fn execute(&self, runtime: &Runtime) -> anyhow::Result<(RunResult, Option<MonitorRun>)> {
-        let baseline = self.config.monitor_baseline;
-        let monitor_source = self.monitor_source();
-        // The monitor samples on a runtime (and thread) of its own: a sample reads
-        // /proc for every process, and must not delay the simulated users' timers.
-        let monitor_runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("peakhour-monitor")
-            .enable_all()
-            .build()?;
         let mut live = LiveLine::new(self.plan.actions());
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let (result, monitor) = runtime.block_on(async {
-            tokio::spawn(async move {
-                wait_for_signal().await;
-                eprintln!(
-                    "\nstopping: finishing in-flight actions (at most 2 s), then writing results"
-                );
-                let _ = stop_tx.send(true);
-            });
-            // The monitor's time_s counts from the run's start; a baseline samples the
-            // idle server before it (negative time_s).
-            let origin = Instant::now() + baseline;
-            let monitor = monitor_source.and_then(|(source, csv)| {
-                let config = MonitorConfig {
-                    interval: MONITOR_INTERVAL,
-                    origin: Some(origin),
-                    ..MonitorConfig::default()
-                };
-                let _on_monitor_runtime = monitor_runtime.enter();
-                Monitor::start(source, Some(csv), config).map_err(anyhow::Error::from)
-            });
-            let monitor = match monitor {
-                Ok(monitor) => Some(monitor),
-                Err(e) => {
-                    eprintln!(
-                        "warning: the server monitor could not start ({e:#}); running without it"
-                    );
-                    None
-                }
-            };
-            if monitor.is_some() && !baseline.is_zero() {
-                eprintln!(
-                    "monitor: sampling the idle server for {} before the load",
-                    humantime(baseline)
-                );
-                tokio::time::sleep_until(origin).await;
-            }
-            let result = peakhour_engine::run(
-                self.plan.clone(),
-                self.target.clone(),
-                self.settings.clone(),
-                stop_rx,
-                &mut live,
-            )
-            .await;
-            let monitor = match monitor {
-                Some(m) => Some(MonitorRun {
-                    report: m.finish().await,
-                    origin,
-                }),
-                None => None,
-            };
-            (result, monitor)
-        });
+        let mut journal = RunDir::new(&self.dir).journal()?;
+        let observers = &mut Both(&mut live, &mut journal);
+        let (result, monitor) = run_monitored(
+            runtime,
+            self.monitor_source(),
+            self.config.monitor_baseline,
+            "finishing in-flight actions (at most 2 s), then writing results",
+            |stop| async move {
+                peakhour_engine::run(
+                    self.plan.clone(),
+                    self.target.clone(),
+                    self.settings.clone(),
+                    stop,
+                    observers,
+                )
+                .await
+            },
+        )?;
         live.clear();
+        if let Err(e) = journal.finish() {
+            eprintln!("warning: closed intervals were not all journaled as they closed: {e}");
+        }
         Ok((result?, monitor))
-    }
-}
-
-/// What the server monitor recorded during the run, and the instant its
-/// `time_s` counts from.
-struct MonitorRun {
-    report: Result<MonitorReport, peakhour_monitor::MonitorError>,
-    origin: Instant,
-}
-
-impl MonitorRun {
-    /// Adds the monitor's findings over the steady phase (high averages,
-    /// bottleneck, the mail queue at the end) to `summary`.
-    fn add_findings(self, summary: &mut Summary, result: &RunResult, min_window: Duration) {
-        let report = match self.report {
-            Ok(report) => report,
-            Err(e) => {
-                eprintln!("warning: the server monitor failed: {e}");
-                return;
-            }
-        };
-        // The monitor's origin and the engine's t0 differ by the few µs
-        // between two clock reads; shift the steady window by that.
-        let shift = signed_secs(result.outcome.clock.t0, self.origin);
-        let start = summary.steady.start_s + shift;
-        let end = start + summary.steady.length_s;
-        // A sample at t covers the second before t: the steady phase's
-        // samples are those at start + 1 s ... end.
-        let half = MONITOR_INTERVAL.as_secs_f64() / 2.0;
-        let window = TimeWindow::new(start + half, end + half);
-        let found = findings(&report.table, window, min_window);
-        summary.bottleneck = Some(found.bottleneck);
-        summary.resources = found.resources;
-        summary.delivery.mail_queue_at_end = mail_queue_at_end(&report.table);
-        eprintln!("{}", cost_line(&report));
     }
 }
 
@@ -343,6 +278,7 @@ fn run_config(
         TargetSection {
             imap: target.imap.to_string(),
             smtp: target.smtp.to_string(),
+            security_shortcuts: Vec::new(),
         },
         MonitorSection {
             interval: HumanDuration(MONITOR_INTERVAL),
@@ -365,12 +301,4 @@ fn run_config(
             .insert("population".into(), toml::Value::Table(population));
     }
     Ok(recorded)
-}
-
-fn signed_secs(at: Instant, origin: Instant) -> f64 {
-    if at >= origin {
-        at.duration_since(origin).as_secs_f64()
-    } else {
-        -origin.duration_since(at).as_secs_f64()
-    }
 }

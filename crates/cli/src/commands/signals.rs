@@ -49,6 +49,14 @@ pub(crate) async fn wait_for_signal() {
     }
 }
 
+/// Ends the process at once, on a second stopping signal: what is on disk
+/// stays (every file is written whole or not at all, and a run's closed
+/// intervals are already journaled).
+pub(crate) fn exit_at_once() -> ! {
+    eprintln!("\nsecond signal: exiting now; what was already written stays");
+    std::process::exit(i32::from(EXIT_INTERRUPTED))
+}
+
 /// For a command without a runtime of its own (the sweep): signals watched on
 /// a thread, a flag set by the first, and `on_signal` called on every one
 /// (with `true` the first time).

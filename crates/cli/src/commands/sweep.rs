@@ -9,7 +9,7 @@
 //! and the files (`capacity.csv`, `.json`, `.html`) `peakhour_report::capacity`.
 //! See `docs/capacity.md`.
 
-mod child;
+pub(super) mod child;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -22,7 +22,7 @@ use peakhour_analysis::capacity::sweep::{
 };
 use peakhour_lab::Lab;
 use peakhour_report::capacity::{
-    SweepPlan, capacity_json, render_sweep_text, step_line, sweep_html, sweep_json,
+    SweepPlan, capacity_json, price_line, render_sweep_text, step_line, sweep_html, sweep_json,
     write_capacity_csv,
 };
 use peakhour_workload::HumanDuration;
@@ -54,6 +54,8 @@ struct Plan {
     profile: String,
     seed: u64,
     dir: PathBuf,
+    /// A file profile: no mailboxes to initialize.
+    files: bool,
 }
 
 fn plan(args: &SweepArgs) -> anyhow::Result<Plan> {
@@ -67,8 +69,20 @@ fn plan(args: &SweepArgs) -> anyhow::Result<Plan> {
     {
         bail!("--qos-p95-ms must be a positive number of milliseconds");
     }
-    let profile = load_profile(&args.profile.profile)?.name;
-    check_lab(args, steps[steps.len() - 1])?;
+    let file_profile = super::run_files::file_profile(&args.profile.profile)?;
+    let files = file_profile.is_some();
+    let profile = match file_profile {
+        Some(choice) => choice.name().to_owned(),
+        None => load_profile(&args.profile.profile)?.name,
+    };
+    if let Some(price) = args.price
+        && !(price >= 0.0 && price.is_finite())
+    {
+        bail!("--price must be a finite amount of at least 0");
+    }
+    if !files || (args.files.dir.is_none() && args.files.smb.is_none()) {
+        check_lab(args, steps[steps.len() - 1])?;
+    }
     let dir = args.out.clone().unwrap_or_else(|| {
         peakhour_rundir::default_dir(
             std::time::SystemTime::now(),
@@ -89,6 +103,7 @@ fn plan(args: &SweepArgs) -> anyhow::Result<Plan> {
         profile,
         seed,
         dir,
+        files,
     })
 }
 
@@ -97,7 +112,7 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
     let (dir, seed) = (&plan.dir, plan.seed);
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the sweep directory {}", dir.display()))?;
-    let children = Children::install()?;
+    let children = Children::install("sweep")?;
     let list: Vec<String> = plan.steps.iter().map(u32::to_string).collect();
     eprintln!(
         "sweep {}: profile {}, users {}, seed {seed}, each step {} ramp-up + {} steady + {} drain; stop after two QoS failures in a row or errors above {}",
@@ -109,7 +124,7 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
         HumanDuration(args.shape.drain),
         args.max_error_ratio
     );
-    if !args.no_init {
+    if !args.no_init && !plan.files {
         let max_users = plan.steps[plan.steps.len() - 1];
         let mut init: Vec<OsString> = vec!["init".into()];
         init.extend(common_args(&args));
@@ -232,7 +247,12 @@ fn finish(args: &SweepArgs, plan: &Plan, outcome: &SweepOutcome) -> anyhow::Resu
             HumanDuration(args.shape.drain)
         ),
     };
-    let json = sweep_json(&sweep_plan, &sweep, outcome);
+    let mut json = sweep_json(&sweep_plan, &sweep, outcome);
+    if let Some(amount) = args.price {
+        let p = sweep.price_performance(amount)?;
+        println!("{}", price_line(&p));
+        json.sweep.price_performance = Some(p);
+    }
     write_file(&dir.join("capacity.json"), capacity_json(&json)?)?;
     let html = sweep_html(&sweep_plan, &sweep, outcome);
     write_file(&dir.join("capacity.html"), html)?;

@@ -4,7 +4,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
-use peakhour_engine::{Account, Credentials, Endpoint, Population, Target};
+use peakhour_engine::{
+    Account, CalDavEndpoint, Credentials, Endpoint, Population, ServerOptions, Target,
+    security_shortcuts,
+};
 use peakhour_lab::{Lab, LabStatus};
 use peakhour_net::{Secret, TlsSettings};
 use peakhour_workload::{Overrides, Plan, Profile, builtin};
@@ -37,6 +40,8 @@ pub(crate) fn load_profile(name: &str) -> anyhow::Result<Profile> {
 pub(crate) struct ResolvedTarget {
     pub(crate) target: Arc<Target>,
     pub(crate) lab: Option<LabStatus>,
+    /// What weakens its security, warned about on stderr and recorded.
+    pub(crate) shortcuts: Vec<String>,
 }
 
 fn tls_settings(
@@ -51,7 +56,25 @@ fn tls_settings(
     Ok(settings.client_config()?)
 }
 
+fn server_options(args: &TargetArgs) -> ServerOptions {
+    ServerOptions {
+        smtp_auth: args.smtp_auth,
+        folder_prefix: args.folder_prefix.clone(),
+    }
+}
+
+/// The target, with a warning on stderr for each security shortcut it takes.
 pub(crate) fn resolve_target(args: &TargetArgs) -> anyhow::Result<ResolvedTarget> {
+    let mut resolved = resolve_endpoints(args)?;
+    let t = &resolved.target;
+    resolved.shortcuts = security_shortcuts(&t.imap, &t.smtp, args.insecure_skip_tls_verify);
+    for shortcut in &resolved.shortcuts {
+        eprintln!("warning: {shortcut}");
+    }
+    Ok(resolved)
+}
+
+fn resolve_endpoints(args: &TargetArgs) -> anyhow::Result<ResolvedTarget> {
     if args.target == "lab" {
         let status = Lab::new(&args.lab_dir)
             .status()
@@ -71,12 +94,19 @@ pub(crate) fn resolve_target(args: &TargetArgs) -> anyhow::Result<ResolvedTarget
                 &url("lmtp", &status.endpoints.lmtp),
                 &["lmtp"],
             )?),
+            caldav: caldav_endpoint(args, status.endpoints.caldav.as_deref())?,
+            pop3: Some(Endpoint::parse(
+                &url("pop3", &status.endpoints.pop3),
+                &["pop3"],
+            )?),
             tls: tls_settings(args, Some(&status.ca_file))?,
             credentials: Credentials::Shared(Secret::new(status.password.clone())),
+            options: server_options(args),
         };
         return Ok(ResolvedTarget {
             target: Arc::new(target),
             lab: Some(status),
+            shortcuts: Vec::new(),
         });
     }
     let imap = args
@@ -109,66 +139,40 @@ pub(crate) fn resolve_target(args: &TargetArgs) -> anyhow::Result<ResolvedTarget
             .map(|url| Endpoint::parse(url, &["lmtp"]))
             .transpose()
             .context("--lmtp")?,
+        caldav: caldav_endpoint(args, None)?,
+        pop3: args
+            .pop3
+            .as_deref()
+            .map(|url| Endpoint::parse(url, &["pop3", "pop3s"]))
+            .transpose()
+            .context("--pop3")?,
         tls: tls_settings(args, None)?,
         credentials,
+        options: server_options(args),
     };
     Ok(ResolvedTarget {
         target: Arc::new(target),
         lab: None,
+        shortcuts: Vec::new(),
     })
 }
 
-/// `login,password[,address]` per line; `#` comments and blank lines are
-/// skipped. These users are the run's whole test population: mail goes only
-/// to their addresses. The address is the third column, or the login when
-/// the login is an address. A password may hold commas; one whose last
-/// comma is followed by something like an address needs the third column.
+/// The CalDAV server: `--caldav URL` if given (for any target), else the
+/// lab's own (`endpoints.caldav` of its status), else none.
+fn caldav_endpoint(args: &TargetArgs, lab: Option<&str>) -> anyhow::Result<Option<CalDavEndpoint>> {
+    args.caldav
+        .as_deref()
+        .or(lab)
+        .map(CalDavEndpoint::parse)
+        .transpose()
+        .context("--caldav")
+}
+
+/// The users file (see [`Account::parse_users`]): the run's whole test population.
 fn read_users_file(path: &Path) -> anyhow::Result<Vec<Account>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut users = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let at = || format!("{}:{}", path.display(), index + 1);
-        users.push(parse_account(line).map_err(|why| anyhow::anyhow!("{}: {why}", at()))?);
-    }
-    if users.is_empty() {
-        bail!("{} holds no users", path.display());
-    }
-    Ok(users)
-}
-
-/// One line of a users file.
-fn parse_account(line: &str) -> Result<Account, String> {
-    let Some((login, rest)) = line.split_once(',') else {
-        return Err("expected `login,password[,address]`".into());
-    };
-    let login = login.trim();
-    if login.is_empty() {
-        return Err("empty login".into());
-    }
-    let looks_like_address =
-        |s: &str| s.contains('@') && !s.contains(char::is_whitespace) && !s.ends_with('@');
-    let (password, address) = match rest.rsplit_once(',') {
-        Some((password, address)) if looks_like_address(address.trim()) => {
-            (password, address.trim().to_owned())
-        }
-        _ if looks_like_address(login) => (rest, login.to_owned()),
-        _ => {
-            return Err(format!(
-                "the login {login:?} is not a mail address: add the user's address as a third \
-                 column (login,password,address), so that the run knows where its mail goes"
-            ));
-        }
-    };
-    Ok(Account {
-        login: login.to_owned(),
-        password: Secret::new(password.to_owned()),
-        address,
-    })
+    Account::parse_users(&text).map_err(|e| anyhow::anyhow!("{}:{e}", path.display()))
 }
 
 /// The run's test population, refused before any connection when it is
@@ -216,23 +220,4 @@ pub(crate) fn resolve_plan(
         }
     }
     Ok(Arc::new(Plan::resolve(profile, &overrides)?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_users_file_line_gives_login_password_and_address() {
-        let account = parse_account("alice,s3cret,alice@corp.example").unwrap();
-        assert_eq!(account.login, "alice");
-        assert_eq!(account.password.expose(), "s3cret");
-        assert_eq!(account.address, "alice@corp.example");
-        let account = parse_account("bob@x.test,pa,ss").unwrap();
-        assert_eq!(account.address, "bob@x.test");
-        assert_eq!(account.password.expose(), "pa,ss");
-        let error = parse_account("carol,pw").unwrap_err();
-        assert!(error.contains("third column"), "{error}");
-        assert!(parse_account("dave").is_err());
-    }
 }

@@ -41,6 +41,7 @@ pub(crate) fn usage_exit(error: anyhow::Error) -> anyhow::Result<ExitCode> {
         cause.is::<UsageError>()
             || cause.is::<peakhour_workload::ProfileError>()
             || cause.is::<peakhour_workload::PlanError>()
+            || cause.is::<peakhour_engine::files::FileSetupError>()
     });
     if is_usage {
         eprintln!("error: {error:#}");

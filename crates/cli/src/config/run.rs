@@ -76,6 +76,8 @@ pub(crate) struct RunConfig {
     pub(crate) high_average_window: Duration,
     pub(crate) monitor_baseline: Duration,
     pub(crate) allow_domains: Vec<String>,
+    /// The monitor's `--group NAME=REGEX` specs, each checked to parse.
+    pub(crate) groups: Vec<String>,
 }
 
 impl RunConfig {
@@ -101,8 +103,18 @@ impl RunConfig {
                 MAX_MONITOR_BASELINE,
             )?,
             allow_domains: allowed_domains(&args.target)?,
+            groups: checked_groups(&args.group)?,
         })
     }
+}
+
+/// Every `--group` must parse as the monitor's `NAME=REGEX`.
+pub(crate) fn checked_groups(groups: &[String]) -> Result<Vec<String>, UsageError> {
+    for spec in groups {
+        peakhour_monitor::GroupSpec::parse(spec)
+            .map_err(|e| UsageError(format!("--group {spec:?}: {e}")))?;
+    }
+    Ok(groups.to_vec())
 }
 
 /// `peakhour init`'s settings, checked.
@@ -196,6 +208,8 @@ mod tests {
             (&["--duration", "720h", "--interval", "1s"], "intervals"),
             (&["--allow-domain", "user@corp.example"], "--allow-domain"),
             (&["--monitor-baseline", "5h"], "--monitor-baseline"),
+            (&["--group", "Bad Name=x"], "--group"),
+            (&["--group", "imapd=("], "--group"),
         ];
         for (argv, expected) in cases {
             let error = RunConfig::check(&run_args(argv)).expect_err("out of bounds");

@@ -3,7 +3,7 @@
 
 use std::process::{Command, Output};
 
-use peakhour_lab::{LabConfig, LabGuard, Ports};
+use peakhour_lab::{LabConfig, LabGuard, OptionalServer, Ports};
 
 /// The binary under test.
 pub(crate) const PEAKHOUR: &str = env!("CARGO_BIN_EXE_peakhour");
@@ -11,6 +11,20 @@ pub(crate) const PEAKHOUR: &str = env!("CARGO_BIN_EXE_peakhour");
 /// A lab with `users` users in a temporary directory, on free loopback ports;
 /// it stops when the guard is dropped and the directory goes with the TempDir.
 pub(crate) fn start_lab(users: u32) -> (tempfile::TempDir, LabGuard) {
+    start_lab_configured(users, |_| {})
+}
+
+/// [`start_lab`] with optional servers too (`--with caldav`, `--with smb`).
+pub(crate) fn start_lab_with(users: u32, with: &[OptionalServer]) -> (tempfile::TempDir, LabGuard) {
+    start_lab_configured(users, |config| config.with = with.iter().copied().collect())
+}
+
+/// [`start_lab`], with the lab's configuration changed by `configure` first
+/// (a namespace, limits ...).
+pub(crate) fn start_lab_configured(
+    users: u32,
+    configure: impl Fn(&mut LabConfig),
+) -> (tempfile::TempDir, LabGuard) {
     // 0755: the lab refuses (and does not chmod) a 0700 directory its servers cannot reach.
     let dir = tempfile::Builder::new()
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
@@ -20,11 +34,12 @@ pub(crate) fn start_lab(users: u32) -> (tempfile::TempDir, LabGuard) {
     // parallel): try other free ports a few times before giving up.
     let mut attempts = 0;
     loop {
-        let config = LabConfig {
+        let mut config = LabConfig {
             users,
             ports: Ports::free().expect("free loopback ports"),
             ..LabConfig::new(dir.path())
         };
+        configure(&mut config);
         match LabGuard::start(&config) {
             Ok(lab) => return (dir, lab),
             Err(peakhour_lab::LabError::PortInUse { .. }) if attempts < 3 => attempts += 1,

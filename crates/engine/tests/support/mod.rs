@@ -388,8 +388,11 @@ pub(crate) fn target() -> Arc<Target> {
         smtp: Endpoint::parse("smtp://fake:25", &["smtp"]).expect("smtp"),
         imap: Endpoint::parse("imap://fake:143", &["imap"]).expect("imap"),
         lmtp: None,
+        caldav: None,
+        pop3: None,
         tls,
         credentials: Credentials::Shared(Secret::new(PASSWORD.into())),
+        options: peakhour_engine::ServerOptions::default(),
     })
 }
 

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::{SampleFuture, Source};
+use crate::cgroup::{CgroupFiles, CgroupReader};
 use crate::cost::cpu_timed;
 use crate::error::MonitorError;
 use crate::groups::{GroupSpec, GroupTracker, ProcessCounters, assign_groups};
@@ -30,6 +31,8 @@ pub struct LocalConfig {
     pub groups: Vec<GroupSpec>,
     /// Mail-server probes.
     pub mail: MailProbes,
+    /// A shaped lab's cgroup, whose own accounting adds the `lab_*` columns.
+    pub cgroup: Option<CgroupFiles>,
 }
 
 impl Default for LocalConfig {
@@ -39,6 +42,7 @@ impl Default for LocalConfig {
             sys_block: PathBuf::from("/sys/block"),
             groups: GroupSpec::defaults(),
             mail: MailProbes::default(),
+            cgroup: None,
         }
     }
 }
@@ -60,6 +64,7 @@ pub struct LocalSource {
     skip: u32,
     /// When the processes were last read.
     processes_read_at: Option<Instant>,
+    cgroup: Option<CgroupReader>,
 }
 
 /// The CPU one sample may spend reading every process's files before those
@@ -105,7 +110,9 @@ impl LocalSource {
             processes: None,
             skip: 0,
             processes_read_at: None,
+            cgroup: None,
         };
+        source.cgroup = source.config.cgroup.clone().map(CgroupReader::new);
         // `dovecot_processes` follows the `dovecot` group (e.g. scoped to one lab).
         if let Some(dovecot) = source.config.groups.iter().find(|g| g.name == "dovecot") {
             source.dovecot_probe = dovecot.clone();
@@ -268,6 +275,10 @@ impl LocalSource {
     /// Like [`LocalSource::sample_now`], with rates computed as if the read
     /// happened at `now` (for tests over a fake `/proc`).
     pub fn sample_at(&mut self, now: Instant) -> Result<Sample, MonitorError> {
+        // The cgroup first: its rates are taken over the time between two
+        // `now`s, which must be the time between its two reads (the process
+        // reads after it can take long on a loaded machine).
+        let cgroup = self.cgroup.as_mut().map(|c| c.sample_at(now));
         let counters = self.read_system()?;
         let system = self.prev.advance(now, counters);
 
@@ -301,6 +312,7 @@ impl LocalSource {
             groups: reading.groups,
             mail,
             monitor_cpu_us: None,
+            cgroup,
         })
     }
 

@@ -18,7 +18,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use local::{LocalConfig, LocalSource, PROCESS_READ_BUDGET};
-pub use node_exporter::{NodeExporterSource, parse_exposition};
+pub use node_exporter::{MAX_CPUS, NodeExporterSource, parse_exposition, parse_scrape_response};
 
 use crate::error::MonitorError;
 use crate::sample::Sample;

@@ -186,11 +186,12 @@ fn dechunk(mut data: &[u8]) -> Result<Vec<u8>, String> {
         if size == 0 {
             return Ok(out);
         }
-        if data.len() < size + 2 {
+        // Checked: a size of `ffffffffffffffff` overflowed `size + 2` (issue 11).
+        let Some(end) = size.checked_add(2).filter(|end| *end <= data.len()) else {
             return Err("truncated chunk".into());
-        }
+        };
         out.extend_from_slice(&data[..size]);
-        data = &data[size + 2..];
+        data = &data[end..];
     }
 }
 
@@ -288,6 +289,21 @@ fn net_entry<'a>(nets: &'a mut Vec<NetCounters>, interface: &str) -> &'a mut Net
     &mut nets[i]
 }
 
+/// CPU numbers above this in a scrape are ignored: no machine has them, and
+/// each one numbered is a slot in the sample.
+pub const MAX_CPUS: usize = 16_384;
+
+/// A whole HTTP response from node_exporter (status line, headers, plain or
+/// chunked body) read as [`parse_exposition`] reads its body: what a scrape
+/// does with the bytes it received, without the socket.
+pub fn parse_scrape_response(raw: &[u8]) -> Result<SystemCounters, MonitorError> {
+    let text = decode_http_response(raw).map_err(|detail| MonitorError::Scrape {
+        url: "(response)".into(),
+        detail,
+    })?;
+    parse_exposition(&text)
+}
+
 /// Parses node_exporter's text exposition into system counters. Pure.
 pub fn parse_exposition(text: &str) -> Result<SystemCounters, MonitorError> {
     let mut c = SystemCounters::default();
@@ -305,7 +321,8 @@ pub fn parse_exposition(text: &str) -> Result<SystemCounters, MonitorError> {
                 else {
                     continue;
                 };
-                let Ok(index) = cpu.parse::<usize>() else {
+                // Bounded: `cpu="4294967295"` asked for a 160 GB vector (issue 11).
+                let Some(index) = cpu.parse::<usize>().ok().filter(|i| *i < MAX_CPUS) else {
                     continue;
                 };
                 if c.cpu_cores.len() <= index {
@@ -470,6 +487,29 @@ node_uname_info{machine="x86_64",nodename="a \"quoted\" name",release="6.1"} 1
         assert!(
             decode_http_response(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n..").is_err()
         );
+    }
+
+    #[test]
+    fn issue_11_a_chunk_size_of_all_fs_is_an_error_not_a_panic() {
+        for size in ["ffffffffffffffff", "fffffffffffffffe", "7fffffffffffffff"] {
+            let raw = format!(
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{size}\r\nnode_load1 1\n\r\n0\r\n\r\n"
+            );
+            assert_eq!(
+                decode_http_response(raw.as_bytes()),
+                Err("truncated chunk".to_owned())
+            );
+        }
+    }
+
+    #[test]
+    fn issue_11_a_huge_cpu_number_is_ignored_not_allocated() {
+        let text = "node_cpu_seconds_total{cpu=\"4294967295\",mode=\"idle\"} 1\n\
+                    node_cpu_seconds_total{cpu=\"18446744073709551615\",mode=\"idle\"} 1\n\
+                    node_cpu_seconds_total{cpu=\"1\",mode=\"idle\"} 5\n";
+        let c = parse_exposition(text).unwrap();
+        assert_eq!(c.cpu_cores.len(), 2);
+        assert_eq!(c.cpu_cores[1].idle, 5.0);
     }
 
     #[test]

@@ -53,6 +53,31 @@ impl<D: Dial> CalDavClient<D> {
         Ok(watch.finish(href_path(&home).to_owned()))
     }
 
+    /// The first step of [`CalDavClient::discover_home`] on its own (one
+    /// PROPFIND, timed alone): the principal's path, from
+    /// `current-user-principal` on `path` (usually `/`).
+    pub async fn find_principal(&mut self, path: &str) -> Result<Timed<String>, CalDavError> {
+        let timed = self.send(&requests::find_principal(path)).await?;
+        let xml = self.xml;
+        try_map(timed, |r| {
+            outcome::principal(&r, &xml).map(|href| href_path(&href).to_owned())
+        })
+    }
+
+    /// The second step of [`CalDavClient::discover_home`] on its own (one
+    /// PROPFIND, timed alone): the calendar home's path, from
+    /// `calendar-home-set` on the principal.
+    pub async fn find_calendar_home(
+        &mut self,
+        principal: &str,
+    ) -> Result<Timed<String>, CalDavError> {
+        let timed = self.send(&requests::find_calendar_home(principal)).await?;
+        let xml = self.xml;
+        try_map(timed, |r| {
+            outcome::calendar_home(&r, &xml).map(|href| href_path(&href).to_owned())
+        })
+    }
+
     /// The calendars in `home`, with their change tags.
     pub async fn list_calendars(
         &mut self,

@@ -79,6 +79,35 @@ impl UtcDateTime {
     }
 }
 
+impl UtcDateTime {
+    /// Reads RFC 5545's DATE-TIME, `19980119T070000Z`; a floating time
+    /// (no `Z`) is read as UTC too, and anything else (a DATE, a bad field)
+    /// is `None`. The inverse of the [`fmt::Display`] form.
+    pub fn parse(text: &str) -> Option<UtcDateTime> {
+        let t = text.trim();
+        let t = t.strip_suffix('Z').unwrap_or(t);
+        let bytes = t.as_bytes();
+        let digits = |range: std::ops::Range<usize>| {
+            let field = bytes.get(range)?;
+            field
+                .iter()
+                .all(u8::is_ascii_digit)
+                .then(|| field.iter().fold(0u32, |n, d| n * 10 + u32::from(d - b'0')))
+        };
+        if bytes.len() != 15 || bytes[8] != b'T' {
+            return None;
+        }
+        UtcDateTime::from_fields(
+            i64::from(digits(0..4)?),
+            digits(4..6)?,
+            digits(6..8)?,
+            digits(9..11)?,
+            digits(11..13)?,
+            digits(13..15)?,
+        )
+    }
+}
+
 /// RFC 5545 §3.3.5 UTC form: `19980119T070000Z`.
 impl fmt::Display for UtcDateTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -194,6 +223,25 @@ pub fn escape_text(text: &str) -> String {
     }
     out
 }
+/// The inverse of [`escape_text`]: `\n` (or `\N`) is a newline, and a
+/// The inverse of [`escape_text`]: `\\n` (or `\\N`) is a newline, and a
+/// backslash before any other character stands for that character.
+pub fn unescape_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n' | 'N') => out.push('\n'),
+            Some(escaped) => out.push(escaped),
+            None => out.push('\\'),
+        }
+    }
+    out
+}
 
 /// Appends `line` folded at 75 octets (continuation lines start with a space,
 /// which counts), each physical line ending in CRLF.
@@ -227,6 +275,40 @@ pub fn property(text: &str, name: &str) -> Option<String> {
         let key = key.split(';').next()?;
         key.eq_ignore_ascii_case(name)
             .then(|| value.trim_end_matches('\r').to_owned())
+    })
+}
+
+/// What a client needs to write an event it read back again: its UID
+/// (unescaped, as [`EventSpec::uid`] takes it), its start, and its revision
+/// (`SEQUENCE`, 0 when absent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventHead {
+    /// The UID.
+    pub uid: String,
+    /// DTSTART, in UTC.
+    pub start: UtcDateTime,
+    /// SEQUENCE; a value that is not a number counts as 0.
+    pub sequence: u32,
+}
+
+/// The [`EventHead`] of a server's calendar data (a REPORT's
+/// `calendar-data`, a GET's body): `None` when it has no UID or no DTSTART
+/// in UTC (an all-day or zoned event, or garbage), which a client that only
+/// changes its own events can pass over. The server's text is hostile
+/// input: this reads it, never trusts it.
+pub fn read_event(data: &str) -> Option<EventHead> {
+    let data = unfold(data);
+    let uid = property(&data, "UID")
+        .map(|uid| unescape_text(&uid))
+        .filter(|uid| !uid.is_empty())?;
+    let start = UtcDateTime::parse(&property(&data, "DTSTART")?)?;
+    let sequence = property(&data, "SEQUENCE")
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    Some(EventHead {
+        uid,
+        start,
+        sequence,
     })
 }
 
@@ -299,5 +381,42 @@ mod tests {
             assert!(line.len() <= 75);
         }
         assert_eq!(unfold(&out).trim_end(), "é".repeat(60));
+    }
+
+    #[test]
+    fn an_event_read_back_gives_its_uid_start_and_revision() {
+        let written = event_ics(&EventSpec {
+            sequence: 7,
+            uid: "u-".repeat(60),
+            ..spec()
+        });
+        let head = read_event(&written).unwrap();
+        assert_eq!(head.uid, "u-".repeat(60));
+        let escaped = event_ics(&EventSpec {
+            uid: "a,b;c\\d\ne".into(),
+            ..spec()
+        });
+        assert_eq!(read_event(&escaped).unwrap().uid, "a,b;c\\d\ne");
+        assert_eq!(unescape_text("x\\"), "x\\");
+        assert_eq!(head.start, spec().start);
+        assert_eq!(head.sequence, 7);
+        // A sequence that is not a number, or too big, counts as 0.
+        let odd = "UID:x\r\nDTSTART:20260105T090000\r\nSEQUENCE:99999999999\r\n";
+        assert_eq!(read_event(odd).unwrap().sequence, 0);
+        for hostile in [
+            "",
+            "UID:x",
+            "UID:\r\nDTSTART:20260105T090000Z",
+            "UID:x\r\nDTSTART;VALUE=DATE:20260105",
+            "UID:x\r\nDTSTART:2026-01-05T09:00Z",
+            "UID:x\r\nDTSTART:20261305T090000Z",
+            "UID:x\r\nDTSTART:+0260105T090000Z",
+            "UID:x\r\nDTSTART:2026010\u{e9}T09000Z",
+        ] {
+            assert_eq!(read_event(hostile), None, "{hostile:?}");
+        }
+        let t = UtcDateTime::from_fields(2026, 1, 5, 9, 30, 0).unwrap();
+        assert_eq!(UtcDateTime::parse(&t.to_string()), Some(t));
+        assert_eq!(UtcDateTime::parse(" 20260105T093000 "), Some(t));
     }
 }

@@ -15,14 +15,16 @@
 //!   [`DeleteOutcome`] ...) or a [`CalDavError`]. A 412 on a conditional
 //!   write is an outcome: concurrent editors cause it.
 //! * [`ical`] writes iCalendar events deterministically from an
-//!   [`EventSpec`] (RFC 5545 line folding and escaping).
+//!   [`EventSpec`] (RFC 5545 line folding and escaping), and reads back
+//!   what a client needs to change one ([`read_event`]).
 //! * [`CalDavClient`] is the thin driver: the calls above over one user's
 //!   kept-alive [`peakhour_http::HttpConnection`], each returning a
 //!   [`peakhour_net::Timed`] outcome.
 //!
 //! All but the driver are sans-I/O: the transcript tests feed a C:/S:
 //! exchange through the builders, `peakhour-http`'s core and the outcome
-//! functions, and `fuzz/fuzz_targets/caldav_multistatus.rs` fuzzes the parser.
+//! functions, `fuzz/fuzz_targets/caldav_multistatus.rs` fuzzes the parser and
+//! `fuzz/fuzz_targets/caldav_calendar_data.rs` the reading of calendar data.
 //! `tests/radicale.rs` runs the client against a real Radicale.
 #![deny(missing_docs)]
 
@@ -33,7 +35,7 @@ pub mod outcome;
 pub mod requests;
 
 pub use client::CalDavClient;
-pub use ical::{EventSpec, UtcDateTime, event_ics};
+pub use ical::{EventHead, EventSpec, UtcDateTime, event_ics, read_event};
 pub use multistatus::{DavResponse, Multistatus, XmlError, XmlLimits, parse_multistatus};
 pub use outcome::{
     CalDavError, CalendarInfo, CalendarObject, DeleteOutcome, MakeCalendarOutcome, PutOutcome,

@@ -18,7 +18,9 @@ use std::path::Path;
 
 use peakhour_caldav::ical::property;
 use peakhour_caldav::requests::{self, Precondition};
-use peakhour_caldav::{CalDavError, EventSpec, UtcDateTime, XmlLimits, event_ics, outcome};
+use peakhour_caldav::{
+    CalDavError, EventSpec, UtcDateTime, XmlLimits, event_ics, outcome, read_event,
+};
 use peakhour_http::{BasicAuth, HttpClient, Limits, Progress, Request, Response, Secret};
 use peakhour_net::transcript::{Side, Step, Transcript};
 
@@ -113,6 +115,24 @@ fn call(line: &str) -> (Request, Reader) {
                     })
                     .collect();
                 Ok(format!("events ({}) {}", items.len(), items.join("; ")))
+            }),
+        ),
+        // What a simulated user reads back to change an event (read_event).
+        ["query_heads", path, start, end, "data"] => (
+            requests::query_events(path, date(start), date(end), true),
+            Box::new(move |r| {
+                let events = outcome::events(r, &xml)?;
+                let items: Vec<String> = events
+                    .iter()
+                    .map(|e| match e.data.as_deref().and_then(read_event) {
+                        Some(head) => format!(
+                            "{} uid={} start={} seq={}",
+                            e.href, head.uid, head.start, head.sequence
+                        ),
+                        None => format!("{} unreadable", e.href),
+                    })
+                    .collect();
+                Ok(format!("heads ({}) {}", items.len(), items.join("; ")))
             }),
         ),
         ["put", href, uid, sequence, pre] => (

@@ -17,8 +17,8 @@ use crate::framer::Limits;
 use crate::request::Request;
 use crate::types::{
     AppendUid, Capabilities, CopyUid, FetchItem, FetchedMessage, ListEntry, MailboxInfo,
-    MailboxState, MailboxUpdate, SearchKey, SortCriterion, StatusInfo, StatusItem, StoreMode,
-    ThreadAlgorithm, ThreadNode,
+    MailboxState, MailboxUpdate, Namespaces, SearchKey, SortCriterion, StatusInfo, StatusItem,
+    StoreMode, ThreadAlgorithm, ThreadNode,
 };
 
 /// Updates kept for the next `noop`/`idle_wait` when nobody collects them;
@@ -224,6 +224,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
             Reply::List(entries) => entries,
             _ => Vec::new(),
         }))
+    }
+
+    /// NAMESPACE (RFC 2342): the user's own, other users' and shared
+    /// namespaces. Needs the NAMESPACE capability (checked before sending).
+    pub async fn namespace(&mut self) -> Result<Timed<Namespaces>, ImapError> {
+        self.ensure_capabilities().await?;
+        Ok(self
+            .run(&Request::Namespace)
+            .await?
+            .map(|reply| match reply {
+                Reply::Namespace(namespaces) => namespaces,
+                _ => Namespaces::default(),
+            }))
     }
 
     /// CREATE.

@@ -6,13 +6,14 @@ use imap_codec::imap_types::body::{BodyStructure, SpecificFields};
 use imap_codec::imap_types::core::{IString, NString};
 use imap_codec::imap_types::datetime::DateTime;
 use imap_codec::imap_types::envelope::{Address, Envelope};
+use imap_codec::imap_types::extensions::namespace::Namespace;
 use imap_codec::imap_types::extensions::thread::Thread;
 use imap_codec::imap_types::extensions::uidplus::{UidElement, UidSet};
 use imap_codec::imap_types::fetch::Section;
 use imap_codec::imap_types::flag::{FlagFetch, FlagPerm};
 use imap_codec::imap_types::mailbox::Mailbox;
 
-use crate::types::{BodyPart, BodySection, EnvelopeSummary, ThreadNode};
+use crate::types::{BodyPart, BodySection, EnvelopeSummary, NamespaceEntry, ThreadNode};
 
 pub(crate) fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -24,6 +25,16 @@ pub(crate) fn nstring(value: &NString<'_>) -> Option<String> {
 
 fn istring(value: &IString<'_>) -> String {
     lossy(value.as_ref())
+}
+
+/// A NAMESPACE reply's list of namespaces (NIL is an empty list).
+pub(crate) fn namespaces(list: &[Namespace<'_>]) -> Vec<NamespaceEntry> {
+    list.iter()
+        .map(|namespace| NamespaceEntry {
+            prefix: lossy(namespace.prefix.as_ref()),
+            delimiter: namespace.delimiter.map(|d| d.inner()),
+        })
+        .collect()
 }
 
 pub(crate) fn mailbox_name(mailbox: &Mailbox<'_>) -> String {

@@ -24,7 +24,7 @@ use crate::framer::{Framer, Limits};
 use crate::request::{Outgoing, Request};
 use crate::types::{
     AppendUid, Capabilities, CopyUid, FetchedMessage, ListEntry, MailboxState, MailboxUpdate,
-    Rejection, StatusInfo, ThreadNode,
+    Namespaces, Rejection, StatusInfo, ThreadNode,
 };
 
 /// Something the server told us.
@@ -75,6 +75,8 @@ pub enum Reply {
     Expunged(Vec<u32>),
     /// ID: the server's fields.
     Id(Vec<(String, Option<String>)>),
+    /// NAMESPACE.
+    Namespace(Namespaces),
 }
 
 /// What the command in flight collects from untagged data until it completes.
@@ -91,6 +93,7 @@ enum Collected {
     Copied(Option<CopyUid>),
     Expunged(Vec<u32>),
     Id(Vec<(String, Option<String>)>),
+    Namespace(Namespaces),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -352,6 +355,10 @@ impl ClientCore {
                 (RequestKind::Other, Collected::Expunged(Vec::new()))
             }
             Request::Id(_) => (RequestKind::Other, Collected::Id(Vec::new())),
+            Request::Namespace => (
+                RequestKind::Other,
+                Collected::Namespace(Namespaces::default()),
+            ),
             _ => (RequestKind::Other, Collected::Nothing),
         };
         Ok(InFlight {
@@ -701,6 +708,7 @@ impl ClientCore {
             Collected::Copied(uid) => Reply::Copied(uid),
             Collected::Expunged(seqs) => Reply::Expunged(seqs),
             Collected::Id(fields) => Reply::Id(fields),
+            Collected::Namespace(namespaces) => Reply::Namespace(namespaces),
         };
         if flight.request_kind == RequestKind::StartTls {
             self.capabilities.forget();
@@ -812,6 +820,19 @@ impl ClientCore {
                     for (key, value) in parameters.unwrap_or_default() {
                         out.push((convert::lossy(key.as_ref()), convert::nstring(&value)));
                     }
+                }
+            }
+            Data::Namespace {
+                personal,
+                other,
+                shared,
+            } => {
+                if let Some(Collected::Namespace(out)) = collected {
+                    *out = Namespaces {
+                        personal: convert::namespaces(&personal),
+                        other: convert::namespaces(&other),
+                        shared: convert::namespaces(&shared),
+                    };
                 }
             }
             Data::Flags(flags) => {

@@ -39,8 +39,9 @@ pub use crate::framer::Limits;
 pub use crate::request::Request;
 pub use crate::types::{
     AppendUid, BodyPart, BodySection, Capabilities, CopyUid, EnvelopeSummary, FetchItem,
-    FetchedMessage, ListEntry, MailboxInfo, MailboxState, MailboxUpdate, Rejection, SearchKey,
-    SortCriterion, SortKey, StatusInfo, StatusItem, StoreMode, ThreadAlgorithm, ThreadNode,
+    FetchedMessage, ListEntry, MailboxInfo, MailboxState, MailboxUpdate, NamespaceEntry,
+    Namespaces, Rejection, SearchKey, SortCriterion, SortKey, StatusInfo, StatusItem, StoreMode,
+    ThreadAlgorithm, ThreadNode,
 };
 /// Re-exported because [`ClientCore::next`] returns it: callers (and the fuzz
 /// target) need not depend on `peakhour-net` for it.

@@ -177,6 +177,9 @@ pub enum Request {
     },
     /// IDLE (RFC 2177); ended with `ClientCore::idle_done`.
     Idle,
+    /// NAMESPACE (RFC 2342): where the user's own folders live, and their
+    /// hierarchy separator.
+    Namespace,
 }
 
 impl Request {
@@ -213,6 +216,7 @@ impl Request {
             Request::Thread { uid: false, .. } => "THREAD",
             Request::Thread { uid: true, .. } => "UID THREAD",
             Request::Idle => "IDLE",
+            Request::Namespace => "NAMESPACE",
         }
     }
 
@@ -244,6 +248,7 @@ impl Request {
             | Request::UidExpunge(_)
             | Request::Append { .. }
             | Request::MultiAppend { .. }
+            | Request::Namespace
             | Request::Idle => true,
         }
     }
@@ -299,6 +304,7 @@ impl Request {
             Request::MultiAppend { .. } => Some("MULTIAPPEND"),
             Request::UidExpunge(_) => Some("UIDPLUS"),
             Request::Idle => Some("IDLE"),
+            Request::Namespace => Some("NAMESPACE"),
             Request::Thread { algorithm, .. } => Some(match algorithm {
                 ThreadAlgorithm::OrderedSubject => "THREAD=ORDEREDSUBJECT",
                 ThreadAlgorithm::References => "THREAD=REFERENCES",
@@ -374,6 +380,7 @@ impl Request {
             Request::Logout => CommandBody::Logout,
             Request::StartTls => CommandBody::StartTLS,
             Request::Idle => CommandBody::Idle,
+            Request::Namespace => CommandBody::Namespace,
             Request::Expunge => CommandBody::Expunge,
             Request::Id(fields) => {
                 let mut parameters = Vec::with_capacity(fields.len());

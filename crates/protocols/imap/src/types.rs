@@ -108,6 +108,29 @@ pub struct ListEntry {
     pub attributes: Vec<String>,
 }
 
+/// One namespace of a NAMESPACE reply (RFC 2342): the prefix every folder
+/// in it starts with (`""`, `INBOX.`, `Other Users/`) and its hierarchy
+/// separator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamespaceEntry {
+    /// The prefix, separator included (`INBOX.`), or empty.
+    pub prefix: String,
+    /// The hierarchy separator, if the server uses one.
+    pub delimiter: Option<char>,
+}
+
+/// The NAMESPACE reply: the user's own (personal) namespaces, other users'
+/// and the shared ones, each in the server's order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Namespaces {
+    /// Where the user's own folders live; the first one is the default.
+    pub personal: Vec<NamespaceEntry>,
+    /// Other users' folders.
+    pub other: Vec<NamespaceEntry>,
+    /// Shared folders.
+    pub shared: Vec<NamespaceEntry>,
+}
+
 /// The data SELECT or EXAMINE returned (also kept as [`MailboxState`]).
 pub type MailboxInfo = MailboxState;
 

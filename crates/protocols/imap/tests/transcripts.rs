@@ -217,6 +217,7 @@ fn parse_request(spec: &str) -> Request {
         "logout" => Request::Logout,
         "starttls" => Request::StartTls,
         "idle" => Request::Idle,
+        "namespace" => Request::Namespace,
         "expunge" if uid => Request::UidExpunge(arg(1)),
         "expunge" => Request::Expunge,
         "id" => Request::Id(vec![(arg(1), arg(2))]),

@@ -1,6 +1,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -64,6 +65,7 @@ impl TlsSettings {
             .map_err(TlsError::Certificate)?;
         let config = if self.verify {
             let mut roots = RootCertStore::empty();
+            let mut pinned = Vec::new();
             if self.use_system_roots {
                 // A system store with a few unreadable entries is still useful.
                 let loaded = rustls_native_certs::load_native_certs();
@@ -82,11 +84,21 @@ impl TlsSettings {
                         reason: "no PEM certificate in the file".into(),
                     });
                 }
-                for cert in certs {
-                    roots.add(cert)?;
+                for cert in &certs {
+                    roots.add(cert.clone())?;
                 }
+                pinned = certs;
             }
-            builder.with_root_certificates(roots).with_no_client_auth()
+            let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|e| TlsError::CaFile {
+                    path: self.extra_ca_file.clone().unwrap_or_default(),
+                    reason: e.to_string(),
+                })?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(PinnedOrWebPki { webpki, pinned }))
+                .with_no_client_auth()
         } else {
             builder
                 .dangerous()
@@ -100,6 +112,70 @@ impl TlsSettings {
 /// Parses a host name or IP address into a rustls server name.
 pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, TlsError> {
     ServerName::try_from(host.to_owned()).map_err(|_| TlsError::ServerName(host.to_owned()))
+}
+
+/// The verifier behind `verify: true`: the usual chain and name checks
+/// (webpki), except that a server presenting exactly a certificate of the
+/// `--ca-file` is trusted as that server. `openssl req -x509` makes such a
+/// certificate, a CA that is also the server's own; webpki refuses it as
+/// `CaUsedAsEndEntity`, while OpenSSL (and so Python) accepts it. The
+/// comparison is of the whole certificate, byte for byte.
+#[derive(Debug)]
+struct PinnedOrWebPki {
+    webpki: Arc<WebPkiServerVerifier>,
+    pinned: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for PinnedOrWebPki {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.webpki.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Ok(verified) => Ok(verified),
+            Err(_)
+                if self
+                    .pinned
+                    .iter()
+                    .any(|p| p.as_ref() == end_entity.as_ref()) =>
+            {
+                Ok(ServerCertVerified::assertion())
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
 }
 
 /// The verifier behind `verify: false`: it still checks that the handshake

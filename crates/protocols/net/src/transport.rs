@@ -58,13 +58,15 @@ pub enum TransportError {
     /// The TLS configuration was unusable.
     #[error(transparent)]
     TlsConfig(#[from] TlsError),
-    /// The TLS handshake failed (for example: certificate not trusted).
-    #[error("TLS handshake with {host} failed: {source}")]
+    /// The TLS handshake failed (for example: certificate not trusted),
+    /// with what to do about it when the reason says.
+    #[error("TLS handshake with {host} failed: {reason}{}", handshake_hint(.reason))]
     Handshake {
         /// The server name used for verification.
         host: String,
-        /// The reason rustls gave.
-        source: io::Error,
+        /// The reason rustls gave (not a `source`: it is in this message
+        /// already, and a chain would print it twice).
+        reason: io::Error,
     },
     /// Implicit TLS was asked for without a TLS configuration.
     #[error("TLS was requested but no TLS configuration was given")]
@@ -149,9 +151,9 @@ impl Transport {
         let tls = TlsConnector::from(config)
             .connect(name, tcp)
             .await
-            .map_err(|source| TransportError::Handshake {
+            .map_err(|reason| TransportError::Handshake {
                 host: host.to_owned(),
-                source,
+                reason,
             })?;
         Ok(Transport::Tls(Box::new(tls)))
     }
@@ -223,5 +225,22 @@ impl AsyncWrite for Transport {
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
             Transport::Upgrading => Poll::Ready(Ok(())),
         }
+    }
+}
+
+/// What a person can do about a failed handshake, by the reason rustls gave.
+fn handshake_hint(reason: &io::Error) -> &'static str {
+    let reason = reason.to_string();
+    if reason.contains("CaUsedAsEndEntity") || reason.contains("UnknownIssuer") {
+        "; the server's certificate is not signed by a CA this client trusts: give that CA \
+         with --ca-file (a self-signed certificate may be given as its own CA), or \
+         --insecure-skip-tls-verify for a test server you control"
+    } else if reason.contains("NotValidForName") {
+        "; the certificate is for another name: connect by the name it was issued for"
+    } else if reason.contains("InvalidContentType") || reason.contains("corrupt message") {
+        "; the server did not answer in TLS: the port may be plain text (imap://, \
+         smtp://, submission://) or need STARTTLS first (a +starttls URL)"
+    } else {
+        ""
     }
 }

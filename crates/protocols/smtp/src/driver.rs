@@ -190,6 +190,22 @@ where
         }
     }
 
+    /// AUTH as `policy` says ([`Extensions::auth_step`]): `None` when no
+    /// AUTH was sent. `tls` says whether the connection is encrypted.
+    pub async fn authenticate_as(
+        &mut self,
+        policy: crate::AuthPolicy,
+        tls: bool,
+        user: &str,
+        password: &Secret<String>,
+    ) -> Result<Option<Timed<Reply>>, SmtpError> {
+        match self.pump.core.extensions().auth_step(policy, tls)? {
+            crate::AuthStep::Skip => Ok(None),
+            crate::AuthStep::Plain => self.auth_plain(user, password).await.map(Some),
+            crate::AuthStep::Login => self.auth_login(user, password).await.map(Some),
+        }
+    }
+
     async fn authenticated(&mut self, stopwatch: Stopwatch) -> Result<Timed<Reply>, SmtpError> {
         match self.run(stopwatch).await? {
             Completion::Authenticated(reply) => Ok(stopwatch.finish(reply)),

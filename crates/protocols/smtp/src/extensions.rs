@@ -1,5 +1,6 @@
 //! What a server announced in its EHLO/LHLO reply (RFC 5321 §4.1.1.1).
 
+use crate::error::SmtpError;
 use crate::reply::Reply;
 
 /// The service extensions from an EHLO or LHLO reply.
@@ -91,6 +92,69 @@ impl Extensions {
     pub fn offers_auth(&self, name: &str) -> bool {
         self.auth.iter().any(|m| m.eq_ignore_ascii_case(name))
     }
+
+    /// Which AUTH to send under `policy`, given what this EHLO reply offers
+    /// and whether the connection is encrypted (`tls`). A mechanism asked for
+    /// but not offered is an error that says why, when the reason is
+    /// plain to see: most submission servers offer AUTH only after STARTTLS.
+    pub fn auth_step(&self, policy: AuthPolicy, tls: bool) -> Result<AuthStep, SmtpError> {
+        let only_after_starttls = self.auth.is_empty() && self.starttls && !tls;
+        let offered = |name: &str| self.offers_auth(name);
+        match policy {
+            AuthPolicy::None => Ok(AuthStep::Skip),
+            AuthPolicy::Plain if offered("PLAIN") => Ok(AuthStep::Plain),
+            AuthPolicy::Login if offered("LOGIN") => Ok(AuthStep::Login),
+            AuthPolicy::Auto if offered("PLAIN") => Ok(AuthStep::Plain),
+            AuthPolicy::Auto if offered("LOGIN") => Ok(AuthStep::Login),
+            _ if only_after_starttls => Err(SmtpError::NotOffered(
+                "AUTH before STARTTLS (it offers STARTTLS: use a +starttls URL such as \
+                 submission+starttls://host:587, or --smtp-auth none for a server that \
+                 takes mail without AUTH)",
+            )),
+            AuthPolicy::Auto => Ok(AuthStep::Skip),
+            AuthPolicy::Plain => Err(SmtpError::NotOffered("AUTH PLAIN")),
+            AuthPolicy::Login => Err(SmtpError::NotOffered("AUTH LOGIN")),
+        }
+    }
+}
+
+/// How a client authenticates to a submission server (`--smtp-auth`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AuthPolicy {
+    /// AUTH PLAIN or LOGIN when the server offers either, none otherwise.
+    #[default]
+    Auto,
+    /// Never AUTH: a relay that trusts the client's network.
+    None,
+    /// AUTH PLAIN, an error if it is not offered.
+    Plain,
+    /// AUTH LOGIN, an error if it is not offered.
+    Login,
+}
+
+impl std::str::FromStr for AuthPolicy {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.to_ascii_lowercase().as_str() {
+            "auto" => Ok(AuthPolicy::Auto),
+            "none" => Ok(AuthPolicy::None),
+            "plain" => Ok(AuthPolicy::Plain),
+            "login" => Ok(AuthPolicy::Login),
+            other => Err(format!("{other:?} is not one of auto, none, plain, login")),
+        }
+    }
+}
+
+/// What [`Extensions::auth_step`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthStep {
+    /// Send no AUTH.
+    Skip,
+    /// AUTH PLAIN.
+    Plain,
+    /// AUTH LOGIN.
+    Login,
 }
 
 #[cfg(test)]
@@ -101,6 +165,38 @@ mod tests {
     fn extensions(text: &[u8]) -> Extensions {
         let (_, reply) = decode_reply(text).unwrap();
         Extensions::from_reply(&reply)
+    }
+
+    #[test]
+    fn issue_12_auth_follows_the_policy_and_says_when_it_needs_starttls() {
+        let plain_only = extensions(b"250-mx\r\n250-STARTTLS\r\n250 SIZE 100\r\n");
+        let error = plain_only
+            .auth_step(AuthPolicy::Auto, false)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("submission+starttls://"), "{error}");
+        assert_eq!(
+            plain_only.auth_step(AuthPolicy::None, false).unwrap(),
+            AuthStep::Skip
+        );
+        let relay = extensions(b"250-relay\r\n250 PIPELINING\r\n");
+        assert_eq!(
+            relay.auth_step(AuthPolicy::Auto, false).unwrap(),
+            AuthStep::Skip
+        );
+        let error = relay.auth_step(AuthPolicy::Plain, true).unwrap_err();
+        assert_eq!(error.to_string(), "the server does not offer AUTH PLAIN");
+        let both = extensions(b"250-mx\r\n250 AUTH LOGIN PLAIN\r\n");
+        assert_eq!(
+            both.auth_step(AuthPolicy::Auto, true).unwrap(),
+            AuthStep::Plain
+        );
+        assert_eq!(
+            both.auth_step(AuthPolicy::Login, true).unwrap(),
+            AuthStep::Login
+        );
+        assert_eq!("NONE".parse::<AuthPolicy>().unwrap(), AuthPolicy::None);
+        assert!("cram".parse::<AuthPolicy>().is_err());
     }
 
     #[test]

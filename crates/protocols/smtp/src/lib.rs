@@ -60,7 +60,7 @@ pub use peakhour_net::{ErrorKind, Progress, Secret, Security, Timed};
 pub use dot_stuff::dot_stuff;
 pub use driver::SmtpConnection;
 pub use error::{MAX_ERROR_TEXT, SmtpError};
-pub use extensions::Extensions;
+pub use extensions::{AuthPolicy, AuthStep, Extensions};
 pub use outcome::{RecipientOutcome, TransactionOutcome};
 pub use reply::{
     DecodeError, EXCERPT_LEN, EnhancedStatus, MalformedReason, MalformedReply, Reply, ReplyClass,

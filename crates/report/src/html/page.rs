@@ -106,6 +106,18 @@ fn warnings(out: &mut String, input: &ReportInput<'_>) {
     if s.interrupted {
         bad.push("<b>Interrupted:</b> the run was stopped early; the figures cover only what was measured.".into());
     }
+    if let Some(r) = &s.recovered {
+        bad.push(format!(
+            "<b>Rebuilt after a kill:</b> from {}, {} closed intervals up to {:.0} s; {}.",
+            escape(&r.from),
+            r.intervals,
+            r.measured_until_s,
+            escape(&r.note)
+        ));
+    }
+    for shortcut in &s.security_shortcuts {
+        bad.push(format!("<b>Security shortcut:</b> {}.", escape(shortcut)));
+    }
     if s.client_bound {
         bad.push(format!(
             "<b>Client-bound:</b> peakhour itself may have set the pace, so these numbers can describe the load generator rather than the server: {}.",
@@ -279,6 +291,13 @@ fn verdict(out: &mut String, s: &Summary) {
     if let Some(b) = &s.bottleneck {
         let _ = write!(out, "<p><b>Bottleneck:</b> {}</p>", escape(&b.line));
     }
+    if let Some(l) = &s.limits {
+        let _ = write!(
+            out,
+            "<p><b>Server limits:</b> {} (a shaped lab: these figures hold for this shape)</p>",
+            escape(&l.describe())
+        );
+    }
     let _ = write!(
         out,
         "<p class=\"sub\">Score: {} weighted by the profile's actions per user per day (seed 002's weighted 95th-percentile score; ≤ 1000 ms is acceptable). Measured over {} steady intervals ({} s from {} s after start).</p></section>",
@@ -411,6 +430,25 @@ fn throughput(out: &mut String, s: &Summary, monitor: Option<&MonitorView>) {
         "",
         "per second",
     );
+    if let Some(bytes) = t.bytes_per_second {
+        section(out, "File Throughput (NetBench)");
+        row(
+            out,
+            "Bytes/Sec (read and written)",
+            short(bytes),
+            "",
+            "",
+            "bytes per second",
+        );
+        row(
+            out,
+            "Mbits/Sec (bytes x 8 / 2^20, seed 004)",
+            short(t.megabits_per_second.unwrap_or(0.0)),
+            "",
+            "",
+            "Mbit per second",
+        );
+    }
     match monitor {
         Some(m) if !m.table.is_empty() => {
             let mut current = "";
@@ -781,7 +819,7 @@ fn delivery(out: &mut String, record: &RunRecord, s: &Summary) -> Result<(), Rep
     let d = &s.delivery;
     let _ = write!(
         out,
-        "<section id=\"delivery\"><h2>Delivery latency</h2><p>{} of {} recipients delivered, {} failed, {} lost{} · p50 {} ms · p95 {} ms · max {} ms. Measured end to end, from SMTP submission until the copy was seen in the recipient's mailbox, over the whole run.</p>",
+        "<section id=\"delivery\"><h2>Delivery latency</h2><p>{} of {} recipients delivered, {} failed, {} lost{} · p50 {} ms · p95 {} ms · max {} ms. Measured end to end over the whole run, from the SMTP submission until the recipient's IMAP session saw the copy: it includes the submission, the MTA's queue, the delivery into the store, and the IMAP server's notice to the client (IDLE, or the next check of the Inbox), so a server that notifies late adds its delay here; it is not the MTA's delivery time alone.</p>",
         d.delivered_recipients,
         d.submitted_recipients,
         d.failed_recipients,

@@ -8,12 +8,15 @@
 //!
 //! The values come from `peakhour_analysis::plan`; these functions only
 //! lay them out. [`tasks_from_json`] reads a `tasks.json` back for
-//! `peakhour plan --tasks`.
+//! `peakhour plan --tasks`; [`write_tasks_files`], [`write_plan_files`] and
+//! [`write_matrix_files`] write each output's files into a directory.
 
 mod chart;
 mod csv;
 mod html;
 mod terminal;
+
+use std::path::Path;
 
 use peakhour_analysis::plan::{Matrix, Plan, PlanRow, TaskSet};
 
@@ -60,6 +63,40 @@ pub fn plan_json(plan: &Plan) -> Result<String, ReportError> {
 /// `matrix.json`.
 pub fn matrix_json(matrix: &Matrix) -> Result<String, ReportError> {
     pretty(matrix)
+}
+
+/// Writes `tasks.json`, `tasks.csv` and `tasks.html` into `dir`.
+pub fn write_tasks_files(dir: &Path, tasks: &TaskSet) -> Result<(), ReportError> {
+    std::fs::write(dir.join("tasks.json"), tasks_json(tasks)?)?;
+    let mut csv = Vec::new();
+    write_tasks_csv(tasks, &mut csv)?;
+    std::fs::write(dir.join("tasks.csv"), csv)?;
+    std::fs::write(dir.join("tasks.html"), render_tasks_html(tasks))?;
+    Ok(())
+}
+
+/// Writes `plan.json`, `plan.csv` and `plan.html` into `dir`.
+pub fn write_plan_files(dir: &Path, plan: &Plan) -> Result<(), ReportError> {
+    std::fs::write(dir.join("plan.json"), plan_json(plan)?)?;
+    let mut csv = Vec::new();
+    write_plan_csv(plan, &mut csv)?;
+    std::fs::write(dir.join("plan.csv"), csv)?;
+    std::fs::write(dir.join("plan.html"), render_plan_html(plan))?;
+    Ok(())
+}
+
+/// Writes `matrix.json`, `matrix.csv`, `matrix-relationships.csv` and
+/// `matrix.html` into `dir`.
+pub fn write_matrix_files(dir: &Path, matrix: &Matrix) -> Result<(), ReportError> {
+    std::fs::write(dir.join("matrix.json"), matrix_json(matrix)?)?;
+    let mut csv = Vec::new();
+    write_matrix_csv(matrix, &mut csv)?;
+    std::fs::write(dir.join("matrix.csv"), csv)?;
+    let mut csv = Vec::new();
+    write_relationships_csv(matrix, &mut csv)?;
+    std::fs::write(dir.join("matrix-relationships.csv"), csv)?;
+    std::fs::write(dir.join("matrix.html"), render_matrix_html(matrix))?;
+    Ok(())
 }
 
 /// A number for people: the report's [`grouped`] form (3 significant

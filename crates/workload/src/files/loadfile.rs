@@ -29,6 +29,12 @@ pub const MAX_LINE: usize = 4096;
 pub struct LoadPath(String);
 
 impl LoadPath {
+    /// A path as a load file writes it (`\clients\client1\a.doc`), normalized; the
+    /// error says why it is refused (a `..` component, for one).
+    pub fn from_trace(text: &str) -> Result<LoadPath, String> {
+        normalize_path(text, "path")
+    }
+
     /// The normalized path, as for client 1.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -32,6 +32,20 @@ pub struct FileOverrides {
     pub clients: Option<u32>,
     /// `--seed`: the run's seed ([`crate::DEFAULT_SEED`] if absent).
     pub seed: Option<u64>,
+    /// `--think-time`: the wait between pieces of work.
+    pub think_time: Option<Duration>,
+    /// `--start-delay`: the largest random delay before a client starts.
+    pub start_delay: Option<Duration>,
+    /// `--workspace`: bytes of data files per client (at least one byte per file).
+    pub workspace_size: Option<u64>,
+    /// `--ramp-up-iterations`: iterations run before measuring.
+    pub ramp_up: Option<u32>,
+    /// `--measured-iterations`: iterations measured (at least 1).
+    pub measured: Option<u32>,
+    /// `--ramp-down-iterations`: iterations run after measuring.
+    pub ramp_down: Option<u32>,
+    /// `--work-per-iteration`: pieces of work in one iteration (at least 1).
+    pub work_per_iteration: Option<u32>,
 }
 
 /// Which part of a mix a piece of work belongs to (seed 004: ramp-up and ramp-down
@@ -99,6 +113,27 @@ impl FilePlan {
                 message: "must be at least 1".into(),
             });
         }
+        let at_least_one = |option: &'static str, v: Option<u32>| match v {
+            Some(0) => Err(PlanError::Override {
+                option,
+                message: "must be at least 1".into(),
+            }),
+            _ => Ok(()),
+        };
+        at_least_one("measured-iterations", overrides.measured)?;
+        at_least_one("work-per-iteration", overrides.work_per_iteration)?;
+        let files = small(*profile.workspace.files.get_ref());
+        let workspace_size = overrides
+            .workspace_size
+            .unwrap_or(profile.workspace.size.get_ref().0);
+        if workspace_size < u64::from(files) {
+            return Err(PlanError::Override {
+                option: "workspace",
+                message: format!(
+                    "{workspace_size} bytes cannot be split into the profile's {files} files"
+                ),
+            });
+        }
         let script: Vec<ScriptStep> = profile
             .script
             .get_ref()
@@ -120,15 +155,27 @@ impl FilePlan {
             name: profile.name.clone(),
             clients,
             seed: overrides.seed.unwrap_or(crate::DEFAULT_SEED),
-            start_delay: profile.client.start_delay.get_ref().0,
-            think_time: profile.client.think_time.get_ref().0,
+            start_delay: overrides
+                .start_delay
+                .unwrap_or(profile.client.start_delay.get_ref().0),
+            think_time: overrides
+                .think_time
+                .unwrap_or(profile.client.think_time.get_ref().0),
             operations_per_work: small(*profile.client.operations_per_work.get_ref()),
-            work_per_iteration: small(*profile.client.work_per_iteration.get_ref()),
-            ramp_up: small(*profile.iterations.ramp_up.get_ref()),
-            measured: small(*profile.iterations.measured.get_ref()),
-            ramp_down: small(*profile.iterations.ramp_down.get_ref()),
-            workspace_size: profile.workspace.size.get_ref().0,
-            files: small(*profile.workspace.files.get_ref()),
+            work_per_iteration: overrides
+                .work_per_iteration
+                .unwrap_or_else(|| small(*profile.client.work_per_iteration.get_ref())),
+            ramp_up: overrides
+                .ramp_up
+                .unwrap_or_else(|| small(*profile.iterations.ramp_up.get_ref())),
+            measured: overrides
+                .measured
+                .unwrap_or_else(|| small(*profile.iterations.measured.get_ref())),
+            ramp_down: overrides
+                .ramp_down
+                .unwrap_or_else(|| small(*profile.iterations.ramp_down.get_ref())),
+            workspace_size,
+            files,
             directory: profile.workspace.directory.get_ref().clone(),
             scratch_files: small(*profile.workspace.scratch_files.get_ref()) as usize,
             cleanup: profile.workspace.cleanup,
@@ -160,6 +207,16 @@ impl FilePlan {
     /// (ramp-up, measured, ramp-down) iterations.
     pub fn iterations(&self) -> (u32, u32, u32) {
         (self.ramp_up, self.measured, self.ramp_down)
+    }
+
+    /// The largest random delay before a client starts.
+    pub fn start_delay_max(&self) -> Duration {
+        self.start_delay
+    }
+
+    /// Bytes of data files per client.
+    pub fn workspace_size(&self) -> u64 {
+        self.workspace_size
     }
 
     /// The resolved script entries.

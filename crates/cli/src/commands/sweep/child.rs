@@ -1,4 +1,4 @@
-//! The sweep's child processes: `peakhour init` and one `peakhour run` per
+//! The child processes of the sweep (and of `tasks` and `matrix`): `peakhour init` and one `peakhour run` per
 //! step, their output streamed through with a prefix, and a stopping signal
 //! passed on to the running child as SIGINT.
 
@@ -12,26 +12,27 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use anyhow::Context as _;
 use peakhour_workload::HumanDuration;
 
-use crate::args::SweepArgs;
+use crate::args::{SweepArgs, TargetArgs};
 use crate::commands::signals::Interrupt;
 
 /// The sweep's children and the signals: the first SIGINT, SIGTERM or
 /// SIGHUP stops the sweep after the running step, and every one is passed on
 /// to that step as SIGINT, so that it writes what it measured.
-pub(super) struct Children {
+pub(crate) struct Children {
     interrupt: Interrupt,
     /// The running child's pid, 0 when none runs.
     running: Arc<AtomicU32>,
 }
 
 impl Children {
-    pub(super) fn install() -> anyhow::Result<Self> {
+    /// `command` names who stops (`sweep`, `tasks`, `matrix`).
+    pub(crate) fn install(command: &'static str) -> anyhow::Result<Self> {
         let running = Arc::new(AtomicU32::new(0));
         let child = running.clone();
         let interrupt = Interrupt::install(move |first| {
             if first {
                 eprintln!(
-                    "\nsweep: interrupted; stopping the current step, then writing what was measured"
+                    "\n{command}: interrupted; stopping the current step, then writing what was measured"
                 );
             }
             forward_sigint(child.load(Ordering::SeqCst));
@@ -39,7 +40,7 @@ impl Children {
         Ok(Self { interrupt, running })
     }
 
-    pub(super) fn interrupted(&self) -> bool {
+    pub(crate) fn interrupted(&self) -> bool {
         self.interrupt.interrupted()
     }
 }
@@ -90,7 +91,7 @@ fn pump(mut from: impl std::io::Read, prefix: String) {
 
 /// Runs `peakhour ARGS` with its stdout and stderr streamed through to our
 /// stderr under `prefix`, SIGINT passed on.
-pub(super) fn run_child(
+pub(crate) fn run_child(
     args: &[OsString],
     prefix: &str,
     children: &Children,
@@ -138,10 +139,14 @@ fn duration(d: std::time::Duration) -> OsString {
 
 /// The flags every child gets: profile and target.
 pub(super) fn common_args(args: &SweepArgs) -> Vec<OsString> {
-    let t = &args.target;
+    let mut out: Vec<OsString> = vec!["--profile".into(), args.profile.profile.clone().into()];
+    out.extend(target_args(&args.target));
+    out
+}
+
+/// The target flags a child needs, from ours.
+pub(crate) fn target_args(t: &TargetArgs) -> Vec<OsString> {
     let mut out: Vec<OsString> = vec![
-        "--profile".into(),
-        args.profile.profile.clone().into(),
         "--target".into(),
         t.target.clone().into(),
         "--lab-dir".into(),
@@ -160,9 +165,15 @@ pub(super) fn common_args(args: &SweepArgs) -> Vec<OsString> {
     push("--lmtp", t.lmtp.clone().map(Into::into));
     push("--users-file", t.users_file.clone().map(Into::into));
     push("--ca-file", t.ca_file.clone().map(Into::into));
+    for domain in &t.allow_domain {
+        push("--allow-domain", Some(domain.into()));
+    }
+    push("--folder-prefix", t.folder_prefix.clone().map(Into::into));
     if t.insecure_skip_tls_verify {
         out.push("--insecure-skip-tls-verify".into());
     }
+    let auth = format!("{:?}", t.smtp_auth).to_ascii_lowercase();
+    out.extend(["--smtp-auth".into(), auth.into()]);
     out
 }
 
@@ -195,6 +206,50 @@ pub(super) fn run_args(args: &SweepArgs, users: u32, seed: u64, dir: &Path) -> V
     }
     if let Some(ms) = args.shape.qos_p95_ms {
         out.extend(["--qos-p95-ms".into(), ms.to_string().into()]);
+    }
+    for group in &args.group {
+        out.extend(["--group".into(), group.into()]);
+    }
+    out.extend(file_args(&args.files));
+    out
+}
+
+/// The file-server flags, passed to every step as given (none for a mail sweep).
+fn file_args(f: &crate::args::FileArgs) -> Vec<OsString> {
+    let mut out: Vec<OsString> = Vec::new();
+    let mut push = |flag: &str, value: Option<OsString>| {
+        if let Some(value) = value {
+            out.push(flag.into());
+            out.push(value);
+        }
+    };
+    push("--dir", f.dir.clone().map(Into::into));
+    push("--smb", f.smb.clone().map(Into::into));
+    push("--loadfile", f.loadfile.clone().map(Into::into));
+    push("--think-time", f.think_time.map(duration));
+    push("--start-delay", f.start_delay.map(duration));
+    push("--workspace", f.workspace.map(|b| b.to_string().into()));
+    push(
+        "--ramp-up-iterations",
+        f.ramp_up_iterations.map(|n| n.to_string().into()),
+    );
+    push(
+        "--measured-iterations",
+        f.measured_iterations.map(|n| n.to_string().into()),
+    );
+    push(
+        "--ramp-down-iterations",
+        f.ramp_down_iterations.map(|n| n.to_string().into()),
+    );
+    push(
+        "--work-per-iteration",
+        f.work_per_iteration.map(|n| n.to_string().into()),
+    );
+    if f.cache != "auto" {
+        push("--cache", Some(f.cache.clone().into()));
+    }
+    if f.keep_workspace {
+        out.push("--keep-workspace".into());
     }
     out
 }

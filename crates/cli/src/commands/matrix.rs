@@ -1,0 +1,209 @@
+//! `peakhour matrix`: seed 003's CPU × memory matrix. For every shape a
+//! fresh lab (a new directory, `lab up` with the shape's caps, the same
+//! seed), `init`, one `peakhour run`, `lab down`; a cell's metrics are
+//! `peakhour_monitor::server::matrix_cell_metrics`, the relationships
+//! `peakhour_analysis::plan::Matrix::build`'s, and the files
+//! (`matrix.json`, `matrix.csv`, `matrix-relationships.csv`, `matrix.html`)
+//! `peakhour_report::plan`'s.
+
+use std::ffi::OsString;
+use std::os::unix::fs::DirBuilderExt as _;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use peakhour_analysis::plan::{DEFAULT_RELATIONSHIP_THRESHOLD_PCT, Matrix, MatrixCell};
+use peakhour_lab::{Lab, LabConfig, LabError, Limits, Ports};
+use peakhour_monitor::server::matrix_cell_metrics;
+use peakhour_report::plan::{render_matrix_terminal, write_matrix_files};
+use peakhour_workload::HumanDuration;
+
+use super::planner::{load_average, output_dir, shape_label};
+use super::signals::EXIT_INTERRUPTED;
+use super::sweep::child::{Children, run_child};
+use super::target::load_profile;
+use crate::args::MatrixArgs;
+
+/// `peakhour run`'s monitor interval.
+const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
+
+pub(crate) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
+    let profile = load_profile(&args.profile.profile)?;
+    let shapes = shapes(&args)?;
+    let seed = args.seed.unwrap_or(peakhour_workload::DEFAULT_SEED);
+    let dir = output_dir(args.out.as_deref(), "matrix", &profile.name, "matrix.json")?;
+    // 0755 all the way: each cell's lab lives under it, and its servers must reach it.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(dir.join("labs"))
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    let children = Children::install("matrix")?;
+    eprintln!(
+        "matrix {}: profile {}, {} users, seed {seed}, {} shapes, each {} ramp-up + {} steady + {} drain",
+        dir.display(),
+        profile.name,
+        args.users,
+        shapes.len(),
+        HumanDuration(args.ramp_up),
+        HumanDuration(args.duration),
+        HumanDuration(args.drain)
+    );
+    let mut cells = Vec::new();
+    for (i, &(cpus, memory)) in shapes.iter().enumerate() {
+        if children.interrupted() {
+            break;
+        }
+        let name = format!("cell-{cpus}cpu-{}m", memory / (1024 * 1024));
+        eprintln!(
+            "matrix: cell {}/{}: {} -> {} (load average {:.2})",
+            i + 1,
+            shapes.len(),
+            shape_label(Some(cpus), Some(memory)),
+            dir.join(&name).display(),
+            load_average()
+        );
+        match run_cell(&args, &dir, &name, (cpus, memory), seed, &children) {
+            Ok(cell) => cells.push(cell),
+            Err(e) => eprintln!("matrix: cell {name} left out: {e:#}"),
+        }
+    }
+    if cells.is_empty() {
+        bail!("no cell was measured");
+    }
+    let users = u64::from(args.users);
+    let matrix = Matrix::build(
+        &profile.name,
+        users,
+        cells,
+        DEFAULT_RELATIONSHIP_THRESHOLD_PCT,
+    )?;
+    write_matrix_files(&dir, &matrix)
+        .with_context(|| format!("cannot write into {}", dir.display()))?;
+    print!("{}", render_matrix_terminal(&matrix));
+    println!("results: {}", dir.display());
+    Ok(if children.interrupted() {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Every (CPUs, memory) shape, checked as `lab up` would.
+fn shapes(args: &MatrixArgs) -> anyhow::Result<Vec<(f64, u64)>> {
+    let mut out = Vec::new();
+    for &cpus in &args.cpus {
+        for &memory in &args.memory {
+            shape_limits(cpus, memory)?;
+            if !out.contains(&(cpus, memory)) {
+                out.push((cpus, memory));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn shape_limits(cpus: f64, memory: u64) -> anyhow::Result<Limits> {
+    Limits::default()
+        .with_cpus(cpus)
+        .and_then(|l| l.with_memory(memory))
+        .map_err(|e| anyhow::anyhow!("--cpus {cpus} --memory {memory}: {e}"))
+}
+
+/// One shape: a fresh lab, init, run, lab down, and what the run measured.
+fn run_cell(
+    args: &MatrixArgs,
+    dir: &Path,
+    name: &str,
+    (cpus, memory): (f64, u64),
+    seed: u64,
+    children: &Children,
+) -> anyhow::Result<MatrixCell> {
+    let lab_dir = dir.join("labs").join(name);
+    std::fs::DirBuilder::new()
+        .mode(0o755)
+        .create(&lab_dir)
+        .with_context(|| format!("cannot create {}", lab_dir.display()))?;
+    let limits = shape_limits(cpus, memory)?;
+    let mut attempts = 0;
+    loop {
+        let config = LabConfig {
+            users: args.users,
+            ports: Ports::free().context("no free loopback ports for the cell's lab")?,
+            imap_client_limit: args.imap_client_limit,
+            limits,
+            ..LabConfig::new(&lab_dir)
+        };
+        match Lab::up(&config) {
+            Ok(_) => break,
+            // A free port can be taken before the lab binds it: try others.
+            Err(LabError::PortInUse { .. }) if attempts < 3 => attempts += 1,
+            Err(e) => return Err(e).context("lab up failed"),
+        }
+    }
+    let cell_dir = dir.join(name);
+    let measured = init_and_run(args, &lab_dir, &cell_dir, seed, children);
+    if let Err(e) = Lab::new(&lab_dir).down(true) {
+        eprintln!("matrix: lab down in {} failed: {e}", lab_dir.display());
+    }
+    let run_dir = measured?;
+    let summary = run_dir.read_summary()?;
+    let table = run_dir
+        .read_monitor()?
+        .with_context(|| format!("{} has no monitor.csv", cell_dir.display()))?;
+    Ok(MatrixCell {
+        cpus,
+        memory_bytes: memory,
+        metrics: matrix_cell_metrics(&summary, &table, MONITOR_INTERVAL, cpus),
+        bottleneck: summary.bottleneck.as_ref().map(|b| b.resource.clone()),
+        run_dir: Some(cell_dir.display().to_string()),
+    })
+}
+
+/// `init` and one `run` against the cell's lab, into `cell_dir`.
+fn init_and_run(
+    args: &MatrixArgs,
+    lab_dir: &Path,
+    cell_dir: &Path,
+    seed: u64,
+    children: &Children,
+) -> anyhow::Result<peakhour_rundir::RunDir> {
+    let common: Vec<OsString> = vec![
+        "--profile".into(),
+        args.profile.profile.clone().into(),
+        "--target".into(),
+        "lab".into(),
+        "--lab-dir".into(),
+        lab_dir.into(),
+        "--users".into(),
+        args.users.to_string().into(),
+        "--seed".into(),
+        seed.to_string().into(),
+    ];
+    let init: Vec<OsString> = [vec!["init".into()], common.clone()].concat();
+    let status = run_child(&init, "[init] ", children)?;
+    if !status.success() {
+        bail!("init failed ({status})");
+    }
+    let d = |d: Duration| OsString::from(HumanDuration(d).to_string());
+    let mut run: Vec<OsString> = [vec!["run".into()], common].concat();
+    run.extend([
+        "--duration".into(),
+        d(args.duration),
+        "--ramp-up".into(),
+        d(args.ramp_up),
+        "--drain".into(),
+        d(args.drain),
+        "--out".into(),
+        cell_dir.into(),
+    ]);
+    if let Some(speed) = args.speed {
+        run.extend(["--speed".into(), speed.to_string().into()]);
+    }
+    run_child(&run, "[run] ", children)?;
+    if !cell_dir.join("summary.json").exists() {
+        bail!("the run ended without results");
+    }
+    Ok(peakhour_rundir::RunDir::new(cell_dir))
+}

@@ -1,0 +1,194 @@
+//! `peakhour tasks`: seed 001's atomic-task profiling. Each task runs alone
+//! at a steady rate while the monitor samples the server, after an idle
+//! baseline that every task's cost is measured against.
+//!
+//! * A profile's **actions** each run as a `peakhour run` child with a
+//!   one-action profile (`peakhour_workload::derive`; the action's rate set
+//!   so that each workstation starts `--rate` per second, speed 1), so that
+//!   a task is measured exactly as `peakhour run` measures an action.
+//! * The **session tasks** (`logon`, `deliver`, `search_unindexed`,
+//!   `idle_session`) are not actions; `peakhour_engine::session_tasks` runs
+//!   them here with the monitor sampling beside them.
+//!
+//! What the monitor saw is read by `peakhour_monitor::server`, a task's cost
+//! is `peakhour_analysis::plan::derive_task_cost`'s, and the files are
+//! `peakhour_report::plan`'s. This file sequences them (docs/planner.md);
+//! `tasks/measure.rs` measures.
+
+mod measure;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+use peakhour_engine::session_tasks::{AtomicTask, TaskPopulation, choose_tasks};
+use peakhour_report::plan::{render_tasks_terminal, tasks_json, write_tasks_files};
+use peakhour_workload::derive::inbox_topped_up;
+use peakhour_workload::{HumanDuration, Mode, Overrides, Profile};
+
+use super::planner::{lab_capacity, load_average, output_dir, write};
+use super::sweep::child::{Children, run_child, target_args};
+use super::target::{ResolvedTarget, load_profile, resolve_plan, resolve_target};
+use crate::args::TasksArgs;
+
+/// Everything the tasks share.
+struct Setup {
+    args: TasksArgs,
+    profile: Profile,
+    resolved: ResolvedTarget,
+    dir: PathBuf,
+    tasks: Vec<AtomicTask>,
+    /// Sorted, without repeats; the last is the largest.
+    workstations: Vec<u32>,
+    seed: u64,
+    population: TaskPopulation,
+    server_cpus: f64,
+    server_memory: Option<u64>,
+}
+
+pub(crate) fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
+    let setup = Setup::new(args)?;
+    let args = &setup.args;
+    std::fs::create_dir_all(setup.dir.join("profiles"))
+        .with_context(|| format!("cannot create {}", setup.dir.display()))?;
+    let children = Children::install("tasks")?;
+    let names: Vec<&str> = setup.tasks.iter().map(AtomicTask::name).collect();
+    eprintln!(
+        "tasks {}: profile {}, tasks {}, workstations {:?} at {} task/s each, {} steady per task (after {} ramp-up), baseline {}; server {} CPUs",
+        setup.dir.display(),
+        setup.profile.name,
+        names.join(", "),
+        setup.workstations,
+        args.rate,
+        HumanDuration(args.duration),
+        HumanDuration(args.ramp_up),
+        HumanDuration(args.baseline),
+        setup.server_cpus
+    );
+    if !args.no_init {
+        setup.init(None, &children)?;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    eprintln!(
+        "tasks: idle baseline, {} (load average {:.2})",
+        HumanDuration(args.baseline),
+        load_average()
+    );
+    let (baseline, baseline_memory) = runtime.block_on(setup.idle_baseline())?;
+    let mut result = None;
+    for &ws in &setup.workstations {
+        let set = setup.run_all(ws, &baseline, baseline_memory, &runtime, &children)?;
+        if children.interrupted() {
+            bail!(
+                "interrupted; the tasks measured so far are in {}",
+                setup.dir.display()
+            );
+        }
+        if setup.workstations.len() > 1 {
+            write(
+                &setup.dir.join(format!("tasks-{ws}w.json")),
+                tasks_json(&set)?,
+            )?;
+        }
+        result = Some(set);
+    }
+    let set = result.context("no task was measured")?;
+    write_tasks_files(&setup.dir, &set)
+        .with_context(|| format!("cannot write into {}", setup.dir.display()))?;
+    print!("{}", render_tasks_terminal(&set));
+    println!("results: {}", setup.dir.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+impl Setup {
+    fn new(args: TasksArgs) -> anyhow::Result<Self> {
+        let profile = load_profile(&args.profile.profile)?;
+        if profile.mode != Mode::Poisson {
+            bail!("peakhour tasks needs a poisson-mode profile (rates per day)");
+        }
+        let resolved = resolve_target(&args.target)?;
+        let mut workstations = args.workstations.clone();
+        workstations.sort_unstable();
+        workstations.dedup();
+        let largest = workstations[workstations.len() - 1];
+        let users = resolved
+            .lab
+            .as_ref()
+            .map_or(largest.max(args.sessions), |lab| lab.users);
+        if largest > users {
+            bail!("--workstations {largest} needs that many users; the lab has {users}");
+        }
+        let users_only = Overrides {
+            users: Some(users),
+            ..Overrides::default()
+        };
+        let plan = resolve_plan(&profile, users_only, &resolved)?;
+        let actions: Vec<String> = plan.actions().iter().map(|a| a.name().to_owned()).collect();
+        let tasks = choose_tasks(&args.tasks, &actions).context("--tasks")?;
+        let population = TaskPopulation {
+            target: resolved.target.clone(),
+            addresses: Arc::new((0..users).map(|u| plan.address(u)).collect()),
+        };
+        let (server_cpus, server_memory) = lab_capacity(resolved.lab.as_ref());
+        let dir = output_dir(args.out.as_deref(), "tasks", &profile.name, "tasks.json")?;
+        Ok(Self {
+            seed: args.seed.unwrap_or(peakhour_workload::DEFAULT_SEED),
+            args,
+            profile,
+            resolved,
+            dir,
+            tasks,
+            workstations,
+            population,
+            server_cpus,
+            server_memory,
+        })
+    }
+
+    /// Runs `peakhour ARGS`, with our target flags, from a profile written
+    /// to `profiles/FILE`.
+    fn child(
+        &self,
+        command: &str,
+        file: &str,
+        profile: String,
+        extra: Vec<OsString>,
+        children: &Children,
+    ) -> anyhow::Result<std::process::ExitStatus> {
+        let path = self.dir.join("profiles").join(file);
+        write(&path, profile)?;
+        let mut child: Vec<OsString> = vec![command.into(), "--profile".into(), path.into()];
+        child.extend(target_args(&self.args.target));
+        child.extend(["--seed".into(), self.seed.to_string().into()]);
+        child.extend(extra);
+        run_child(
+            &child,
+            &format!("[{}] ", file.trim_end_matches(".toml")),
+            children,
+        )
+    }
+
+    /// `init` for the largest workstation count; with `inbox`, the Inbox
+    /// topped up to that many messages first.
+    fn init(&self, inbox: Option<u64>, children: &Children) -> anyhow::Result<()> {
+        let largest = self.workstations[self.workstations.len() - 1];
+        let (file, profile) = match inbox {
+            Some(n) => (
+                format!("init-inbox-{n}.toml"),
+                inbox_topped_up(&self.profile, n)?,
+            ),
+            None => ("init.toml".to_owned(), self.profile.to_toml()?),
+        };
+        eprintln!("tasks: initializing {largest} mailboxes ({file})");
+        let users = vec!["--users".into(), largest.to_string().into()];
+        let status = self.child("init", &file, profile, users, children)?;
+        if !status.success() {
+            bail!("init failed ({status}); see its output above");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,206 @@
+//! `peakhour init` for calendars: each user's calendar collection
+//! (MKCALENDAR) and the profile's starting events in it.
+//!
+//! Idempotent like the mail side: MKCALENDAR on an existing calendar is
+//! answered 405 (RFC 4791) or 409 (Radicale) and counts as done, and every
+//! starting event is written with `If-None-Match: *`, so an event already
+//! there is answered 412 and left alone. The events are dated in the week
+//! init runs in, in the profile's working hours; their UIDs carry that
+//! week, so an init in a later week adds that week's events.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use peakhour_caldav::{CalDavClient, CalDavError, MakeCalendarOutcome, Precondition, event_ics};
+use peakhour_http::{BasicAuth, ConnectionOptions, HttpConnection};
+use peakhour_workload::Plan;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::calendar::{caldav_login, calendar_path, event_spec, slot_start, this_week};
+use crate::init::InitSettings;
+use crate::population::Population;
+use crate::target::Target;
+
+impl std::fmt::Display for CalendarInitReport {
+    /// The line `peakhour init` prints.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "calendars done: {} users, {} calendars created, {} events wanted, {} already there, {} added in {:.1} s",
+            self.users,
+            self.calendars_created,
+            self.wanted,
+            self.already_there,
+            self.added,
+            self.elapsed.as_secs_f64()
+        )
+    }
+}
+
+/// What a calendar init did.
+#[derive(Debug, Clone, Default)]
+pub struct CalendarInitReport {
+    /// Users whose calendars were checked.
+    pub users: u32,
+    /// Calendars created now (the rest existed).
+    pub calendars_created: u64,
+    /// Starting events the profile asks for, over all users.
+    pub wanted: u64,
+    /// Events that were already there.
+    pub already_there: u64,
+    /// Events added now.
+    pub added: u64,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+/// Why a calendar init failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CalendarInitError {
+    /// The target has no CalDAV server.
+    #[error("the profile keeps calendars but the target has no CalDAV server (give --caldav URL)")]
+    NoCalDav,
+    /// A CalDAV request failed for a user.
+    #[error("{user}: CalDAV: {source}")]
+    CalDav {
+        /// The user's login.
+        user: String,
+        /// The error.
+        source: CalDavError,
+    },
+    /// A user's task panicked (a bug in peakhour).
+    #[error("a task making a calendar panicked (a bug in peakhour)")]
+    Panicked,
+}
+
+#[derive(Debug, Default)]
+struct UserReport {
+    created: bool,
+    already_there: u64,
+    added: u64,
+}
+
+/// Creates every user's calendar of `plan` on `target`'s CalDAV server,
+/// with the profile's starting events, as many users at a time as the
+/// mail side; part of [`crate::init::init`]. `None` when there is nothing
+/// to make: the profile keeps no calendar, or only `update_calendar`,
+/// which writes to an IMAP folder when the target has no CalDAV server.
+pub async fn init_calendars(
+    plan: &Arc<Plan>,
+    target: &Arc<Target>,
+    population: &Arc<Population>,
+    settings: &InitSettings,
+) -> Result<Option<CalendarInitReport>, CalendarInitError> {
+    if !plan.uses_calendar() {
+        return Ok(None);
+    }
+    let Some(endpoint) = target.caldav.clone() else {
+        return if plan.needs_caldav() {
+            Err(CalendarInitError::NoCalDav)
+        } else {
+            Ok(None)
+        };
+    };
+    let started = Instant::now();
+    let permits = Arc::new(Semaphore::new(settings.parallel.max(1)));
+    let mut tasks = JoinSet::new();
+    for user in 0..plan.users() {
+        let (plan, target, endpoint, permits) = (
+            plan.clone(),
+            target.clone(),
+            endpoint.clone(),
+            permits.clone(),
+        );
+        let address = population.address(user).unwrap_or_default();
+        let (connect_timeout, request_timeout) = (settings.timeout, settings.command_timeout);
+        tasks.spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            let (login, password) = caldav_login(&target, user, &address);
+            let options = ConnectionOptions {
+                auth: Some(BasicAuth::new(login.clone(), &password)),
+                request_timeout,
+                ..ConnectionOptions::default()
+            };
+            let http =
+                HttpConnection::new(endpoint.http_endpoint(&target, connect_timeout), options);
+            let mut caldav = CalDavClient::new(http);
+            init_user(&plan, &mut caldav, &endpoint.path, user, &address)
+                .await
+                .map_err(|source| CalendarInitError::CalDav {
+                    user: login,
+                    source,
+                })
+        });
+    }
+    let mut report = CalendarInitReport {
+        users: plan.users(),
+        wanted: u64::from(plan.users()) * u64::from(plan.calendar().initial_events),
+        ..CalendarInitReport::default()
+    };
+    let mut first_error = None;
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(Ok(user)) => {
+                report.calendars_created += u64::from(user.created);
+                report.already_there += user.already_there;
+                report.added += user.added;
+            }
+            Ok(Err(error)) => {
+                // Stop at the first failure: what was added stays (init resumes).
+                first_error.get_or_insert(error);
+                tasks.abort_all();
+            }
+            Err(joined) if joined.is_panic() => {
+                first_error.get_or_insert(CalendarInitError::Panicked);
+                tasks.abort_all();
+            }
+            // Aborted above, after the first failure.
+            Err(_) => {}
+        }
+    }
+    if let Some(error) = first_error {
+        return Err(error);
+    }
+    report.elapsed = started.elapsed();
+    Ok(Some(report))
+}
+
+async fn init_user(
+    plan: &Plan,
+    caldav: &mut CalDavClient,
+    discovery_path: &str,
+    user: u32,
+    address: &str,
+) -> Result<UserReport, CalDavError> {
+    let principal = caldav.find_principal(discovery_path).await?.value;
+    let home = caldav.find_calendar_home(&principal).await?.value;
+    let calendar = calendar_path(&home, &plan.calendar().name);
+    let made = caldav
+        .make_calendar(&calendar, &plan.calendar().name)
+        .await?
+        .value;
+    let mut report = UserReport {
+        created: made == MakeCalendarOutcome::Created,
+        ..UserReport::default()
+    };
+    let monday = this_week();
+    let (year, month, day, ..) = monday.fields();
+    for index in 0..plan.calendar().initial_events {
+        let uid = format!("peakhour-init-{year:04}{month:02}{day:02}-u{user}-{index}");
+        let start = slot_start(monday, plan.initial_event_slot(user, index));
+        let ics = event_ics(&event_spec(plan, &uid, start, 0, address));
+        let href = format!("{calendar}{uid}.ics");
+        let put = caldav
+            .put_event(&href, &ics, &Precondition::CreateOnly)
+            .await?
+            .value;
+        if put.is_stored() {
+            report.added += 1;
+        } else {
+            report.already_there += 1;
+        }
+    }
+    Ok(report)
+}

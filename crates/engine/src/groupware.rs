@@ -1,0 +1,290 @@
+//! The groupware side of a simulated user: its calendar client (CalDAV) and
+//! its POP3 client, beside the IMAP session [`crate::user`] keeps.
+//!
+//! A user holds only the clients its profile uses. One whose actions need
+//! no IMAP (a `caldav-office` or `pop3-user` user) never opens an IMAP
+//! session: it counts as logged on from its logon slot to the end of the
+//! run, as a calendar or POP3 client that is running but holds no
+//! connection between requests. `update_calendar` is CalDAV when the target
+//! has a CalDAV server and stays an IMAP append otherwise.
+
+use std::collections::BTreeMap;
+
+use peakhour_workload::{ActionKind, Plan};
+
+use crate::calendar::{CalendarFailure, CalendarUser};
+use crate::connector::Connector;
+use crate::events::{Event, Outcome};
+use crate::pop3_user::{CheckContext, Pop3Failure, Pop3Mailbox};
+use crate::population::Population;
+use crate::target::Target;
+use crate::user::{Failure, Shared};
+
+impl From<CalendarFailure> for Failure {
+    fn from(failure: CalendarFailure) -> Self {
+        // The HTTP connection reconnects by itself: the IMAP session, if
+        // any, is not affected.
+        Failure {
+            kind: failure.kind,
+            session_lost: false,
+        }
+    }
+}
+
+impl From<Pop3Failure> for Failure {
+    fn from(failure: Pop3Failure) -> Self {
+        // Each POP3 check has its own connection.
+        Failure {
+            kind: failure.kind,
+            session_lost: false,
+        }
+    }
+}
+
+/// True if a user of `plan` needs an IMAP session: it reads,
+/// files or checks mail over IMAP, keeps a copy of what it sends, receives
+/// mail it notices only over IMAP (a profile that sends but does not
+/// download over POP3: recipients notice arrivals by IDLE), or keeps its
+/// calendar in an IMAP folder for want of a CalDAV server (`has_caldav`).
+pub(crate) fn needs_imap(plan: &Plan, has_caldav: bool) -> bool {
+    let downloads = plan.actions().contains(&ActionKind::DownloadMail);
+    plan.actions().iter().any(|kind| match kind {
+        ActionKind::CheckInbox | ActionKind::Read | ActionKind::Move | ActionKind::Delete => true,
+        ActionKind::Send => plan.params().save_copy || !downloads,
+        ActionKind::UpdateCalendar => !has_caldav,
+        ActionKind::PollCalendar
+        | ActionKind::CreateEvent
+        | ActionKind::ChangeEvent
+        | ActionKind::DownloadMail => false,
+    })
+}
+
+/// The protocol each action of `plan` speaks on `target`, by action name:
+/// what the summary and the report say was used (`update_calendar` is
+/// `caldav` with a CalDAV server and `imap` without one).
+pub(crate) fn action_protocols(plan: &Plan, target: &Target) -> BTreeMap<String, String> {
+    plan.actions()
+        .into_iter()
+        .map(|kind| {
+            let protocol = match kind {
+                ActionKind::CheckInbox
+                | ActionKind::Read
+                | ActionKind::Move
+                | ActionKind::Delete => "imap",
+                ActionKind::Send if plan.params().save_copy => "smtp+imap",
+                ActionKind::Send => "smtp",
+                ActionKind::UpdateCalendar if target.caldav.is_none() => "imap",
+                ActionKind::UpdateCalendar
+                | ActionKind::PollCalendar
+                | ActionKind::CreateEvent
+                | ActionKind::ChangeEvent => "caldav",
+                ActionKind::DownloadMail => "pop3",
+            };
+            (kind.name().to_owned(), protocol.to_owned())
+        })
+        .collect()
+}
+
+/// One user's groupware clients. See the module documentation.
+#[derive(Debug)]
+pub(crate) struct GroupwareClients {
+    calendar: Option<CalendarUser>,
+    pop3: Option<Pop3Mailbox>,
+    imap_needed: bool,
+    /// Logged on without an IMAP session (see the module documentation).
+    online: bool,
+}
+
+impl GroupwareClients {
+    /// The clients user `index` of the run needs.
+    pub(crate) fn new<C: Connector>(shared: &Shared<C>, index: u32, address: &str) -> Self {
+        let (plan, target) = (&shared.plan, &shared.target);
+        let calendar = match &target.caldav {
+            Some(endpoint) if plan.uses_calendar() => Some(CalendarUser::new(
+                target,
+                endpoint,
+                index,
+                address,
+                &shared.run_id,
+                shared.action_timeout,
+                shared.connect_timeout,
+            )),
+            _ => None,
+        };
+        let pop3 = plan
+            .actions()
+            .contains(&ActionKind::DownloadMail)
+            .then(|| Pop3Mailbox::new(plan.leaves_mail_on_server(index)));
+        GroupwareClients {
+            calendar,
+            pop3,
+            imap_needed: needs_imap(plan, target.caldav.is_some()),
+            online: false,
+        }
+    }
+
+    /// True if this user keeps an IMAP session.
+    pub(crate) fn imap_needed(&self) -> bool {
+        self.imap_needed
+    }
+
+    /// True if the user is logged on without an IMAP session.
+    pub(crate) fn online(&self) -> bool {
+        self.online
+    }
+
+    /// Logs a user without IMAP on (once).
+    pub(crate) fn go_online<C: Connector>(&mut self, shared: &Shared<C>) {
+        if !self.online {
+            self.online = true;
+            shared.events.send(Event::LoggedOn(1));
+        }
+    }
+
+    /// Logs it off at the end of the run.
+    pub(crate) fn go_offline<C: Connector>(&mut self, shared: &Shared<C>) {
+        if self.online {
+            self.online = false;
+            shared.events.send(Event::LoggedOn(-1));
+        }
+    }
+
+    /// Performs `kind` if it is a groupware action (or `update_calendar`
+    /// with a CalDAV server); `None` for the IMAP and SMTP actions.
+    pub(crate) async fn act<C: Connector>(
+        &mut self,
+        shared: &Shared<C>,
+        index: u32,
+        address: &str,
+        kind: ActionKind,
+        seq: u64,
+        nth: u64,
+    ) -> Option<Result<Outcome, Failure>> {
+        let (plan, events) = (&shared.plan, &shared.events);
+        let result = match kind {
+            ActionKind::DownloadMail => {
+                let Some(pop3) = self.pop3.as_mut() else {
+                    return Some(Ok(Outcome::Error("pop3:no-server".into())));
+                };
+                let ctx = CheckContext {
+                    target: &shared.target,
+                    events,
+                    delivery: &shared.delivery,
+                    user: index,
+                    address,
+                    connect_timeout: shared.connect_timeout,
+                    command_timeout: shared.action_timeout,
+                };
+                pop3.download(&ctx).await.map_err(Failure::from)
+            }
+            ActionKind::UpdateCalendar
+            | ActionKind::PollCalendar
+            | ActionKind::CreateEvent
+            | ActionKind::ChangeEvent => {
+                let Some(calendar) = self.calendar.as_mut() else {
+                    return (kind != ActionKind::UpdateCalendar)
+                        .then(|| Ok(Outcome::Error("caldav:no-server".into())));
+                };
+                let done = match kind {
+                    ActionKind::UpdateCalendar => calendar.update(plan, events, nth).await,
+                    ActionKind::PollCalendar => calendar.poll(plan, events).await,
+                    ActionKind::CreateEvent => calendar.create_event(plan, events, nth).await,
+                    _ => calendar.change_event(plan, events, seq).await,
+                };
+                done.map_err(Failure::from)
+            }
+            ActionKind::CheckInbox
+            | ActionKind::Send
+            | ActionKind::Read
+            | ActionKind::Move
+            | ActionKind::Delete => return None,
+        };
+        Some(result)
+    }
+}
+
+/// Why the groupware servers a profile needs are not usable.
+#[derive(Debug, thiserror::Error)]
+pub enum GroupwareCheckError {
+    /// The profile's calendar actions need CalDAV and the target has none.
+    #[error(
+        "the profile's calendar actions need a CalDAV server: give --caldav URL (or start the lab with one)"
+    )]
+    NoCalDav,
+    /// The profile downloads mail over POP3 and the target has no POP3 server.
+    #[error("the profile downloads mail over POP3: give --pop3 URL")]
+    NoPop3,
+    /// The first user could not find its calendar.
+    #[error("CalDAV at {endpoint} is not usable: {reason}")]
+    CalDav {
+        /// The server.
+        endpoint: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The first user could not log in over POP3.
+    #[error("POP3 at {endpoint} is not usable: {reason}")]
+    Pop3 {
+        /// The server.
+        endpoint: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// Checks, before any load, the servers the profile's groupware actions
+/// need: that they are given, that the first user finds its calendar
+/// (made by `peakhour init`), and that it can log in over POP3. Nothing is
+/// checked for a profile that uses neither.
+pub(crate) async fn groupware_preflight(
+    plan: &Plan,
+    target: &Target,
+    population: &Population,
+    timeout: std::time::Duration,
+) -> Result<(), GroupwareCheckError> {
+    let address = population.address(0).unwrap_or_default();
+    if plan.needs_caldav() && target.caldav.is_none() {
+        return Err(GroupwareCheckError::NoCalDav);
+    }
+    if let Some(endpoint) = &target.caldav
+        && plan.uses_calendar()
+    {
+        crate::calendar::check_calendar(plan, target, endpoint, &address, timeout)
+            .await
+            .map_err(|reason| GroupwareCheckError::CalDav {
+                endpoint: endpoint.to_string(),
+                reason,
+            })?;
+    }
+    if plan.actions().contains(&ActionKind::DownloadMail) {
+        let endpoint = target.pop3.as_ref().ok_or(GroupwareCheckError::NoPop3)?;
+        crate::pop3_user::check_login(target, &address, timeout)
+            .await
+            .map_err(|failure| GroupwareCheckError::Pop3 {
+                endpoint: endpoint.to_string(),
+                reason: failure.kind,
+            })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use peakhour_workload::{Overrides, builtin};
+
+    use super::*;
+
+    fn plan(name: &str) -> Plan {
+        let profile = builtin(name).unwrap().profile().unwrap();
+        Plan::resolve(&profile, &Overrides::default()).unwrap()
+    }
+
+    #[test]
+    fn only_users_that_need_it_hold_an_imap_session() {
+        // Calendar users and POP3 users do not; MMB users do, with CalDAV or not.
+        assert!(!needs_imap(&plan("caldav-office"), true));
+        assert!(!needs_imap(&plan("pop3-user"), false));
+        assert!(needs_imap(&plan("mmb-medium"), true));
+        assert!(needs_imap(&plan("mmb-medium"), false));
+    }
+}
