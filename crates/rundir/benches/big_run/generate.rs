@@ -76,6 +76,11 @@ fn latency_model(kind: ActionKind) -> (f64, f64) {
         ActionKind::Delete => (16.0, 0.6),
         ActionKind::Send => (95.0, 0.5),
         ActionKind::UpdateCalendar => (22.0, 0.6),
+        // Groupware actions: not in mmb-medium, modelled for completeness.
+        ActionKind::PollCalendar => (12.0, 0.6),
+        ActionKind::CreateEvent => (25.0, 0.6),
+        ActionKind::ChangeEvent => (35.0, 0.6),
+        ActionKind::DownloadMail => (40.0, 0.6),
     }
 }
 
@@ -95,6 +100,10 @@ fn commands_of(kind: ActionKind) -> &'static [&'static str] {
             "imap.APPEND",
         ],
         ActionKind::UpdateCalendar => &["imap.UID STORE", "imap.UID EXPUNGE", "imap.APPEND"],
+        ActionKind::PollCalendar => &["caldav.PROPFIND", "caldav.REPORT"],
+        ActionKind::CreateEvent => &["caldav.PUT"],
+        ActionKind::ChangeEvent => &["caldav.REPORT", "caldav.PUT"],
+        ActionKind::DownloadMail => &["pop3.STAT", "pop3.UIDL", "pop3.RETR", "pop3.DELE"],
     }
 }
 
@@ -451,6 +460,7 @@ fn lab_sample(rng: &mut Rng, time_s: f64, busy_share: f64, connections: u32) -> 
             dovecot_connections: Some(connections),
         },
         monitor_cpu_us: Some(noise(5_000.0, 0.1)),
+        cgroup: None,
     }
 }
 
@@ -494,6 +504,7 @@ fn config(plan: &Plan, shape: &Shape) -> Result<RunConfig, BoxError> {
         TargetSection {
             imap: "127.0.0.1:10143".into(),
             smtp: "127.0.0.1:10025".into(),
+            security_shortcuts: Vec::new(),
         },
         MonitorSection {
             interval: HumanDuration(SAMPLE_PERIOD),
