@@ -5,7 +5,7 @@
 //! ```text
 //! cargo bench -p peakhour-rundir --bench big_run
 //! cargo bench -p peakhour-rundir --bench big_run -- --keep /tmp/big-run   # keep the directories
-//! PEAKHOUR=target/release/peakhour cargo bench -p peakhour-rundir --bench big_run   # also time the binary
+//! PEAKHOUR=$PWD/target/release/peakhour cargo bench -p peakhour-rundir --bench big_run   # also time the binary (absolute path: benches run in crates/rundir)
 //! ```
 //!
 //! It generates (see `generate.rs`) a sweep of mmb-medium over 500 to
