@@ -294,6 +294,11 @@ impl DeliveryTracker {
         Some(at.saturating_duration_since(submitted))
     }
 
+    /// Whether this ledger is one shard's of several.
+    pub fn is_sharded(&self) -> bool {
+        self.shard.count() > 1
+    }
+
     /// Whether `user` still waits for a copy.
     pub fn is_waiting(&self, user: u32) -> bool {
         self.books()

@@ -52,6 +52,10 @@ pub enum Counter {
     /// A copy another shard submitted, seen here: counted among the
     /// recipients delivered, its latency added by `peakhour merge`.
     RecipientsDeliveredFromOtherShard,
+    /// Milliseconds the reconciliation after the drain took, counted once
+    /// at its end (in the run's last interval, so in `record.json`, not in
+    /// the steady phase's summary).
+    ReconcileMs,
 }
 
 impl Counter {
@@ -68,6 +72,7 @@ impl Counter {
             Counter::EventsChanged => "events_changed",
             Counter::MessagesDownloaded => "messages_downloaded",
             Counter::RecipientsDeliveredFromOtherShard => "recipients_delivered",
+            Counter::ReconcileMs => "reconcile_ms",
         }
     }
 }

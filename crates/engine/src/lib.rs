@@ -20,10 +20,11 @@
 //!   a [`RunResult`]: its [`RunRecord`](peakhour_analysis::RunRecord), with
 //!   the metadata, and how it ended.
 //! * Every submitted message is tracked by Message-ID until each recipient has
-//!   seen it; after the drain, a header search in every folder of each
-//!   waiting recipient (all but Sent: a copy may have been filed or deleted
-//!   before it was noticed) reconciles the rest, and what is still missing
-//!   is named as lost.
+//!   seen it; after the drain, a header search in the mailbox of each
+//!   recipient still waiting (and only those, [`SEARCH_TASKS`] in parallel)
+//!   reconciles the rest: the Inbox first, then, only if copies are still
+//!   missing, every other folder but Sent (a copy may have been filed or
+//!   deleted before it was noticed). What is still missing is named as lost.
 //! * Connections are opened by a [`Connector`]: [`NetConnector`] (TCP and
 //!   TLS) in a real run, in-memory streams to fake servers in tests. All
 //!   timing is on tokio's clock, so a whole run can be tested on a paused
@@ -80,7 +81,7 @@ pub use live::{LiveLine, LiveSink, reconciling_text};
 pub use peakhour_smtp::AuthPolicy;
 pub use peakhour_workload::Shard;
 pub use population::{Population, PopulationError, RESERVED_TEST_DOMAINS, is_test_domain};
-pub use reconcile::{MAILBOX_SEARCH_LIMIT, RECONCILE_LIMIT, ReconcileProgress};
+pub use reconcile::{MAILBOX_SEARCH_LIMIT, RECONCILE_LIMIT, ReconcileProgress, SEARCH_TASKS};
 pub use recording::{RunRecorder, qos_thresholds};
 pub use run::{
     Both, MAX_PHASE, MAX_TIMEOUT, MailProtocol, Observer, Phase, RunClock, RunError, RunOutcome,

@@ -51,9 +51,9 @@ pub fn run_phase(phase: Phase) -> RunPhase {
     }
 }
 
-/// The engine's counter as the exporter serves it.
-pub fn tally(counter: Counter) -> Tally {
-    match counter {
+/// The engine's counter as the exporter serves it, if it serves it.
+pub fn tally(counter: Counter) -> Option<Tally> {
+    Some(match counter {
         Counter::MessagesSubmitted => Tally::MessagesSubmitted,
         Counter::RecipientsSubmitted => Tally::RecipientsSubmitted,
         Counter::RecipientsRefused => Tally::RecipientsRefused,
@@ -66,7 +66,10 @@ pub fn tally(counter: Counter) -> Tally {
         // Counted among the recipients delivered, as the run's record does;
         // its latency is known only to `peakhour merge`.
         Counter::RecipientsDeliveredFromOtherShard => Tally::RecipientsDelivered,
-    }
+        // Milliseconds, not a count of things: the reconciliation's progress
+        // is served from its own events.
+        Counter::ReconcileMs => return None,
+    })
 }
 
 /// Counts one event into `m`, which is already in the event's phase.
@@ -89,7 +92,11 @@ pub fn count_event(m: &mut LiveMetrics, event: &Event) {
             m.action(kind.name(), ending, latency, late);
         }
         Event::Command { name, .. } => m.command(name),
-        Event::Count { counter, by } => m.tally(tally(*counter), *by),
+        Event::Count { counter, by } => {
+            if let Some(tally) = tally(*counter) {
+                m.tally(tally, *by);
+            }
+        }
         Event::LoggedOn(change) => m.logged_on(*change),
         Event::LogonFailed(kind) => m.error("logon", kind),
         Event::SessionError(kind) => m.error("session", kind),
