@@ -42,7 +42,7 @@ pub(crate) struct MonitorArgs {
     )]
     pub(crate) lab_dir: PathBuf,
     /// Another process group (repeatable; columns group_NAME_*): NAME=REGEX over the
-    /// command name, e.g. 'nginx=^nginx', or NAME=KIND:PATTERN[,KIND:PATTERN] with KIND
+    /// command name, e.g. 'nginx=^nginx', or `NAME=KIND:PATTERN[,KIND:PATTERN]` with KIND
     /// name, exe, user or parent, e.g. 'cyrus=exe:^/usr/lib/cyrus/,user:cyrus'.
     #[arg(long, value_name = "NAME=SPEC")]
     pub(crate) group: Vec<String>,

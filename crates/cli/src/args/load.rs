@@ -185,14 +185,14 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
     pub(crate) monitor_baseline: std::time::Duration,
     /// Server monitor: a process group, repeatable: the server's processes when it is
-    /// not the lab. NAME=REGEX matches command names; NAME=KIND:PATTERN[,KIND:PATTERN]
+    /// not the lab. NAME=REGEX matches command names; `NAME=KIND:PATTERN[,KIND:PATTERN]`
     /// needs every condition: name:REGEX (command name), exe:REGEX (executable path),
     /// user:NAME|UID (owner), parent:REGEX (the process or an ancestor has a matching
     /// command name), e.g. `imapd=exe:^/usr/lib/cyrus/,user:cyrus`
     #[arg(long, value_name = "NAME=SPEC")]
     pub(crate) group: Vec<String>,
     /// Server monitor: scrape a Prometheus node_exporter (e.g.
-    /// http://mail.example:9100/metrics) instead of this host's /proc, for a server on
+    /// `http://mail.example:9100/metrics`) instead of this host's /proc, for a server on
     /// another host: system metrics only (no --group, no queue)
     #[arg(long, value_name = "URL", conflicts_with = "group")]
     pub(crate) node_exporter: Option<String>,
