@@ -275,8 +275,13 @@ biff = no
 /// Cyrus lab, with Cyrus SASL and its own copy of the lab's users.
 fn postfix_sasl(config: &LabConfig, layout: &Layout) -> String {
     match config.mail_server {
+        // Dovecot's lmtp panics, and the delivery is deferred, when its index
+        // locks deadlock with an IMAP session of the same user (rare: "fcntl
+        // ... Resource deadlock avoided"); retried within seconds too, so a
+        // deferral shows as a late delivery rather than one lost for minutes.
         crate::MailServer::Dovecot => format!(
-            "smtpd_sasl_type = dovecot\nsmtpd_sasl_path = {}",
+            "smtpd_sasl_type = dovecot\nsmtpd_sasl_path = {}\n\
+             queue_run_delay = 1s\nminimal_backoff_time = 1s\nmaximal_backoff_time = 5s",
             layout.dovecot_auth_socket().display()
         ),
         // Cyrus makes a user's mailboxes at the first login or delivery; the
