@@ -30,8 +30,10 @@ def main(processor_csv: str, intervals_csv: str) -> int:
         print(f"error: HistogramLogProcessor counted {java_count} actions, "
               f"intervals.csv {ours_count}", file=sys.stderr)
         return 1
-    # Both come from the same histograms: equal up to HdrHistogram's 3 significant digits.
-    if abs(java_max_ms - ours_max_ms) > 0.002 * ours_max_ms + 0.01:
+    # Both come from the same histograms, but intervals.csv rounds to 3 significant
+    # digits (15047 us is 15.0 ms there): up to half a unit of the third digit, 0.5%
+    # for a value starting with 1, plus HdrHistogram's own 0.1% bucket width.
+    if abs(java_max_ms - ours_max_ms) > 0.006 * ours_max_ms + 0.01:
         print(f"error: HistogramLogProcessor's max is {java_max_ms} ms, "
               f"intervals.csv's {ours_max_ms} ms", file=sys.stderr)
         return 1
