@@ -829,20 +829,20 @@ impl<C: Connector> User<C> {
         Ok(Outcome::Ok)
     }
 
-    async fn send(&mut self, nth: u64) -> Result<Outcome, Failure> {
-        let shared = self.shared.clone();
+    /// The `nth` message this user sends: its recipients (distribution lists
+    /// expanded by the client, as Outlook expands a personal list: the
+    /// envelope names every member, and every member is a member of the
+    /// population, checked before anything is sent), and its text.
+    fn compose(&self, nth: u64) -> Result<Outgoing, Failure> {
+        let shared = &self.shared;
         let plan = &shared.plan;
-        let population = &shared.population;
         let choice = plan.send_choice(self.index, nth);
-        // Distribution lists are expanded by the client, as Outlook expands a
-        // personal list: the envelope names every member, and every member
-        // is a member of the population.
         let recipients = plan.delivered_to(&choice);
         let envelope = self.envelope(&recipients)?;
         let mut to: Vec<String> = choice
             .direct
             .iter()
-            .filter_map(|&u| population.address(u).ok())
+            .filter_map(|&u| shared.population.address(u).ok())
             .collect();
         if let Some(list) = choice.list {
             to.push(plan.list_address(list));
@@ -857,6 +857,36 @@ impl<C: Connector> User<C> {
             kind: &plan.mix()[choice.mix],
         });
         let message_id = header(&message, "Message-ID").unwrap_or_default();
+        Ok(Outgoing {
+            recipients,
+            envelope,
+            message,
+            message_id,
+        })
+    }
+
+    /// The server accepted `message_id` for `accepted`: into the delivery
+    /// books and the counters.
+    fn submitted(&self, message_id: &str, accepted: &[u32]) {
+        let shared = &self.shared;
+        shared
+            .delivery
+            .submitted(message_id, accepted, Instant::now());
+        shared.events.count(Counter::MessagesSubmitted, 1);
+        shared
+            .events
+            .count(Counter::RecipientsSubmitted, accepted.len() as u64);
+    }
+
+    async fn send(&mut self, nth: u64) -> Result<Outcome, Failure> {
+        let shared = self.shared.clone();
+        let plan = &shared.plan;
+        let Outgoing {
+            recipients,
+            envelope,
+            message,
+            message_id,
+        } = self.compose(nth)?;
 
         let target = &shared.target;
         let endpoint = &target.smtp;
@@ -907,13 +937,7 @@ impl<C: Connector> User<C> {
             .collect();
         let refused = recipients.len() - accepted.len();
         if !accepted.is_empty() {
-            shared
-                .delivery
-                .submitted(&message_id, &accepted, Instant::now());
-            shared.events.count(Counter::MessagesSubmitted, 1);
-            shared
-                .events
-                .count(Counter::RecipientsSubmitted, accepted.len() as u64);
+            self.submitted(&message_id, &accepted);
         }
         if refused > 0 {
             shared
@@ -1024,6 +1048,18 @@ pub(crate) async fn sleep_until(deadline: Instant, stop: &mut watch::Receiver<bo
 /// header (`Sat, 21 Nov 2026 09:00:00 +0000`).
 pub(crate) fn rfc5322(at: chrono::DateTime<chrono::Utc>) -> String {
     at.format("%a, %d %b %Y %H:%M:%S +0000").to_string()
+}
+
+/// A message composed for sending (see `User::compose`).
+struct Outgoing {
+    /// The users it is for (lists expanded).
+    recipients: Vec<u32>,
+    /// Their addresses, for the envelope.
+    envelope: Vec<String>,
+    /// The message as sent.
+    message: Vec<u8>,
+    /// Its Message-ID, which delivery tracking follows.
+    message_id: String,
 }
 
 /// The value of the first header `name` in a message.

@@ -25,11 +25,11 @@ use peakhour_http::{BasicAuth, ConnectionOptions, Endpoint as HttpEndpoint, Http
 use peakhour_jmap::envelope::SubmissionEnvelope;
 use peakhour_jmap::{JmapClient, JmapError, PushEvent, PushStream};
 use peakhour_net::Security;
-use peakhour_workload::{ActionKind, MessageSpec};
+use peakhour_workload::ActionKind;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{Failure, User, calendar_item, header, rfc5322, sleep_until};
+use super::{Failure, Outgoing, User, calendar_item, sleep_until};
 use crate::connector::Connector;
 use crate::events::{Counter, Event, Outcome};
 use crate::target::TlsMode;
@@ -414,31 +414,13 @@ impl<C: Connector> User<C> {
     }
 
     async fn jmap_send(&self, session: &mut JmapSession, nth: u64) -> Result<Outcome, Failure> {
-        let shared = self.shared.clone();
-        let plan = &shared.plan;
-        let population = &shared.population;
-        let choice = plan.send_choice(self.index, nth);
-        let recipients = plan.delivered_to(&choice);
-        // Checked against the population before anything is sent.
-        let envelope = self.envelope(&recipients)?;
-        let mut to: Vec<String> = choice
-            .direct
-            .iter()
-            .filter_map(|&u| population.address(u).ok())
-            .collect();
-        if let Some(list) = choice.list {
-            to.push(plan.list_address(list));
-        }
-        let date = rfc5322(chrono::Utc::now());
-        let message = shared.generator.generate(&MessageSpec {
-            run_id: &shared.run_id,
-            id: &choice.id,
-            from: &self.address,
-            to: &to,
-            date: &date,
-            kind: &plan.mix()[choice.mix],
-        });
-        let message_id = header(&message, "Message-ID").unwrap_or_default();
+        let plan = &self.shared.plan;
+        let Outgoing {
+            recipients,
+            envelope,
+            message,
+            message_id,
+        } = self.compose(nth)?;
         let uploaded = session.client.upload("message/rfc822", message).await?;
         let blob = self.command("jmap.upload", uploaded).blob_id;
         // The copy goes to Sent (JMAP sends a stored message), as a client
@@ -458,13 +440,7 @@ impl<C: Connector> User<C> {
         if imported.created_id("m").is_none() || submission.created_id("s").is_none() {
             return Ok(Outcome::Error("jmap:not-submitted".into()));
         }
-        shared
-            .delivery
-            .submitted(&message_id, &recipients, Instant::now());
-        shared.events.count(Counter::MessagesSubmitted, 1);
-        shared
-            .events
-            .count(Counter::RecipientsSubmitted, recipients.len() as u64);
+        self.submitted(&message_id, &recipients);
         Ok(Outcome::Ok)
     }
 
