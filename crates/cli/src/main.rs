@@ -1,14 +1,45 @@
 //! # peakhour
 //!
-//! The command-line glue: parse arguments into a validated configuration,
-//! call the library crates, print, and choose an exit code. No measurement
-//! logic lives here.
+//! The command-line glue: parse arguments into a validated configuration
+//! (the definitions are `peakhour-command-line`'s), call the library crates,
+//! print, and choose an exit code. No measurement logic lives here.
 //!
 //! Exit codes: 0 success, 1 failure (the message says why), 2 bad usage.
 
-mod args;
 mod commands;
-mod config;
+
+/// The raw arguments, as the commands name them (`crate::args::RunArgs`).
+pub(crate) use peakhour_command_line::args;
+
+/// The checked settings and their bounds, and the binary's one use of them
+/// that needs `anyhow`: turning a usage error into exit code 2.
+mod config {
+    use std::process::ExitCode;
+
+    pub(crate) use peakhour_command_line::config::*;
+
+    /// Prints `error` and returns exit code 2 if it is bad usage: a
+    /// [`UsageError`], or a profile that does not parse, breaks a bound or does
+    /// not resolve with the options given, or a test population refused. Gives any other error back.
+    pub(crate) fn usage_exit(error: anyhow::Error) -> anyhow::Result<ExitCode> {
+        let is_usage = error.chain().any(|cause| {
+            cause.is::<UsageError>()
+                || cause.is::<peakhour_workload::ProfileError>()
+                || cause.is::<peakhour_workload::PlanError>()
+                || cause
+                    .downcast_ref::<peakhour_engine::files::FileSetupError>()
+                    .is_some_and(peakhour_engine::files::FileSetupError::is_usage)
+                || cause
+                    .downcast_ref::<peakhour_engine::setup::SetupError>()
+                    .is_some_and(peakhour_engine::setup::SetupError::is_usage)
+        });
+        if is_usage {
+            eprintln!("error: {error:#}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+        Err(error)
+    }
+}
 
 use std::process::ExitCode;
 

@@ -15,21 +15,30 @@ use peakhour_workload::HumanDuration;
 
 /// A run's shape in time and its QoS limit, checked.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Shape {
-    pub(crate) day: Option<Duration>,
-    pub(crate) speed: Option<f64>,
-    pub(crate) seed: Option<u64>,
-    pub(crate) ramp_up: Duration,
-    pub(crate) duration: Duration,
-    pub(crate) drain: Duration,
-    pub(crate) interval: Duration,
-    pub(crate) action_timeout: Duration,
-    pub(crate) qos_p95_ms: Option<f64>,
+pub struct Shape {
+    /// `--day`: the simulated day, if not the profile's.
+    pub day: Option<Duration>,
+    /// `--speed`: the day compression, if not the profile's.
+    pub speed: Option<f64>,
+    /// `--seed`, if given.
+    pub seed: Option<u64>,
+    /// `--ramp-up`: the users log on staggered over this.
+    pub ramp_up: Duration,
+    /// `--duration`: the measured steady phase.
+    pub duration: Duration,
+    /// `--drain`: no new actions; deliveries reconciled.
+    pub drain: Duration,
+    /// `--interval`: one measurement interval.
+    pub interval: Duration,
+    /// `--action-timeout`: an action's (and each command's) deadline.
+    pub action_timeout: Duration,
+    /// `--qos-p95-ms`: the p95 limit, if not the profile's.
+    pub qos_p95_ms: Option<f64>,
 }
 
 impl Shape {
     /// Checks the shape of `run` (and of every step of a sweep).
-    pub(crate) fn check(raw: &RunShape) -> Result<Shape, UsageError> {
+    pub fn check(raw: &RunShape) -> Result<Shape, UsageError> {
         let zero = Duration::ZERO;
         let duration = duration_within("duration", raw.duration, MIN_DURATION, MAX_DURATION)?;
         let interval = duration_within("interval", raw.interval, MIN_INTERVAL, MAX_INTERVAL)?;
@@ -72,7 +81,7 @@ impl Shape {
 
 impl Shape {
     /// `[run]` of `config.toml`.
-    pub(crate) fn run_section(&self) -> RunSection {
+    pub fn run_section(&self) -> RunSection {
         RunSection {
             ramp_up: HumanDuration(self.ramp_up),
             duration: HumanDuration(self.duration),
@@ -85,22 +94,27 @@ impl Shape {
 
 /// `peakhour run`'s settings, checked.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RunConfig {
-    pub(crate) users: Option<u32>,
-    pub(crate) shape: Shape,
-    pub(crate) high_average_window: Duration,
-    pub(crate) monitor_baseline: Duration,
-    pub(crate) allow_domains: Vec<String>,
+pub struct RunConfig {
+    /// `--users`, if given (else the lab's count, or the profile's).
+    pub users: Option<u32>,
+    /// The run's shape in time and its QoS limit.
+    pub shape: Shape,
+    /// `--high-average-window`: the monitor's shortest high-average window.
+    pub high_average_window: Duration,
+    /// `--monitor-baseline`: the idle server sampled before the load.
+    pub monitor_baseline: Duration,
+    /// `--allow-domain`: the domains mail may go to, lowercase, without a final dot.
+    pub allow_domains: Vec<String>,
     /// The monitor's `--group NAME=SPEC` specs, each checked to parse.
-    pub(crate) groups: Vec<String>,
+    pub groups: Vec<String>,
     /// The monitor's `--node-exporter URL`, checked to parse.
-    pub(crate) node_exporter: Option<String>,
+    pub node_exporter: Option<String>,
 }
 
 impl RunConfig {
     /// Checks every option of `run` that has bounds; the profile, the target
     /// and the population are checked when they are read.
-    pub(crate) fn check(args: &RunArgs) -> Result<RunConfig, UsageError> {
+    pub fn check(args: &RunArgs) -> Result<RunConfig, UsageError> {
         Ok(RunConfig {
             users: args
                 .users
@@ -127,7 +141,7 @@ impl RunConfig {
 }
 
 /// A `--node-exporter` URL must be one the monitor can scrape.
-pub(crate) fn checked_node_exporter(url: Option<&str>) -> Result<Option<String>, UsageError> {
+pub fn checked_node_exporter(url: Option<&str>) -> Result<Option<String>, UsageError> {
     url.map(|url| {
         peakhour_monitor::NodeExporterSource::new(url, Duration::from_secs(2))
             .map(|_| url.to_owned())
@@ -138,7 +152,7 @@ pub(crate) fn checked_node_exporter(url: Option<&str>) -> Result<Option<String>,
 
 impl RunConfig {
     /// `[monitor]` of `config.toml`.
-    pub(crate) fn monitor_section(&self) -> MonitorSection {
+    pub fn monitor_section(&self) -> MonitorSection {
         MonitorSection {
             interval: HumanDuration(MONITOR_INTERVAL),
             high_average_window: HumanDuration(self.high_average_window),
@@ -148,7 +162,7 @@ impl RunConfig {
 }
 
 /// Every `--group` must parse as the monitor's `NAME=SPEC`.
-pub(crate) fn checked_groups(groups: &[String]) -> Result<Vec<String>, UsageError> {
+pub fn checked_groups(groups: &[String]) -> Result<Vec<String>, UsageError> {
     for spec in groups {
         peakhour_monitor::GroupSpec::parse(spec)
             .map_err(|e| UsageError(format!("--group {spec:?}: {e}")))?;
@@ -158,14 +172,18 @@ pub(crate) fn checked_groups(groups: &[String]) -> Result<Vec<String>, UsageErro
 
 /// `peakhour init`'s settings, checked.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct InitConfig {
-    pub(crate) users: Option<u32>,
-    pub(crate) parallel: usize,
-    pub(crate) allow_domains: Vec<String>,
+pub struct InitConfig {
+    /// `--users`, if given (else the lab's count, or the profile's).
+    pub users: Option<u32>,
+    /// `--parallel`: mailboxes filled at once.
+    pub parallel: usize,
+    /// `--allow-domain`: the domains mail may go to, lowercase, without a final dot.
+    pub allow_domains: Vec<String>,
 }
 
 impl InitConfig {
-    pub(crate) fn check(args: &InitArgs) -> Result<InitConfig, UsageError> {
+    /// Checks every option of `init` that has bounds.
+    pub fn check(args: &InitArgs) -> Result<InitConfig, UsageError> {
         Ok(InitConfig {
             users: args
                 .users

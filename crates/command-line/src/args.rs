@@ -1,12 +1,13 @@
 //! The command line, as clap sees it: the raw (low-level) arguments. Each
 //! value is parsed into its type here; bounds and cross-checks come after,
-//! in `crate::config` for `run` (the high-level, checked settings) and in
-//! `commands` for the rest, so that every error message can name the flag
-//! at fault.
+//! in [`crate::config`] for `run` and `init` (the high-level, checked
+//! settings) and in the binary's commands for the rest, so that every error
+//! message can name the flag at fault.
 //!
 //! The commands' arguments live in submodules by kind: `lab` (the lab),
-//! `load` (init, run, sweep and what they share) and `analysis` (monitor,
-//! analyze).
+//! `load` (init, run, sweep and what they share), `files` (file-server
+//! runs), `planner` (tasks, plan, matrix), `distributed` (shards, merge,
+//! k8s) and `analysis` (monitor, analyze); `help` holds the long help texts.
 
 use std::path::PathBuf;
 
@@ -20,16 +21,16 @@ mod lab;
 mod load;
 mod planner;
 
-pub(crate) use analysis::{AnalyzeCapacityArgs, AnalyzeCommand, MonitorArgs};
-pub(crate) use distributed::{K8sCommand, K8sJobArgs, MergeArgs, ShardArgs};
-pub(crate) use files::FileArgs;
+pub use analysis::{AnalyzeCapacityArgs, AnalyzeCommand, MonitorArgs};
+pub use distributed::{K8sCommand, K8sJobArgs, MergeArgs, ShardArgs};
+pub use files::FileArgs;
 use help::{
     ANALYZE_EXAMPLES, COMPARE_EXAMPLES, COMPLETIONS_EXAMPLES, INIT_EXAMPLES, MAN_EXAMPLES,
     MONITOR_EXAMPLES, QUICK_START, REPORT_EXAMPLES, RUN_EXAMPLES, SWEEP_EXAMPLES,
 };
-pub(crate) use lab::{LabCheckArgs, LabCommand, LabUpArgs};
-pub(crate) use load::{InitArgs, RunArgs, RunShape, SweepArgs, TargetArgs};
-pub(crate) use planner::{MatrixArgs, PlanArgs, TasksArgs};
+pub use lab::{LabCheckArgs, LabCommand, LabDirArg, LabDownArgs, LabStatusArgs, LabUpArgs};
+pub use load::{InitArgs, MetricsArgs, ProfileArg, RunArgs, RunShape, SweepArgs, TargetArgs};
+pub use planner::{MatrixArgs, PlanArgs, TasksArgs};
 
 /// A duration as written on the command line (`90s`, `1h30m`); one too long
 /// to represent is an error (exit code 2), not a panic.
@@ -48,24 +49,28 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     propagate_version = true,
     after_help = QUICK_START
 )]
-pub(crate) struct Cli {
+pub struct Cli {
+    /// The command to run.
     #[command(subcommand)]
-    pub(crate) command: Command,
+    pub command: Command,
 }
 
+/// peakhour's commands.
 #[derive(Debug, Subcommand)]
-pub(crate) enum Command {
+pub enum Command {
     /// Start, stop and inspect a real Postfix + Dovecot mail system on loopback.
     ///
     /// The lab is what peakhour's demo and tests measure. It runs as root from
     /// a private directory, listens only on 127.0.0.1, and delivers mail only
     /// to its own users (user1 ... userN @bench.test).
     Lab {
+        /// What to do with the lab.
         #[command(subcommand)]
         command: LabCommand,
     },
     /// List and print workload profiles (the built-in ones cite their seed tables).
     Profiles {
+        /// What to do with the profiles.
         #[command(subcommand)]
         command: ProfilesCommand,
     },
@@ -121,6 +126,7 @@ pub(crate) enum Command {
     /// capacity, a Universal Scalability Law fit and the knee (docs/capacity.md).
     #[command(after_help = ANALYZE_EXAMPLES)]
     Analyze {
+        /// The analysis to run.
         #[command(subcommand)]
         command: AnalyzeCommand,
     },
@@ -143,6 +149,7 @@ pub(crate) enum Command {
     Merge(MergeArgs),
     /// Write Kubernetes manifests for a sharded run (docs/distributed.md).
     K8s {
+        /// What to write.
         #[command(subcommand)]
         command: K8sCommand,
     },
@@ -165,52 +172,54 @@ pub(crate) enum Command {
 
 /// `peakhour completions`
 #[derive(Debug, Args)]
-pub(crate) struct CompletionsArgs {
+pub struct CompletionsArgs {
     /// The shell to complete for.
     #[arg(value_name = "SHELL")]
-    pub(crate) shell: clap_complete::Shell,
+    pub shell: clap_complete::Shell,
 }
 
 /// `peakhour man`
 #[derive(Debug, Args)]
-pub(crate) struct ManArgs {
+pub struct ManArgs {
     /// The command whose page to print, e.g. `run` or `lab up` (default: peakhour(1)).
     #[arg(value_name = "COMMAND")]
-    pub(crate) command: Vec<String>,
+    pub command: Vec<String>,
     /// Write every page (peakhour.1, peakhour-run.1, ...) into DIR instead of printing one.
     #[arg(long, value_name = "DIR", conflicts_with = "command")]
-    pub(crate) dir: Option<PathBuf>,
+    pub dir: Option<PathBuf>,
 }
 
 /// Output formats of `report --format` and `compare --format`.
-pub(crate) const SUMMARY_FORMATS: [&str; 4] = ["text", "json", "csv", "markdown"];
+pub const SUMMARY_FORMATS: [&str; 4] = ["text", "json", "csv", "markdown"];
 
+/// `peakhour report`
 #[derive(Debug, Args)]
-pub(crate) struct ReportArgs {
+pub struct ReportArgs {
     /// The run directory written by `peakhour run`.
     #[arg(value_name = "RUN_DIR")]
-    pub(crate) run_dir: PathBuf,
+    pub run_dir: PathBuf,
     /// Also print the run's summary on stdout in this format.
     #[arg(long, value_name = "FORMAT", value_parser = SUMMARY_FORMATS)]
-    pub(crate) format: Option<String>,
+    pub format: Option<String>,
 }
 
+/// `peakhour compare`
 #[derive(Debug, Args)]
-pub(crate) struct CompareArgs {
+pub struct CompareArgs {
     /// Two or more run directories; the first is the baseline.
     #[arg(value_name = "RUN_DIR", num_args = 2.., required = true)]
-    pub(crate) runs: Vec<PathBuf>,
+    pub runs: Vec<PathBuf>,
     /// Output format on stdout.
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = SUMMARY_FORMATS)]
-    pub(crate) format: String,
+    pub format: String,
     /// Also write the comparison as a self-contained HTML page to FILE.
     #[arg(long, value_name = "FILE")]
-    pub(crate) html: Option<PathBuf>,
+    pub html: Option<PathBuf>,
 }
 
 /// `peakhour profiles ...`
 #[derive(Debug, Subcommand)]
-pub(crate) enum ProfilesCommand {
+pub enum ProfilesCommand {
     /// List the built-in profiles.
     List,
     /// Print a profile's TOML (with its seed citations), ready to copy and edit.

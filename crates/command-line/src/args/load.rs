@@ -6,6 +6,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use peakhour_engine::ServerOptions;
+use peakhour_engine::setup::TargetSpec;
 
 use super::FileArgs;
 use super::help::{IMAP_URL_HELP, LMTP_URL_HELP, SMTP_URL_HELP};
@@ -13,19 +15,19 @@ use super::parse_duration;
 
 /// Which profile to use: a built-in name or a TOML file.
 #[derive(Debug, Args)]
-pub(crate) struct ProfileArg {
+pub struct ProfileArg {
     /// A built-in profile (`peakhour profiles list`) or the path of a profile TOML file.
     #[arg(long, value_name = "NAME|FILE", default_value = "mmb-medium")]
-    pub(crate) profile: String,
+    pub profile: String,
 }
 
 /// Where the load goes and who logs in.
 #[derive(Debug, Args)]
-pub(crate) struct TargetArgs {
+pub struct TargetArgs {
     /// `lab` to use the lab in --lab-dir (endpoints, users and password from its state), or
     /// `explicit` to use --imap, --smtp and a user list.
     #[arg(long, value_name = "lab|explicit", default_value = "lab", value_parser = ["lab", "explicit"])]
-    pub(crate) target: String,
+    pub target: String,
     /// The lab directory, with --target lab.
     #[arg(
         long,
@@ -33,226 +35,263 @@ pub(crate) struct TargetArgs {
         default_value = ".peakhour/lab",
         env = "PEAKHOUR_LAB_DIR"
     )]
-    pub(crate) lab_dir: PathBuf,
+    pub lab_dir: PathBuf,
     /// IMAP server (--target explicit): imap://, imap+starttls:// or imaps://HOST:PORT
     /// (--help says what each means).
     #[arg(long, value_name = "URL", long_help = IMAP_URL_HELP)]
-    pub(crate) imap: Option<String>,
+    pub imap: Option<String>,
     /// SMTP submission server (--target explicit): smtp://, smtp+starttls://, submission://,
     /// submission+starttls://, submissions:// or smtps://HOST:PORT (--help says what each means).
     #[arg(long, value_name = "URL", long_help = SMTP_URL_HELP)]
-    pub(crate) smtp: Option<String>,
+    pub smtp: Option<String>,
     /// LMTP server for `init --via lmtp` (--target explicit): lmtp:// or lmtp+starttls://HOST:PORT.
     #[arg(long, value_name = "URL", long_help = LMTP_URL_HELP)]
-    pub(crate) lmtp: Option<String>,
+    pub lmtp: Option<String>,
     /// JMAP server for `run --protocol jmap` (--target explicit): http:// or https://HOST:PORT.
     #[arg(long, value_name = "URL")]
-    pub(crate) jmap: Option<String>,
+    pub jmap: Option<String>,
     /// CalDAV server (any target; the lab's own by default when it runs one): http:// or
     /// https://HOST:PORT[/PATH], where each user's calendar home is discovered. Without one,
     /// `update_calendar` writes to an IMAP folder.
     #[arg(long, value_name = "URL")]
-    pub(crate) caldav: Option<String>,
+    pub caldav: Option<String>,
     /// POP3 server for `download_mail` (--target explicit): pop3://, pop3+starttls:// or
     /// pop3s://HOST:PORT. The lab's POP3 server is used with --target lab.
     #[arg(long, value_name = "URL")]
-    pub(crate) pop3: Option<String>,
+    pub pop3: Option<String>,
     /// CSV of `login,password[,address]` lines, one per simulated user, in user order: the
     /// run's whole test population. The address is the login when the login is one.
     #[arg(long, value_name = "FILE")]
-    pub(crate) users_file: Option<PathBuf>,
+    pub users_file: Option<PathBuf>,
     /// The environment variable holding the password every user shares (explicit targets
     /// whose users follow the profile's name pattern). Kept out of argv on purpose.
     #[arg(long, value_name = "VAR", default_value = "PEAKHOUR_PASSWORD")]
-    pub(crate) password_env: String,
+    pub password_env: String,
     /// SMTP AUTH: `auto` (PLAIN or LOGIN when offered, none otherwise), `none` (a relay
     /// that trusts this network), `plain` or `login`.
     #[arg(long, value_name = "auto|none|plain|login", default_value = "auto")]
-    pub(crate) smtp_auth: peakhour_engine::AuthPolicy,
+    pub smtp_auth: peakhour_engine::AuthPolicy,
     /// Where the users' own folders live, instead of the server's NAMESPACE answer
     /// (e.g. `INBOX.`; `""` for the top level). Profile folder names go under it.
     #[arg(long, value_name = "PREFIX")]
-    pub(crate) folder_prefix: Option<String>,
+    pub folder_prefix: Option<String>,
     /// A PEM file of CA certificates to trust in addition to the system's; a
     /// self-signed server certificate may be given here as its own CA.
     #[arg(long, value_name = "FILE")]
-    pub(crate) ca_file: Option<PathBuf>,
+    pub ca_file: Option<PathBuf>,
     /// Accept any TLS certificate. Only for test servers you control.
     #[arg(long)]
-    pub(crate) insecure_skip_tls_verify: bool,
+    pub insecure_skip_tls_verify: bool,
     /// With --target explicit, allow test users in DOMAIN (repeatable). Mail goes only to
     /// the run's test population; a population outside the reserved test domains (.test,
     /// .example, .invalid, .localhost, example.com/.net/.org) is refused unless its domain
     /// is named here.
     #[arg(long, value_name = "DOMAIN")]
-    pub(crate) allow_domain: Vec<String>,
+    pub allow_domain: Vec<String>,
 }
 
+impl TargetArgs {
+    /// The target as the engine takes it.
+    pub fn spec(&self) -> TargetSpec {
+        TargetSpec {
+            lab_dir: (self.target == "lab").then(|| self.lab_dir.clone()),
+            imap: self.imap.clone(),
+            smtp: self.smtp.clone(),
+            lmtp: self.lmtp.clone(),
+            pop3: self.pop3.clone(),
+            caldav: self.caldav.clone(),
+            jmap: self.jmap.clone(),
+            users_file: self.users_file.clone(),
+            password_env: self.password_env.clone(),
+            ca_file: self.ca_file.clone(),
+            insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+            options: ServerOptions {
+                smtp_auth: self.smtp_auth,
+                folder_prefix: self.folder_prefix.clone(),
+            },
+        }
+    }
+}
+
+/// `peakhour init`
 #[derive(Debug, Args)]
-pub(crate) struct InitArgs {
+pub struct InitArgs {
+    /// The workload profile.
     #[command(flatten)]
-    pub(crate) profile: ProfileArg,
+    pub profile: ProfileArg,
+    /// The server and its users.
     #[command(flatten)]
-    pub(crate) target: TargetArgs,
+    pub target: TargetArgs,
     /// Users to initialize (default: the lab's user count, or the profile's).
     #[arg(long, value_name = "N")]
-    pub(crate) users: Option<u32>,
+    pub users: Option<u32>,
     /// Seed for message content and mailbox layout (recorded; default 1).
     #[arg(long, value_name = "N")]
-    pub(crate) seed: Option<u64>,
+    pub seed: Option<u64>,
     /// Users initialized at once.
     #[arg(long, value_name = "N", default_value_t = 16)]
-    pub(crate) parallel: usize,
+    pub parallel: usize,
     /// How messages get in: `append` (IMAP APPEND, batched with MULTIAPPEND
     /// when offered) or `lmtp` (LMTP delivery, one transaction per message;
     /// needs the lab or --lmtp).
     #[arg(long, value_name = "append|lmtp", default_value = "append", value_parser = ["append", "lmtp"])]
-    pub(crate) via: String,
+    pub via: String,
 }
 
 /// How a run is shaped in time and judged: shared by `run` and every step of `sweep`.
 #[derive(Debug, Args)]
-pub(crate) struct RunShape {
+pub struct RunShape {
     /// Length of the simulated day (the profile's counts are per day).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub(crate) day: Option<std::time::Duration>,
+    pub day: Option<std::time::Duration>,
     /// Day compression: 16 runs an 8-hour day in 30 minutes. It multiplies the load.
     #[arg(long, value_name = "X")]
-    pub(crate) speed: Option<f64>,
+    pub speed: Option<f64>,
     /// The measured steady phase.
     #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
-    pub(crate) duration: std::time::Duration,
+    pub duration: std::time::Duration,
     /// Users log on staggered over this long before measuring starts.
     #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
-    pub(crate) ramp_up: std::time::Duration,
+    pub ramp_up: std::time::Duration,
     /// After the steady phase: time allowed for in-flight actions and for deliveries to arrive.
     #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
-    pub(crate) drain: std::time::Duration,
+    pub drain: std::time::Duration,
     /// Seed for schedules, recipients and message content (recorded in the results).
     #[arg(long, value_name = "N")]
-    pub(crate) seed: Option<u64>,
+    pub seed: Option<u64>,
     /// Length of one measurement interval.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
-    pub(crate) interval: std::time::Duration,
+    pub interval: std::time::Duration,
     /// An action taking longer than this fails with `timeout`.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
-    pub(crate) action_timeout: std::time::Duration,
+    pub action_timeout: std::time::Duration,
     /// QoS: the p95 every action must meet, in ms (default: the profile's, 1000 for MMB).
     #[arg(long, value_name = "MS")]
-    pub(crate) qos_p95_ms: Option<f64>,
+    pub qos_p95_ms: Option<f64>,
 }
 
 /// Live metrics for Prometheus: shared by `run` and every step of `sweep`.
 #[derive(Debug, Args)]
-pub(crate) struct MetricsArgs {
+pub struct MetricsArgs {
     /// Serve live metrics at http://ADDR/metrics during the run, as OpenMetrics (or Prometheus
     /// text if the scraper asks): actions and errors by kind, users logged on, the phase, the
     /// generator's CPU and scheduling lag, latency histograms (docs/live-metrics.md). ADDR is
     /// IP:PORT, e.g. 127.0.0.1:9464; none by default.
     #[arg(long, value_name = "ADDR")]
-    pub(crate) metrics_listen: Option<std::net::SocketAddr>,
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// With --metrics-listen: keep serving the final figures this long after the run, so that
     /// a scraper's last scrape sees them (at least its scrape interval; at most 10m).
     #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
-    pub(crate) metrics_linger: std::time::Duration,
+    pub metrics_linger: std::time::Duration,
 }
 
+/// `peakhour run`
 #[derive(Debug, Args)]
-pub(crate) struct RunArgs {
+pub struct RunArgs {
+    /// The workload profile.
     #[command(flatten)]
-    pub(crate) profile: ProfileArg,
+    pub profile: ProfileArg,
+    /// The server and its users.
     #[command(flatten)]
-    pub(crate) target: TargetArgs,
+    pub target: TargetArgs,
     /// Simulated users (default: the lab's user count, or the profile's).
     #[arg(long, value_name = "N")]
-    pub(crate) users: Option<u32>,
+    pub users: Option<u32>,
     /// The users' mail protocol: imap (with SMTP to send), or jmap (the lab's JMAP with
     /// `--mail-server cyrus`, or --jmap URL).
     #[arg(long, value_name = "imap|jmap", default_value = "imap", value_parser = peakhour_engine::MailProtocol::parse)]
-    pub(crate) protocol: peakhour_engine::MailProtocol,
+    pub protocol: peakhour_engine::MailProtocol,
+    /// The run's shape in time, and its QoS limit.
     #[command(flatten)]
-    pub(crate) shape: RunShape,
+    pub shape: RunShape,
     /// The run directory (default: runs/TIME-PROFILE-USERSu, TIME in UTC).
     #[arg(long, value_name = "DIR")]
-    pub(crate) out: Option<PathBuf>,
+    pub out: Option<PathBuf>,
     /// Server monitor: the shortest window of the high average (highest sustained mean).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
-    pub(crate) high_average_window: std::time::Duration,
+    pub high_average_window: std::time::Duration,
+    /// A file-server run's options.
     #[command(flatten)]
-    pub(crate) files: FileArgs,
+    pub files: FileArgs,
     /// Server monitor: sample the idle server this long before the load starts
     /// (rows with a negative time_s in monitor.csv).
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
-    pub(crate) monitor_baseline: std::time::Duration,
+    pub monitor_baseline: std::time::Duration,
     /// Server monitor: a process group, repeatable: the server's processes when it is
     /// not the lab. NAME=REGEX matches command names; `NAME=KIND:PATTERN[,KIND:PATTERN]`
     /// needs every condition: name:REGEX (command name), exe:REGEX (executable path),
     /// user:NAME|UID (owner), parent:REGEX (the process or an ancestor has a matching
     /// command name), e.g. `imapd=exe:^/usr/lib/cyrus/,user:cyrus`
     #[arg(long, value_name = "NAME=SPEC")]
-    pub(crate) group: Vec<String>,
+    pub group: Vec<String>,
     /// Server monitor: scrape a Prometheus node_exporter (e.g.
     /// `http://mail.example:9100/metrics`) instead of this host's /proc, for a server on
     /// another host: system metrics only (no --group, no queue)
     #[arg(long, value_name = "URL", conflicts_with = "group")]
-    pub(crate) node_exporter: Option<String>,
+    pub node_exporter: Option<String>,
+    /// Live metrics for Prometheus.
     #[command(flatten)]
-    pub(crate) metrics: MetricsArgs,
+    pub metrics: MetricsArgs,
+    /// This run as one shard of a distributed run.
     #[command(flatten)]
-    pub(crate) distributed: super::ShardArgs,
+    pub distributed: super::ShardArgs,
 }
 
 /// `peakhour sweep`
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("steps").required(true).args(["users", "from"])))]
-pub(crate) struct SweepArgs {
+pub struct SweepArgs {
+    /// The workload profile.
     #[command(flatten)]
-    pub(crate) profile: ProfileArg,
+    pub profile: ProfileArg,
+    /// The server and its users.
     #[command(flatten)]
-    pub(crate) target: TargetArgs,
+    pub target: TargetArgs,
     /// The user counts of the steps, e.g. 25,50,100,200,400.
     #[arg(long, value_name = "N,N,...", value_delimiter = ',', num_args = 1..)]
-    pub(crate) users: Option<Vec<u32>>,
+    pub users: Option<Vec<u32>>,
     /// First step of a geometric progression of user counts (with --to, --factor).
     #[arg(long, value_name = "N", requires = "to")]
-    pub(crate) from: Option<u32>,
+    pub from: Option<u32>,
     /// Last step: from, from x factor, ... up to N (N itself ends the list).
     #[arg(long, value_name = "N", requires = "from")]
-    pub(crate) to: Option<u32>,
+    pub to: Option<u32>,
     /// Growth factor between steps, with --from and --to.
     #[arg(long, value_name = "X", default_value_t = 2.0)]
-    pub(crate) factor: f64,
+    pub factor: f64,
     /// Every step is shaped the same; one seed serves init and every step.
+    /// The run's shape in time, and its QoS limit.
     #[command(flatten)]
-    pub(crate) shape: RunShape,
+    pub shape: RunShape,
     /// Which p95 the capacity curve is held to the QoS limit by: `weighted` (the score's
     /// weighted p95) or `max-action` (the slowest action's p95).
     #[arg(long, value_name = "WHICH", default_value = "weighted", value_parser = ["weighted", "max-action"])]
-    pub(crate) p95: String,
+    pub p95: String,
     /// Stop climbing when failed actions exceed this fraction of the attempted ones.
     #[arg(long, value_name = "RATIO", default_value_t = 0.05)]
-    pub(crate) max_error_ratio: f64,
+    pub max_error_ratio: f64,
     /// Server monitor: a process group NAME=REGEX or NAME=KIND:PATTERN[,...] (KIND:
     /// name, exe, user, parent), repeatable (as for `run`).
     #[arg(long, value_name = "NAME=SPEC")]
-    pub(crate) group: Vec<String>,
+    pub group: Vec<String>,
     /// Server monitor: scrape this Prometheus node_exporter instead of this host's
     /// /proc (as for `run`).
     #[arg(long, value_name = "URL", conflicts_with = "group")]
-    pub(crate) node_exporter: Option<String>,
+    pub node_exporter: Option<String>,
     /// Skip `init` (the mailboxes are already filled for the largest step).
     #[arg(long)]
-    pub(crate) no_init: bool,
+    pub no_init: bool,
     /// The sweep directory (default: runs/TIME-sweep-PROFILE, TIME in UTC).
     #[arg(long, value_name = "DIR")]
-    pub(crate) out: Option<PathBuf>,
+    pub out: Option<PathBuf>,
     /// The software's price: the sweep divides it by the peak throughput, dollars per
     /// Mbit/s for a file server as seed 004 computed price/performance.
     #[arg(long, value_name = "DOLLARS")]
-    pub(crate) price: Option<f64>,
+    pub price: Option<f64>,
+    /// A file-server run's options.
     #[command(flatten)]
-    pub(crate) files: FileArgs,
+    pub files: FileArgs,
     /// Each step serves its live metrics on the same address in turn.
     #[command(flatten)]
-    pub(crate) metrics: MetricsArgs,
+    pub metrics: MetricsArgs,
 }

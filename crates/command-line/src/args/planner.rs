@@ -38,11 +38,13 @@ fn parse_size(text: &str) -> Result<u64, String> {
 
 /// `peakhour tasks`
 #[derive(Debug, Args)]
-pub(crate) struct TasksArgs {
+pub struct TasksArgs {
+    /// The workload profile.
     #[command(flatten)]
-    pub(crate) profile: ProfileArg,
+    pub profile: ProfileArg,
+    /// The server and its users.
     #[command(flatten)]
-    pub(crate) target: TargetArgs,
+    pub target: TargetArgs,
     /// Simulated workstations (users) running each task, as seed 001 ran 1 to 20. With
     /// several counts every task runs at each; tasks.json holds the largest, and
     /// tasks-Nw.json each count.
@@ -53,133 +55,135 @@ pub(crate) struct TasksArgs {
         default_value = "10",
         value_parser = clap::value_parser!(u32).range(1..)
     )]
-    pub(crate) workstations: Vec<u32>,
+    pub workstations: Vec<u32>,
     /// Tasks per second each workstation starts (a steady, evenly spaced rate).
     #[arg(long, value_name = "PER_S", default_value_t = 0.5, value_parser = parse_rate)]
-    pub(crate) rate: f64,
+    pub rate: f64,
     /// Which tasks to run (default: every action of the profile, then logon,
     /// idle_session, deliver and search_unindexed).
     #[arg(long, value_name = "NAME,NAME,...", value_delimiter = ',')]
-    pub(crate) tasks: Vec<String>,
+    pub tasks: Vec<String>,
     /// The measured steady window of each task.
     #[arg(long, value_name = "DURATION", default_value = "45s", value_parser = parse_window)]
-    pub(crate) duration: Duration,
+    pub duration: Duration,
     /// Before each window: workstations log on and the rate settles.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
-    pub(crate) ramp_up: Duration,
+    pub ramp_up: Duration,
     /// After each window: in-flight tasks finish and deliveries arrive.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
-    pub(crate) drain: Duration,
+    pub drain: Duration,
     /// The idle baseline measured first (and subtracted from every task).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
-    pub(crate) baseline: Duration,
+    pub baseline: Duration,
     /// Sessions the idle_session task holds open at its largest step (memory is
     /// measured at 0, half and all of them).
     #[arg(long, value_name = "N", default_value_t = 100)]
-    pub(crate) sessions: u32,
+    pub sessions: u32,
     /// Seed for init, schedules and message content.
     #[arg(long, value_name = "N")]
-    pub(crate) seed: Option<u64>,
+    pub seed: Option<u64>,
     /// Skip `init` (the mailboxes are already filled).
     #[arg(long)]
-    pub(crate) no_init: bool,
+    pub no_init: bool,
     /// Output directory (default: runs/TIME-tasks-PROFILE).
     #[arg(long, value_name = "DIR")]
-    pub(crate) out: Option<PathBuf>,
+    pub out: Option<PathBuf>,
 }
 
 /// `peakhour plan`
 #[derive(Debug, Args)]
-pub(crate) struct PlanArgs {
+pub struct PlanArgs {
     /// The tasks.json written by `peakhour tasks`.
     #[arg(long, value_name = "FILE")]
-    pub(crate) tasks: PathBuf,
+    pub tasks: PathBuf,
+    /// The workload profile.
     #[command(flatten)]
-    pub(crate) profile: ProfileArg,
+    pub profile: ProfileArg,
     /// User counts to size for, e.g. 1000,5000,10000.
     #[arg(long, value_name = "N,N,...", value_delimiter = ',', num_args = 1.., required = true)]
-    pub(crate) users: Vec<u64>,
+    pub users: Vec<u64>,
     /// Day compression of the rates (default: the profile's `speed`). A sweep run with
     /// --speed 60 is planned with --speed 60.
     #[arg(long, value_name = "X")]
-    pub(crate) speed: Option<f64>,
+    pub speed: Option<f64>,
     /// The share of each resource the plan may use.
     #[arg(long, value_name = "FRACTION", default_value_t = peakhour_analysis::plan::DEFAULT_HEADROOM)]
-    pub(crate) headroom: f64,
+    pub headroom: f64,
     /// Sessions each user holds open (memory and the idle_session task).
     #[arg(long, value_name = "N", default_value_t = 1.0)]
-    pub(crate) sessions_per_user: f64,
+    pub sessions_per_user: f64,
     /// The host's CPUs (default: this machine's, or a shaped lab's --host-lab limit).
     #[arg(long, value_name = "CORES")]
-    pub(crate) host_cpus: Option<f64>,
+    pub host_cpus: Option<f64>,
     /// The host's memory, e.g. 1G (default: this machine's MemTotal, or the lab's limit).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
-    pub(crate) host_memory: Option<u64>,
+    pub host_memory: Option<u64>,
     /// Storage requests per second the host's disks sustain (without it, disk I/O
     /// cannot run out).
     #[arg(long, value_name = "IOPS")]
-    pub(crate) host_disk_iops: Option<f64>,
+    pub host_disk_iops: Option<f64>,
     /// Storage throughput the host's disks sustain, KiB/s.
     #[arg(long, value_name = "KIB_S")]
-    pub(crate) host_disk_kib_s: Option<f64>,
+    pub host_disk_kib_s: Option<f64>,
     /// Network throughput the host's NIC sustains (in + out), KiB/s.
     #[arg(long, value_name = "KIB_S")]
-    pub(crate) host_net_kib_s: Option<f64>,
+    pub host_net_kib_s: Option<f64>,
     /// Take the host's CPUs and memory from this shaped lab's limits.
     #[arg(long, value_name = "DIR")]
-    pub(crate) host_lab: Option<PathBuf>,
+    pub host_lab: Option<PathBuf>,
     /// QoS: the weighted p95 limit in ms (default: the profile's).
     #[arg(long, value_name = "MS")]
-    pub(crate) qos_p95_ms: Option<f64>,
+    pub qos_p95_ms: Option<f64>,
     /// A sweep directory (or its capacity.json) measured on the same host: its QoS
     /// capacity becomes max_users_at_qos, with the model beside it.
     #[arg(long, value_name = "DIR|FILE")]
-    pub(crate) sweep: Option<PathBuf>,
+    pub sweep: Option<PathBuf>,
     /// A price for seed 004's price/performance, e.g. 2659 or 2659USD.
     #[arg(long, value_name = "AMOUNT[CURRENCY]", value_parser = parse_price)]
-    pub(crate) price: Option<Price>,
+    pub price: Option<Price>,
     /// Print plan.json on stdout instead of the tables.
     #[arg(long)]
-    pub(crate) json: bool,
+    pub json: bool,
     /// Also write plan.json, plan.csv and plan.html into DIR.
     #[arg(long, value_name = "DIR")]
-    pub(crate) out: Option<PathBuf>,
+    pub out: Option<PathBuf>,
 }
 
 /// `peakhour matrix`
 #[derive(Debug, Args)]
-pub(crate) struct MatrixArgs {
+pub struct MatrixArgs {
+    /// The workload profile.
     #[command(flatten)]
-    pub(crate) profile: ProfileArg,
+    pub profile: ProfileArg,
     /// CPU caps of the grid, e.g. 0.5,1,2.
     #[arg(long, value_name = "CORES,...", value_delimiter = ',', num_args = 1.., required = true)]
-    pub(crate) cpus: Vec<f64>,
+    pub cpus: Vec<f64>,
     /// Memory caps of the grid, e.g. 256M,1G.
     #[arg(long, value_name = "SIZE,...", value_delimiter = ',', num_args = 1.., required = true, value_parser = parse_size)]
-    pub(crate) memory: Vec<u64>,
+    pub memory: Vec<u64>,
     /// Simulated users in every cell.
     #[arg(long, value_name = "N")]
-    pub(crate) users: u32,
+    pub users: u32,
     /// Day compression of every cell's run.
     #[arg(long, value_name = "X")]
-    pub(crate) speed: Option<f64>,
+    pub speed: Option<f64>,
     /// The measured steady phase of each cell.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
-    pub(crate) duration: Duration,
+    pub duration: Duration,
     /// Users log on staggered over this long before measuring starts.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
-    pub(crate) ramp_up: Duration,
+    pub ramp_up: Duration,
     /// Time after the steady phase for deliveries to arrive.
     #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
-    pub(crate) drain: Duration,
+    pub drain: Duration,
     /// One seed for every cell's init and run.
     #[arg(long, value_name = "N")]
-    pub(crate) seed: Option<u64>,
+    pub seed: Option<u64>,
     /// Connections one Dovecot imap process serves in every cell's lab.
     #[arg(long, value_name = "N", default_value_t = 1)]
-    pub(crate) imap_client_limit: u32,
+    pub imap_client_limit: u32,
     /// Where the results go (default: runs/TIME-matrix-PROFILE); each cell's lab is made
     /// in DIR/labs and removed after its run.
     #[arg(long, value_name = "DIR")]
-    pub(crate) out: Option<PathBuf>,
+    pub out: Option<PathBuf>,
 }
