@@ -76,7 +76,7 @@ echo "soak: $users users of mmb-medium at speed $speed, ramp-up ${ramp_up}s, ste
 run_pid=$!
 started=$(date +%s)
 hard_stop=$(( started + secs + 60 + 600 + 900 ))
-echo "elapsed_s,rss_kb,load1" >"$rss_csv"
+echo "elapsed_s,rss_kb,rss_anon_kb,load1" >"$rss_csv"
 while kill -0 "$run_pid" 2>/dev/null; do
   now=$(date +%s)
   if [ "$now" -gt "$hard_stop" ]; then
@@ -85,8 +85,11 @@ while kill -0 "$run_pid" 2>/dev/null; do
     break
   fi
   rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$run_pid/status" 2>/dev/null || true)
+  # Anonymous memory apart: VmRSS also counts the binary's own pages, which
+  # come and go with the page cache (docs/PERFORMANCE.md, "What grew").
+  anon=$(awk '/^RssAnon:/ {print $2}' "/proc/$run_pid/status" 2>/dev/null || true)
   load1=$(cut -d' ' -f1 /proc/loadavg)
-  [ -n "$rss" ] && echo "$(( now - started )),$rss,$load1" >>"$rss_csv"
+  [ -n "$rss" ] && echo "$(( now - started )),$rss,$anon,$load1" >>"$rss_csv"
   sleep 10
 done
 set +e
@@ -98,7 +101,7 @@ echo "run exit code: $code (1 = the verdict failed)"
 python3 - "$rss_csv" "$run_dir/summary.json" "$ramp_up" "$warmup" "$steady" <<'PY'
 import csv, json, sys
 rss_csv, summary_path, ramp_up, warmup, steady = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:])
-rows = [(int(r["elapsed_s"]), int(r["rss_kb"]), float(r["load1"])) for r in csv.DictReader(open(rss_csv))]
+rows = [(int(r["elapsed_s"]), int(r["rss_kb"]), float(r["load1"]), int(r["rss_anon_kb"])) for r in csv.DictReader(open(rss_csv))]
 warm_at, end_at = ramp_up + warmup, ramp_up + steady
 after = [r for r in rows if warm_at <= r[0] <= end_at]
 if not after:
@@ -108,6 +111,9 @@ peak = max(r[1] for r in after)
 loads = [r[2] for r in rows]
 print(f"RSS after warm-up ({after[0][0]} s): {warm / 1024:.1f} MiB; at the end of steady ({after[-1][0]} s): {last / 1024:.1f} MiB; peak after warm-up: {peak / 1024:.1f} MiB")
 print(f"RSS growth after warm-up: {100 * (last - warm) / warm:+.2f}% (end), {100 * (peak - warm) / warm:+.2f}% (peak); samples: {len(after)}")
+anon_warm, anon_last = after[0][3], after[-1][3]
+anon_peak = max(r[3] for r in after)
+print(f"anonymous RSS after warm-up: {anon_warm / 1024:.1f} MiB; at the end: {anon_last / 1024:.1f} MiB ({100 * (anon_last - anon_warm) / anon_warm:+.2f}%); peak {100 * (anon_peak - anon_warm) / anon_warm:+.2f}%")
 print(f"load1 over the run: min {min(loads):.1f}, mean {sum(loads) / len(loads):.1f}, max {max(loads):.1f}")
 try:
     s = json.load(open(summary_path))
