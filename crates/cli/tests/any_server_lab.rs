@@ -375,6 +375,6 @@ fn issue_12_without_move_the_fallback_is_recorded_and_refusals_name_their_object
     );
     assert_eq!(
         the_example(&refused, &stdout, "logon", "imap:no"),
-        "as user2@bench.test: LOGIN refused: NO [AUTHENTICATIONFAILED] Authentication failed."
+        "as user2@bench.test: LOGIN refused: NO Authentication failed."
     );
 }
