@@ -213,3 +213,168 @@ fn issue_12_mmb_medium_unchanged_on_an_inbox_dot_server_with_smtp_auth_none_and_
         "no lab rows in the report"
     );
 }
+
+/// Dovecot 2.3's own list after login, less MOVE (and the extensions
+/// peakhour does not use): what a server without MOVE offers.
+const WITHOUT_MOVE: &str = "IMAP4rev1 SASL-IR LOGIN-REFERRALS ID ENABLE IDLE SORT \
+     THREAD=REFERENCES MULTIAPPEND UNSELECT CHILDREN NAMESPACE UIDPLUS LIST-EXTENDED \
+     I18NLEVEL=1 ESEARCH SEARCHRES LIST-STATUS BINARY LITERAL+ SPECIAL-USE";
+
+/// A run of a few seconds: enough for every user to try to log on.
+const QUICK_RUN: [&str; 12] = [
+    "--profile",
+    "mmb-medium",
+    "--speed",
+    "400",
+    "--duration",
+    "6s",
+    "--ramp-up",
+    "1s",
+    "--drain",
+    "2s",
+    "--interval",
+    "2s",
+];
+
+/// The one example of the run's errors of `kind` in `action`, checked to
+/// read the same in the summary, errors.csv, the terminal and the report.
+fn the_example(run_dir: &Path, stdout: &str, action: &str, kind: &str) -> String {
+    let summary = summary(run_dir);
+    let groups = summary["error_groups"].as_array().unwrap();
+    let group = groups
+        .iter()
+        .find(|g| g["action"] == action && g["kind"] == kind)
+        .unwrap_or_else(|| panic!("{action}/{kind} in {groups:?}"));
+    let example = group["example"].as_str().unwrap().to_owned();
+    let errors = std::fs::read_to_string(run_dir.join("errors.csv")).unwrap();
+    let report = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
+    assert!(
+        errors.contains(&example.replace('"', "\"\"")),
+        "{example} in errors.csv:\n{errors}"
+    );
+    assert!(
+        stdout.contains(&example),
+        "{example} on the terminal:\n{stdout}"
+    );
+    let escaped = example
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;");
+    assert!(report.contains(&escaped), "{example} in the report");
+    example
+}
+
+#[test]
+fn issue_12_without_move_the_fallback_is_recorded_and_refusals_name_their_object() {
+    let (_dir, lab) = start_lab_configured(6, |config| {
+        config.namespace = Namespace {
+            prefix: "INBOX.".into(),
+            separator: '.',
+        };
+        config.imap_capability = Some(WITHOUT_MOVE.into());
+    });
+    let status = lab.status.clone();
+    let lab_dir = status.dir.clone();
+    let out = tempfile::tempdir().unwrap();
+
+    // Moves and deletes on a server without MOVE: COPY, STORE and EXPUNGE,
+    // recorded as such, and the server's list says why.
+    let init = peakhour(&["init", "--profile", "mmb-medium", "--lab-dir", &lab_dir]);
+    assert!(init.status.success(), "init failed");
+    let lab_run = out.path().join("no-move");
+    let mut args = vec![
+        "run",
+        "--lab-dir",
+        &lab_dir,
+        "--out",
+        lab_run.to_str().unwrap(),
+    ];
+    args.extend(SHORT_RUN);
+    peakhour(&args);
+    let no_move = summary(&lab_run);
+    assert_all_measured_nothing_lost(&no_move);
+    let offered = no_move["server_capabilities"]["imap"].as_array().unwrap();
+    assert!(offered.iter().all(|c| c != "MOVE"), "{offered:?}");
+    assert!(offered.iter().any(|c| c == "UIDPLUS"), "{offered:?}");
+    let commands = &no_move["commands"];
+    assert!(
+        commands["imap.UID COPY+STORE+EXPUNGE"]["count"]
+            .as_u64()
+            .unwrap()
+            >= no_move["actions"]["move"]["count"].as_u64().unwrap(),
+        "{commands}"
+    );
+    assert!(commands.get("imap.UID MOVE").is_none(), "{commands}");
+
+    // The same server refuses a folder outside its namespace, in words
+    // that do not name it: the example does, with the login and the
+    // server's text once.
+    let imap_url = format!("imap://{}", status.endpoints.imap);
+    let smtp_url = format!("smtp://{}", status.endpoints.smtp_noauth.clone().unwrap());
+    let explicit = |dir: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--target",
+            "explicit",
+            "--imap",
+            &imap_url,
+            "--smtp",
+            &smtp_url,
+            "--smtp-auth",
+            "none",
+            "--out",
+            dir.to_str().unwrap(),
+        ];
+        args.extend(QUICK_RUN);
+        args.extend(extra);
+        let output = Command::new(common::PEAKHOUR)
+            .args(&args)
+            .env("PEAKHOUR_PASSWORD", &status.password)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        eprintln!("{stdout}{}", String::from_utf8_lossy(&output.stderr));
+        stdout
+    };
+    let top_level = out.path().join("top-level");
+    let stdout = explicit(&top_level, &["--users", "2", "--folder-prefix", ""]);
+    let example = the_example(&top_level, &stdout, "logon", "imap:no");
+    let (login, text) = example
+        .strip_prefix("as ")
+        .and_then(|e| e.split_once(": CREATE refused: NO "))
+        .unwrap_or_else(|| panic!("{example}"));
+    assert!(
+        login == "user1@bench.test" || login == "user2@bench.test",
+        "{example}"
+    );
+    let server_text = text
+        .strip_suffix(" (folder \"Calendar\")")
+        .unwrap_or_else(|| panic!("the folder named: {example}"));
+    assert!(
+        !server_text.is_empty() && !server_text.contains("Calendar"),
+        "{example}"
+    );
+
+    // A login refused during the run (the first user's passes the check
+    // before the run): the login sent and the server's text, once.
+    let users = out.path().join("users.csv");
+    std::fs::write(
+        &users,
+        format!(
+            "user1@bench.test,{},user1@bench.test\nuser2@bench.test,wrong,user2@bench.test\n",
+            status.password
+        ),
+    )
+    .unwrap();
+    let refused = out.path().join("refused");
+    let stdout = explicit(
+        &refused,
+        &["--users", "2", "--users-file", users.to_str().unwrap()],
+    );
+    assert_eq!(
+        the_example(&refused, &stdout, "logon", "imap:no"),
+        "as user2@bench.test: LOGIN refused: NO Authentication failed."
+    );
+}

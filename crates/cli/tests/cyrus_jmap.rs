@@ -248,6 +248,11 @@ fn issue_14_cyrus_lab_runs_mmb_medium_over_jmap_and_imap_and_compares_them() {
     );
 
     assert_eq!(jmap["meta"]["protocols"]["read"], "jmap");
+    // What the JMAP server offers: its session's capabilities, beside IMAP's.
+    let offered = jmap["server_capabilities"]["jmap"].as_array().unwrap();
+    for capability in ["urn:ietf:params:jmap:core", "urn:ietf:params:jmap:mail"] {
+        assert!(offered.iter().any(|c| c == capability), "{offered:?}");
+    }
     assert_eq!(jmap["meta"]["protocols"]["send"], "jmap");
 
     // The same over JMAP against an explicit target: the lab's endpoints

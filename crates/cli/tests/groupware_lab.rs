@@ -193,6 +193,10 @@ fn issue_14_pop3_user_mmb_medium_over_caldav_and_caldav_office_on_one_lab() {
     assert!(pop3["counters"]["messages_downloaded"].as_u64().unwrap() > 0);
     assert!(pop3["delivery"]["submitted_recipients"].as_u64().unwrap() > 0);
     assert_eq!(pop3["meta"]["protocols"]["download_mail"], "pop3");
+    // What the POP3 server offers, asked after login, beside IMAP's and SMTP's.
+    let capa = pop3["server_capabilities"]["pop3"].as_array().unwrap();
+    assert!(capa.iter().any(|c| c == "UIDL"), "{capa:?}");
+    assert!(capa.iter().any(|c| c == "TOP"), "{capa:?}");
 
     // mmb-medium: update_calendar is CalDAV on a lab that has it.
     let mmb = init_and_run(lab, out.path(), "mmb-medium", "400");

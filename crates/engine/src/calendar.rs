@@ -118,13 +118,31 @@ pub(crate) fn caldav_login(target: &Target, user: u32, address: &str) -> (String
 pub(crate) struct CalendarFailure {
     /// `caldav:<kind>`, counted in the run's errors.
     pub(crate) kind: String,
+    /// The error as the user would read it: the request, the server's
+    /// answer and what it was about (the calendar or the event's href).
+    pub(crate) detail: Option<String>,
 }
 
 impl From<CalDavError> for CalendarFailure {
     fn from(error: CalDavError) -> Self {
         CalendarFailure {
             kind: format!("caldav:{}", error.kind()),
+            detail: Some(error.to_string()),
         }
+    }
+}
+
+/// For `map_err`: a request on `href` failed, `href` named (as `what`)
+/// unless the error's own text already does.
+fn on<'a>(what: &'static str, href: &'a str) -> impl FnOnce(CalDavError) -> CalendarFailure + 'a {
+    move |error| {
+        let mut failure = CalendarFailure::from(error);
+        if let Some(detail) = &mut failure.detail
+            && !detail.contains(href)
+        {
+            detail.push_str(&format!(" ({what} {href:?})"));
+        }
+        failure
     }
 }
 
@@ -201,9 +219,17 @@ impl CalendarUser {
         if let Some(found) = &self.found {
             return Ok(found.calendar.clone());
         }
-        let principal = self.caldav.find_principal(&self.discovery_path).await?;
+        let principal = self
+            .caldav
+            .find_principal(&self.discovery_path)
+            .await
+            .map_err(on("principal", &self.discovery_path))?;
         let principal = record(events, "caldav.PROPFIND", principal);
-        let home = self.caldav.find_calendar_home(&principal).await?;
+        let home = self
+            .caldav
+            .find_calendar_home(&principal)
+            .await
+            .map_err(on("principal", &principal))?;
         let home = record(events, "caldav.PROPFIND", home);
         let calendar = calendar_path(&home, &plan.calendar().name);
         self.found = Some(Found {
@@ -243,7 +269,11 @@ impl CalendarUser {
             .as_ref()
             .map(|f| f.home.clone())
             .unwrap_or_default();
-        let listed = self.caldav.list_calendars(&home).await?;
+        let listed = self
+            .caldav
+            .list_calendars(&home)
+            .await
+            .map_err(on("calendar home", &home))?;
         let listed = record(events, "caldav.PROPFIND", listed);
         let ctag = listed
             .iter()
@@ -300,7 +330,8 @@ impl CalendarUser {
         let report = self
             .caldav
             .query_events(calendar, monday, monday.plus_seconds(7 * 86_400), true)
-            .await?;
+            .await
+            .map_err(on("calendar", calendar))?;
         let objects = record(events, "caldav.REPORT", report);
         self.week = Some(monday);
         self.events = objects
@@ -326,7 +357,8 @@ impl CalendarUser {
         let put = self
             .caldav
             .put_event(&href, &event_ics(&spec), &Precondition::CreateOnly)
-            .await?;
+            .await
+            .map_err(on("event", &href))?;
         let stored = record(events, "caldav.PUT", put);
         if !stored.is_stored() {
             // Our UIDs carry the run id: a 412 here means the server is confused.
@@ -361,7 +393,8 @@ impl CalendarUser {
         let put = self
             .caldav
             .put_event(&event.href, &event_ics(&spec), &Precondition::IfMatch(etag))
-            .await?;
+            .await
+            .map_err(on("event", &event.href))?;
         let stored = record(events, "caldav.PUT", put);
         let known = &mut self.events[index];
         match stored {

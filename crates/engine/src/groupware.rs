@@ -25,7 +25,11 @@ impl From<CalendarFailure> for Failure {
     fn from(failure: CalendarFailure) -> Self {
         // The HTTP connection reconnects by itself: the IMAP session, if
         // any, is not affected.
-        Failure::bare(failure.kind, false)
+        Failure {
+            kind: failure.kind,
+            session_lost: false,
+            detail: failure.detail,
+        }
     }
 }
 
@@ -240,13 +244,15 @@ pub enum GroupwareCheckError {
 /// Checks, before any load, the servers the profile's groupware actions
 /// need: that they are given, that the first user finds its calendar
 /// (made by `peakhour init`), and that it can log in over POP3. Nothing is
-/// checked for a profile that uses neither.
+/// checked for a profile that uses neither. Returns what the POP3 server
+/// offers (`pop3`: its CAPA lines after login), for the record.
 pub(crate) async fn groupware_preflight(
     plan: &Plan,
     target: &Target,
     population: &Population,
     timeout: std::time::Duration,
-) -> Result<(), GroupwareCheckError> {
+) -> Result<BTreeMap<String, Vec<String>>, GroupwareCheckError> {
+    let mut offered = BTreeMap::new();
     let address = population.address(0).unwrap_or_default();
     if plan.needs_caldav() && target.caldav.is_none() {
         return Err(GroupwareCheckError::NoCalDav);
@@ -263,14 +269,17 @@ pub(crate) async fn groupware_preflight(
     }
     if plan.actions().contains(&ActionKind::DownloadMail) {
         let endpoint = target.pop3.as_ref().ok_or(GroupwareCheckError::NoPop3)?;
-        crate::pop3_user::check_login(target, &address, timeout)
+        let capa = crate::pop3_user::check_login(target, &address, timeout)
             .await
             .map_err(|failure| GroupwareCheckError::Pop3 {
                 endpoint: endpoint.to_string(),
                 reason: failure.kind,
             })?;
+        if !capa.is_empty() {
+            offered.insert("pop3".to_owned(), capa);
+        }
     }
-    Ok(())
+    Ok(offered)
 }
 
 #[cfg(test)]

@@ -185,12 +185,13 @@ fn notice(ctx: &CheckContext<'_>, message: &[u8], at: Instant) {
     }
 }
 
-/// Whether user 0 can log in over POP3 (connect, USER, PASS, QUIT).
+/// Whether user 0 can log in over POP3 (connect, USER, PASS, CAPA, QUIT);
+/// returns the CAPA lines as sent (none from a server without CAPA).
 pub(crate) async fn check_login(
     target: &Target,
     address: &str,
     timeout: Duration,
-) -> Result<(), Pop3Failure> {
+) -> Result<Vec<String>, Pop3Failure> {
     let (sink, _) = EventSink::channel();
     let ctx = CheckContext {
         target,
@@ -201,9 +202,14 @@ pub(crate) async fn check_login(
         connect_timeout: timeout,
         command_timeout: timeout,
     };
-    let pop = log_on(&ctx).await?;
+    let mut pop = log_on(&ctx).await?;
+    // After login: a server may offer more then (RFC 2449 §5).
+    let offered = match pop.capa().await {
+        Ok(capa) => capa.value.lines().to_vec(),
+        Err(_) => Vec::new(),
+    };
     pop.quit().await?;
-    Ok(())
+    Ok(offered)
 }
 
 /// The reconciliation's search of a POP3 user's maildrop: the Message-IDs

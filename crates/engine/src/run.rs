@@ -337,8 +337,10 @@ pub enum RunError {
 /// servers checked ([`GroupwareCheckError`](crate::GroupwareCheckError) says what failed).
 ///
 /// Returns what the server offers, by protocol: `imap` (its capabilities
-/// after login) and `smtp` (its EHLO keywords, after STARTTLS when used),
-/// for the record ([`ServerRecord::capabilities`](peakhour_analysis::ServerRecord)).
+/// after login), `smtp` (its EHLO keywords, after STARTTLS when used),
+/// `jmap` (the capabilities of its session, for a target with a JMAP
+/// server) and, for a profile that downloads over POP3, `pop3` (its CAPA
+/// lines), for the record ([`ServerRecord::capabilities`](peakhour_analysis::ServerRecord)).
 pub async fn preflight(
     plan: &Plan,
     target: &Target,
@@ -367,6 +369,11 @@ pub async fn preflight(
         );
     }
     let _ = imap_deadline(timeout, "LOGOUT", imap.logout()).await;
+    if let Some(jmap) =
+        crate::user::jmap::session_capabilities(target, login, password, timeout).await
+    {
+        offered.insert("jmap".to_owned(), jmap);
+    }
 
     let smtp_error = |reason: String| RunError::Smtp {
         endpoint: target.smtp.to_string(),
@@ -382,7 +389,8 @@ pub async fn preflight(
         .map_err(|e| smtp_error(format!("AUTH as {login} failed: {e}")))?;
     offered.insert("smtp".to_owned(), smtp.extensions().keywords.clone());
     let _ = smtp_deadline(timeout, "QUIT", smtp.quit()).await;
-    crate::groupware::groupware_preflight(plan, target, &population, timeout).await?;
+    offered
+        .extend(crate::groupware::groupware_preflight(plan, target, &population, timeout).await?);
     Ok(offered)
 }
 

@@ -27,7 +27,7 @@ use crate::target::{Target, TlsMode, imap_deadline, smtp_deadline};
 
 /// The JMAP session, behind the same seams as the IMAP one (`log_on`, `act`,
 /// `wait_until`).
-mod jmap;
+pub(crate) mod jmap;
 
 /// An action that starts this much after its intended time counts as late.
 pub const LATE_AFTER: Duration = Duration::from_millis(10);
@@ -86,6 +86,25 @@ impl Failure {
             detail: None,
         }
     }
+}
+
+impl Failure {
+    /// Names what the failed command was about (`folder "Sent"`,
+    /// `recipient "a@b"`) unless the error's own text already does: a
+    /// server's `NO` to SELECT or APPEND rarely says which folder it refused.
+    pub(crate) fn about(mut self, what: &str, name: &str) -> Self {
+        if let Some(detail) = &mut self.detail
+            && !detail.contains(name)
+        {
+            detail.push_str(&format!(" ({what} {name:?})"));
+        }
+        self
+    }
+}
+
+/// For `map_err`: an IMAP command on `folder` failed, the folder named.
+fn on_folder(folder: &str) -> impl FnOnce(ImapError) -> Failure + '_ {
+    move |error| Failure::from(error).about("folder", folder)
 }
 
 impl From<ImapError> for Failure {
@@ -473,11 +492,14 @@ impl<C: Connector> User<C> {
         needed.extend(params.move_targets.iter().map(String::as_str));
         for folder in needed {
             if !listed(&existing, folder) {
-                let done = imap.create(folder).await?;
+                let done = imap.create(folder).await.map_err(on_folder(folder))?;
                 self.command("imap.CREATE", done);
             }
         }
-        let selected = imap.select(&params.inbox).await?;
+        let selected = imap
+            .select(&params.inbox)
+            .await
+            .map_err(on_folder(&params.inbox))?;
         let info = self.command("imap.SELECT", selected);
         let mut inbox = Vec::new();
         if info.exists > 0 {
@@ -489,7 +511,8 @@ impl<C: Connector> User<C> {
                     &[FetchItem::Uid, FetchItem::Flags, FetchItem::Envelope],
                     false,
                 )
-                .await?;
+                .await
+                .map_err(on_folder(&params.inbox))?;
             let fetched = self.command("imap.FETCH", fetched);
             let seen_at = Instant::now();
             for message in &fetched {
@@ -721,7 +744,11 @@ impl<C: Connector> User<C> {
         let page = self.shared.plan.params().page_size.max(1);
         let events = self.shared.events.clone();
         let session = self.session()?;
-        let selected = session.imap.select(&inbox).await?;
+        let selected = session
+            .imap
+            .select(&inbox)
+            .await
+            .map_err(on_folder(&inbox))?;
         events.command("imap.SELECT", selected.elapsed);
         events.count(Counter::FolderOpens, 1);
         let exists = selected.value.exists;
@@ -736,7 +763,8 @@ impl<C: Connector> User<C> {
                 &[FetchItem::Uid, FetchItem::Flags, FetchItem::Envelope],
                 false,
             )
-            .await?;
+            .await
+            .map_err(on_folder(&inbox))?;
         events.command("imap.FETCH", fetched.elapsed);
         let seen_at = Instant::now();
         merge(session, &fetched.value);
@@ -771,6 +799,7 @@ impl<C: Connector> User<C> {
             return Ok(Outcome::Skipped("empty_inbox"));
         };
         let session = self.session()?;
+        let inbox = session.params.inbox.clone();
         let uid = session.inbox[index].uid;
         // BODY[] (not PEEK): opening a message marks it read, as a client does.
         let body = [FetchItem::Body {
@@ -780,7 +809,8 @@ impl<C: Connector> User<C> {
         let fetched = session
             .last_command()
             .fetch(&uid.to_string(), &body, true)
-            .await?;
+            .await
+            .map_err(on_folder(&inbox))?;
         events.command("imap.UID FETCH", fetched.elapsed);
         events.count(Counter::MessageOpens, 1);
         if fetched.value.is_empty() {
@@ -816,7 +846,8 @@ impl<C: Connector> User<C> {
         let moved = session
             .last_command()
             .move_messages(&uid.to_string(), &folder, true)
-            .await?;
+            .await
+            .map_err(on_folder(&folder))?;
         // Recorded under the commands actually sent: a server without MOVE
         // got COPY, STORE and EXPUNGE (RFC 6851's fallback).
         let sent = if session.imap.capabilities().has("MOVE") {
@@ -926,7 +957,10 @@ impl<C: Connector> User<C> {
         {
             self.command("smtp.AUTH", done);
         }
-        let sent = smtp.send_mail(&self.address, &envelope, &message).await?;
+        let sent = smtp
+            .send_mail(&self.address, &envelope, &message)
+            .await
+            .map_err(|error| transaction_failure(error, &self.address, &envelope))?;
         self.command("smtp.TRANSACTION", sent.clone().map(|_| ()));
         let outcome = sent.value;
         let accepted: Vec<u32> = recipients
@@ -936,6 +970,9 @@ impl<C: Connector> User<C> {
             .map(|(&u, _)| u)
             .collect();
         let refused = recipients.len() - accepted.len();
+        if let Some(first) = outcome.recipients.iter().find(|r| !r.delivered()) {
+            self.example("send", &refusal(first));
+        }
         if !accepted.is_empty() {
             self.submitted(&message_id, &accepted);
         }
@@ -954,7 +991,8 @@ impl<C: Connector> User<C> {
             let appended = session
                 .last_command()
                 .append(&sent_folder, &["\\Seen"], None, &message)
-                .await?;
+                .await
+                .map_err(on_folder(&sent_folder))?;
             shared.events.command("imap.APPEND", appended.elapsed);
         }
         if refused > 0 {
@@ -983,11 +1021,13 @@ impl<C: Connector> User<C> {
         let params = self.session_params()?;
         let events = self.shared.events.clone();
         let item = calendar_item(&self.shared.run_id, self.index, nth, &self.address);
+        let calendar = &params.calendar_folder;
         let session = self.session()?;
         let appended = session
             .imap
-            .append(&params.calendar_folder, &[], None, &item)
-            .await?;
+            .append(calendar, &[], None, &item)
+            .await
+            .map_err(on_folder(calendar))?;
         events.command("imap.APPEND", appended.elapsed);
         let previous = session.calendar_item.take();
         session.calendar_item = appended.value.map(|a| a.uid);
@@ -995,16 +1035,29 @@ impl<C: Connector> User<C> {
         if nth % 2 == 1
             && let Some(old) = previous
         {
-            let selected = session.imap.select(&params.calendar_folder).await?;
+            let selected = session
+                .imap
+                .select(calendar)
+                .await
+                .map_err(on_folder(calendar))?;
             events.command("imap.SELECT", selected.elapsed);
             let stored = session
                 .imap
                 .store(&old.to_string(), StoreMode::Add, &["\\Deleted"], true, true)
-                .await?;
+                .await
+                .map_err(on_folder(calendar))?;
             events.command("imap.UID STORE", stored.elapsed);
-            let expunged = session.imap.uid_expunge(&old.to_string()).await?;
+            let expunged = session
+                .imap
+                .uid_expunge(&old.to_string())
+                .await
+                .map_err(on_folder(calendar))?;
             events.command("imap.UID EXPUNGE", expunged.elapsed);
-            let selected = session.imap.select(&params.inbox).await?;
+            let selected = session
+                .imap
+                .select(&params.inbox)
+                .await
+                .map_err(on_folder(&params.inbox))?;
             events.command("imap.SELECT", selected.elapsed);
         }
         Ok(Outcome::Ok)
@@ -1048,6 +1101,43 @@ pub(crate) async fn sleep_until(deadline: Instant, stop: &mut watch::Receiver<bo
 /// header (`Sat, 21 Nov 2026 09:00:00 +0000`).
 pub(crate) fn rfc5322(at: chrono::DateTime<chrono::Utc>) -> String {
     at.format("%a, %d %b %Y %H:%M:%S +0000").to_string()
+}
+
+/// A failed mail transaction, with the address it was about: the sender
+/// when MAIL was refused, the recipients otherwise.
+fn transaction_failure(error: SmtpError, sender: &str, envelope: &[String]) -> Failure {
+    let mail_refused = matches!(
+        error,
+        SmtpError::UnexpectedReply {
+            command: "MAIL",
+            ..
+        }
+    );
+    let failure = Failure::from(error);
+    match envelope {
+        _ if mail_refused => failure.about("sender", sender),
+        [only] => failure.about("recipient", only),
+        [first, rest @ ..] => {
+            failure.about("recipients", &format!("{first} and {} more", rest.len()))
+        }
+        [] => failure,
+    }
+}
+
+/// A recipient the server did not take the message for, as the user would
+/// read it: refused at RCPT, or after the message (LMTP's reply per recipient).
+fn refusal(recipient: &peakhour_smtp::RecipientOutcome) -> Failure {
+    let detail = match &recipient.delivery {
+        _ if !recipient.accepted() => format!("RCPT refused: {}", recipient.rcpt.value),
+        Some(reply) => format!("DATA refused: {}", reply.value),
+        None => "no message sent after RCPT".to_owned(),
+    };
+    Failure {
+        kind: "smtp:recipient-refused".into(),
+        session_lost: false,
+        detail: Some(detail),
+    }
+    .about("recipient", &recipient.address)
 }
 
 /// A message composed for sending (see `User::compose`).

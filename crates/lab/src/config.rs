@@ -229,6 +229,12 @@ pub struct LabConfig {
     /// --mail-server`): Dovecot, or Cyrus, which serves JMAP too.
     #[serde(default)]
     pub mail_server: MailServer,
+    /// The IMAP capabilities Dovecot advertises instead of its own
+    /// (Dovecot's `imap_capability`), to play a server that lacks some, such
+    /// as MOVE: tests of a client's fallbacks. `None` keeps Dovecot's list.
+    /// Dovecot still accepts the commands it no longer advertises.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imap_capability: Option<String>,
 }
 
 fn one() -> u32 {
@@ -249,6 +255,7 @@ impl LabConfig {
             limits: Limits::default(),
             with: BTreeSet::new(),
             mail_server: MailServer::default(),
+            imap_capability: None,
         }
     }
 

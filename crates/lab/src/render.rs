@@ -160,7 +160,7 @@ service auth {{
 recipient_delimiter = +
 lda_mailbox_autocreate = yes
 
-protocol lmtp {{
+{imap_capability}protocol lmtp {{
   postmaster_address = postmaster@{domain}
   lmtp_save_to_detail_mailbox = yes
 }}
@@ -185,7 +185,23 @@ protocol lmtp {{
         imaps = ports.imaps,
         pop3 = ports.pop3,
         lmtp = ports.lmtp,
+        imap_capability = imap_capability(config),
     )
+}
+
+/// The `protocol imap` block that replaces Dovecot's capability list, when
+/// the lab plays a server that offers less (see [`LabConfig::imap_capability`]).
+fn imap_capability(config: &LabConfig) -> String {
+    config
+        .imap_capability
+        .as_ref()
+        .map(|list| {
+            format!(
+                "# Advertised instead of Dovecot's own list: the lab plays a server that offers less.\n\
+                 protocol imap {{\n  imap_capability = {list}\n}}\n\n"
+            )
+        })
+        .unwrap_or_default()
 }
 
 /// Dovecot's passwd-file: every user with the lab password and a home in the store.
@@ -436,6 +452,21 @@ mod tests {
         assert!(master.contains(
             "127.0.0.1:10026 inet n - n - - smtpd\n  -o syslog_name=peakhour-lab/postfix/noauth\n  -o smtpd_sasl_auth_enable=no\n"
         ));
+    }
+
+    #[test]
+    fn the_imap_capabilities_can_be_replaced() {
+        let (config, layout) = lab();
+        assert!(!dovecot_conf(&config, &layout).contains("imap_capability"));
+        let without_move = LabConfig {
+            imap_capability: Some("IMAP4rev1 IDLE UIDPLUS".into()),
+            ..config
+        };
+        let conf = dovecot_conf(&without_move, &layout);
+        assert!(
+            conf.contains("protocol imap {\n  imap_capability = IMAP4rev1 IDLE UIDPLUS\n}\n"),
+            "{conf}"
+        );
     }
 
     #[test]

@@ -32,7 +32,7 @@ use tokio::time::Instant;
 use super::{Failure, Outgoing, User, calendar_item, sleep_until};
 use crate::connector::Connector;
 use crate::events::{Counter, Event, Outcome};
-use crate::target::TlsMode;
+use crate::target::{Endpoint, Target, TlsMode};
 
 /// How often a user without push looks at its Inbox for new mail. Cyrus
 /// 3.6 from Debian 12 offers no push (its `httpd` is built without Wslay,
@@ -56,6 +56,12 @@ impl From<JmapError> for Failure {
             detail: Some(error.to_string()),
         }
     }
+}
+
+/// For `map_err`: the JMAP request `method` failed, the method named (an
+/// HTTP error or a status says which request, not which method).
+fn calling(method: &'static str) -> impl FnOnce(JmapError) -> Failure {
+    move |error| Failure::from(error).about("method", method)
 }
 
 /// A message the user knows is in its Inbox.
@@ -86,10 +92,10 @@ impl JmapSession {
         self.mailboxes
             .get(&name.to_ascii_lowercase())
             .cloned()
-            .ok_or(Failure {
+            .ok_or_else(|| Failure {
                 kind: "jmap:no-such-mailbox".into(),
                 session_lost: false,
-                detail: None,
+                detail: Some(format!("Mailbox/get listed no mailbox {name:?}")),
             })
     }
 }
@@ -100,6 +106,46 @@ fn no_session() -> Failure {
         session_lost: true,
         detail: None,
     }
+}
+
+/// How to reach the JMAP server at `endpoint`.
+fn dial(endpoint: &Endpoint, target: &Target, connect_timeout: Duration) -> HttpEndpoint {
+    HttpEndpoint {
+        host: endpoint.host.clone(),
+        port: endpoint.port,
+        security: match endpoint.tls {
+            TlsMode::Implicit => Security::ImplicitTls,
+            TlsMode::None | TlsMode::StartTls => Security::Plain,
+        },
+        tls: Some(target.tls.clone()),
+        connect_timeout,
+    }
+}
+
+/// What the target's JMAP server offers (the capability URIs of its
+/// session resource), as `login` sees it; `None` without a JMAP endpoint
+/// or when the session cannot be read within `timeout`.
+pub(crate) async fn session_capabilities(
+    target: &Target,
+    login: &str,
+    password: &peakhour_net::Secret<String>,
+    timeout: Duration,
+) -> Option<Vec<String>> {
+    let endpoint = target.jmap.as_ref()?;
+    let options = ConnectionOptions {
+        auth: Some(BasicAuth::new(login, password)),
+        request_timeout: timeout,
+        ..ConnectionOptions::default()
+    };
+    let mut client = JmapClient::new(HttpConnection::new(
+        dial(endpoint, target, timeout),
+        options,
+    ));
+    tokio::time::timeout(timeout, client.discover())
+        .await
+        .ok()?
+        .ok()?;
+    Some(client.session()?.capabilities.keys().cloned().collect())
 }
 
 impl<C: Connector> User<C> {
@@ -121,21 +167,12 @@ impl<C: Connector> User<C> {
             session_lost: true,
             detail: None,
         })?;
-        let dial = HttpEndpoint {
-            host: endpoint.host.clone(),
-            port: endpoint.port,
-            security: match endpoint.tls {
-                TlsMode::Implicit => Security::ImplicitTls,
-                TlsMode::None | TlsMode::StartTls => Security::Plain,
-            },
-            tls: Some(target.tls.clone()),
-            connect_timeout: self.shared.connect_timeout,
-        };
+        let dial = dial(endpoint, target, self.shared.connect_timeout);
         let options = self.http_options();
         let mut client = JmapClient::new(HttpConnection::new(dial, options.clone()));
-        let discovered = client.discover().await?;
+        let discovered = client.discover().await.map_err(calling("session"))?;
         self.command("jmap.session", discovered);
-        let listed = client.mailboxes().await?;
+        let listed = client.mailboxes().await.map_err(calling("Mailbox/get"))?;
         let listed = self.command("jmap.Mailbox/get", listed);
         let mut mailboxes = BTreeMap::new();
         let mut inbox_id = None;
@@ -152,7 +189,7 @@ impl<C: Connector> User<C> {
         })?;
         let inbox_name = self.shared.plan.params().inbox.to_ascii_lowercase();
         mailboxes.insert(inbox_name, inbox_id.clone());
-        let identities = client.identities().await?;
+        let identities = client.identities().await.map_err(calling("Identity/get"))?;
         let identities = self.command("jmap.Identity/get", identities);
         let identity = identities
             .list
@@ -197,7 +234,11 @@ impl<C: Connector> User<C> {
     /// `Email/query` of the Inbox's newest `limit`, then `Email/get` of the
     /// ids not known yet; every tracked arrival among them is noticed.
     async fn jmap_refresh(&self, session: &mut JmapSession, limit: u32) -> Result<(), Failure> {
-        let queried = session.client.query(&session.inbox_id, limit).await?;
+        let queried = session
+            .client
+            .query(&session.inbox_id, limit)
+            .await
+            .map_err(calling("Email/query"))?;
         let ids = self.command("jmap.Email/query", queried).ids;
         let new: Vec<String> = ids
             .iter()
@@ -207,7 +248,11 @@ impl<C: Connector> User<C> {
         if new.is_empty() {
             return Ok(());
         }
-        let got = session.client.get(new, KNOW.to_vec(), false).await?;
+        let got = session
+            .client
+            .get(new, KNOW.to_vec(), false)
+            .await
+            .map_err(calling("Email/get"))?;
         let got = self.command("jmap.Email/get", got);
         let seen_at = Instant::now();
         for email in got.list {
@@ -360,7 +405,8 @@ impl<C: Connector> User<C> {
         let got = session
             .client
             .get(vec![id.clone()], properties, true)
-            .await?;
+            .await
+            .map_err(calling("Email/get"))?;
         let got = self.command("jmap.Email/get", got);
         self.shared.events.count(Counter::MessageOpens, 1);
         if got.list.is_empty() {
@@ -369,7 +415,11 @@ impl<C: Connector> User<C> {
         }
         // Opening a message marks it read, as a client does.
         if !session.inbox[index].seen {
-            let set = session.client.set_keyword(&id, "$seen", true).await?;
+            let set = session
+                .client
+                .set_keyword(&id, "$seen", true)
+                .await
+                .map_err(calling("Email/set"))?;
             let set = self.command("jmap.Email/set", set);
             if !set.failures().is_empty() {
                 return Ok(Outcome::Error("jmap:not-updated".into()));
@@ -404,7 +454,11 @@ impl<C: Connector> User<C> {
         let to = session.mailbox(&folder)?;
         let id = session.inbox[index].id.clone();
         let from = session.inbox_id.clone();
-        let moved = session.client.move_email(&id, &from, &to).await?;
+        let moved = session
+            .client
+            .move_email(&id, &from, &to)
+            .await
+            .map_err(|e| calling("Email/set")(e).about("folder", &folder))?;
         let moved = self.command("jmap.Email/set", moved);
         session.inbox.swap_remove(index);
         if !moved.failures().is_empty() {
@@ -421,7 +475,11 @@ impl<C: Connector> User<C> {
             message,
             message_id,
         } = self.compose(nth)?;
-        let uploaded = session.client.upload("message/rfc822", message).await?;
+        let uploaded = session
+            .client
+            .upload("message/rfc822", message)
+            .await
+            .map_err(calling("upload"))?;
         let blob = self.command("jmap.upload", uploaded).blob_id;
         // The copy goes to Sent (JMAP sends a stored message), as a client
         // that saves sent mail does.
@@ -435,7 +493,8 @@ impl<C: Connector> User<C> {
                 &identity,
                 Some(SubmissionEnvelope::new(&self.address, &envelope)),
             )
-            .await?;
+            .await
+            .map_err(calling("EmailSubmission/set"))?;
         let (imported, submission) = self.command("jmap.EmailSubmission/set", submitted);
         if imported.created_id("m").is_none() || submission.created_id("s").is_none() {
             return Ok(Outcome::Error("jmap:not-submitted".into()));
@@ -452,9 +511,17 @@ impl<C: Connector> User<C> {
         let folder = self.shared.plan.params().calendar_folder.clone();
         let calendar = session.mailbox(&folder)?;
         let item = calendar_item(&self.shared.run_id, self.index, nth, &self.address);
-        let uploaded = session.client.upload("message/rfc822", item).await?;
+        let uploaded = session
+            .client
+            .upload("message/rfc822", item)
+            .await
+            .map_err(calling("upload"))?;
         let blob = self.command("jmap.upload", uploaded).blob_id;
-        let imported = session.client.import(&blob, &calendar, &[]).await?;
+        let imported = session
+            .client
+            .import(&blob, &calendar, &[])
+            .await
+            .map_err(|e| calling("Email/import")(e).about("folder", &folder))?;
         let imported = self.command("jmap.Email/import", imported);
         let previous = session.calendar_item.take();
         session.calendar_item = imported.created_id("m").map(str::to_owned);
@@ -465,7 +532,11 @@ impl<C: Connector> User<C> {
         if nth % 2 == 1
             && let Some(old) = previous
         {
-            let destroyed = session.client.destroy(vec![old]).await?;
+            let destroyed = session
+                .client
+                .destroy(vec![old])
+                .await
+                .map_err(calling("Email/set"))?;
             self.command("jmap.Email/set", destroyed);
         }
         Ok(Outcome::Ok)

@@ -180,6 +180,16 @@ impl Session {
             tokio::time::sleep(delay).await;
         }
         let args = arguments(rest);
+        let refusal = self
+            .mail
+            .store()
+            .refuse_imap
+            .iter()
+            .find(|(command, _)| *command == name)
+            .map(|(_, text)| *text);
+        if let Some(text) = refusal {
+            return self.send(&format!("{tag} NO {text}\r\n")).await;
+        }
         let reply = match name.as_str() {
             "CAPABILITY" => format!("* CAPABILITY {CAPABILITIES}\r\n{tag} OK done\r\n"),
             "LOGIN" => self.log_in(tag, &args),

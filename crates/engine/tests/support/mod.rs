@@ -128,6 +128,8 @@ pub(crate) struct Store {
     pub(crate) refuse_every_other_rcpt: bool,
     /// RCPT TO commands seen so far.
     pub(crate) rcpts: usize,
+    /// IMAP commands (`SELECT`, `UID MOVE`) answered `NO` with this text.
+    pub(crate) refuse_imap: Vec<(&'static str, &'static str)>,
 }
 
 /// The fake mail system: a store, and a connector that opens in-memory
@@ -166,6 +168,7 @@ impl FakeMail {
             panic_smtp_connect_at: None,
             panic_imap_connects_from: None,
             refuse_every_other_rcpt: false,
+            refuse_imap: Vec::new(),
             rcpts: 0,
         };
         FakeMail {
