@@ -47,7 +47,7 @@ impl StatusLine {
     }
 
     /// Whether a line is due, and the time since the last one (a full period
-    /// for the first). A line [`EARLY`] early still counts as due.
+    /// for the first). A line 10 ms early still counts as due.
     pub fn due(&mut self) -> Option<Duration> {
         let every = self.period();
         let now = Instant::now();

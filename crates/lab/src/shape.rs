@@ -87,7 +87,7 @@ impl Limits {
 impl Lab {
     /// Starts a lab as `config` says, on free loopback ports (its own are
     /// replaced): a free port can be taken by another process before the lab
-    /// binds it, and then other free ports are tried, up to [`PORT_RETRIES`] times.
+    /// binds it, and then other free ports are tried, up to 3 times.
     pub fn up_on_free_ports(config: &LabConfig) -> Result<UpReport, LabError> {
         let mut attempts = 0;
         loop {
