@@ -30,6 +30,9 @@ impl TargetSpec {
         push("--imap", self.imap.clone().map(Into::into));
         push("--smtp", self.smtp.clone().map(Into::into));
         push("--lmtp", self.lmtp.clone().map(Into::into));
+        push("--pop3", self.pop3.clone().map(Into::into));
+        push("--caldav", self.caldav.clone().map(Into::into));
+        push("--jmap", self.jmap.clone().map(Into::into));
         push("--users-file", self.users_file.clone().map(Into::into));
         push("--ca-file", self.ca_file.clone().map(Into::into));
         let prefix = self.options.folder_prefix.clone();
@@ -103,6 +106,28 @@ mod tests {
                 "plain",
             ]
         );
+    }
+
+    /// Regression: a sweep's or a planner's child lost `--pop3`, `--caldav`
+    /// and `--jmap`, so a step against an explicit POP3, CalDAV or JMAP
+    /// server failed its preflight (or spoke IMAP instead of JMAP's server).
+    #[test]
+    fn a_child_keeps_the_pop3_caldav_and_jmap_servers_it_was_given() {
+        let spec = TargetSpec {
+            pop3: Some("pop3s://mail.example.com:995".into()),
+            caldav: Some("https://cal.example.com/dav/".into()),
+            jmap: Some("https://mail.example.com/".into()),
+            ..explicit()
+        };
+        let args = strings(spec.command_line());
+        for (flag, value) in [
+            ("--pop3", "pop3s://mail.example.com:995"),
+            ("--caldav", "https://cal.example.com/dav/"),
+            ("--jmap", "https://mail.example.com/"),
+        ] {
+            let at = args.iter().position(|a| a == flag).expect(flag);
+            assert_eq!(args[at + 1], value);
+        }
     }
 
     #[test]
