@@ -38,7 +38,9 @@
 //!   [`MAILBOX_SEARCH_LIMIT`] and the whole reconciliation
 //!   [`RECONCILE_LIMIT`]. A user that cannot go on has its remaining actions
 //!   counted `not-attempted`, and a task that panics is counted (`panic`).
-//! * [`init`] brings mailboxes to a profile's starting state.
+//! * [`init`] brings mailboxes to a profile's starting state, and words its
+//!   progress ([`init_announcement`], the report's `Display`).
+//! * [`StatusLine`] is the live line on stderr that a [`LiveLine`] draws on.
 //! * [`setup`] resolves what a command line names (a profile, the lab or
 //!   explicit endpoints, the population) into a plan and a target.
 //! * [`session_tasks`] runs the planner's atomic session tasks (a logon, a
@@ -57,16 +59,20 @@ pub mod files;
 mod folders;
 mod groupware;
 pub mod init;
+mod init_text;
 mod live;
 mod pop3_user;
 mod population;
+mod profile_rates;
 mod reconcile;
 mod recording;
 mod run;
 mod selfcheck;
 pub mod session_tasks;
 pub mod setup;
+mod setup_args;
 mod target;
+mod terminal;
 mod user;
 
 pub use calendar::CalDavEndpoint;
@@ -77,10 +83,12 @@ pub use distributed::{StartNotice, wait_for_start};
 pub use events::{Counter, Event, EventSink, NOT_ATTEMPTED, Outcome, PANIC};
 pub use folders::ServerFolders;
 pub use groupware::GroupwareCheckError;
+pub use init_text::{init_announcement, messages_per_user};
 pub use live::{LiveLine, LiveSink, reconciling_text};
 pub use peakhour_smtp::AuthPolicy;
 pub use peakhour_workload::Shard;
 pub use population::{Population, PopulationError, RESERVED_TEST_DOMAINS, is_test_domain};
+pub use profile_rates::profile_rates;
 pub use reconcile::{MAILBOX_SEARCH_LIMIT, RECONCILE_LIMIT, ReconcileProgress, SEARCH_TASKS};
 pub use recording::{RunRecorder, qos_thresholds};
 pub use run::{
@@ -92,4 +100,5 @@ pub use target::{
     Account, Credentials, Endpoint, EndpointError, ServerOptions, Target, TlsMode,
     security_shortcuts,
 };
+pub use terminal::StatusLine;
 pub use user::LATE_AFTER;

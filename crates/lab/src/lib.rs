@@ -56,6 +56,7 @@ mod radicale;
 mod render;
 mod samba;
 mod server;
+mod shape;
 mod state;
 mod text;
 mod tls;
@@ -73,7 +74,9 @@ pub use layout::Layout;
 pub use lifecycle::{DownReport, Lab, LabGuard, UpReport};
 pub use probe::PortProbe;
 pub use process::{ProcessId, ProcessInfo};
+pub use shape::{server_capacity, shape_label};
 pub use state::{ComponentStatus, Endpoints, LabStatus, LimitsStatus};
+pub use watch::{SAMBA_GROUP, Watching, local_config, mail_probes_in};
 
 /// The JSON schema [`LabStatus`] follows (`peakhour lab status --json`);
 /// the tests check real output against it.

@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::lifecycle::DownReport;
+use crate::check::CheckLine;
+use crate::lifecycle::{DownReport, UpReport};
 use crate::state::LabStatus;
 
 impl LabStatus {
@@ -147,6 +148,41 @@ impl LabStatus {
     }
 }
 
+impl UpReport {
+    /// What `up` did and where to connect (warnings are the caller's to show).
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        if self.cleaned_up > 0 {
+            let _ = writeln!(
+                out,
+                "cleaned up {} processes left by an earlier lab",
+                self.cleaned_up
+            );
+        }
+        let dir = &self.status.dir;
+        if self.already_running {
+            let _ = writeln!(out, "lab already up in {dir}");
+        } else {
+            let seconds = self.elapsed.as_secs_f64();
+            let _ = writeln!(out, "lab up in {dir} ({seconds:.2} s)");
+        }
+        out.push_str(&self.status.endpoints_text());
+        out
+    }
+}
+
+/// One line of `lab check` as it is printed: a server, or a step's time in ms.
+impl std::fmt::Display for CheckLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CheckLine::Server(server) => f.write_str(server),
+            CheckLine::Step { what, elapsed } => {
+                write!(f, "  {:>8.2} ms  {what}", elapsed.as_secs_f64() * 1000.0)
+            }
+        }
+    }
+}
+
 impl DownReport {
     /// What `down` stopped, killed, removed and kept in the lab `dir`
     /// (warnings are the caller's to show).
@@ -175,5 +211,23 @@ impl DownReport {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_check_line_is_a_server_or_a_step_in_milliseconds_right_aligned() {
+        let server = CheckLine::Server("SMTP 127.0.0.1:10025".into());
+        assert_eq!(server.to_string(), "SMTP 127.0.0.1:10025");
+        let step = CheckLine::Step {
+            what: "EHLO".into(),
+            elapsed: Duration::from_micros(1_234),
+        };
+        assert_eq!(step.to_string(), "      1.23 ms  EHLO");
     }
 }

@@ -4,12 +4,93 @@
 //! when it is shaped. The monitor knows nothing of labs; the lab describes
 //! itself in the monitor's terms.
 
-use peakhour_monitor::{CgroupFiles, CgroupLayout, GroupSpec, LabMailStore, MailProbes};
+use std::path::Path;
+
+use peakhour_monitor::{
+    CgroupFiles, CgroupLayout, GroupSpec, LabMailStore, LocalConfig, MailProbes,
+};
 
 use crate::MailServer;
 use crate::cgroup::{CgroupStatus, CgroupVersion};
+use crate::error::LabError;
 use crate::layout::Layout;
+use crate::lifecycle::Lab;
 use crate::state::LabStatus;
+
+/// Samba's processes (Debian 12's 4.17): `smbd` and its helpers, the `samba`
+/// group of a file server that is not the lab's (the lab's is scoped to its own).
+pub const SAMBA_GROUP: &str = "samba=^(smbd|cleanupd|samba-dcerpc|samba-bgqd|rpcd_)";
+
+/// Which processes the local source counts besides the `--group` ones, when
+/// no lab is the target (a lab's own servers are counted whatever this says).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Watching {
+    /// `peakhour monitor`: Dovecot and Postfix by name (and peakhour).
+    MailServers,
+    /// A mail run against an explicit target: only peakhour, since a Dovecot
+    /// or Postfix on this host need not be the target's.
+    OnlyPeakhour,
+    /// A file run against an SMB server that is not the lab's: peakhour and
+    /// every Samba process ([`SAMBA_GROUP`]).
+    Samba,
+}
+
+/// The local source's settings: the groups `watching` names, or the lab's own
+/// servers (only this lab's: other labs or a system Postfix on the same host
+/// are left out) and its cgroup; then the `extra` groups (`--group`), and the
+/// mail probes.
+pub fn local_config(
+    lab: Option<&LabStatus>,
+    watching: Watching,
+    mail: MailProbes,
+    extra: Vec<GroupSpec>,
+) -> LocalConfig {
+    let mut config = LocalConfig {
+        mail,
+        ..LocalConfig::default()
+    };
+    match (lab, watching) {
+        (Some(lab), _) => {
+            config.groups = lab.monitor_groups();
+            config.cgroup = lab.cgroup_files();
+        }
+        (None, Watching::MailServers) => {}
+        (None, Watching::OnlyPeakhour) => config.groups = vec![GroupSpec::peakhour()],
+        (None, Watching::Samba) => {
+            // The constant is a valid spec; a test holds it to that.
+            let samba = GroupSpec::parse(SAMBA_GROUP).ok();
+            config.groups = [GroupSpec::peakhour()].into_iter().chain(samba).collect();
+        }
+    }
+    config.groups.extend(extra);
+    config
+}
+
+/// The mail probes `given` (`--postfix-queue`, `--dovecot-port`), each one
+/// not given taken from the lab in `dir` when it holds one. A lab there that
+/// cannot be read is the error beside the probes as given.
+pub fn mail_probes_in(dir: &Path, given: MailProbes) -> (MailProbes, Option<LabError>) {
+    let has_lab = Layout::new(dir).state_file().exists();
+    if !has_lab || (given.postfix_queue_dir.is_some() && !given.dovecot_ports.is_empty()) {
+        return (given, None);
+    }
+    match Lab::new(dir).status() {
+        Ok(status) => (completed(given, &status), None),
+        Err(e) => (given, Some(e)),
+    }
+}
+
+/// `given` completed from `lab`'s probes: the queue, and the ports with
+/// whether they are Dovecot's, when not given.
+fn completed(mut given: MailProbes, lab: &LabStatus) -> MailProbes {
+    let from_lab = lab.mail_probes();
+    given.postfix_queue_dir = given.postfix_queue_dir.or(from_lab.postfix_queue_dir);
+    if given.dovecot_ports.is_empty() {
+        given.dovecot_ports = from_lab.dovecot_ports;
+        given.not_dovecot = from_lab.not_dovecot;
+    }
+    given
+}
 
 impl LabStatus {
     /// The process groups of the lab's servers: its mail store (`dovecot` or
@@ -57,6 +138,42 @@ impl CgroupStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn names(config: &LocalConfig) -> Vec<&str> {
+        config.groups.iter().map(|g| g.name.as_str()).collect()
+    }
+
+    #[test]
+    fn without_a_lab_the_groups_are_what_the_command_watches_then_the_extra_ones() {
+        let extra = || vec![GroupSpec::parse("nginx=^nginx").expect("valid")];
+        let mail = local_config(None, Watching::MailServers, MailProbes::default(), extra());
+        let defaults: Vec<String> = GroupSpec::defaults().into_iter().map(|g| g.name).collect();
+        assert_eq!(names(&mail)[..defaults.len()], defaults);
+        assert_eq!(names(&mail).last(), Some(&"nginx"));
+        let run = local_config(None, Watching::OnlyPeakhour, MailProbes::default(), extra());
+        assert_eq!(names(&run), ["peakhour", "nginx"]);
+        let files = local_config(None, Watching::Samba, MailProbes::default(), Vec::new());
+        assert_eq!(names(&files), ["peakhour", "samba"]);
+        assert_eq!(files.cgroup, None);
+    }
+
+    #[test]
+    fn probes_given_are_kept_and_no_lab_is_read_without_a_state_file() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let given = MailProbes {
+            postfix_queue_dir: Some("/var/spool/postfix".into()),
+            dovecot_ports: vec![143],
+            not_dovecot: false,
+        };
+        let (probes, error) = mail_probes_in(tmp.path(), given);
+        assert!(error.is_none());
+        assert_eq!(probes.postfix_queue_dir, Some("/var/spool/postfix".into()));
+        assert_eq!(probes.dovecot_ports, [143]);
+        let (probes, error) = mail_probes_in(tmp.path(), MailProbes::default());
+        assert!(error.is_none());
+        assert_eq!(probes.postfix_queue_dir, None);
+        assert!(probes.dovecot_ports.is_empty());
+    }
 
     #[test]
     fn a_v2_cgroup_is_read_through_its_own_files() {

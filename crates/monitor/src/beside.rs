@@ -4,6 +4,7 @@
 //! start, after an optional idle baseline (negative `time_s`); and its
 //! findings over the measured window go into the run's summary.
 
+use std::future::Future;
 use std::time::Duration;
 
 use peakhour_analysis::Summary;
@@ -49,6 +50,47 @@ impl MonitorThread {
         let _on_monitor_runtime = self.runtime.enter();
         Monitor::start(source, Some(csv), config)
     }
+
+    /// Runs `load` with the monitor sampling `source` (when there is one)
+    /// into its CSV file every `interval` beside it: first the idle server
+    /// for `baseline` (negative `time_s`), then the load, then the monitor
+    /// stopped. A monitor that cannot start does not stop the load: it runs
+    /// without one. What a person should know goes to `note` as it happens.
+    pub async fn beside<T>(
+        &self,
+        source: Option<(Box<dyn Source>, std::fs::File)>,
+        baseline: Duration,
+        interval: Duration,
+        load: impl Future<Output = T>,
+        note: &mut dyn FnMut(BesideNote<'_>),
+    ) -> (T, Option<MonitorRun>) {
+        // time_s counts from the load's start, after the baseline.
+        let origin = Instant::now() + baseline;
+        let monitor = source.and_then(|(source, csv)| {
+            self.start(source, csv, interval, origin)
+                .inspect_err(|e| note(BesideNote::CannotStart(e)))
+                .ok()
+        });
+        if monitor.is_some() && !baseline.is_zero() {
+            note(BesideNote::Baseline(baseline));
+            tokio::time::sleep_until(origin).await;
+        }
+        let result = load.await;
+        let monitor = match monitor {
+            Some(m) => Some(MonitorRun::finish(m, origin, interval).await),
+            None => None,
+        };
+        (result, monitor)
+    }
+}
+
+/// What [`MonitorThread::beside`] tells as it goes.
+#[derive(Debug)]
+pub enum BesideNote<'a> {
+    /// The monitor could not start; the load runs without it.
+    CannotStart(&'a MonitorError),
+    /// The monitor samples the idle server this long before the load.
+    Baseline(Duration),
 }
 
 /// What the monitor recorded beside a load, and the instant its `time_s`

@@ -61,7 +61,7 @@ mod source;
 mod system;
 mod table;
 
-pub use beside::{MonitorRun, MonitorThread, add_steady_findings};
+pub use beside::{BesideNote, MonitorRun, MonitorThread, add_steady_findings};
 pub use cgroup::{
     CgroupCounters, CgroupFiles, CgroupLayout, CgroupSample, cgroup_sample, parse_cgroup_counters,
 };

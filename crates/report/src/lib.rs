@@ -32,6 +32,7 @@
 
 pub mod capacity;
 pub mod capacity_html;
+mod closing;
 mod compare;
 mod csv;
 pub mod curve_csv;
@@ -48,6 +49,7 @@ mod time;
 
 use peakhour_analysis::AnalysisError;
 
+pub use closing::{render_monitor_session, render_run_end, run_label};
 pub use compare::{
     BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, BootstrapSettings, COMPARE_CSV_HEADER,
     COMPARE_FORMAT_VERSION, COMPARE_SCHEMA, Change, CompareRun, Comparison, MAX_BLOCKS,

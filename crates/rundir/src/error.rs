@@ -16,6 +16,22 @@ pub enum RunDirError {
     /// A new run's directory holds a finished run already.
     #[error("{} already holds a run; choose another --out", .0.display())]
     Taken(PathBuf),
+    /// A directory chosen for new results already holds the file `marker`
+    /// (a `tasks.json`, a `matrix.json`, a sweep's `capacity.csv`).
+    #[error("{} already holds {marker}; choose another --out", dir.display())]
+    Holds {
+        /// The directory.
+        dir: PathBuf,
+        /// What it holds.
+        marker: String,
+    },
+    /// A run that should have had the server monitor beside it has no `monitor.csv`.
+    #[error("{} has no monitor.csv", .0.display())]
+    NoMonitor(PathBuf),
+    /// A sweep's `capacity.json` has no QoS capacity (even its smallest
+    /// step failed the limit).
+    #[error("{}: the sweep has no QoS capacity", .0.display())]
+    NoQosCapacity(PathBuf),
     /// A new run's directory cannot be created.
     #[error("cannot create the run directory {}", path.display())]
     Create {

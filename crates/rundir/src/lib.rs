@@ -15,6 +15,9 @@
 //! | `host.json` | [`RunDir::write_host`], from [`host::collect`] | [`HostFacts`] |
 //! | `report.html` | [`RunDir::write_report`] | (for people) |
 //!
+//! A [`SweepDir`] holds a sweep: a run directory per step, read back as
+//! the capacity analysis's steps, and the `capacity.*` files.
+//!
 //! [`merge_runs`] writes one run directory from the directories of a
 //! distributed run's shards (`peakhour merge`).
 //!
@@ -30,8 +33,10 @@
 //! filled in on reading is the monitor's findings, from `monitor.csv`, when
 //! `summary.json` has none.
 //!
-//! [`dir_name`] names a new directory the same way for runs, monitors and
-//! sweeps.
+//! [`dir_name`] names a new directory the same way for runs, monitors,
+//! sweeps and the planner's commands ([`planner_dir`]); a run measured for
+//! the planner reads back as a task ([`RunDir::action_task`]) or a matrix
+//! cell ([`RunDir::matrix_cell`]).
 #![deny(missing_docs)]
 
 mod atomic;
@@ -41,7 +46,9 @@ pub mod host;
 mod journal;
 mod merge;
 mod names;
+mod planner;
 mod recover;
+mod sweep;
 
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -58,6 +65,8 @@ pub use error::RunDirError;
 pub use journal::{JOURNAL_VERSION, RunJournal};
 pub use merge::{MergedRun, merge_runs};
 pub use names::{DirKind, RUNS_DIR, default_dir, dir_name};
+pub use planner::{ActionTask, planner_dir};
+pub use sweep::{SweepDir, read_qos_capacity};
 
 /// The high-average window of a run whose config.toml does not say.
 pub const DEFAULT_HIGH_AVERAGE_WINDOW: Duration = Duration::from_secs(30);

@@ -22,6 +22,34 @@ pub struct MergedRun {
     pub warnings: Vec<String>,
 }
 
+impl MergedRun {
+    /// What a person should read about the merge, one line each: the shards
+    /// rebuilt from their journal, the warnings, and where the server
+    /// monitor's data came from.
+    pub fn notes(&self) -> Vec<String> {
+        notes(
+            &self.recovered,
+            &self.warnings,
+            self.monitor_from.as_deref(),
+        )
+    }
+}
+
+fn notes(recovered: &[PathBuf], warnings: &[String], monitor_from: Option<&Path>) -> Vec<String> {
+    let rebuilt = recovered.iter().map(|path| {
+        format!(
+            "{}: rebuilt from its journal first (the shard was killed)",
+            path.display()
+        )
+    });
+    let warnings = warnings.iter().map(|w| format!("warning: {w}"));
+    let monitor = match monitor_from {
+        Some(dir) => format!("server monitor data from {}", dir.display()),
+        None => "no shard had server monitor data".to_owned(),
+    };
+    rebuilt.chain(warnings).chain([monitor]).collect()
+}
+
 /// The files of the server monitor, taken from one shard, never summed:
 /// every shard watched the same server.
 const MONITOR_FILES: [RunFile; 3] = [RunFile::Monitor, RunFile::MonitorSummary, RunFile::Host];
@@ -81,4 +109,24 @@ pub fn merge_runs(shards: &[PathBuf], out: &Path) -> Result<MergedRun, RunDirErr
         monitor_from: monitor_from.map(|d| d.path().to_owned()),
         warnings: merged.warnings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_name_rebuilt_shards_then_warnings_then_the_monitors_source() {
+        let recovered = [PathBuf::from("s1")];
+        let warnings = ["shard 2 started late".to_owned()];
+        assert_eq!(
+            notes(&recovered, &warnings, Some(Path::new("s0"))),
+            [
+                "s1: rebuilt from its journal first (the shard was killed)",
+                "warning: shard 2 started late",
+                "server monitor data from s0",
+            ]
+        );
+        assert_eq!(notes(&[], &[], None), ["no shard had server monitor data"]);
+    }
 }

@@ -25,6 +25,13 @@ pub enum DirKind<'a> {
         /// The profile's name.
         profile: &'a str,
     },
+    /// One of the planner's commands (`tasks`, `matrix`) on a profile.
+    Planner {
+        /// The command: `tasks` or `matrix`.
+        command: &'a str,
+        /// The profile's name.
+        profile: &'a str,
+    },
 }
 
 /// The directory's name: the start in UTC, sortable, then what it holds:
@@ -36,6 +43,9 @@ pub fn dir_name(started: SystemTime, kind: DirKind<'_>) -> String {
         DirKind::Run { profile, users } => format!("{stamp}-{}-{users}u", slug(profile)),
         DirKind::Monitor => format!("{stamp}-monitor"),
         DirKind::Sweep { profile } => format!("{stamp}-sweep-{}", slug(profile)),
+        DirKind::Planner { command, profile } => {
+            format!("{stamp}-{}-{}", slug(command), slug(profile))
+        }
     }
 }
 
@@ -97,6 +107,11 @@ mod tests {
             dir_name(at(), sweep),
             "20261121T090000Z-sweep-groupwise-20x3"
         );
+        let tasks = DirKind::Planner {
+            command: "tasks",
+            profile: "mmb-medium",
+        };
+        assert_eq!(dir_name(at(), tasks), "20261121T090000Z-tasks-mmb-medium");
         assert_eq!(
             default_dir(at(), DirKind::Monitor),
             PathBuf::from("runs/20261121T090000Z-monitor")

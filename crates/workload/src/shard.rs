@@ -32,6 +32,17 @@ pub enum ShardError {
         /// The count given.
         count: u32,
     },
+    /// `--shards N` outside a Kubernetes Indexed Job.
+    #[error("--shards needs JOB_COMPLETION_INDEX (set by a Kubernetes Indexed Job)")]
+    NoJobIndex,
+    /// A `JOB_COMPLETION_INDEX` that is not a number.
+    #[error("JOB_COMPLETION_INDEX={0:?} is not an index")]
+    BadJobIndex(String),
+    /// Several shards without a common start.
+    #[error(
+        "a sharded run needs --start-at: the shards' common start, and the run's name they share"
+    )]
+    NoCommonStart,
 }
 
 impl Shard {
@@ -46,6 +57,32 @@ impl Shard {
     /// The whole population in one process.
     pub fn whole() -> Self {
         Shard { index: 0, count: 1 }
+    }
+
+    /// The shard a run was given: `shard` (`--shard I/N`); or one of
+    /// `shards` (`--shards N`) at `job_index`, a Kubernetes Indexed Job's
+    /// `JOB_COMPLETION_INDEX`; or the whole population. A run of several
+    /// shards needs their common start (`has_start`, `--start-at`).
+    pub fn choose(
+        shard: Option<Shard>,
+        shards: Option<u32>,
+        job_index: Option<&str>,
+        has_start: bool,
+    ) -> Result<Self, ShardError> {
+        let shard = match (shard, shards) {
+            (Some(shard), _) => shard,
+            (None, Some(count)) => {
+                let index = job_index.ok_or(ShardError::NoJobIndex)?;
+                let parsed = index.trim().parse();
+                let index = parsed.map_err(|_| ShardError::BadJobIndex(index.to_owned()))?;
+                Shard::new(index, count)?
+            }
+            (None, None) => Shard::whole(),
+        };
+        if shard.count() > 1 && !has_start {
+            return Err(ShardError::NoCommonStart);
+        }
+        Ok(shard)
     }
 
     /// Which shard this is (0-based).
@@ -95,6 +132,44 @@ impl FromStr for Shard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runs_shard_comes_from_the_flag_the_job_index_or_is_the_whole() {
+        let given = Shard::new(1, 4).ok();
+        assert_eq!(
+            Shard::choose(given, None, None, true),
+            Ok(Shard::new(1, 4).unwrap())
+        );
+        assert_eq!(
+            Shard::choose(None, Some(3), Some(" 2\n"), true),
+            Ok(Shard::new(2, 3).unwrap())
+        );
+        assert_eq!(
+            Shard::choose(None, None, Some("7"), false),
+            Ok(Shard::whole())
+        );
+        assert_eq!(
+            Shard::choose(None, Some(3), None, true),
+            Err(ShardError::NoJobIndex)
+        );
+        assert_eq!(
+            Shard::choose(None, Some(3), Some("x"), true),
+            Err(ShardError::BadJobIndex("x".into()))
+        );
+        assert_eq!(
+            Shard::choose(None, Some(3), Some("3"), true),
+            Err(ShardError::OutOfRange { index: 3, count: 3 })
+        );
+        assert_eq!(
+            Shard::choose(given, None, None, false),
+            Err(ShardError::NoCommonStart)
+        );
+        // One shard of one needs no common start.
+        assert_eq!(
+            Shard::choose(None, Some(1), Some("0"), false),
+            Ok(Shard::whole())
+        );
+    }
 
     #[test]
     fn shards_together_are_every_user_once() {

@@ -55,6 +55,35 @@ pub enum SweepPlanError {
     /// An unknown `--p95` basis.
     #[error("--p95 {0:?}: use weighted or max-action")]
     P95Basis(String),
+    /// An early-stop error ratio outside 0..=1.
+    #[error("--max-error-ratio must lie between 0 and 1")]
+    MaxErrorRatio,
+    /// A QoS limit that is not a positive number.
+    #[error("--qos-p95-ms must be a positive number of milliseconds")]
+    QosLimit,
+    /// A price that is negative or not finite.
+    #[error("--price must be a finite amount of at least 0")]
+    Price,
+}
+
+/// Checks a sweep's numbers: the early-stop error ratio lies in 0..=1, the
+/// QoS limit (when given) is a positive number of milliseconds, and the
+/// price (when given) a finite amount of at least 0.
+pub fn check_sweep_bounds(
+    max_error_ratio: f64,
+    qos_p95_ms: Option<f64>,
+    price: Option<f64>,
+) -> Result<(), SweepPlanError> {
+    if !(0.0..=1.0).contains(&max_error_ratio) {
+        return Err(SweepPlanError::MaxErrorRatio);
+    }
+    if qos_p95_ms.is_some_and(|ms| !(ms > 0.0 && ms.is_finite())) {
+        return Err(SweepPlanError::QosLimit);
+    }
+    if price.is_some_and(|p| !(p >= 0.0 && p.is_finite())) {
+        return Err(SweepPlanError::Price);
+    }
+    Ok(())
 }
 
 /// The user counts `from, from·factor, from·factor², …` rounded to whole
@@ -682,6 +711,23 @@ fn bottleneck_sentence(steps: &[SweepStep]) -> Option<String> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn a_sweeps_numbers_are_checked_each_with_its_flag_named() {
+        assert!(check_sweep_bounds(0.05, None, None).is_ok());
+        assert!(check_sweep_bounds(1.0, Some(500.0), Some(0.0)).is_ok());
+        let e = check_sweep_bounds(1.5, None, None).unwrap_err();
+        assert!(matches!(e, SweepPlanError::MaxErrorRatio));
+        assert!(e.to_string().starts_with("--max-error-ratio"));
+        for ms in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let e = check_sweep_bounds(0.05, Some(ms), None).unwrap_err();
+            assert!(matches!(e, SweepPlanError::QosLimit), "{ms}");
+        }
+        for price in [-0.01, f64::NAN, f64::INFINITY] {
+            let e = check_sweep_bounds(0.05, None, Some(price)).unwrap_err();
+            assert!(matches!(e, SweepPlanError::Price), "{price}");
+        }
+    }
 
     #[test]
     fn from_to_factor_expands_geometrically() {

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 use std::time::SystemTime;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use peakhour_deploy::k8s::{JobRequest, JobSpec, job_manifests, parse_start_at};
 use peakhour_workload::Shard;
 
@@ -15,42 +15,17 @@ use crate::args::{K8sCommand, K8sJobArgs, MergeArgs, ShardArgs};
 /// with the index from `JOB_COMPLETION_INDEX`; a sharded run needs
 /// `--start-at`, which also names the run the shards share.
 pub(super) fn shard_and_start(args: &ShardArgs) -> anyhow::Result<(Shard, Option<SystemTime>)> {
-    let shard = match (args.shard, args.shards) {
-        (Some(shard), _) => shard,
-        (None, Some(count)) => {
-            let index = std::env::var("JOB_COMPLETION_INDEX")
-                .context("--shards needs JOB_COMPLETION_INDEX (set by a Kubernetes Indexed Job)")?;
-            let index: u32 = index
-                .trim()
-                .parse()
-                .with_context(|| format!("JOB_COMPLETION_INDEX={index:?} is not an index"))?;
-            Shard::new(index, count)?
-        }
-        (None, None) => Shard::whole(),
-    };
     let start_at = args.start_at.as_deref().map(parse_start_at).transpose()?;
-    if shard.count() > 1 && start_at.is_none() {
-        bail!(
-            "a sharded run needs --start-at: the shards' common start, and the run's name they share"
-        );
-    }
+    let job_index = std::env::var("JOB_COMPLETION_INDEX").ok();
+    let has_start = start_at.is_some();
+    let shard = Shard::choose(args.shard, args.shards, job_index.as_deref(), has_start)?;
     Ok((shard, start_at))
 }
 
 pub(super) fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let merged = peakhour_rundir::merge_runs(&args.shards, &args.out)?;
-    for path in &merged.recovered {
-        eprintln!(
-            "{}: rebuilt from its journal first (the shard was killed)",
-            path.display()
-        );
-    }
-    for warning in &merged.warnings {
-        eprintln!("warning: {warning}");
-    }
-    match &merged.monitor_from {
-        Some(dir) => eprintln!("server monitor data from {}", dir.display()),
-        None => eprintln!("no shard had server monitor data"),
+    for note in merged.notes() {
+        eprintln!("{note}");
     }
     print!("{}", peakhour_report::render_terminal(&merged.summary));
     println!("results: {}", args.out.display());

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 use peakhour_engine::init::{InitSettings, Progress, Via, init};
+use peakhour_engine::{init_announcement, messages_per_user};
 use peakhour_workload::Overrides;
 
 use super::target::{check_population, load_profile, resolve_plan, resolve_target};
@@ -41,24 +42,14 @@ pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         Ok(prepared) => prepared,
         Err(error) => return usage_exit(error),
     };
-    let via = match args.via.as_str() {
-        "lmtp" if target.lmtp.is_none() => anyhow::bail!(
+    let via = Via::from_flag(&args.via).unwrap_or(Via::ImapAppend);
+    if via == Via::Lmtp && target.lmtp.is_none() {
+        anyhow::bail!(
             "--via lmtp needs an LMTP endpoint: use --target lab, or give --lmtp lmtp://host:port"
-        ),
-        "lmtp" => Via::Lmtp,
-        _ => Via::ImapAppend,
-    };
-    let per_user: u64 = plan.folders().iter().map(|f| u64::from(f.messages)).sum();
-    eprintln!(
-        "initializing {} mailboxes for {} ({} folders, {per_user} messages each) via {}",
-        plan.users(),
-        plan.name(),
-        plan.folders().len(),
-        match via {
-            Via::Lmtp => "LMTP",
-            Via::ImapAppend => "IMAP APPEND",
-        }
-    );
+        );
+    }
+    let per_user = messages_per_user(&plan);
+    eprintln!("{}", init_announcement(&plan, via));
     let progress = Arc::new(Progress::default());
     let bar = ProgressBar::new(u64::from(plan.users()) * per_user);
     bar.set_style(
@@ -80,13 +71,9 @@ pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
             let mut ticker = tokio::time::interval(Duration::from_millis(200));
             while !job.is_finished() {
                 ticker.tick().await;
-                // Messages already there count as done, so the bar ends full on a re-run.
-                let done = progress.added.load(Ordering::Relaxed);
-                let to_add = progress.to_add.load(Ordering::Relaxed);
+                let done = progress.messages_done(per_user);
+                bar.set_position(done.min(bar.length().unwrap_or(u64::MAX)));
                 let users_done = progress.users_done.load(Ordering::Relaxed);
-                let checked_already =
-                    (users_done * per_user).saturating_sub(to_add.min(users_done * per_user));
-                bar.set_position((done + checked_already).min(bar.length().unwrap_or(u64::MAX)));
                 bar.set_message(format!("{users_done}/{} users", plan.users()));
             }
             job.await
@@ -96,18 +83,6 @@ pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         .context("init panicked (a bug in peakhour)")?
         .context("init failed; what was added stays, and a second init resumes")?;
     bar.finish_and_clear();
-    println!(
-        "init done: {} users, {} messages wanted, {} already there, {} added ({:.1} MB) in {:.1} s = {:.0} messages/s",
-        report.users,
-        report.wanted,
-        report.already_there,
-        report.added,
-        report.bytes as f64 / 1e6,
-        report.elapsed.as_secs_f64(),
-        report.messages_per_second()
-    );
-    if let Some(calendars) = &report.calendars {
-        println!("{calendars}");
-    }
+    println!("{report}");
     Ok(ExitCode::SUCCESS)
 }

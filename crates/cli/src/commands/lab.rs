@@ -93,22 +93,7 @@ fn up(args: LabUpArgs) -> anyhow::Result<ExitCode> {
     for warning in &report.warnings {
         eprintln!("note: {warning}");
     }
-    if report.cleaned_up > 0 {
-        println!(
-            "cleaned up {} processes left by an earlier lab",
-            report.cleaned_up
-        );
-    }
-    if report.already_running {
-        println!("lab already up in {}", report.status.dir);
-    } else {
-        println!(
-            "lab up in {} ({:.2} s)",
-            report.status.dir,
-            report.elapsed.as_secs_f64()
-        );
-    }
-    print!("{}", report.status.endpoints_text());
+    print!("{}", report.text());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -122,12 +107,7 @@ fn print_json(status: &LabStatus) -> anyhow::Result<()> {
 /// `lab check`: one message through the lab, every step timed as it ends.
 fn check(args: &LabCheckArgs) -> anyhow::Result<ExitCode> {
     let status = Lab::new(&args.dir.dir).status()?;
-    let mut show = |line| match line {
-        CheckLine::Server(server) => println!("{server}"),
-        CheckLine::Step { what, elapsed } => {
-            println!("  {:>8.2} ms  {what}", elapsed.as_secs_f64() * 1000.0);
-        }
-    };
+    let mut show = |line: CheckLine| println!("{line}");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

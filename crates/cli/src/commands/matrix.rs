@@ -14,23 +14,20 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use peakhour_analysis::plan::{DEFAULT_RELATIONSHIP_THRESHOLD_PCT, Matrix, MatrixCell};
-use peakhour_lab::{Lab, LabConfig, LabError, Limits, Ports};
-use peakhour_monitor::server::matrix_cell_metrics;
+use peakhour_lab::{Lab, LabConfig, Limits, shape_label};
 use peakhour_report::plan::{render_matrix_terminal, write_matrix_files};
 use peakhour_workload::HumanDuration;
 
-use super::planner::{load_average, output_dir, shape_label};
+use super::planner::{load_average, output_dir};
 use super::signals::EXIT_INTERRUPTED;
 use super::sweep::child::{Children, run_child};
 use super::target::load_profile;
 use crate::args::MatrixArgs;
-
-/// `peakhour run`'s monitor interval.
-const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
+use crate::config::MONITOR_INTERVAL;
 
 pub(crate) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     let profile = load_profile(&args.profile.profile)?;
-    let shapes = shapes(&args)?;
+    let shapes = Limits::shapes(&args.cpus, &args.memory).map_err(anyhow::Error::msg)?;
     let seed = args.seed.unwrap_or(peakhour_workload::DEFAULT_SEED);
     let dir = output_dir(args.out.as_deref(), "matrix", &profile.name, "matrix.json")?;
     // 0755 all the way: each cell's lab lives under it, and its servers must reach it.
@@ -90,27 +87,6 @@ pub(crate) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Every (CPUs, memory) shape, checked as `lab up` would.
-fn shapes(args: &MatrixArgs) -> anyhow::Result<Vec<(f64, u64)>> {
-    let mut out = Vec::new();
-    for &cpus in &args.cpus {
-        for &memory in &args.memory {
-            shape_limits(cpus, memory)?;
-            if !out.contains(&(cpus, memory)) {
-                out.push((cpus, memory));
-            }
-        }
-    }
-    Ok(out)
-}
-
-fn shape_limits(cpus: f64, memory: u64) -> anyhow::Result<Limits> {
-    Limits::default()
-        .with_cpus(cpus)
-        .and_then(|l| l.with_memory(memory))
-        .map_err(|e| anyhow::anyhow!("--cpus {cpus} --memory {memory}: {e}"))
-}
-
 /// One shape: a fresh lab, init, run, lab down, and what the run measured.
 fn run_cell(
     args: &MatrixArgs,
@@ -125,40 +101,19 @@ fn run_cell(
         .mode(0o755)
         .create(&lab_dir)
         .with_context(|| format!("cannot create {}", lab_dir.display()))?;
-    let limits = shape_limits(cpus, memory)?;
-    let mut attempts = 0;
-    loop {
-        let config = LabConfig {
-            users: args.users,
-            ports: Ports::free().context("no free loopback ports for the cell's lab")?,
-            imap_client_limit: args.imap_client_limit,
-            limits,
-            ..LabConfig::new(&lab_dir)
-        };
-        match Lab::up(&config) {
-            Ok(_) => break,
-            // A free port can be taken before the lab binds it: try others.
-            Err(LabError::PortInUse { .. }) if attempts < 3 => attempts += 1,
-            Err(e) => return Err(e).context("lab up failed"),
-        }
-    }
+    let config = LabConfig {
+        users: args.users,
+        imap_client_limit: args.imap_client_limit,
+        limits: Limits::shape(cpus, memory).map_err(anyhow::Error::msg)?,
+        ..LabConfig::new(&lab_dir)
+    };
+    Lab::up_on_free_ports(&config).context("lab up failed")?;
     let cell_dir = dir.join(name);
     let measured = init_and_run(args, &lab_dir, &cell_dir, seed, children);
     if let Err(e) = Lab::new(&lab_dir).down(true) {
         eprintln!("matrix: lab down in {} failed: {e}", lab_dir.display());
     }
-    let run_dir = measured?;
-    let summary = run_dir.read_summary()?;
-    let table = run_dir
-        .read_monitor()?
-        .with_context(|| format!("{} has no monitor.csv", cell_dir.display()))?;
-    Ok(MatrixCell {
-        cpus,
-        memory_bytes: memory,
-        metrics: matrix_cell_metrics(&summary, &table, MONITOR_INTERVAL, cpus),
-        bottleneck: summary.bottleneck.as_ref().map(|b| b.resource.clone()),
-        run_dir: Some(cell_dir.display().to_string()),
-    })
+    Ok(measured?.matrix_cell(cpus, memory, MONITOR_INTERVAL)?)
 }
 
 /// `init` and one `run` against the cell's lab, into `cell_dir`.

@@ -14,7 +14,6 @@ mod report;
 mod run;
 mod run_files;
 mod signals;
-mod status_line;
 mod sweep;
 mod target;
 mod tasks;

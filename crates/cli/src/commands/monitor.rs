@@ -11,56 +11,33 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use peakhour_lab::{Lab, LabStatus, Layout};
-use peakhour_monitor::analysis::TimeWindow;
-pub(crate) use peakhour_monitor::analysis::findings;
+pub(crate) use peakhour_lab::Watching;
+use peakhour_lab::{LabStatus, local_config, mail_probes_in};
 use peakhour_monitor::{
-    GroupSpec, LocalConfig, LocalSource, MailProbes, Monitor, MonitorConfig, NodeExporterSource,
-    Sample,
+    GroupSpec, LocalSource, MailProbes, Monitor, MonitorConfig, NodeExporterSource, Sample,
 };
+use peakhour_report::render_monitor_session;
 use peakhour_rundir::{DirKind, RunDir, RunFile, default_dir};
 use tokio::sync::watch;
 
 use super::signals::EXIT_INTERRUPTED;
 use super::signals::wait_for_signal;
-use super::status_line::StatusLine;
 use crate::args::MonitorArgs;
+use peakhour_engine::StatusLine;
 
-/// Which processes the local source counts besides the `--group` ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Watching {
-    /// `peakhour monitor`: Dovecot and Postfix by name (and peakhour).
-    MailServers,
-    /// A run against an explicit target: only peakhour, since a Dovecot or
-    /// Postfix on this host need not be the target's.
-    OnlyPeakhour,
-}
-
-/// The local source with the default groups (dovecot, postfix, peakhour),
-/// the extra `NAME=REGEX` groups, and the mail probes. With a lab, the
-/// `dovecot` and `postfix` groups count only that lab's servers (other labs
-/// or a system Postfix on the same host are left out).
+/// The local source `peakhour_lab::local_config` describes, with the
+/// `--group NAME=REGEX` groups added.
 pub(crate) fn local_source(
     groups: &[String],
     lab: Option<&LabStatus>,
     mail: MailProbes,
     watching: Watching,
 ) -> anyhow::Result<LocalSource> {
-    let mut config = LocalConfig {
-        mail,
-        ..LocalConfig::default()
-    };
-    if watching == Watching::OnlyPeakhour {
-        config.groups = vec![GroupSpec::peakhour()];
-    }
-    if let Some(lab) = lab {
-        config.groups = lab.monitor_groups();
-        config.cgroup = lab.cgroup_files();
-    }
-    for spec in groups {
-        let group = GroupSpec::parse(spec).with_context(|| format!("--group {spec:?}"))?;
-        config.groups.push(group);
-    }
+    let extra = groups
+        .iter()
+        .map(|spec| GroupSpec::parse(spec).with_context(|| format!("--group {spec:?}")))
+        .collect::<anyhow::Result<_>>()?;
+    let config = local_config(lab, watching, mail, extra);
     LocalSource::new(config).context("cannot start the local monitor source")
 }
 
@@ -137,19 +114,7 @@ pub(crate) fn run(args: MonitorArgs) -> anyhow::Result<ExitCode> {
     })?;
     StatusLine::new().clear();
 
-    let found = findings(&report.table, TimeWindow::ALL, args.high_average_window);
-    let mut text = format!(
-        "peakhour monitor · {what} · {} samples over {:.0} s\n",
-        report.table.len(),
-        report.cost.wall.as_secs_f64()
-    );
-    text.push_str(&peakhour_report::render_monitor(
-        "monitor.csv, whole run",
-        &found.resources,
-        Some(&found.bottleneck),
-    ));
-    text.push_str(&report.cost_line());
-    text.push('\n');
+    let text = render_monitor_session(&what, &report, args.high_average_window);
     print!("{text}");
     run_dir.write_monitor_summary(&text)?;
     println!("results: {}", dir.display());
@@ -164,27 +129,17 @@ pub(crate) fn run(args: MonitorArgs) -> anyhow::Result<ExitCode> {
 
 /// `--postfix-queue` and `--dovecot-port`, else the lab's if `--lab-dir` holds one.
 fn mail_probes(args: &MonitorArgs) -> MailProbes {
-    let mut probes = MailProbes {
+    let given = MailProbes {
         postfix_queue_dir: args.postfix_queue.clone(),
         dovecot_ports: args.dovecot_port.clone(),
         not_dovecot: false,
     };
-    let has_lab = Layout::new(&args.lab_dir).state_file().exists();
-    if has_lab && (probes.postfix_queue_dir.is_none() || probes.dovecot_ports.is_empty()) {
-        match Lab::new(&args.lab_dir).status() {
-            Ok(status) => {
-                let lab = status.mail_probes();
-                probes.postfix_queue_dir = probes.postfix_queue_dir.or(lab.postfix_queue_dir);
-                if probes.dovecot_ports.is_empty() {
-                    probes.dovecot_ports = lab.dovecot_ports;
-                    probes.not_dovecot = lab.not_dovecot;
-                }
-            }
-            Err(e) => eprintln!(
-                "note: the lab in {} cannot be read ({e}); no queue or Dovecot ports",
-                args.lab_dir.display()
-            ),
-        }
+    let (probes, unreadable) = mail_probes_in(&args.lab_dir, given);
+    if let Some(e) = unreadable {
+        eprintln!(
+            "note: the lab in {} cannot be read ({e}); no queue or Dovecot ports",
+            args.lab_dir.display()
+        );
     }
     probes
 }

@@ -3,19 +3,17 @@
 //! profile's rates onto the tasks and computes, `peakhour_report::plan`
 //! lays out; this file reads the inputs and the host's capacities.
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use peakhour_analysis::plan::{
-    HostCapacity, Plan, PlanRequest, ProfileRates, QosModel, SweepCapacity, per_user_rates,
+    HostCapacity, Plan, PlanRequest, ProfileRates, QosModel, per_user_rates,
 };
-use peakhour_lab::Lab;
-use peakhour_report::capacity::CapacityJson;
+use peakhour_lab::{Lab, shape_label};
 use peakhour_report::plan::{plan_json, render_plan_terminal, tasks_from_json, write_plan_files};
-use peakhour_workload::{Overrides, Profile};
+use peakhour_rundir::read_qos_capacity;
+use peakhour_workload::Profile;
 
-use super::planner::shape_label;
 use super::target::load_profile;
 use crate::args::PlanArgs;
 
@@ -34,7 +32,7 @@ pub(crate) fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
         p95_limit_ms: args
             .qos_p95_ms
             .unwrap_or_else(|| *profile.qos.p95_ms.get_ref()),
-        sweep: args.sweep.as_deref().map(read_sweep).transpose()?,
+        sweep: args.sweep.as_deref().map(read_qos_capacity).transpose()?,
     };
     let request = PlanRequest {
         profile: profile.name.clone(),
@@ -69,20 +67,7 @@ fn profile_rates(profile: &Profile, speed: Option<f64>) -> anyhow::Result<Profil
     if speed.is_some_and(|s| !(s > 0.0 && s.is_finite())) {
         bail!("--speed must be a positive number");
     }
-    let overrides = Overrides {
-        speed,
-        ..Overrides::default()
-    };
-    let plan = peakhour_workload::Plan::resolve(profile, &overrides)?;
-    Ok(ProfileRates {
-        actions_per_hour: plan
-            .rates()
-            .iter()
-            .map(|r| (r.kind.name().to_owned(), r.per_second * 3600.0))
-            .collect(),
-        logons_per_hour: plan.speed() * 3600.0 / plan.day().as_secs_f64(),
-        recipients_average: *profile.recipients.average.get_ref(),
-    })
+    Ok(peakhour_engine::profile_rates(profile, speed)?)
 }
 
 /// The host: a shaped lab's caps, or this machine's, with the flags on top.
@@ -97,7 +82,7 @@ fn host(args: &PlanArgs) -> anyhow::Result<HostCapacity> {
         let limits = &status.limits;
         cores = limits.cpus.unwrap_or(cores);
         memory = limits.memory_bytes.map_or(memory, |m| m as f64);
-        label = format!("lab {}", shape_label(limits.cpus, limits.memory_bytes));
+        label = format!("lab {}", limits.label());
     }
     cores = args.host_cpus.unwrap_or(cores);
     memory = args.host_memory.map_or(memory, |m| m as f64);
@@ -115,20 +100,4 @@ fn host(args: &PlanArgs) -> anyhow::Result<HostCapacity> {
         disk_kib_per_s: args.host_disk_kib_s,
         net_kib_per_s: args.host_net_kib_s,
     })
-}
-
-/// A sweep's QoS capacity from its `capacity.json` (or the directory
-/// holding it).
-fn read_sweep(path: &Path) -> anyhow::Result<SweepCapacity> {
-    let file = if path.is_dir() {
-        path.join("capacity.json")
-    } else {
-        path.to_path_buf()
-    };
-    let text = std::fs::read_to_string(&file)
-        .with_context(|| format!("cannot read {}", file.display()))?;
-    let doc: CapacityJson = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a capacity.json", file.display()))?;
-    SweepCapacity::from_analysis(&doc.analysis, &file.display().to_string())
-        .with_context(|| format!("{}: the sweep has no QoS capacity", file.display()))
 }

@@ -2,20 +2,14 @@
 //! through `peakhour-rundir` and rendered by `peakhour-report`.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use peakhour_report::{CompareRun, TextFormat, render_comparison_as, render_summary_as};
+use peakhour_report::{CompareRun, TextFormat, render_comparison_as, render_summary_as, run_label};
 use peakhour_rundir::{Run, RunDir};
 
 use crate::args::{CompareArgs, ReportArgs};
-
-/// Writes `dir/report.html` (collecting `host.json` first if the run has
-/// none) and returns its path. Called by `peakhour run` at the end of every run.
-pub(crate) fn write_report(dir: &Path) -> anyhow::Result<PathBuf> {
-    Ok(RunDir::new(dir).write_report()?)
-}
 
 /// `peakhour report RUN_DIR [--format F]`; a run killed before it wrote
 /// `summary.json` is rebuilt first, from what it left, marked interrupted.
@@ -29,7 +23,8 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             r.measured_until_s
         );
     }
-    let path = write_report(&args.run_dir)?;
+    // host.json is collected first if the run has none.
+    let path = RunDir::new(&args.run_dir).write_report()?;
     if let Some(format) = args.format.as_deref() {
         let run = RunDir::new(&args.run_dir).load()?;
         print_stdout(&render_summary_as(&run.summary, text_format(format)?)?)?;
@@ -60,7 +55,7 @@ pub(crate) fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|d| RunDir::new(d).load())
         .collect::<Result<_, _>>()?;
-    let labels: Vec<String> = args.runs.iter().map(|d| label_of(d)).collect();
+    let labels: Vec<String> = args.runs.iter().map(|d| run_label(d)).collect();
     let runs: Vec<CompareRun<'_>> = loaded
         .iter()
         .zip(&labels)
@@ -81,13 +76,4 @@ pub(crate) fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         eprintln!("comparison: {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A run's name in a comparison: its directory's last component.
-fn label_of(dir: &Path) -> String {
-    dir.components()
-        .next_back()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .filter(|s| !s.is_empty() && s != ".")
-        .unwrap_or_else(|| dir.display().to_string())
 }

@@ -13,6 +13,7 @@ use anyhow::{Context as _, bail};
 use peakhour_analysis::{Summary, Verdict};
 use peakhour_engine::{Both, LiveLine, Observer, RunResult, RunSettings, StartNotice, Target};
 use peakhour_monitor::{NodeExporterSource, Source};
+use peakhour_report::render_run_end;
 use peakhour_rundir::{DirKind, RunConfig, RunDir};
 use peakhour_workload::{HumanDuration, Overrides, Plan};
 use tokio::runtime::Runtime;
@@ -20,12 +21,12 @@ use tokio::runtime::Runtime;
 use self::monitored::{add_findings, run_monitored};
 use super::monitor::{Watching, local_source};
 use super::signals::EXIT_INTERRUPTED;
-use super::status_line::StatusLine;
 use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::RunArgs;
 use crate::config::{
     CONNECT_TIMEOUT, MONITOR_INTERVAL, RunConfig as CheckedRunConfig, UsageError, usage_exit,
 };
+use peakhour_engine::StatusLine;
 use peakhour_lab::LabStatus;
 use peakhour_monitor::MonitorRun;
 
@@ -87,7 +88,8 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     });
     let outcome = &result.outcome;
     let mut summary = Summary::compute(&result.record)?;
-    summary.limits = super::planner::summary_limits(prepared.resolved.lab.as_ref());
+    let lab = prepared.resolved.lab.as_ref();
+    summary.limits = lab.and_then(|lab| lab.limits.server_limits());
     if let Some(monitor) = monitor {
         let window = prepared.config.high_average_window;
         add_findings(monitor, &mut summary, result.outcome.clock.t0, window);
@@ -97,14 +99,8 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("warning: report.html was not written: {e:#}");
     }
 
-    print!("{}", peakhour_report::render_terminal(&summary));
-    if !outcome.reconciled {
-        println!("deliveries were not reconciled (the run was interrupted)");
-    }
-    for note in peakhour_report::safety_notes(summary.panics, &summary.delivery) {
-        println!("{note}");
-    }
-    println!("results: {}", prepared.dir.path().display());
+    let dir = prepared.dir.path();
+    print!("{}", render_run_end(&summary, outcome.reconciled, dir));
     metrics.finish();
     Ok(if outcome.interrupted {
         ExitCode::from(EXIT_INTERRUPTED)

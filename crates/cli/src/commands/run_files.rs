@@ -25,13 +25,9 @@ use peakhour_workload::files::FileOverrides;
 use super::monitor::{Watching, local_source};
 use super::run::monitored::{add_findings, run_monitored};
 use super::signals::EXIT_INTERRUPTED;
-use super::status_line::StatusLine;
 use crate::args::RunArgs;
 use crate::config::{CONNECT_TIMEOUT, RunConfig as CheckedRunConfig};
-
-/// Samba's processes (Debian 12's 4.17): `smbd` and its helpers, for the monitor's
-/// `samba` group when the server is not the lab's (the lab's group is scoped to its own).
-const SAMBA_GROUP: &str = "samba=^(smbd|cleanupd|samba-dcerpc|samba-bgqd|rpcd_)";
+use peakhour_engine::StatusLine;
 
 /// The file profile `name` names, or `None` for a mail profile.
 pub(crate) fn file_profile(name: &str) -> anyhow::Result<Option<FileProfileChoice>> {
@@ -61,11 +57,7 @@ fn monitor_source(
     lab: Option<&LabStatus>,
     dir: &RunDir,
 ) -> anyhow::Result<(Box<dyn Source>, std::fs::File)> {
-    let groups = match lab {
-        Some(_) => Vec::new(),
-        None => vec![SAMBA_GROUP.to_owned()],
-    };
-    let source = local_source(&groups, lab, MailProbes::default(), Watching::OnlyPeakhour)?;
+    let source = local_source(&[], lab, MailProbes::default(), Watching::Samba)?;
     Ok((Box::new(source), dir.create_monitor_csv()?))
 }
 

@@ -12,19 +12,16 @@
 pub(super) mod child;
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use peakhour_analysis::Summary;
 use peakhour_analysis::capacity::sweep::{
-    P95Basis, SweepAnalysis, SweepOutcome, SweepSettings, SweepStep, early_stop, plan_steps,
+    P95Basis, SweepAnalysis, SweepOutcome, SweepSettings, SweepStep, check_sweep_bounds,
+    early_stop, plan_steps,
 };
 use peakhour_lab::Lab;
-use peakhour_report::capacity::{
-    SweepPlan, capacity_json, price_line, render_sweep_text, step_line, sweep_html, sweep_json,
-    write_capacity_csv,
-};
+use peakhour_report::capacity::{SweepPlan, price_line, render_sweep_text, step_line};
+use peakhour_rundir::SweepDir;
 use peakhour_workload::HumanDuration;
 
 use self::child::{Children, common_args, run_args, run_child};
@@ -32,28 +29,13 @@ use super::signals::EXIT_INTERRUPTED;
 use super::target::load_profile;
 use crate::args::SweepArgs;
 
-/// A step's `summary.json` as the typed [`Summary`], through the run directory's reader.
-fn read_summary(dir: &Path) -> anyhow::Result<Summary> {
-    Ok(peakhour_rundir::RunDir::new(dir).read_summary()?)
-}
-
-fn write_file(path: &Path, bytes: impl AsRef<[u8]>) -> anyhow::Result<()> {
-    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
-}
-
-fn write_csv(dir: &Path, steps: &[SweepStep]) -> anyhow::Result<()> {
-    let mut csv = Vec::new();
-    write_capacity_csv(steps, &mut csv)?;
-    write_file(&dir.join("capacity.csv"), csv)
-}
-
 /// The sweep as checked from its arguments.
 struct Plan {
     steps: Vec<u32>,
     basis: P95Basis,
     profile: String,
     seed: u64,
-    dir: PathBuf,
+    dir: SweepDir,
     /// A file profile: no mailboxes to initialize.
     files: bool,
 }
@@ -61,41 +43,18 @@ struct Plan {
 fn plan(args: &SweepArgs) -> anyhow::Result<Plan> {
     let steps = plan_steps(args.users.as_deref(), args.from, args.to, args.factor)?;
     let basis: P95Basis = args.p95.parse()?;
-    if !(0.0..=1.0).contains(&args.max_error_ratio) {
-        bail!("--max-error-ratio must lie between 0 and 1");
-    }
-    if let Some(ms) = args.shape.qos_p95_ms
-        && !(ms > 0.0 && ms.is_finite())
-    {
-        bail!("--qos-p95-ms must be a positive number of milliseconds");
-    }
+    check_sweep_bounds(args.max_error_ratio, args.shape.qos_p95_ms, args.price)?;
     let file_profile = super::run_files::file_profile(&args.profile.profile)?;
     let files = file_profile.is_some();
     let profile = match file_profile {
         Some(choice) => choice.name().to_owned(),
         None => load_profile(&args.profile.profile)?.name,
     };
-    if let Some(price) = args.price
-        && !(price >= 0.0 && price.is_finite())
-    {
-        bail!("--price must be a finite amount of at least 0");
-    }
     if !files || (args.files.dir.is_none() && args.files.smb.is_none()) {
         check_lab(args, steps[steps.len() - 1])?;
     }
-    let dir = args.out.clone().unwrap_or_else(|| {
-        peakhour_rundir::default_dir(
-            std::time::SystemTime::now(),
-            peakhour_rundir::DirKind::Sweep { profile: &profile },
-        )
-    });
-    let taken = |n: &u32| dir.join(format!("step-{n}u")).join("summary.json").exists();
-    if dir.join("capacity.csv").exists() || steps.iter().any(taken) {
-        bail!(
-            "{} already holds a sweep; choose another --out",
-            dir.display()
-        );
-    }
+    let now = std::time::SystemTime::now();
+    let dir = SweepDir::choose(args.out.as_deref(), now, &profile, &steps)?;
     let seed = args.shape.seed.unwrap_or(peakhour_workload::DEFAULT_SEED);
     Ok(Plan {
         steps,
@@ -109,7 +68,7 @@ fn plan(args: &SweepArgs) -> anyhow::Result<Plan> {
 
 pub(crate) fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
     let plan = plan(&args)?;
-    let (dir, seed) = (&plan.dir, plan.seed);
+    let (dir, seed) = (plan.dir.path(), plan.seed);
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the sweep directory {}", dir.display()))?;
     let children = Children::install("sweep")?;
@@ -163,8 +122,7 @@ fn run_steps(args: &SweepArgs, plan: &Plan, children: &Children) -> anyhow::Resu
         if children.interrupted() {
             break;
         }
-        let name = format!("step-{users}u");
-        let step_dir = dir.join(&name);
+        let step_dir = dir.step(users).path().to_path_buf();
         let prefix = format!("[step {}/{} {users}u] ", i + 1, steps.len());
         eprintln!(
             "sweep: step {}/{}: {users} users -> {}",
@@ -175,19 +133,18 @@ fn run_steps(args: &SweepArgs, plan: &Plan, children: &Children) -> anyhow::Resu
         let child_args = run_args(args, users, plan.seed, &step_dir);
         let status = run_child(&child_args, &prefix, children)?;
         let code = status.code();
-        if !step_dir.join("summary.json").exists() {
+        let Some(step) = dir.read_step(users)? else {
             if !children.interrupted() {
                 outcome.failed = Some(format!(
                     "the step at {users} users ended without results ({status}); see its output above"
                 ));
             }
             break;
-        }
-        let step = SweepStep::from_summary(users, &name, &read_summary(&step_dir)?);
+        };
         println!("step {}/{}: {}", i + 1, steps.len(), step_line(&step));
         let step_interrupted = step.interrupted || code == Some(i32::from(EXIT_INTERRUPTED));
         outcome.steps.push(step);
-        write_csv(dir, &outcome.steps)?;
+        dir.write_csv(&outcome.steps)?;
         if step_interrupted || children.interrupted() {
             break;
         }
@@ -218,21 +175,22 @@ fn run_steps(args: &SweepArgs, plan: &Plan, children: &Children) -> anyhow::Resu
 /// capacity.json and capacity.html, and prints the analysis.
 fn finish(args: &SweepArgs, plan: &Plan, outcome: &SweepOutcome) -> anyhow::Result<()> {
     let dir = &plan.dir;
-    write_csv(dir, &outcome.steps)?;
+    dir.write_csv(&outcome.steps)?;
     let settings = SweepSettings {
         profile: plan.profile.clone(),
         basis: plan.basis,
         qos_p95_ms: args.shape.qos_p95_ms,
     };
+    let dir_text = dir.path().display().to_string();
     let Some(sweep) = SweepAnalysis::compute(&settings, outcome)? else {
         println!(
             "sweep: {} complete step(s); the capacity analysis needs at least 2. capacity.csv: {}",
             outcome.curve_steps().count(),
-            dir.join("capacity.csv").display()
+            dir.csv_path().display()
         );
         return Ok(());
     };
-    let dir_text = dir.display().to_string();
+    let shape = &args.shape;
     let sweep_plan = SweepPlan {
         dir: &dir_text,
         profile: &plan.profile,
@@ -242,24 +200,18 @@ fn finish(args: &SweepArgs, plan: &Plan, outcome: &SweepOutcome) -> anyhow::Resu
         max_error_ratio: args.max_error_ratio,
         phases: format!(
             "{} ramp-up, {} steady, {} drain",
-            HumanDuration(args.shape.ramp_up),
-            HumanDuration(args.shape.duration),
-            HumanDuration(args.shape.drain)
+            HumanDuration(shape.ramp_up),
+            HumanDuration(shape.duration),
+            HumanDuration(shape.drain)
         ),
     };
-    let mut json = sweep_json(&sweep_plan, &sweep, outcome);
-    if let Some(amount) = args.price {
-        let p = sweep.price_performance(amount)?;
-        println!("{}", price_line(&p));
-        json.sweep.price_performance = Some(p);
+    let price = args.price.map(|amount| sweep.price_performance(amount));
+    let price = price.transpose()?;
+    if let Some(p) = &price {
+        println!("{}", price_line(p));
     }
-    write_file(&dir.join("capacity.json"), capacity_json(&json)?)?;
-    let html = sweep_html(&sweep_plan, &sweep, outcome);
-    write_file(&dir.join("capacity.html"), html)?;
-    print!(
-        "{}",
-        render_sweep_text(&sweep, plan.basis, &dir.display().to_string())
-    );
+    dir.write_analysis(&sweep_plan, &sweep, outcome, price)?;
+    print!("{}", render_sweep_text(&sweep, plan.basis, &dir_text));
     Ok(())
 }
 

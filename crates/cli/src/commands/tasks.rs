@@ -28,7 +28,7 @@ use peakhour_report::plan::{render_tasks_terminal, tasks_json, write_tasks_files
 use peakhour_workload::derive::inbox_topped_up;
 use peakhour_workload::{HumanDuration, Mode, Overrides, Profile};
 
-use super::planner::{lab_capacity, load_average, output_dir, write};
+use super::planner::{load_average, output_dir, write};
 use super::sweep::child::{Children, run_child, target_args};
 use super::target::{ResolvedTarget, load_profile, resolve_plan, resolve_target};
 use crate::args::TasksArgs;
@@ -136,7 +136,7 @@ impl Setup {
             target: resolved.target.clone(),
             addresses: Arc::new((0..users).map(|u| plan.address(u)).collect()),
         };
-        let (server_cpus, server_memory) = lab_capacity(resolved.lab.as_ref());
+        let (server_cpus, server_memory) = peakhour_lab::server_capacity(resolved.lab.as_ref());
         let dir = output_dir(args.out.as_deref(), "tasks", &profile.name, "tasks.json")?;
         Ok(Self {
             seed: args.seed.unwrap_or(peakhour_workload::DEFAULT_SEED),

@@ -58,6 +58,51 @@ fn render_set(set: &SetResponse) -> String {
     )
 }
 
+fn render_mailboxes(response: &Response) -> Result<String, JmapError> {
+    let got: GetResponse<Mailbox> = result(response, "Mailbox/get")?;
+    let items: Vec<String> = got
+        .list
+        .iter()
+        .map(|m| {
+            let role = m.role.as_deref().unwrap_or("-");
+            format!("{}({role}) {}/{}", m.name, m.unread_emails, m.total_emails)
+        })
+        .collect();
+    Ok(format!("mailboxes state={} {}", got.state, items.join(" ")))
+}
+
+fn render_emails(response: &Response) -> Result<String, JmapError> {
+    let got: GetResponse<Email> = result(response, "Email/get")?;
+    let items: Vec<String> = got
+        .list
+        .iter()
+        .map(|e| {
+            let keywords: Vec<&String> = e.keywords.keys().collect();
+            format!(
+                "{} {:?} {keywords:?} {}",
+                e.id,
+                e.subject.as_deref().unwrap_or("-"),
+                e.size.unwrap_or(0)
+            )
+        })
+        .collect();
+    Ok(format!(
+        "emails {} not_found {:?}",
+        items.join("; "),
+        got.not_found
+    ))
+}
+
+/// The two results of a send: `Email/import` then `EmailSubmission/set`.
+fn import_and_submission(response: &Response) -> Result<(SetResponse, SetResponse), JmapError> {
+    let envelope = exchange::api_response(response)?;
+    let imported = exchange::method_result(&envelope, "Email/import", "0")?;
+    let submitted = exchange::method_result(&envelope, "EmailSubmission/set", "1")?;
+    Ok((imported, submitted))
+}
+
+/// The request of the call `name` and how its response is read: one arm per
+/// call of the transcripts.
 fn call(name: &str) -> (Request, Reader) {
     let api = |request| exchange::api_request(API, &request);
     match name {
@@ -66,21 +111,7 @@ fn call(name: &str) -> (Request, Reader) {
             Box::new(render_session),
         ),
         "discover_redirected" => (exchange::session_request(API), Box::new(render_session)),
-        "mailboxes" => (
-            api(calls::mailbox_get(ACCOUNT)),
-            Box::new(|r| {
-                let got: GetResponse<Mailbox> = result(r, "Mailbox/get")?;
-                let items: Vec<String> = got
-                    .list
-                    .iter()
-                    .map(|m| {
-                        let role = m.role.as_deref().unwrap_or("-");
-                        format!("{}({role}) {}/{}", m.name, m.unread_emails, m.total_emails)
-                    })
-                    .collect();
-                Ok(format!("mailboxes state={} {}", got.state, items.join(" ")))
-            }),
-        ),
+        "mailboxes" => (api(calls::mailbox_get(ACCOUNT)), Box::new(render_mailboxes)),
         "query" => (
             api(calls::email_query(ACCOUNT, "mb-inbox", 10)),
             Box::new(|r| {
@@ -95,27 +126,7 @@ fn call(name: &str) -> (Request, Reader) {
                 vec!["id", "mailboxIds", "keywords", "size", "subject"],
                 false,
             )),
-            Box::new(|r| {
-                let got: GetResponse<Email> = result(r, "Email/get")?;
-                let items: Vec<String> = got
-                    .list
-                    .iter()
-                    .map(|e| {
-                        let keywords: Vec<&String> = e.keywords.keys().collect();
-                        format!(
-                            "{} {:?} {keywords:?} {}",
-                            e.id,
-                            e.subject.as_deref().unwrap_or("-"),
-                            e.size.unwrap_or(0)
-                        )
-                    })
-                    .collect();
-                Ok(format!(
-                    "emails {} not_found {:?}",
-                    items.join("; "),
-                    got.not_found
-                ))
-            }),
+            Box::new(render_emails),
         ),
         "seen" => (
             api(calls::set_keyword(ACCOUNT, "e1", "$seen", true)),
@@ -142,11 +153,7 @@ fn call(name: &str) -> (Request, Reader) {
         "send" => (
             api(calls::import_and_submit(ACCOUNT, "G123", "mb-sent", "id1")),
             Box::new(|r| {
-                let envelope = exchange::api_response(r)?;
-                let imported: SetResponse =
-                    exchange::method_result(&envelope, "Email/import", "0")?;
-                let submitted: SetResponse =
-                    exchange::method_result(&envelope, "EmailSubmission/set", "1")?;
+                let (imported, submitted) = import_and_submission(r)?;
                 Ok(format!(
                     "imported {} submitted {}",
                     imported.created_id("m").unwrap_or("-"),
@@ -166,11 +173,7 @@ fn call(name: &str) -> (Request, Reader) {
                 )),
             )),
             Box::new(|r| {
-                let envelope = exchange::api_response(r)?;
-                let imported: SetResponse =
-                    exchange::method_result(&envelope, "Email/import", "0")?;
-                let submitted: SetResponse =
-                    exchange::method_result(&envelope, "EmailSubmission/set", "1")?;
+                let (imported, submitted) = import_and_submission(r)?;
                 Ok(format!(
                     "imported {} submitted {} failures {:?}",
                     imported.created_id("m").unwrap_or("-"),

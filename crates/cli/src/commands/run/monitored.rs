@@ -6,7 +6,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use peakhour_analysis::Summary;
-use peakhour_monitor::{MonitorRun, MonitorThread, Source};
+use peakhour_monitor::{BesideNote, MonitorRun, MonitorThread, Source};
+use peakhour_workload::HumanDuration;
 use tokio::runtime::Runtime;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -36,33 +37,22 @@ where
         eprintln!("\nstopping: {stopping} (a second signal exits at once)");
         let _ = stop_tx.send(true);
     })?;
-    Ok(runtime.block_on(async {
-        // The monitor's time_s counts from the run's start; a baseline samples the
-        // idle server before it (negative time_s).
-        let origin = Instant::now() + baseline;
-        let monitor = source
-            .and_then(|(source, csv)| Ok(thread.start(source, csv, MONITOR_INTERVAL, origin)?));
-        let monitor = monitor
-            .inspect_err(|e| {
-                eprintln!(
-                    "warning: the server monitor could not start ({e:#}); running without it"
-                );
-            })
-            .ok();
-        if monitor.is_some() && !baseline.is_zero() {
-            eprintln!(
-                "monitor: sampling the idle server for {} before the load",
-                peakhour_workload::HumanDuration(baseline)
-            );
-            tokio::time::sleep_until(origin).await;
-        }
-        let result = load(stop_rx).await;
-        let monitor = match monitor {
-            Some(m) => Some(MonitorRun::finish(m, origin, MONITOR_INTERVAL).await),
-            None => None,
-        };
-        (result, monitor)
-    }))
+    let source = source
+        .inspect_err(|e| eprintln!("{}", cannot_start(e)))
+        .ok();
+    let mut note = |note: BesideNote<'_>| match note {
+        BesideNote::CannotStart(e) => eprintln!("{}", cannot_start(e)),
+        BesideNote::Baseline(baseline) => eprintln!(
+            "monitor: sampling the idle server for {} before the load",
+            HumanDuration(baseline)
+        ),
+    };
+    let beside = thread.beside(source, baseline, MONITOR_INTERVAL, load(stop_rx), &mut note);
+    Ok(runtime.block_on(beside))
+}
+
+fn cannot_start(e: &dyn std::fmt::Display) -> String {
+    format!("warning: the server monitor could not start ({e:#}); running without it")
 }
 
 /// Adds the monitor's findings over the steady phase to `summary` and prints

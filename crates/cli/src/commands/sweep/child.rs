@@ -144,36 +144,12 @@ pub(super) fn common_args(args: &SweepArgs) -> Vec<OsString> {
     out
 }
 
-/// The target flags a child needs, from ours.
+/// The target flags a child needs, from ours (`TargetSpec::command_line`).
 pub(crate) fn target_args(t: &TargetArgs) -> Vec<OsString> {
-    let mut out: Vec<OsString> = vec![
-        "--target".into(),
-        t.target.clone().into(),
-        "--lab-dir".into(),
-        t.lab_dir.clone().into(),
-        "--password-env".into(),
-        t.password_env.clone().into(),
-    ];
-    let mut push = |flag: &str, value: Option<OsString>| {
-        if let Some(value) = value {
-            out.push(flag.into());
-            out.push(value);
-        }
-    };
-    push("--imap", t.imap.clone().map(Into::into));
-    push("--smtp", t.smtp.clone().map(Into::into));
-    push("--lmtp", t.lmtp.clone().map(Into::into));
-    push("--users-file", t.users_file.clone().map(Into::into));
-    push("--ca-file", t.ca_file.clone().map(Into::into));
+    let mut out = t.spec().command_line();
     for domain in &t.allow_domain {
-        push("--allow-domain", Some(domain.into()));
+        out.extend(["--allow-domain".into(), domain.into()]);
     }
-    push("--folder-prefix", t.folder_prefix.clone().map(Into::into));
-    if t.insecure_skip_tls_verify {
-        out.push("--insecure-skip-tls-verify".into());
-    }
-    let auth = format!("{:?}", t.smtp_auth).to_ascii_lowercase();
-    out.extend(["--smtp-auth".into(), auth.into()]);
     out
 }
 

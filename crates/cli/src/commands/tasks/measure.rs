@@ -8,12 +8,10 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
-use peakhour_analysis::plan::{
-    IdleBaseline, LatencyMeasurement, MemoryFit, TaskRun, TaskSet, derive_task_cost,
-};
+use anyhow::bail;
+use peakhour_analysis::plan::{IdleBaseline, MemoryFit, TaskRun, TaskSet, derive_task_cost};
 use peakhour_engine::session_tasks::{AtomicTask, Measured, TaskMeter};
-use peakhour_monitor::server::{high_average_value, steady_window, task_run};
+use peakhour_monitor::server::high_average_value;
 use peakhour_workload::HumanDuration;
 use peakhour_workload::derive::one_action_profile;
 
@@ -131,33 +129,10 @@ impl Setup {
         if !dir.join("summary.json").exists() {
             bail!("the {name} task ended without results ({status}); see its output above");
         }
-        let run_dir = peakhour_rundir::RunDir::new(dir);
-        let summary = run_dir.read_summary()?;
-        let table = run_dir
-            .read_monitor()?
-            .with_context(|| format!("{} has no monitor.csv", dir.display()))?;
-        let Some(action) = summary.actions.get(name) else {
-            eprintln!("tasks: {name}: the run recorded no {name} action");
-            return Ok(None);
-        };
-        if action.errors > 0 {
-            eprintln!(
-                "tasks: {name}: {} of {} failed ({:?})",
-                action.errors,
-                action.errors + action.count,
-                action.errors_by_kind
-            );
+        let task = peakhour_rundir::RunDir::new(dir).action_task(name, ws, MONITOR_INTERVAL)?;
+        for note in &task.notes {
+            eprintln!("tasks: {note}");
         }
-        let latency = action
-            .p50_ms
-            .zip(action.p95_ms)
-            .map(|(p50, p95)| LatencyMeasurement {
-                p50_ms: p50,
-                p95_ms: p95,
-                samples: action.count,
-            });
-        let window = steady_window(&summary, MONITOR_INTERVAL);
-        let count = action.count as f64;
-        Ok(Some(task_run(name, ws, count, latency, &table, window)))
+        Ok(task.run)
     }
 }

@@ -1,0 +1,78 @@
+//! What a command prints when it is done: a mail run's summary with its
+//! closing notes, `peakhour monitor`'s findings and cost, and the name a run
+//! goes by in a comparison.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use peakhour_analysis::Summary;
+use peakhour_monitor::MonitorReport;
+use peakhour_monitor::analysis::{TimeWindow, findings};
+
+use crate::terminal::{render_monitor, render_terminal, safety_notes};
+
+/// `peakhour run`'s closing text: the summary, a note when the deliveries
+/// were not reconciled (the run was interrupted), the safety notes, and
+/// where the results are.
+pub fn render_run_end(summary: &Summary, reconciled: bool, dir: &Path) -> String {
+    let mut out = render_terminal(summary);
+    if !reconciled {
+        out.push_str("deliveries were not reconciled (the run was interrupted)\n");
+    }
+    for note in safety_notes(summary.panics, &summary.delivery) {
+        let _ = writeln!(out, "{note}");
+    }
+    let _ = writeln!(out, "results: {}", dir.display());
+    out
+}
+
+/// `peakhour monitor`'s closing text (also its `summary.txt`): what was
+/// watched, the samples, the key metrics and the bottleneck over the whole
+/// session with high averages over `high_average_window`, and the cost.
+pub fn render_monitor_session(
+    what: &str,
+    report: &MonitorReport,
+    high_average_window: Duration,
+) -> String {
+    let found = findings(&report.table, TimeWindow::ALL, high_average_window);
+    let mut text = format!(
+        "peakhour monitor · {what} · {} samples over {:.0} s\n",
+        report.table.len(),
+        report.cost.wall.as_secs_f64()
+    );
+    text.push_str(&render_monitor(
+        "monitor.csv, whole run",
+        &found.resources,
+        Some(&found.bottleneck),
+    ));
+    text.push_str(&report.cost_line());
+    text.push('\n');
+    text
+}
+
+/// A run's name in a comparison: its directory's last component, or the
+/// path as given when it has none (`/`, `.`).
+pub fn run_label(dir: &Path) -> String {
+    dir.components()
+        .next_back()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty() && s != ".")
+        .unwrap_or_else(|| dir.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_is_labelled_by_its_last_directory() {
+        assert_eq!(
+            run_label(Path::new("runs/20261121T090000Z-x-5u")),
+            "20261121T090000Z-x-5u"
+        );
+        assert_eq!(run_label(Path::new("runs/a/")), "a");
+        assert_eq!(run_label(Path::new(".")), ".");
+        assert_eq!(run_label(Path::new("/")), "/");
+    }
+}
