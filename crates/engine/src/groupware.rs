@@ -193,7 +193,11 @@ impl GroupwareClients {
                 let done = match kind {
                     ActionKind::UpdateCalendar => calendar.update(plan, events, nth).await,
                     ActionKind::PollCalendar => calendar.poll(plan, events).await,
-                    ActionKind::CreateEvent => calendar.create_event(plan, events, nth).await,
+                    ActionKind::CreateEvent => {
+                        calendar
+                            .create_event(plan, events, nth, &shared.population)
+                            .await
+                    }
                     _ => calendar.change_event(plan, events, seq).await,
                 };
                 done.map_err(Failure::from)
@@ -240,13 +244,17 @@ pub enum GroupwareCheckError {
 /// Checks, before any load, the servers the profile's groupware actions
 /// need: that they are given, that the first user finds its calendar
 /// (made by `peakhour init`), and that it can log in over POP3. Nothing is
-/// checked for a profile that uses neither.
+/// checked for a profile that uses neither. For a profile that invites,
+/// the CalDAV server's DAV classes (`OPTIONS`), which the run records once
+/// among the server's capabilities: without `calendar-auto-schedule` the
+/// invitations are skipped.
 pub(crate) async fn groupware_preflight(
     plan: &Plan,
     target: &Target,
     population: &Population,
     timeout: std::time::Duration,
-) -> Result<(), GroupwareCheckError> {
+) -> Result<Option<Vec<String>>, GroupwareCheckError> {
+    let mut dav_classes = None;
     let address = population.address(0).unwrap_or_default();
     if plan.needs_caldav() && target.caldav.is_none() {
         return Err(GroupwareCheckError::NoCalDav);
@@ -260,6 +268,11 @@ pub(crate) async fn groupware_preflight(
                 endpoint: endpoint.to_string(),
                 reason,
             })?;
+        if plan.invitations().share > 0.0 {
+            // Not fatal: a server that will not say does not schedule.
+            let classes = crate::calendar::dav_classes(target, endpoint, &address, timeout).await;
+            dav_classes = Some(classes.unwrap_or_default());
+        }
     }
     if plan.actions().contains(&ActionKind::DownloadMail) {
         let endpoint = target.pop3.as_ref().ok_or(GroupwareCheckError::NoPop3)?;
@@ -270,7 +283,7 @@ pub(crate) async fn groupware_preflight(
                 reason: failure.kind,
             })?;
     }
-    Ok(())
+    Ok(dav_classes)
 }
 
 #[cfg(test)]

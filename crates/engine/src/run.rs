@@ -382,7 +382,11 @@ pub async fn preflight(
         .map_err(|e| smtp_error(format!("AUTH as {login} failed: {e}")))?;
     offered.insert("smtp".to_owned(), smtp.extensions().keywords.clone());
     let _ = smtp_deadline(timeout, "QUIT", smtp.quit()).await;
-    crate::groupware::groupware_preflight(plan, target, &population, timeout).await?;
+    if let Some(classes) =
+        crate::groupware::groupware_preflight(plan, target, &population, timeout).await?
+    {
+        offered.insert("caldav".to_owned(), classes);
+    }
     Ok(offered)
 }
 
