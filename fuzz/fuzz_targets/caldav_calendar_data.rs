@@ -38,7 +38,10 @@ fuzz_target!(|input: &[u8]| {
     }
     let Some(head) = head else { return };
     assert!(!head.uid.is_empty());
-    assert_eq!(UtcDateTime::parse(&head.start.to_string()), Some(head.start));
+    assert_eq!(
+        UtcDateTime::parse(&head.start.to_string()),
+        Some(head.start)
+    );
     // A bare CR inside a UID is dropped when written (RFC 5545 TEXT has no
     // CR): such a UID cannot come back the same.
     if head.uid.contains('\r') {

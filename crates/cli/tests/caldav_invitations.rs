@@ -104,7 +104,13 @@ fn issue_14_caldav_office_invites_on_cyrus_and_the_attendees_accept() {
     let lab = &lab.status;
     let caldav = lab.endpoints.caldav.as_deref().unwrap();
     assert!(caldav.ends_with("/dav/calendars/"), "{caldav}");
-    assert_eq!(lab.endpoints.jmap.as_deref().map(|j| j.len() < caldav.len()), Some(true));
+    assert_eq!(
+        lab.endpoints
+            .jmap
+            .as_deref()
+            .map(|j| j.len() < caldav.len()),
+        Some(true)
+    );
 
     let init = peakhour(&["init", "--profile", "caldav-office", "--lab-dir", &lab.dir]);
     assert!(init.status.success(), "init failed");
@@ -140,8 +146,14 @@ fn issue_14_caldav_office_invites_on_cyrus_and_the_attendees_accept() {
     // Every action measured, none failed.
     for action in ["poll_calendar", "create_event", "change_event"] {
         let measured = &summary["actions"][action];
-        assert!(measured["count"].as_u64().unwrap() > 0, "{action}: {measured}");
-        assert!(measured["p95_ms"].as_f64().is_some(), "{action}: {measured}");
+        assert!(
+            measured["count"].as_u64().unwrap() > 0,
+            "{action}: {measured}"
+        );
+        assert!(
+            measured["p95_ms"].as_f64().is_some(),
+            "{action}: {measured}"
+        );
         assert_eq!(measured["errors"], 0, "{action}: {measured}");
     }
     let errors = &summary["errors_by_kind"];
@@ -180,7 +192,10 @@ fn issue_14_caldav_office_invites_on_cyrus_and_the_attendees_accept() {
     assert!(counters["skipped_no_scheduling"].is_null(), "{counters}");
     let sent = counters["invitations_sent"].as_u64().unwrap();
     assert!(sent > 0, "{counters}");
-    assert!(counters["invitations_answered"].as_u64().unwrap() > 0, "{counters}");
+    assert!(
+        counters["invitations_answered"].as_u64().unwrap() > 0,
+        "{counters}"
+    );
 
     // The independent client finds each invitation in attendees' calendars.
     let run_tag = href_safe(summary["run_id"].as_str().unwrap());

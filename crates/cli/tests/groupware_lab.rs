@@ -245,7 +245,10 @@ fn issue_14_pop3_user_mmb_medium_over_caldav_and_caldav_office_on_one_lab() {
     assert!(office["counters"]["invitations_sent"].is_null());
     assert!(office["commands"]["caldav.PUT invite"].is_null());
     let classes = office["server_capabilities"]["caldav"].as_array().unwrap();
-    assert!(!classes.iter().any(|c| c == "calendar-auto-schedule"), "{classes:?}");
+    assert!(
+        !classes.iter().any(|c| c == "calendar-auto-schedule"),
+        "{classes:?}"
+    );
     let created = office["counters"]["events_created"].as_u64().unwrap();
     let run_tag = href_safe(office["run_id"].as_str().unwrap());
     assert_eq!(events_in_calendars(lab, &format!("{run_tag}-")), created);

@@ -527,7 +527,10 @@ pub(crate) async fn dav_classes(
     let http = HttpConnection::new(endpoint.http_endpoint(target, timeout), options);
     let mut caldav = CalDavClient::new(http);
     let failed = |e: CalDavError| format!("{login}: {e}");
-    let principal = caldav.find_principal(&endpoint.path).await.map_err(failed)?;
+    let principal = caldav
+        .find_principal(&endpoint.path)
+        .await
+        .map_err(failed)?;
     let home = caldav
         .find_calendar_home(&principal.value)
         .await

@@ -115,14 +115,6 @@ impl Scheduling {
         Ok(matches!(self.support, Support::Yes { .. }))
     }
 
-    /// The inbox's path, if the server schedules.
-    pub(crate) fn inbox(&self) -> Option<&str> {
-        match &self.support {
-            Support::Yes { inbox, .. } => Some(inbox),
-            _ => None,
-        }
-    }
-
     /// The attendee's side of a poll: the inbox again if its tag moved
     /// (`tag`, from the home's listing; `None` when the server gives none),
     /// then the answers that are due. `calendar` is the user's own, where
@@ -213,8 +205,15 @@ impl Scheduling {
             let Some(pending) = self.pending.pop_front() else {
                 break;
             };
-            let answered =
-                answer(caldav, &pending, copies.as_deref(), address, calendar, events).await?;
+            let answered = answer(
+                caldav,
+                &pending,
+                copies.as_deref(),
+                address,
+                calendar,
+                events,
+            )
+            .await?;
             let deleted = caldav
                 .delete(&pending.inbox_item, &Precondition::None)
                 .await?;

@@ -267,7 +267,10 @@ fn validate_invitations(
         return Err(err(
             share.span(),
             "actions.create_event.invitations",
-            format!("must be a fraction between 0 and 1 (got {})", share.get_ref()),
+            format!(
+                "must be a fraction between 0 and 1 (got {})",
+                share.get_ref()
+            ),
         ));
     }
     let mode = create.attendees_mode.as_ref().map_or(1.0, |m| *m.get_ref());
@@ -328,7 +331,9 @@ impl InvitationParams {
         let poll = profile.actions.poll_calendar.as_ref();
         let real = |v: Option<&Spanned<f64>>, default: f64| v.map_or(default, |v| *v.get_ref());
         let delay = |v: Option<&Spanned<HumanDuration>>, default: u64| {
-            v.map_or(HumanDuration(Duration::from_secs(default)), |v| *v.get_ref())
+            v.map_or(HumanDuration(Duration::from_secs(default)), |v| {
+                *v.get_ref()
+            })
         };
         // The defaults, for a profile that invites but leaves these out, are
         // the CalendarServer simulator's (docs/profiles.md, `caldav-office`).
@@ -480,11 +485,6 @@ impl Plan {
         }
     }
 
-    /// How users invite and answer.
-    pub fn invitations(&self) -> &InvitationParams {
-        &self.groupware.invitations
-    }
-
     /// The attendees (0-based user indexes, never `user` itself, none
     /// twice, all below `population`) of the `nth` event `user` creates, if
     /// that event is an invitation; empty if it is not. The CalendarServer
@@ -492,8 +492,13 @@ impl Plan {
     /// to" the organizer (its index plus 0 to 98, ten tries each), here
     /// wrapping around the population rather than falling off its end.
     pub fn invitees(&self, user: u32, nth: u64, population: u32) -> Vec<u32> {
-        let params = &self.groupware.invitations;
-        let mut rng = Rng::derive(self.seed(), domain::CALENDAR, u64::from(user), INVITATIONS + nth);
+        let params = self.invitations();
+        let mut rng = Rng::derive(
+            self.seed(),
+            domain::CALENDAR,
+            u64::from(user),
+            INVITATIONS + nth,
+        );
         if population < 2 || !rng.chance(params.share) {
             return Vec::new();
         }
@@ -519,8 +524,13 @@ impl Plan {
     /// How long, in real time (the simulated delay over the speed), `user`
     /// waits before answering the `n`th invitation it sees.
     pub fn answer_delay(&self, user: u32, n: u64) -> Duration {
-        let params = &self.groupware.invitations;
-        let mut rng = Rng::derive(self.seed(), domain::CALENDAR, u64::from(user), ANSWER_DELAYS + n);
+        let params = self.invitations();
+        let mut rng = Rng::derive(
+            self.seed(),
+            domain::CALENDAR,
+            u64::from(user),
+            ANSWER_DELAYS + n,
+        );
         let mode = params.answer_delay_mode.0.as_secs_f64().max(0.001);
         let median = params.answer_delay_median.0.as_secs_f64().max(mode);
         let simulated = log_normal(&mut rng, mode, median).min(7.0 * 86_400.0);

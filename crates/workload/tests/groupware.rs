@@ -176,7 +176,11 @@ fn caldav_office_invites_a_fifth_of_its_events_within_the_population() {
     let params = plan.invitations();
     assert_eq!(params.share, 0.2);
     assert_eq!(
-        (params.attendees_mode, params.attendees_median, params.attendees_max),
+        (
+            params.attendees_mode,
+            params.attendees_median,
+            params.attendees_max
+        ),
         (6.0, 8.0, 60)
     );
     let population = 10;
@@ -226,18 +230,25 @@ fn answers_wait_a_log_normal_delay_scaled_by_the_speed() {
 #[test]
 fn invitation_knobs_are_checked() {
     let profile = |table: &str| {
-        format!(
-            "name = \"x\"\ndescription = \"x\"\n[users]\ncount = 2\n[calendar]\n{table}"
-        )
+        format!("name = \"x\"\ndescription = \"x\"\n[users]\ncount = 2\n[calendar]\n{table}")
     };
     for (table, field) in [
-        ("[actions.create_event]\nper_day = 1\ninvitations = 1.5\n", "invitations"),
-        ("[actions.create_event]\nper_day = 1\nattendees_mode = 0\n", "attendees_mode"),
+        (
+            "[actions.create_event]\nper_day = 1\ninvitations = 1.5\n",
+            "invitations",
+        ),
+        (
+            "[actions.create_event]\nper_day = 1\nattendees_mode = 0\n",
+            "attendees_mode",
+        ),
         (
             "[actions.create_event]\nper_day = 1\nattendees_mode = 6\nattendees_median = 2\n",
             "attendees_median",
         ),
-        ("[actions.create_event]\nper_day = 1\nattendees_max = 0\n", "attendees_max"),
+        (
+            "[actions.create_event]\nper_day = 1\nattendees_max = 0\n",
+            "attendees_max",
+        ),
         (
             "[actions.poll_calendar]\nper_day = 1\nanswer_delay_mode = \"10m\"\nanswer_delay_median = \"5m\"\n",
             "answer_delay_median",

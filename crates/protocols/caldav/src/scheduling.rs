@@ -266,9 +266,8 @@ pub fn answer_ics(data: &str, address: &str, partstat: &str) -> Option<String> {
             && line
                 .get(..8)
                 .is_some_and(|name| name.eq_ignore_ascii_case("ATTENDEE"))
-            && line
-                .rsplit_once(':')
-                .is_some_and(|(_, value)| value.trim().eq_ignore_ascii_case(&target));
+            && attendee_value_colon(line)
+                .is_some_and(|colon| line[colon + 1..].trim().eq_ignore_ascii_case(&target));
         if !is_self {
             crate::ical::fold_line(line, &mut out);
             continue;
@@ -288,7 +287,10 @@ pub fn answer_ics(data: &str, address: &str, partstat: &str) -> Option<String> {
                     && !name.eq_ignore_ascii_case("SCHEDULE-STATUS")
             })
             .fold(String::new(), |acc, p| acc + ";" + p);
-        crate::ical::fold_line(&format!("ATTENDEE{params};PARTSTAT={partstat}{value}"), &mut out);
+        crate::ical::fold_line(
+            &format!("ATTENDEE{params};PARTSTAT={partstat}{value}"),
+            &mut out,
+        );
     }
     found.then_some(out)
 }
@@ -353,8 +355,13 @@ mod tests {
         assert!(answered.contains(
             "ATTENDEE;CUTYPE=INDIVIDUAL;ROLE=REQ-PARTICIPANT;CN=\"Two: 2\";PARTSTAT=ACCEPTED:mailto:User2@bench.test\r\n"
         ), "{answered}");
-        assert!(answered.contains("ATTENDEE;PARTSTAT=NEEDS-ACTION;RSVP=TRUE:mailto:user3@bench.test\r\n"));
-        assert!(answered.contains("ATTENDEE;PARTSTAT=ACCEPTED;ROLE=CHAIR:mailto:user1@bench.test\r\n"));
+        assert!(
+            answered
+                .contains("ATTENDEE;PARTSTAT=NEEDS-ACTION;RSVP=TRUE:mailto:user3@bench.test\r\n")
+        );
+        assert!(
+            answered.contains("ATTENDEE;PARTSTAT=ACCEPTED;ROLE=CHAIR:mailto:user1@bench.test\r\n")
+        );
         assert!(answer_ics(stored, "user9@bench.test", "ACCEPTED").is_none());
     }
 
@@ -362,7 +369,8 @@ mod tests {
     fn a_line_with_a_wide_character_near_its_start_is_no_attendee() {
         let data = "ATTENDé:mailto:user2@bench.test\r\nATTENDEEé:mailto:user2@bench.test\r\n";
         assert!(answer_ics(data, "user2@bench.test", "ACCEPTED").is_some());
-        assert!(answer_ics("ATTENDé:x\r\n", "x", "ACCEPTED").is_none());
+        // Byte 8 inside a character: no slicing panic.
+        assert!(answer_ics("ATTENDEé:x\r\n", "x", "ACCEPTED").is_none());
     }
 
     #[test]

@@ -182,9 +182,7 @@ fn call(line: &str) -> (Request, Reader) {
         ),
         ["find_default", path] => (
             scheduling::requests::find_default_calendar(path),
-            Box::new(move |r| {
-                scheduling::default_calendar(r, &xml).map(|h| format!("copies {h}"))
-            }),
+            Box::new(move |r| scheduling::default_calendar(r, &xml).map(|h| format!("copies {h}"))),
         ),
         ["list_home", path] => (
             requests::list_calendars(path),
