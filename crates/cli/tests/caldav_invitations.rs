@@ -62,9 +62,10 @@ for n in range(1, users + 1):
     user = f"user{n}@{domain}"
     home = f"/dav/calendars/user/{user}/"
     text = ask(user, "PROPFIND", home, "1", listing)
-    for response in re.findall(r"<D:response>(.*?)</D:response>", text, re.S):
-        href = re.search(r"<D:href>([^<]*)</D:href>", response).group(1)
-        if "<C:calendar/>" not in response or href.endswith("/calendar/"):
+    # Whatever prefix the server gives the DAV: and CalDAV namespaces.
+    for response in re.findall(r"<(?:\w+:)?response>(.*?)</(?:\w+:)?response>", text, re.S):
+        href = re.search(r"<(?:\w+:)?href>([^<]*)</(?:\w+:)?href>", response).group(1)
+        if not re.search(r"<(?:\w+:)?calendar/>", response) or href.endswith("/calendar/"):
             continue
         data = ask(user, "REPORT", href, "1", query)
         data = re.sub(r"\r?\n[ \t]", "", data.replace("&#13;", ""))
