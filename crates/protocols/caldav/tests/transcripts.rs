@@ -165,6 +165,14 @@ fn call(line: &str) -> (Request, Reader) {
             requests::delete(href, &precondition(pre)),
             Box::new(|r| outcome::delete(r).map(|o| format!("{o:?}"))),
         ),
+        _ => scheduling_call(&args).unwrap_or_else(|| panic!("unknown call {line:?}")),
+    }
+}
+
+/// The scheduling calls (RFC 6638), apart from [`call`] to keep each short.
+fn scheduling_call(args: &[&str]) -> Option<(Request, Reader)> {
+    let xml = XmlLimits::default();
+    Some(match args {
         ["options", path] => (
             scheduling::requests::options(path),
             Box::new(|r| {
@@ -244,8 +252,8 @@ fn call(line: &str) -> (Request, Reader) {
                 Ok(format!("copies ({}) {}", items.len(), items.join("; ")))
             }),
         ),
-        _ => panic!("unknown call {line:?}"),
-    }
+        _ => return None,
+    })
 }
 
 #[derive(Debug, Clone, Copy)]
