@@ -273,9 +273,7 @@ pub fn answer_ics(data: &str, address: &str, partstat: &str) -> Option<String> {
             continue;
         }
         found = true;
-        let Some(colon) = attendee_value_colon(line) else {
-            return None;
-        };
+        let colon = attendee_value_colon(line)?;
         let (head, value) = line.split_at(colon);
         let params = head
             .split(';')
