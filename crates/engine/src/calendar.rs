@@ -22,7 +22,11 @@
 //! * `poll_calendar` asks the calendar home for its collections' change tags
 //!   (PROPFIND Depth 1) and fetches the week again when the calendar's tag
 //!   moved;
-//! * `create_event` creates an event in working hours this week;
+//! * `create_event` creates an event in working hours this week, or, as
+//!   often as the profile's `invitations` share says, an invitation to
+//!   other users of the run where the server schedules (RFC 6638; see
+//!   `calendar_invite.rs`), and `poll_calendar` then also reads the
+//!   schedule inbox and accepts what is due;
 //! * `change_event` changes an event of the week it knows, with `If-Match`.
 //!
 //! A replacing PUT that Radicale answers with 201 counts as stored, as a 200
