@@ -5,7 +5,7 @@
 //! calendar-query REPORT (the seeds, from the server side of
 //! `crates/protocols/caldav/tests/transcripts/`, are such responses), whose
 //! body then goes through `outcome::events`, `calendars`, `principal` and the
-//! status interpretations.
+//! status interpretations, and through the scheduling readers (RFC 6638).
 //!
 //! Properties checked: nothing panics; parsing twice gives the same result;
 //! the number of responses and the nesting stay within the limits.
@@ -13,7 +13,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use peakhour_caldav::requests::query_events;
-use peakhour_caldav::{UtcDateTime, XmlLimits, outcome, parse_multistatus};
+use peakhour_caldav::{UtcDateTime, XmlLimits, outcome, parse_multistatus, scheduling};
 use peakhour_http::{HttpClient, Limits, Progress};
 
 const XML: XmlLimits = XmlLimits {
@@ -55,5 +55,21 @@ fuzz_target!(|input: &[u8]| {
         let _ = outcome::delete(&response);
         let _ = outcome::make_calendar(&response);
         let _ = outcome::event("/c/e.ics", &response);
+        // RFC 6638 scheduling: the home's listing with its inbox tag, the
+        // inbox's members, the discovery of inbox and copies, OPTIONS.
+        if let Ok(listing) = scheduling::home_listing(&response, &XML) {
+            assert!(listing.calendars.len() <= XML.max_responses);
+        }
+        if let Ok(members) = scheduling::members("/c/Inbox/", &response, &XML) {
+            assert!(members.len() <= XML.max_responses);
+            assert!(members.iter().all(|m| m.data.is_none()));
+        }
+        let _ = scheduling::schedule_inbox(&response, &XML);
+        let _ = scheduling::default_calendar(&response, &XML);
+        let classes = scheduling::dav_classes(&response);
+        assert!(classes.len() <= 64);
+        if scheduling::schedules(&response) {
+            assert!(classes.iter().any(|c| c == scheduling::AUTO_SCHEDULE));
+        }
     }
 });

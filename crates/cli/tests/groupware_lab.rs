@@ -3,7 +3,9 @@
 //! with `update_calendar` over CalDAV, and `caldav-office`. Every action is
 //! measured, nothing is lost, and an independent CalDAV client (Python's
 //! `http.client`, plain HTTP requests) finds in the users' calendars exactly
-//! the events peakhour says it created.
+//! the events peakhour says it created. Radicale does not schedule:
+//! `caldav-office`'s invitations are skipped, not failed
+//! (`caldav_invitations.rs` runs them on Cyrus, which schedules).
 //!
 //! One lab serves the three runs, in this order: the POP3 users delete the
 //! Inbox they download, so they run before `mmb-medium` fills the
@@ -235,6 +237,22 @@ fn issue_14_pop3_user_mmb_medium_over_caldav_and_caldav_office_on_one_lab() {
         command_has_p95(&office, command);
     }
     assert!(office["counters"]["events_changed"].as_u64().unwrap() > 0);
+    // Radicale does not schedule (RFC 6638): the invitations are skipped,
+    // counted apart from errors, and the server's DAV classes say why.
+    assert!(
+        office["counters"]["skipped_no_scheduling"]
+            .as_u64()
+            .is_some_and(|n| n > 0),
+        "{}",
+        office["counters"]
+    );
+    assert!(office["counters"]["invitations_sent"].is_null());
+    assert!(office["commands"]["caldav.PUT invite"].is_null());
+    let classes = office["server_capabilities"]["caldav"].as_array().unwrap();
+    assert!(
+        !classes.iter().any(|c| c == "calendar-auto-schedule"),
+        "{classes:?}"
+    );
     let created = office["counters"]["events_created"].as_u64().unwrap();
     let run_tag = href_safe(office["run_id"].as_str().unwrap());
     assert_eq!(events_in_calendars(lab, &format!("{run_tag}-")), created);

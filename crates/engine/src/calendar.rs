@@ -22,7 +22,11 @@
 //! * `poll_calendar` asks the calendar home for its collections' change tags
 //!   (PROPFIND Depth 1) and fetches the week again when the calendar's tag
 //!   moved;
-//! * `create_event` creates an event in working hours this week;
+//! * `create_event` creates an event in working hours this week, or, as
+//!   often as the profile's `invitations` share says, an invitation to
+//!   other users of the run where the server schedules (RFC 6638; see
+//!   `calendar_invite.rs`), and `poll_calendar` then also reads the
+//!   schedule inbox and accepts what is due;
 //! * `change_event` changes an event of the week it knows, with `If-Match`.
 //!
 //! A replacing PUT that Radicale answers with 201 counts as stored, as a 200
@@ -31,6 +35,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use peakhour_caldav::scheduling::invitation_ics;
 use peakhour_caldav::{
     CalDavClient, CalDavError, CalendarObject, EventSpec, Precondition, PutOutcome, UtcDateTime,
     event_ics, read_event,
@@ -39,7 +44,9 @@ use peakhour_http::{BasicAuth, ConnectionOptions, Endpoint as HttpEndpoint, Http
 use peakhour_net::{Secret, Security, Timed};
 use peakhour_workload::{EventSlot, Plan};
 
+use crate::calendar_invite::Scheduling;
 use crate::events::{Counter, EventSink, Outcome};
+use crate::population::Population;
 use crate::target::{Credentials, Endpoint, EndpointError, Target, TlsMode};
 
 /// The events of the week a user remembers at most: a bound on memory,
@@ -53,6 +60,10 @@ pub struct CalDavEndpoint {
     pub server: Endpoint,
     /// The path discovery starts at (`/` unless the URL names one).
     pub path: String,
+    /// Users sign in with their whole address (`user1@bench.test`, as on
+    /// the lab's Cyrus) rather than its local part (`user1`, as on
+    /// Radicale), when the password is shared.
+    pub login_with_domain: bool,
 }
 
 impl CalDavEndpoint {
@@ -67,6 +78,7 @@ impl CalDavEndpoint {
         Ok(CalDavEndpoint {
             server,
             path: path.to_owned(),
+            login_with_domain: false,
         })
     }
 
@@ -103,10 +115,13 @@ impl fmt::Display for CalDavEndpoint {
 
 /// The CalDAV login of a user: with a shared password, the address's local
 /// part (`user1`, as the lab's Radicale and most CalDAV servers name their
-/// users); with a users file, its login as written there.
+/// users), or the whole address for an endpoint that says so (the lab's
+/// Cyrus); with a users file, its login as written there.
 pub(crate) fn caldav_login(target: &Target, user: u32, address: &str) -> (String, Secret<String>) {
     let (login, password) = target.login(user, address);
+    let whole = target.caldav.as_ref().is_some_and(|e| e.login_with_domain);
     let login = match &target.credentials {
+        Credentials::Shared(_) if whole => login,
         Credentials::Shared(_) => login.split_once('@').map_or(login, |(local, _)| local),
         Credentials::PerUser(_) => login,
     };
@@ -154,11 +169,15 @@ struct KnownEvent {
     uid: String,
     start: UtcDateTime,
     sequence: u32,
+    /// It has attendees: an invitation, which a change written from our
+    /// own template would strip of them (and the server would cancel).
+    invitation: bool,
 }
 
 /// Where the calendar is and what the user knows of it.
 #[derive(Debug, Default)]
 struct Found {
+    principal: String,
     home: String,
     calendar: String,
 }
@@ -177,6 +196,7 @@ pub(crate) struct CalendarUser {
     index: u32,
     run_tag: String,
     address: String,
+    scheduling: Scheduling,
 }
 
 impl CalendarUser {
@@ -207,6 +227,7 @@ impl CalendarUser {
             index,
             run_tag: href_safe(run_id),
             address: address.to_owned(),
+            scheduling: Scheduling::default(),
         }
     }
 
@@ -233,6 +254,7 @@ impl CalendarUser {
         let home = record(events, "caldav.PROPFIND", home);
         let calendar = calendar_path(&home, &plan.calendar().name);
         self.found = Some(Found {
+            principal,
             home,
             calendar: calendar.clone(),
         });
@@ -249,8 +271,11 @@ impl CalendarUser {
     ) -> Result<Outcome, CalendarFailure> {
         let calendar = self.calendar(plan, events).await?;
         self.fetch_week(&calendar, events).await?;
-        if nth % 2 == 1 && !self.events.is_empty() {
-            let pick = plan.pick(self.index, nth ^ (1 << 62), self.events.len());
+        let own: Vec<usize> = (0..self.events.len())
+            .filter(|&i| !self.events[i].invitation)
+            .collect();
+        if nth % 2 == 1 && !own.is_empty() {
+            let pick = own[plan.pick(self.index, nth ^ (1 << 62), own.len())];
             return self.change(pick, plan, events).await;
         }
         self.create(&calendar, plan, events, "u", nth).await
@@ -271,11 +296,12 @@ impl CalendarUser {
             .unwrap_or_default();
         let listed = self
             .caldav
-            .list_calendars(&home)
+            .list_home(&home)
             .await
             .map_err(on("calendar home", &home))?;
         let listed = record(events, "caldav.PROPFIND", listed);
         let ctag = listed
+            .calendars
             .iter()
             .find(|c| peakhour_caldav::requests::href_path(&c.href) == calendar)
             .and_then(|c| c.ctag.clone().or_else(|| c.sync_token.clone()));
@@ -283,18 +309,83 @@ impl CalendarUser {
             self.ctag = ctag;
             self.fetch_week(&calendar, events).await?;
         }
+        if plan.invitations().share > 0.0 && self.schedules(events).await? {
+            self.scheduling
+                .poll_inbox(
+                    &mut self.caldav,
+                    listed.inbox_tag,
+                    plan,
+                    self.index,
+                    &self.address,
+                    &calendar,
+                    events,
+                )
+                .await?;
+        }
         Ok(Outcome::Ok)
     }
 
-    /// `create_event`: a new event in working hours this week.
+    /// True if the server schedules (asked once; see [`Scheduling`]).
+    async fn schedules(&mut self, events: &EventSink) -> Result<bool, CalendarFailure> {
+        let Some(found) = &self.found else {
+            return Ok(false);
+        };
+        self.scheduling
+            .supported(&mut self.caldav, &found.home, &found.principal, events)
+            .await
+    }
+
+    /// `create_event`: a new event in working hours this week; an
+    /// invitation to other users of `population` when the plan draws one
+    /// (skipped where the server does not schedule).
     pub(crate) async fn create_event(
         &mut self,
         plan: &Plan,
         events: &EventSink,
         nth: u64,
+        population: &Population,
     ) -> Result<Outcome, CalendarFailure> {
         let calendar = self.calendar(plan, events).await?;
-        self.create(&calendar, plan, events, "c", nth).await
+        let invitees = plan.invitees(self.index, nth, population.users());
+        if invitees.is_empty() {
+            return self.create(&calendar, plan, events, "c", nth).await;
+        }
+        if !self.schedules(events).await? {
+            return Ok(Outcome::Skipped("no_scheduling"));
+        }
+        // Only the run's own users: an address outside it is never written.
+        let attendees: Vec<String> = invitees
+            .iter()
+            .filter_map(|&user| population.address(user).ok())
+            .collect();
+        self.invite(&calendar, plan, events, nth, &attendees).await
+    }
+
+    /// PUT of an invitation (`caldav.PUT invite`), which the server
+    /// delivers to the attendees' schedule inboxes.
+    async fn invite(
+        &mut self,
+        calendar: &str,
+        plan: &Plan,
+        events: &EventSink,
+        nth: u64,
+        attendees: &[String],
+    ) -> Result<Outcome, CalendarFailure> {
+        let uid = format!("{}-u{}-i{nth}", self.run_tag, self.index);
+        let start = slot_start(this_week(), plan.event_slot(self.index, nth));
+        let spec = event_spec(plan, &uid, start, 0, &self.address);
+        let ics = invitation_ics(&event_ics(&spec), &self.address, attendees);
+        let href = format!("{calendar}{uid}.ics");
+        let put = self
+            .caldav
+            .put_event(&href, &ics, &Precondition::CreateOnly)
+            .await?;
+        if !record(events, "caldav.PUT invite", put).is_stored() {
+            return Ok(Outcome::Error("caldav:precondition-failed".into()));
+        }
+        events.count(Counter::EventsCreated, 1);
+        events.count(Counter::InvitationsSent, 1);
+        Ok(Outcome::Ok)
     }
 
     /// `change_event`: an event of the week, changed with `If-Match` on the
@@ -310,7 +401,7 @@ impl CalendarUser {
             self.fetch_week(&calendar, events).await?;
         }
         let changeable: Vec<usize> = (0..self.events.len())
-            .filter(|&i| self.events[i].etag.is_some())
+            .filter(|&i| self.events[i].etag.is_some() && !self.events[i].invitation)
             .collect();
         if changeable.is_empty() {
             return Ok(Outcome::Skipped("no_events"));
@@ -372,6 +463,7 @@ impl CalendarUser {
                 uid,
                 start,
                 sequence: 0,
+                invitation: false,
             });
         }
         Ok(Outcome::Ok)
@@ -455,6 +547,34 @@ pub(crate) async fn check_calendar(
     }
 }
 
+/// The DAV classes user 0's calendar home offers (`OPTIONS`): whether the
+/// server schedules, for the record. An error says what went wrong.
+pub(crate) async fn dav_classes(
+    target: &Target,
+    endpoint: &CalDavEndpoint,
+    address: &str,
+    timeout: Duration,
+) -> Result<Vec<String>, String> {
+    let (login, password) = caldav_login(target, 0, address);
+    let options = ConnectionOptions {
+        auth: Some(BasicAuth::new(login.clone(), &password)),
+        request_timeout: timeout,
+        ..ConnectionOptions::default()
+    };
+    let http = HttpConnection::new(endpoint.http_endpoint(target, timeout), options);
+    let mut caldav = CalDavClient::new(http);
+    let failed = |e: CalDavError| format!("{login}: {e}");
+    let principal = caldav
+        .find_principal(&endpoint.path)
+        .await
+        .map_err(failed)?;
+    let home = caldav
+        .find_calendar_home(&principal.value)
+        .await
+        .map_err(failed)?;
+    Ok(caldav.dav_classes(&home.value).await.map_err(failed)?.value)
+}
+
 /// Records a request's time under `name` and hands its value on.
 fn record<T>(events: &EventSink, name: &'static str, timed: Timed<T>) -> T {
     events.command(name, timed.elapsed);
@@ -506,8 +626,10 @@ pub(crate) fn event_spec(
 /// An event of a REPORT the user can change: its UID, start and revision
 /// read from its data (hostile input: see [`peakhour_caldav::read_event`]).
 fn known_event(object: &CalendarObject) -> Option<KnownEvent> {
-    let head = read_event(object.data.as_deref()?)?;
+    let data = object.data.as_deref()?;
+    let head = read_event(data)?;
     Some(KnownEvent {
+        invitation: peakhour_caldav::ical::property(data, "ATTENDEE").is_some(),
         href: peakhour_caldav::requests::href_path(&object.href).to_owned(),
         etag: object.etag.clone(),
         uid: head.uid,

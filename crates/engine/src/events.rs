@@ -47,6 +47,11 @@ pub enum Counter {
     EventsCreated,
     /// A calendar event changed over CalDAV (a PUT with `If-Match` that stored).
     EventsChanged,
+    /// An invitation stored over CalDAV scheduling (a PUT of an event with
+    /// attendees, which the server delivers to their schedule inboxes).
+    InvitationsSent,
+    /// An invitation an attendee accepted (its answer PUT stored).
+    InvitationsAnswered,
     /// A message downloaded over POP3 (RETR).
     MessagesDownloaded,
     /// A copy another shard submitted, seen here: counted among the
@@ -70,6 +75,8 @@ impl Counter {
             Counter::Reconnects => "reconnects",
             Counter::EventsCreated => "events_created",
             Counter::EventsChanged => "events_changed",
+            Counter::InvitationsSent => "invitations_sent",
+            Counter::InvitationsAnswered => "invitations_answered",
             Counter::MessagesDownloaded => "messages_downloaded",
             Counter::RecipientsDeliveredFromOtherShard => "recipients_delivered",
             Counter::ReconcileMs => "reconcile_ms",

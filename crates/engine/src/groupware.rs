@@ -197,7 +197,11 @@ impl GroupwareClients {
                 let done = match kind {
                     ActionKind::UpdateCalendar => calendar.update(plan, events, nth).await,
                     ActionKind::PollCalendar => calendar.poll(plan, events).await,
-                    ActionKind::CreateEvent => calendar.create_event(plan, events, nth).await,
+                    ActionKind::CreateEvent => {
+                        calendar
+                            .create_event(plan, events, nth, &shared.population)
+                            .await
+                    }
                     _ => calendar.change_event(plan, events, seq).await,
                 };
                 done.map_err(Failure::from)
@@ -244,8 +248,10 @@ pub enum GroupwareCheckError {
 /// Checks, before any load, the servers the profile's groupware actions
 /// need: that they are given, that the first user finds its calendar
 /// (made by `peakhour init`), and that it can log in over POP3. Nothing is
-/// checked for a profile that uses neither. Returns what the POP3 server
-/// offers (`pop3`: its CAPA lines after login), for the record.
+/// checked for a profile that uses neither. Returns what the servers offer,
+/// for the record: `pop3`, the POP3 server's CAPA lines after login; and,
+/// for a profile that invites, `caldav`, the CalDAV server's DAV classes
+/// (`OPTIONS`): without `calendar-auto-schedule` the invitations are skipped.
 pub(crate) async fn groupware_preflight(
     plan: &Plan,
     target: &Target,
@@ -266,6 +272,11 @@ pub(crate) async fn groupware_preflight(
                 endpoint: endpoint.to_string(),
                 reason,
             })?;
+        if plan.invitations().share > 0.0 {
+            // Not fatal: a server that will not say does not schedule.
+            let classes = crate::calendar::dav_classes(target, endpoint, &address, timeout).await;
+            offered.insert("caldav".to_owned(), classes.unwrap_or_default());
+        }
     }
     if plan.actions().contains(&ActionKind::DownloadMail) {
         let endpoint = target.pop3.as_ref().ok_or(GroupwareCheckError::NoPop3)?;

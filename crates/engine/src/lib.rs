@@ -51,6 +51,7 @@
 
 mod calendar;
 mod calendar_init;
+mod calendar_invite;
 mod connector;
 mod delivery;
 mod distributed;

@@ -254,7 +254,11 @@ fn lab_target(spec: &TargetSpec, lab_dir: &Path) -> Result<ResolvedTarget, Setup
         jmap: (e.jmap.as_deref())
             .map(|url| Endpoint::parse(url, &["http"]).map_err(SetupError::LabUrl))
             .transpose()?,
-        caldav: spec.caldav(e.caldav.as_deref())?,
+        caldav: spec.caldav(e.caldav.as_deref())?.map(|mut caldav| {
+            // The lab's Cyrus knows its users as `userN@domain`.
+            caldav.login_with_domain = status.mail_server == peakhour_lab::MailServer::Cyrus;
+            caldav
+        }),
         pop3: Some(endpoint("pop3", &e.pop3)?),
         tls: spec.tls(Some(&status.ca_file))?,
         credentials: Credentials::Shared(Secret::new(status.password.clone())),

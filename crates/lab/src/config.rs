@@ -264,6 +264,13 @@ impl LabConfig {
         self.with.contains(&server)
     }
 
+    /// True if the lab starts Radicale: `--with caldav` on a Dovecot lab. A
+    /// Cyrus lab's CalDAV is Cyrus's own `httpd` (with scheduling, RFC 6638),
+    /// on the JMAP port.
+    pub fn runs_radicale(&self) -> bool {
+        self.runs(OptionalServer::Caldav) && self.mail_server == MailServer::Dovecot
+    }
+
     /// The ports this lab listens on, with their service names: every mail
     /// port, and the optional servers' ports only if it runs them.
     pub fn services(&self) -> Vec<(&'static str, u16)> {
@@ -271,7 +278,7 @@ impl LabConfig {
             .named()
             .into_iter()
             .filter(|(service, _)| match *service {
-                "caldav" => self.runs(OptionalServer::Caldav),
+                "caldav" => self.runs_radicale(),
                 "smb" => self.runs(OptionalServer::Smb),
                 "jmap" => self.mail_server == MailServer::Cyrus,
                 _ => true,

@@ -23,7 +23,7 @@ use std::process::{Command, Stdio};
 use crate::dir;
 use crate::layout::Layout;
 use crate::process::ServerCommand;
-use crate::{LabConfig, LabError, Namespace};
+use crate::{LabConfig, LabError, Namespace, OptionalServer};
 
 /// Where Debian's Cyrus packages put their programs.
 pub(crate) const PACKAGE_BIN: &str = "/usr/lib/cyrus/bin/";
@@ -108,8 +108,13 @@ duplicatesuppression: no
 # is announced within a second.
 imapidlepoll: 1
 
-# JMAP (Cyrus's httpd) needs the conversations database.
-httpmodules: jmap
+# JMAP (Cyrus's httpd) needs the conversations database. CalDAV (with
+# scheduling, RFC 6638) is served by the same httpd for a lab `--with caldav`.
+httpmodules: {httpmodules}
+# The domain whose calendar addresses are local: an invitation to
+# mailto:userN@{domain} is delivered to that user's schedule inbox. Cyrus's
+# default is the servername (mx.{domain}), which would send it as iMIP mail.
+calendar_user_address_set: {domain}
 conversations: yes
 conversations_db: twoskip
 # JMAP push (EventSource) would look for changes this often (Cyrus's default
@@ -133,6 +138,11 @@ tls_server_key: {key}
         smtp_noauth = config.ports.smtp_noauth,
         cert = layout.cyrus_tls_cert().display(),
         key = layout.cyrus_tls_key().display(),
+        httpmodules = if config.runs(OptionalServer::Caldav) {
+            "caldav jmap"
+        } else {
+            "jmap"
+        },
     )
 }
 
@@ -442,6 +452,25 @@ mod tests {
                     .split_once(": ")
                     .is_some_and(|(_, v)| !v.trim().is_empty())),
             "{conf}"
+        );
+    }
+
+    #[test]
+    fn caldav_with_scheduling_is_served_only_when_asked_for() {
+        let (mut config, layout) = lab();
+        let conf = imapd_conf(&config, &layout);
+        assert!(conf.contains("httpmodules: jmap\n"), "{conf}");
+        config.with.insert(crate::OptionalServer::Caldav);
+        let conf = imapd_conf(&config, &layout);
+        assert!(conf.contains("httpmodules: caldav jmap\n"), "{conf}");
+        // Invitations to the lab's users stay on the server.
+        assert!(conf.contains("calendar_user_address_set: bench.test\n"));
+        assert!(!config.runs_radicale());
+        assert!(!config.services().iter().any(|(s, _)| *s == "caldav"));
+        let endpoints = crate::Endpoints::of(&config);
+        assert_eq!(
+            endpoints.caldav.as_deref(),
+            Some("http://127.0.0.1:10081/dav/calendars/")
         );
     }
 

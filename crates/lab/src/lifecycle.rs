@@ -146,7 +146,8 @@ impl Lab {
         if config.mail_server == MailServer::Cyrus {
             cyrus::prepare(&config, &layout, &password)?;
         }
-        if config.runs(OptionalServer::Caldav) {
+        // A Cyrus lab's CalDAV is Cyrus's own httpd; Radicale serves a Dovecot lab.
+        if config.runs_radicale() {
             radicale::prepare(&config, &layout, &password)?;
         }
         if config.runs(OptionalServer::Smb) {
@@ -468,7 +469,12 @@ impl Drop for LabGuard {
 
 /// The masters a lab with `config` runs, in the order they are started.
 fn servers(config: &LabConfig) -> Vec<Server> {
-    let optional = config.with.iter().map(|s| Server::optional(*s));
+    // A Cyrus lab's CalDAV is its own httpd: no Radicale there.
+    let optional = config
+        .with
+        .iter()
+        .filter(|s| **s != OptionalServer::Caldav || config.runs_radicale())
+        .map(|s| Server::optional(*s));
     let store = match config.mail_server {
         MailServer::Dovecot => Server::Dovecot,
         MailServer::Cyrus => Server::Cyrus,
@@ -492,7 +498,7 @@ fn probe_all(config: &LabConfig, timeout: Duration) -> Vec<PortProbe> {
 /// existed has no port for them in its state).
 fn settings(config: &LabConfig) -> LabConfig {
     let mut settings = config.clone();
-    if !settings.runs(OptionalServer::Caldav) {
+    if !settings.runs_radicale() {
         settings.ports.caldav = 0;
     }
     if !settings.runs(OptionalServer::Smb) {

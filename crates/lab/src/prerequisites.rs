@@ -106,7 +106,11 @@ pub(crate) fn check(
     mail_server: MailServer,
     with: &BTreeSet<OptionalServer>,
 ) -> Result<(), LabError> {
-    let wanted = with.iter().flat_map(|server| optional(*server));
+    // A Cyrus lab's CalDAV is Cyrus's httpd, already required: no Radicale.
+    let wanted = with
+        .iter()
+        .filter(|s| !(**s == OptionalServer::Caldav && mail_server == MailServer::Cyrus))
+        .flat_map(|server| optional(*server));
     let needed = REQUIRED.iter().chain(store(mail_server)).chain(wanted);
     for &(what, path, package) in needed {
         if !Path::new(path).exists() {

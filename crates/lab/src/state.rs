@@ -100,6 +100,9 @@ impl LabState {
     }
 }
 
+/// Where a Cyrus lab's CalDAV starts, on its httpd (the JMAP port).
+pub(crate) const CYRUS_CALDAV_PATH: &str = "/dav/calendars/";
+
 /// The lab's endpoints: the mail servers' as `127.0.0.1:PORT`, the optional
 /// servers' as URLs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,8 +124,10 @@ pub struct Endpoints {
     pub pop3: String,
     /// LMTP on Dovecot.
     pub lmtp: String,
-    /// Radicale's CalDAV root, `http://127.0.0.1:PORT/` (each user's principal
-    /// and calendar home is `/userN/`), for a lab `--with caldav`.
+    /// The CalDAV root for a lab `--with caldav`: Radicale's,
+    /// `http://127.0.0.1:PORT/` (each user's principal and calendar home is
+    /// `/userN/`), or on a Cyrus lab Cyrus's, `http://127.0.0.1:JMAP-PORT/dav/calendars/`
+    /// (users sign in as `userN@domain`; Cyrus schedules, RFC 6638).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caldav: Option<String>,
     /// Samba's share, `smb://127.0.0.1:PORT/peakhour`, for a lab `--with smb`.
@@ -146,9 +151,15 @@ impl Endpoints {
             imaps: at(p.imaps),
             pop3: at(p.pop3),
             lmtp: at(p.lmtp),
-            caldav: config
-                .runs(OptionalServer::Caldav)
-                .then(|| format!("http://127.0.0.1:{}/", p.caldav)),
+            caldav: match config.mail_server {
+                MailServer::Dovecot => config
+                    .runs(OptionalServer::Caldav)
+                    .then(|| format!("http://127.0.0.1:{}/", p.caldav)),
+                // Cyrus's httpd serves CalDAV beside JMAP.
+                MailServer::Cyrus => config
+                    .runs(OptionalServer::Caldav)
+                    .then(|| format!("http://127.0.0.1:{}{CYRUS_CALDAV_PATH}", p.jmap)),
+            },
             smb: config
                 .runs(OptionalServer::Smb)
                 .then(|| format!("smb://127.0.0.1:{}/{}", p.smb, crate::samba::SHARE)),

@@ -37,10 +37,12 @@ impl LabStatus {
             out.push('\n');
         }
         if let Some(caldav) = &e.caldav {
-            let _ = writeln!(
-                out,
-                "  caldav       {caldav}   (Radicale: HTTP, Basic auth as userN; home /userN/)"
-            );
+            let how = if self.mail_server == crate::MailServer::Cyrus {
+                "Cyrus: HTTP, Basic auth as userN@domain; schedules invitations"
+            } else {
+                "Radicale: HTTP, Basic auth as userN; home /userN/"
+            };
+            let _ = writeln!(out, "  caldav       {caldav}   ({how})");
         }
         if let Some(jmap) = &e.jmap {
             let _ = writeln!(

@@ -69,6 +69,8 @@ pub fn tally(counter: Counter) -> Option<Tally> {
         // Milliseconds, not a count of things: the reconciliation's progress
         // is served from its own events.
         Counter::ReconcileMs => return None,
+        // In the run's summary; not served live.
+        Counter::InvitationsSent | Counter::InvitationsAnswered => return None,
     })
 }
 

@@ -83,6 +83,14 @@ pub struct PollCalendar {
     /// Actions per user in total (`fixed` mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<Spanned<i64>>,
+    /// How long after an invitation is seen in the schedule inbox the user
+    /// answers it: a log-normal delay with this mode (its peak), in
+    /// simulated time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_delay_mode: Option<Spanned<HumanDuration>>,
+    /// ... and this median.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_delay_median: Option<Spanned<HumanDuration>>,
 }
 
 /// `[actions.create_event]`.
@@ -95,6 +103,20 @@ pub struct CreateEvent {
     /// Actions per user in total (`fixed` mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<Spanned<i64>>,
+    /// The share of new events (0 to 1) that are invitations: the user
+    /// organizes them and invites other users of the population, where the
+    /// server schedules (RFC 6638). 0 (the default) invites no one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invitations: Option<Spanned<f64>>,
+    /// Attendees an invitation has: a log-normal count with this mode ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attendees_mode: Option<Spanned<f64>>,
+    /// ... this median ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attendees_median: Option<Spanned<f64>>,
+    /// ... and at most this many (and never more than the other users).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attendees_max: Option<Spanned<i64>>,
 }
 
 /// `[actions.change_event]`.
@@ -208,6 +230,20 @@ pub(crate) fn validate(profile: &Profile, file: &str, src: &str) -> Result<(), P
             ));
         }
     }
+    if let Some(create) = &profile.actions.create_event {
+        validate_invitations(create, &err)?;
+    }
+    if let Some(poll) = &profile.actions.poll_calendar
+        && let (Some(mode), Some(median)) = (&poll.answer_delay_mode, &poll.answer_delay_median)
+        && mode.get_ref().0 > median.get_ref().0
+    {
+        return Err(err(
+            median.span(),
+            "actions.poll_calendar.answer_delay_median",
+            "must be at least answer_delay_mode (a log-normal's median is at or above its mode)"
+                .into(),
+        ));
+    }
     if let Some(download) = &profile.actions.download_mail {
         let fraction = *download.leave_on_server.get_ref();
         if !(0.0..=1.0).contains(&fraction) {
@@ -219,6 +255,111 @@ pub(crate) fn validate(profile: &Profile, file: &str, src: &str) -> Result<(), P
         }
     }
     Ok(())
+}
+
+fn validate_invitations(
+    create: &CreateEvent,
+    err: &impl Fn(Range<usize>, &str, String) -> ProfileError,
+) -> Result<(), ProfileError> {
+    if let Some(share) = &create.invitations
+        && !(0.0..=1.0).contains(share.get_ref())
+    {
+        return Err(err(
+            share.span(),
+            "actions.create_event.invitations",
+            format!(
+                "must be a fraction between 0 and 1 (got {})",
+                share.get_ref()
+            ),
+        ));
+    }
+    let mode = create.attendees_mode.as_ref().map_or(1.0, |m| *m.get_ref());
+    if let Some(m) = &create.attendees_mode
+        && !(1.0..=1000.0).contains(&mode)
+    {
+        return Err(err(
+            m.span(),
+            "actions.create_event.attendees_mode",
+            format!("must be between 1 and 1000 (got {mode})"),
+        ));
+    }
+    if let Some(median) = &create.attendees_median
+        && !(mode..=1000.0).contains(median.get_ref())
+    {
+        return Err(err(
+            median.span(),
+            "actions.create_event.attendees_median",
+            format!(
+                "must be between attendees_mode ({mode}) and 1000 (got {})",
+                median.get_ref()
+            ),
+        ));
+    }
+    if let Some(max) = &create.attendees_max
+        && !(1..=1000).contains(max.get_ref())
+    {
+        return Err(err(
+            max.span(),
+            "actions.create_event.attendees_max",
+            format!("must be between 1 and 1000 (got {})", max.get_ref()),
+        ));
+    }
+    Ok(())
+}
+
+/// How users invite each other and answer invitations, resolved from
+/// `[actions.create_event]` and `[actions.poll_calendar]`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InvitationParams {
+    /// The share of new events that are invitations.
+    pub share: f64,
+    /// The attendee count's log-normal mode.
+    pub attendees_mode: f64,
+    /// Its median.
+    pub attendees_median: f64,
+    /// Its cap.
+    pub attendees_max: u32,
+    /// The answer delay's log-normal mode (simulated time).
+    pub answer_delay_mode: HumanDuration,
+    /// Its median.
+    pub answer_delay_median: HumanDuration,
+}
+
+impl InvitationParams {
+    fn resolve(profile: &Profile) -> InvitationParams {
+        let create = profile.actions.create_event.as_ref();
+        let poll = profile.actions.poll_calendar.as_ref();
+        let real = |v: Option<&Spanned<f64>>, default: f64| v.map_or(default, |v| *v.get_ref());
+        let delay = |v: Option<&Spanned<HumanDuration>>, default: u64| {
+            v.map_or(HumanDuration(Duration::from_secs(default)), |v| {
+                *v.get_ref()
+            })
+        };
+        // The defaults, for a profile that invites but leaves these out, are
+        // the CalendarServer simulator's (docs/profiles.md, `caldav-office`).
+        InvitationParams {
+            share: real(create.and_then(|c| c.invitations.as_ref()), 0.0),
+            attendees_mode: real(create.and_then(|c| c.attendees_mode.as_ref()), 6.0),
+            attendees_median: real(create.and_then(|c| c.attendees_median.as_ref()), 8.0),
+            attendees_max: create
+                .and_then(|c| c.attendees_max.as_ref())
+                .map_or(60, |m| u32::try_from(*m.get_ref()).unwrap_or(60)),
+            answer_delay_mode: delay(poll.and_then(|p| p.answer_delay_mode.as_ref()), 300),
+            answer_delay_median: delay(poll.and_then(|p| p.answer_delay_median.as_ref()), 1800),
+        }
+    }
+}
+
+/// A log-normal draw with `mode` and `median` (both > 0, mode <= median):
+/// `mu = ln median`, `sigma^2 = ln(median / mode)`, from two uniforms
+/// (Box-Muller).
+fn log_normal(rng: &mut Rng, mode: f64, median: f64) -> f64 {
+    let mu = median.ln();
+    let sigma = (median / mode).ln().max(0.0).sqrt();
+    let u1 = 1.0 - rng.unit(); // in (0, 1]: ln is finite
+    let u2 = rng.unit();
+    let normal = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+    (mu + sigma * normal).exp()
 }
 
 /// The calendar settings a run follows, resolved from `[calendar]` (or its
@@ -241,6 +382,7 @@ pub struct CalendarParams {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct GroupwareParams {
     pub(crate) calendar: CalendarParams,
+    pub(crate) invitations: InvitationParams,
     /// Fraction of POP3 users who leave mail on the server.
     pub(crate) leave_on_server: f64,
 }
@@ -250,6 +392,7 @@ impl GroupwareParams {
         let spec = profile.calendar.clone().unwrap_or_default();
         let hour = |v: &Spanned<i64>| u32::try_from(*v.get_ref()).unwrap_or(0).min(23);
         GroupwareParams {
+            invitations: InvitationParams::resolve(profile),
             calendar: CalendarParams {
                 name: spec.name,
                 initial_events: u32::try_from(*spec.events.get_ref()).unwrap_or(0),
@@ -284,6 +427,12 @@ impl EventSlot {
         i64::from(self.weekday) * 86_400 + i64::from(self.hour) * 3600 + i64::from(self.minute) * 60
     }
 }
+
+/// The first `b` of the streams that decide whether an event is an
+/// invitation and whom it invites.
+const INVITATIONS: u64 = 1 << 61;
+/// The first `b` of the answer delays' stream.
+const ANSWER_DELAYS: u64 = 1 << 60;
 
 /// The first `b` of the init's event stream: run-time creations count from
 /// 0, init's events from here, so that the two never share a stream.
@@ -334,6 +483,58 @@ impl Plan {
             hour: calendar.first_hour + rng.below(hours) as u32,
             minute: if rng.chance(0.5) { 30 } else { 0 },
         }
+    }
+
+    /// The attendees (0-based user indexes, never `user` itself, none
+    /// twice, all below `population`) of the `nth` event `user` creates, if
+    /// that event is an invitation; empty if it is not. The CalendarServer
+    /// simulator's Inviter: a log-normal count, each attendee drawn "close
+    /// to" the organizer (its index plus 0 to 98, ten tries each), here
+    /// wrapping around the population rather than falling off its end.
+    pub fn invitees(&self, user: u32, nth: u64, population: u32) -> Vec<u32> {
+        let params = self.invitations();
+        let mut rng = Rng::derive(
+            self.seed(),
+            domain::CALENDAR,
+            u64::from(user),
+            INVITATIONS + nth,
+        );
+        if population < 2 || !rng.chance(params.share) {
+            return Vec::new();
+        }
+        let drawn = log_normal(&mut rng, params.attendees_mode, params.attendees_median);
+        // int() of the draw, as the simulator; at least one, or it is no invitation.
+        let count = (drawn.floor() as u32)
+            .clamp(1, params.attendees_max.max(1))
+            .min(population - 1);
+        let mut invitees = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            for _ in 0..10 {
+                let offset = rng.below(99);
+                let candidate = ((u64::from(user) + offset) % u64::from(population)) as u32;
+                if candidate != user && !invitees.contains(&candidate) {
+                    invitees.push(candidate);
+                    break;
+                }
+            }
+        }
+        invitees
+    }
+
+    /// How long, in real time (the simulated delay over the speed), `user`
+    /// waits before answering the `n`th invitation it sees.
+    pub fn answer_delay(&self, user: u32, n: u64) -> Duration {
+        let params = self.invitations();
+        let mut rng = Rng::derive(
+            self.seed(),
+            domain::CALENDAR,
+            u64::from(user),
+            ANSWER_DELAYS + n,
+        );
+        let mode = params.answer_delay_mode.0.as_secs_f64().max(0.001);
+        let median = params.answer_delay_median.0.as_secs_f64().max(mode);
+        let simulated = log_normal(&mut rng, mode, median).min(7.0 * 86_400.0);
+        Duration::from_secs_f64(simulated / self.speed())
     }
 
     /// True if `user`, a POP3 user, leaves downloaded mail on the server

@@ -42,7 +42,7 @@ mod words;
 
 pub use builtin::{Builtin, builtin, builtins};
 pub use error::{PlanError, ProfileError};
-pub use groupware::{CalendarParams, EventSlot, MAX_INITIAL_EVENTS};
+pub use groupware::{CalendarParams, EventSlot, InvitationParams, MAX_INITIAL_EVENTS};
 pub use message::{MessageGenerator, MessageSpec};
 pub use plan::{
     ActionParams, ActionRate, Attachment, DEFAULT_SEED, Folder, InitialMessage, MessageType,

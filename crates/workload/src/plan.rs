@@ -480,6 +480,10 @@ impl Plan {
     pub fn calendar(&self) -> &CalendarParams {
         &self.groupware.calendar
     }
+    /// How users invite and answer invitations over CalDAV scheduling.
+    pub fn invitations(&self) -> &crate::groupware::InvitationParams {
+        &self.groupware.invitations
+    }
     /// The fraction of POP3 users who leave mail on the server.
     pub(crate) fn leave_on_server_fraction(&self) -> f64 {
         self.groupware.leave_on_server

@@ -30,7 +30,7 @@ fn caldav_office_follows_calendarserver_clients_plist() {
         rates(&plan),
         [
             (ActionKind::PollCalendar, 960.0),
-            (ActionKind::CreateEvent, 22.86),
+            (ActionKind::CreateEvent, 28.57),
             (ActionKind::ChangeEvent, 137.14),
         ]
     );
@@ -167,5 +167,97 @@ fn calendar_and_download_values_are_checked_where_they_are_written() {
             error.contains(&format!("field `{field}`")),
             "{extra}: {error}"
         );
+    }
+}
+
+#[test]
+fn caldav_office_invites_a_fifth_of_its_events_within_the_population() {
+    let plan = plan_of("caldav-office", 10);
+    let params = plan.invitations();
+    assert_eq!(params.share, 0.2);
+    assert_eq!(
+        (
+            params.attendees_mode,
+            params.attendees_median,
+            params.attendees_max
+        ),
+        (6.0, 8.0, 60)
+    );
+    let population = 10;
+    let mut invitations = 0;
+    let mut attendees = 0;
+    for user in 0..population {
+        for nth in 0..200 {
+            let invitees = plan.invitees(user, nth, population);
+            // Random access: the same draw again.
+            assert_eq!(invitees, plan.invitees(user, nth, population));
+            if invitees.is_empty() {
+                continue;
+            }
+            invitations += 1;
+            attendees += invitees.len();
+            assert!(invitees.iter().all(|&i| i < population && i != user));
+            let mut unique = invitees.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            assert_eq!(unique.len(), invitees.len(), "{invitees:?}");
+        }
+    }
+    // 2,000 events, a fifth of them invitations: 400 expected.
+    assert!((340..=460).contains(&invitations), "{invitations}");
+    // A log-normal with median 8 and mode 6 has a mean above 8, but the 9 other
+    // users cap every count: most invitations invite many of them.
+    assert!(attendees > invitations * 5, "{attendees} / {invitations}");
+    // Two users: the only attendee there is.
+    let two: Vec<Vec<u32>> = (0..100).map(|n| plan.invitees(1, n, 2)).collect();
+    assert!(two.iter().all(|i| i.is_empty() || i == &[0]));
+    assert!(plan.invitees(0, 0, 1).is_empty());
+}
+
+#[test]
+fn answers_wait_a_log_normal_delay_scaled_by_the_speed() {
+    let plan = plan_of("caldav-office", 10);
+    let mut delays: Vec<f64> = (0..2001)
+        .map(|n| plan.answer_delay(3, n).as_secs_f64())
+        .collect();
+    delays.sort_by(f64::total_cmp);
+    // The median is 1800 simulated seconds at speed 1.
+    let median = delays[1000];
+    assert!((1500.0..2150.0).contains(&median), "{median}");
+    assert_eq!(plan.answer_delay(3, 7), plan.answer_delay(3, 7));
+}
+
+#[test]
+fn invitation_knobs_are_checked() {
+    let profile = |table: &str| {
+        format!("name = \"x\"\ndescription = \"x\"\n[users]\ncount = 2\n[calendar]\n{table}")
+    };
+    for (table, field) in [
+        (
+            "[actions.create_event]\nper_day = 1\ninvitations = 1.5\n",
+            "invitations",
+        ),
+        (
+            "[actions.create_event]\nper_day = 1\nattendees_mode = 0\n",
+            "attendees_mode",
+        ),
+        (
+            "[actions.create_event]\nper_day = 1\nattendees_mode = 6\nattendees_median = 2\n",
+            "attendees_median",
+        ),
+        (
+            "[actions.create_event]\nper_day = 1\nattendees_max = 0\n",
+            "attendees_max",
+        ),
+        (
+            "[actions.poll_calendar]\nper_day = 1\nanswer_delay_mode = \"10m\"\nanswer_delay_median = \"5m\"\n",
+            "answer_delay_median",
+        ),
+    ] {
+        let error = Profile::parse("x.toml", &profile(table))
+            .err()
+            .unwrap_or_else(|| panic!("{table} was accepted"))
+            .to_string();
+        assert!(error.contains(field), "{table}: {error}");
     }
 }

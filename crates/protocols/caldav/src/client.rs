@@ -9,6 +9,7 @@ use crate::outcome::{
     self, CalDavError, CalendarInfo, CalendarObject, DeleteOutcome, MakeCalendarOutcome, PutOutcome,
 };
 use crate::requests::{self, Precondition, href_path};
+use crate::scheduling;
 
 /// One user's CalDAV client: typed calls over an [`HttpConnection`].
 ///
@@ -88,6 +89,17 @@ impl<D: Dial> CalDavClient<D> {
         try_map(timed, |r| outcome::calendars(&r, &xml))
     }
 
+    /// The calendars in `home` and its schedule inbox's change tag: the same
+    /// request as [`CalDavClient::list_calendars`], read for both.
+    pub async fn list_home(
+        &mut self,
+        home: &str,
+    ) -> Result<Timed<scheduling::HomeListing>, CalDavError> {
+        let timed = self.send(&requests::list_calendars(home)).await?;
+        let xml = self.xml;
+        try_map(timed, |r| scheduling::home_listing(&r, &xml))
+    }
+
     /// MKCALENDAR at `path`.
     pub async fn make_calendar(
         &mut self,
@@ -132,6 +144,65 @@ impl<D: Dial> CalDavClient<D> {
             .send(&requests::put_event(href, ics, precondition))
             .await?;
         try_map(timed, |r| outcome::put(&r))
+    }
+
+    /// OPTIONS on `path`: the server's DAV compliance classes (RFC 6638's
+    /// `calendar-auto-schedule` among them if it schedules). A status other
+    /// than 2xx is an error.
+    pub async fn dav_classes(&mut self, path: &str) -> Result<Timed<Vec<String>>, CalDavError> {
+        let timed = self.send(&scheduling::requests::options(path)).await?;
+        try_map(timed, |r| scheduling::options(&r))
+    }
+
+    /// The principal's schedule inbox (RFC 6638 §2.2.1).
+    pub async fn find_schedule_inbox(
+        &mut self,
+        principal: &str,
+    ) -> Result<Timed<String>, CalDavError> {
+        let request = scheduling::requests::find_schedule_inbox(principal);
+        let timed = self.send(&request).await?;
+        let xml = self.xml;
+        try_map(timed, |r| {
+            scheduling::schedule_inbox(&r, &xml).map(|href| href_path(&href).to_owned())
+        })
+    }
+
+    /// Where the server puts invitations' copies (RFC 6638 §9.2).
+    pub async fn find_default_calendar(
+        &mut self,
+        inbox: &str,
+    ) -> Result<Timed<String>, CalDavError> {
+        let request = scheduling::requests::find_default_calendar(inbox);
+        let timed = self.send(&request).await?;
+        let xml = self.xml;
+        try_map(timed, |r| {
+            scheduling::default_calendar(&r, &xml).map(|href| href_path(&href).to_owned())
+        })
+    }
+
+    /// The members of a collection (the schedule inbox), with ETags.
+    pub async fn list_members(
+        &mut self,
+        collection: &str,
+    ) -> Result<Timed<Vec<CalendarObject>>, CalDavError> {
+        let timed = self
+            .send(&scheduling::requests::list_members(collection))
+            .await?;
+        let xml = self.xml;
+        try_map(timed, |r| scheduling::members(collection, &r, &xml))
+    }
+
+    /// The VEVENT with `uid` in `calendar`, with its ETag and data.
+    pub async fn find_by_uid(
+        &mut self,
+        calendar: &str,
+        uid: &str,
+    ) -> Result<Timed<Vec<CalendarObject>>, CalDavError> {
+        let timed = self
+            .send(&scheduling::requests::find_by_uid(calendar, uid))
+            .await?;
+        let xml = self.xml;
+        try_map(timed, |r| outcome::events(&r, &xml))
     }
 
     /// DELETE `href`.

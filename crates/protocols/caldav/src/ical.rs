@@ -243,6 +243,11 @@ pub fn unescape_text(text: &str) -> String {
     out
 }
 
+/// [`fold_into`] for the other modules of the crate.
+pub(crate) fn fold_line(line: &str, out: &mut String) {
+    fold_into(line, out);
+}
+
 /// Appends `line` folded at 75 octets (continuation lines start with a space,
 /// which counts), each physical line ending in CRLF.
 fn fold_into(line: &str, out: &mut String) {

@@ -17,6 +17,9 @@
 //! * [`ical`] writes iCalendar events deterministically from an
 //!   [`EventSpec`] (RFC 5545 line folding and escaping), and reads back
 //!   what a client needs to change one ([`read_event`]).
+//! * [`scheduling`] is RFC 6638: whether a server schedules (`OPTIONS`),
+//!   the schedule inbox and its iTIP messages, and the iCalendar of an
+//!   invitation and of an attendee's answer.
 //! * [`CalDavClient`] is the thin driver: the calls above over one user's
 //!   kept-alive [`peakhour_http::HttpConnection`], each returning a
 //!   [`peakhour_net::Timed`] outcome.
@@ -33,6 +36,7 @@ pub mod ical;
 pub mod multistatus;
 pub mod outcome;
 pub mod requests;
+pub mod scheduling;
 
 pub use client::CalDavClient;
 pub use ical::{EventHead, EventSpec, UtcDateTime, event_ics, read_event};

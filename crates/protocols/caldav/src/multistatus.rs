@@ -148,6 +148,10 @@ pub struct Props {
     pub current_user_principal: Option<String>,
     /// `CALDAV:calendar-home-set`'s href.
     pub calendar_home_set: Option<String>,
+    /// `CALDAV:schedule-inbox-URL`'s href (RFC 6638 §2.2.1).
+    pub schedule_inbox: Option<String>,
+    /// `CALDAV:schedule-default-calendar-URL`'s href (RFC 6638 §9.2).
+    pub schedule_default_calendar: Option<String>,
     /// `DAV:resourcetype`'s children: `collection`, `calendar`, `principal` ...
     /// (local names).
     pub resource_types: Vec<String>,
@@ -364,6 +368,10 @@ impl Parser {
                         props.current_user_principal = href;
                     } else if parent_is(Ns::CalDav, "calendar-home-set") {
                         props.calendar_home_set = href;
+                    } else if parent_is(Ns::CalDav, "schedule-inbox-URL") {
+                        props.schedule_inbox = href;
+                    } else if parent_is(Ns::CalDav, "schedule-default-calendar-URL") {
+                        props.schedule_default_calendar = href;
                     }
                 }
             }

@@ -61,7 +61,8 @@ impl CalDavError {
     }
 }
 
-fn unexpected(request: &'static str, response: &Response) -> CalDavError {
+/// A [`CalDavError::Status`] for a status `request` does not expect.
+pub(crate) fn unexpected(request: &'static str, response: &Response) -> CalDavError {
     CalDavError::Status {
         request,
         status: response.status(),

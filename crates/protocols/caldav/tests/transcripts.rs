@@ -12,14 +12,16 @@
 //! Calls: `find_principal PATH`, `find_home PATH`, `list_calendars PATH`,
 //! `make_calendar PATH NAME`, `query PATH START END data|etags`,
 //! `put HREF UID SEQUENCE create|none|ETAG`, `get HREF`,
-//! `delete HREF none|ETAG`.
+//! `delete HREF none|ETAG`; for scheduling (RFC 6638) `options PATH`,
+//! `find_inbox PATH`, `find_default PATH`, `list_home PATH`, `inbox PATH`,
+//! `get_itip HREF`, `find_uid PATH UID`.
 
 use std::path::Path;
 
 use peakhour_caldav::ical::property;
 use peakhour_caldav::requests::{self, Precondition};
 use peakhour_caldav::{
-    CalDavError, EventSpec, UtcDateTime, XmlLimits, event_ics, outcome, read_event,
+    CalDavError, EventSpec, UtcDateTime, XmlLimits, event_ics, outcome, read_event, scheduling,
 };
 use peakhour_http::{BasicAuth, HttpClient, Limits, Progress, Request, Response, Secret};
 use peakhour_net::transcript::{Side, Step, Transcript};
@@ -163,8 +165,95 @@ fn call(line: &str) -> (Request, Reader) {
             requests::delete(href, &precondition(pre)),
             Box::new(|r| outcome::delete(r).map(|o| format!("{o:?}"))),
         ),
-        _ => panic!("unknown call {line:?}"),
+        _ => scheduling_call(&args).unwrap_or_else(|| panic!("unknown call {line:?}")),
     }
+}
+
+/// The scheduling calls (RFC 6638), apart from [`call`] to keep each short.
+fn scheduling_call(args: &[&str]) -> Option<(Request, Reader)> {
+    let xml = XmlLimits::default();
+    Some(match args {
+        ["options", path] => (
+            scheduling::requests::options(path),
+            Box::new(|r| {
+                let classes = scheduling::options(r)?;
+                Ok(format!(
+                    "dav schedules={} classes={}",
+                    scheduling::schedules(r),
+                    classes.join(",")
+                ))
+            }),
+        ),
+        ["find_inbox", path] => (
+            scheduling::requests::find_schedule_inbox(path),
+            Box::new(move |r| scheduling::schedule_inbox(r, &xml).map(|h| format!("inbox {h}"))),
+        ),
+        ["find_default", path] => (
+            scheduling::requests::find_default_calendar(path),
+            Box::new(move |r| scheduling::default_calendar(r, &xml).map(|h| format!("copies {h}"))),
+        ),
+        ["list_home", path] => (
+            requests::list_calendars(path),
+            Box::new(move |r| {
+                let listing = scheduling::home_listing(r, &xml)?;
+                let hrefs: Vec<&str> = listing.calendars.iter().map(|c| c.href.as_str()).collect();
+                Ok(format!(
+                    "home calendars={} inbox_tag={}",
+                    hrefs.join(","),
+                    listing.inbox_tag.as_deref().unwrap_or("-")
+                ))
+            }),
+        ),
+        ["inbox", path] => {
+            let path = path.to_string();
+            (
+                scheduling::requests::list_members(&path),
+                Box::new(move |r| {
+                    let members = scheduling::members(&path, r, &xml)?;
+                    let items: Vec<String> = members
+                        .iter()
+                        .map(|m| format!("{} {}", m.href, m.etag.as_deref().unwrap_or("-")))
+                        .collect();
+                    Ok(format!("members ({}) {}", items.len(), items.join("; ")))
+                }),
+            )
+        }
+        ["get_itip", href] => {
+            let href = href.to_string();
+            (
+                requests::get_event(&href),
+                Box::new(move |r| {
+                    let item = outcome::event(&href, r)?;
+                    Ok(match item.data.as_deref().and_then(scheduling::read_itip) {
+                        Some(m) => format!("itip method={} uid={}", m.method, m.uid),
+                        None => "itip unreadable".to_owned(),
+                    })
+                }),
+            )
+        }
+        ["find_uid", path, uid] => (
+            scheduling::requests::find_by_uid(path, uid),
+            Box::new(move |r| {
+                let found = outcome::events(r, &xml)?;
+                let items: Vec<String> = found
+                    .iter()
+                    .map(|e| {
+                        let answered = e.data.as_deref().and_then(|d| {
+                            scheduling::answer_ics(d, "user2@bench.test", "ACCEPTED")
+                        });
+                        format!(
+                            "{} {} answerable={}",
+                            e.href,
+                            e.etag.as_deref().unwrap_or("-"),
+                            answered.is_some()
+                        )
+                    })
+                    .collect();
+                Ok(format!("copies ({}) {}", items.len(), items.join("; ")))
+            }),
+        ),
+        _ => return None,
+    })
 }
 
 #[derive(Debug, Clone, Copy)]
