@@ -22,6 +22,12 @@
 #
 #   scripts/bench-generator.sh [--users 200] [--rate 1000] [--secs 60] [--repeat 3]
 #                              [--port-base 27000] [--dir DIR] [--keep-lab]
+#                              [--profile PROFILE --actions-per-day N] [--no-imaptest]
+#
+# --profile runs another profile instead (a file or a built-in name, e.g.
+# mmb-medium, whose actions per user per day are 161.28: give them with
+# --actions-per-day so that --rate holds). --no-imaptest skips imaptest even
+# with IMAPTEST set.
 #
 # Needs root (the lab and the cgroup), target/release/peakhour (cargo build
 # --release -p peakhour; PEAKHOUR=... to use another binary) and cgroup v1's
@@ -55,7 +61,10 @@ while [ $# -gt 0 ]; do
     --port-base) port_base=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
     --keep-lab) keep_lab=1; shift ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    --profile) profile=$2; shift 2 ;;
+    --actions-per-day) actions_per_day=$2; shift 2 ;;
+    --no-imaptest) imaptest=""; shift ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -220,7 +229,7 @@ print(f"{'imaptest':<10} {n:>5} {load:>8} {'-':>9} {cmd_rate:9.0f} {gen_rate*sec
 EOF
 }
 
-say "peakhour: read-heavy, $users users, ~$rate actions/s (speed $speed), ${secs} s steady, $repeat runs"
+say "peakhour: $profile, $users users, ~$rate actions/s (speed $speed), ${secs} s steady, $repeat runs"
 for n in $(seq 1 "$repeat"); do peakhour_run "$n"; done
 if [ -n "$imaptest" ]; then
   mbox=$(imaptest_mbox)

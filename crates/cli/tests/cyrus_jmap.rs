@@ -273,11 +273,12 @@ fn issue_14_cyrus_lab_runs_mmb_medium_over_jmap_and_imap_and_compares_them() {
     let imap_dir = out.path().join("imap");
     let imap = run(&lab_dir, "imap", &imap_dir);
     assert_complete(&imap, "imap");
+    // Check Inbox on the open Inbox sends UID FETCH, not SELECT (issue 16).
     assert!(
         imap["commands"]
             .as_object()
             .unwrap()
-            .contains_key("imap.SELECT")
+            .contains_key("imap.UID FETCH")
     );
 
     let compare = peakhour(&[

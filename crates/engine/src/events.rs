@@ -39,7 +39,8 @@ pub enum Counter {
     RecipientsRefused,
     /// A message body opened.
     MessageOpens,
-    /// A folder opened (SELECT).
+    /// A folder opened: a SELECT, or Check Inbox on the Inbox the session
+    /// has open already (it asks for the newest page without a SELECT).
     FolderOpens,
     /// A dropped connection that was re-established.
     Reconnects,

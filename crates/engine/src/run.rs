@@ -687,7 +687,17 @@ impl Supervisor<'_> {
             deadline = Instant::now() + STOP_GRACE;
         }
         let mut owed = Owed::default();
+        // One timer for the deadline, moved when it changes, rather than one
+        // armed and dropped at every turn of the loop; and the events that
+        // queued up while users ran are taken together (with one clock
+        // reading), so the loop turns once per wake-up, not once per event.
+        let give_up = tokio::time::sleep_until(deadline);
+        tokio::pin!(give_up);
+        let mut batch = Vec::with_capacity(EVENT_BATCH);
         while inbox_open || !owed.is_empty() {
+            if give_up.deadline() != deadline {
+                give_up.as_mut().reset(deadline);
+            }
             tokio::select! {
                 biased;
                 () = self.halt.raised.notified() => break,
@@ -702,10 +712,15 @@ impl Supervisor<'_> {
                         deadline = Instant::now() + STOP_GRACE;
                     }
                 }
-                event = inbox.recv(), if inbox_open => match event {
-                    Some(event) => observer.event(clock, Instant::now(), &event),
-                    None => inbox_open = false, // every user is done
-                },
+                received = inbox.recv_many(&mut batch, EVENT_BATCH), if inbox_open => {
+                    if received == 0 {
+                        inbox_open = false; // every user is done
+                    }
+                    let now = Instant::now();
+                    for event in batch.drain(..) {
+                        observer.event(clock, now, &event);
+                    }
+                }
                 Some(joined) = users.tasks.join_next_with_id() => {
                     if let Err(error) = joined {
                         let user = users.users.remove(&error.id());
@@ -728,7 +743,7 @@ impl Supervisor<'_> {
                     max_lag = Duration::ZERO;
                     observer.tick(clock, Instant::now(), sample);
                 }
-                () = tokio::time::sleep_until(deadline) => break,
+                () = &mut give_up => break,
             }
         }
         users.tasks.abort_all();
@@ -827,6 +842,9 @@ pub(crate) fn not_attempted(kind: ActionKind, intended: Instant) -> Event {
 
 /// How often the generator's own CPU is sampled (and the live line drawn).
 pub(crate) const TICK: Duration = Duration::from_secs(1);
+
+/// Most events the observer takes from the users' channel at one turn of its loop.
+const EVENT_BATCH: usize = 256;
 
 /// How long in-flight actions may finish after `stop` is raised.
 pub const STOP_GRACE: Duration = Duration::from_secs(2);

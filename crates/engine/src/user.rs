@@ -262,32 +262,13 @@ impl<C: Connector> User<C> {
                 self.reported(scheduled.seq);
                 continue;
             }
-            if !self.logged_on() {
-                let until = (intended + action_timeout).min(timeline.steady_end);
-                if Instant::now() >= until {
-                    // Held up past the end of the steady phase (a stalled
-                    // command ran into it): no time is left to log back on,
-                    // so the action was not tried, rather than refused.
-                    self.shared
-                        .events
-                        .send(not_attempted(scheduled.kind, intended));
-                    self.reported(scheduled.seq);
-                    continue;
-                }
-                self.ensure_session(&mut stop, until).await;
-                if !self.logged_on() {
-                    // Could not log back on: the action failed, and it is counted.
-                    let now = Instant::now();
-                    self.shared.events.send(Event::Action {
-                        kind: scheduled.kind,
-                        intended,
-                        started: now,
-                        finished: now,
-                        outcome: Outcome::Error("not-logged-on".into()),
-                    });
-                    self.reported(scheduled.seq);
-                    continue;
-                }
+            if !self.logged_on()
+                && !self
+                    .log_back_on(scheduled.kind, intended, timeline.steady_end, &mut stop)
+                    .await
+            {
+                self.reported(scheduled.seq);
+                continue;
             }
             if let Some(session) = self.session.as_mut() {
                 session.idle_next = idle_next && session.can_idle;
@@ -328,8 +309,48 @@ impl<C: Connector> User<C> {
         if closed_loop && completed {
             self.shared.events.send(Event::Finished);
         }
-        // Still online until the steady phase ends: mail keeps arriving.
-        self.wait_until(timeline.steady_end, &mut stop).await;
+        self.end_of_day(timeline, &mut stop).await;
+    }
+
+    /// Logs back on for an action due at `intended`, within its timeout and
+    /// the steady phase. False when that failed: the action is then counted,
+    /// as not tried (no time was left) or as failed (`not-logged-on`).
+    async fn log_back_on(
+        &mut self,
+        kind: ActionKind,
+        intended: Instant,
+        steady_end: Instant,
+        stop: &mut watch::Receiver<bool>,
+    ) -> bool {
+        let until = (intended + self.shared.action_timeout).min(steady_end);
+        if Instant::now() >= until {
+            // Held up past the end of the steady phase (a stalled command ran
+            // into it): no time is left to log back on, so the action was not
+            // tried, rather than refused.
+            self.shared.events.send(not_attempted(kind, intended));
+            return false;
+        }
+        self.ensure_session(stop, until).await;
+        if self.logged_on() {
+            return true;
+        }
+        // Could not log back on: the action failed, and it is counted.
+        let now = Instant::now();
+        self.shared.events.send(Event::Action {
+            kind,
+            intended,
+            started: now,
+            finished: now,
+            outcome: Outcome::Error("not-logged-on".into()),
+        });
+        false
+    }
+
+    /// After the last action: online until the steady phase ends (mail
+    /// keeps arriving), through the drain while mail is on its way to this
+    /// user, then off.
+    async fn end_of_day(&mut self, timeline: Timeline, stop: &mut watch::Receiver<bool>) {
+        self.wait_until(timeline.steady_end, stop).await;
         // Stay on through the drain while mail sent to this user is still on
         // its way, so its delivery is noticed as it happens, not at reconciliation.
         while self.logged_on()
@@ -338,7 +359,7 @@ impl<C: Connector> User<C> {
             && self.shared.delivery.is_waiting(self.index)
         {
             let next = (Instant::now() + Duration::from_secs(1)).min(timeline.drain_end);
-            self.wait_until(next, &mut stop).await;
+            self.wait_until(next, stop).await;
         }
         if let Some(session) = self.session.take() {
             let _ = tokio::time::timeout(Duration::from_secs(2), session.imap.logout()).await;
@@ -744,6 +765,41 @@ impl<C: Connector> User<C> {
         let page = self.shared.plan.params().page_size.max(1);
         let events = self.shared.events.clone();
         let session = self.session()?;
+        if session
+            .imap
+            .mailbox()
+            .is_some_and(|m| m.name == inbox && !m.read_only)
+        {
+            // Open already (the user idles on it), and its state is current
+            // from the server's updates: no SELECT. The newest page is asked
+            // by UID, which goes out behind IDLE's DONE in the same write.
+            events.count(Counter::FolderOpens, 1);
+            let exists = session.imap.mailbox().map_or(0, |m| m.exists);
+            let Some(set) = newest_page(&session.inbox, page, exists) else {
+                // Empty: nothing to list, but the client still asks the
+                // server for news (and ends IDLE, as any check does).
+                let polled = session
+                    .last_command()
+                    .noop()
+                    .await
+                    .map_err(on_folder(&inbox))?;
+                events.command("imap.NOOP", polled.elapsed);
+                return Ok(Outcome::Ok);
+            };
+            let items = [FetchItem::Uid, FetchItem::Flags, FetchItem::Envelope];
+            let fetched = session
+                .last_command()
+                .fetch(&set, &items, true)
+                .await
+                .map_err(on_folder(&inbox))?;
+            events.command("imap.UID FETCH", fetched.elapsed);
+            let seen_at = Instant::now();
+            merge(session, &fetched.value);
+            for message in &fetched.value {
+                self.notice(message, seen_at);
+            }
+            return Ok(Outcome::Ok);
+        }
         let selected = session
             .imap
             .select(&inbox)
@@ -1074,6 +1130,23 @@ fn known(message: &FetchedMessage) -> Option<Known> {
     })
 }
 
+/// The UID set of the newest `page` messages of an Inbox whose known
+/// messages are `known` and which holds `exists` now: from the oldest of the
+/// newest `page` known UIDs to the end, so that arrivals not yet known are in
+/// it too. `None` for an empty Inbox.
+fn newest_page(known: &[Known], page: u32, exists: u32) -> Option<String> {
+    if known.is_empty() && exists == 0 {
+        return None;
+    }
+    let page = page.max(1) as usize;
+    if known.len() <= page {
+        return Some("1:*".to_owned());
+    }
+    let mut uids: Vec<u32> = known.iter().map(|k| k.uid).collect();
+    let (_, oldest, _) = uids.select_nth_unstable_by(page - 1, |a, b| b.cmp(a));
+    Some(format!("{oldest}:*"))
+}
+
 /// Adds fetched messages to the known Inbox, updating ones already known.
 fn merge<S>(session: &mut Session<S>, fetched: &[FetchedMessage]) {
     for message in fetched {
@@ -1194,6 +1267,28 @@ mod tests {
         let message = b"Subject: x\r\nmessage-id: <a@b>\r\n\r\nMessage-ID: <body@b>\r\n";
         assert_eq!(header(message, "Message-ID").as_deref(), Some("<a@b>"));
         assert_eq!(header(message, "From"), None);
+    }
+
+    #[test]
+    fn the_newest_page_runs_from_its_oldest_known_uid_to_the_end() {
+        let known = |uids: &[u32]| -> Vec<Known> {
+            uids.iter().map(|&uid| Known { uid, seen: false }).collect()
+        };
+        assert_eq!(newest_page(&[], 50, 0), None);
+        // Nothing known yet, but the server says something is there.
+        assert_eq!(newest_page(&[], 50, 3).as_deref(), Some("1:*"));
+        assert_eq!(
+            newest_page(&known(&[4, 9, 2]), 3, 3).as_deref(),
+            Some("1:*")
+        );
+        assert_eq!(
+            newest_page(&known(&[4, 9, 2, 17, 11]), 3, 5).as_deref(),
+            Some("9:*")
+        );
+        assert_eq!(
+            newest_page(&known(&[4, 9, 2]), 1, 3).as_deref(),
+            Some("9:*")
+        );
     }
 
     #[test]
