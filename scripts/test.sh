@@ -13,6 +13,8 @@ say() { printf '==> %s\n' "$*"; }
 
 say "cargo fmt --check"
 cargo fmt --all -- --check
+say "size rules (a thin binary, no function over 120 lines)"
+./scripts/check-size.sh
 say "cargo clippy -D warnings"
 cargo clippy --locked --workspace --all-targets -- -D warnings
 say "cargo doc -D warnings"
