@@ -506,14 +506,17 @@ impl CalendarUser {
 }
 
 /// Whether user 0 finds its calendar: discovery, then the calendar among
-/// the home's collections. An error says what to do about it.
+/// the home's collections. An error says what to do about it. With
+/// `ask_classes`, also the DAV classes its home offers (`OPTIONS`, over the
+/// same discovery): whether the server schedules, for the record.
 pub(crate) async fn check_calendar(
     plan: &Plan,
     target: &Target,
     endpoint: &CalDavEndpoint,
     address: &str,
     timeout: Duration,
-) -> Result<(), String> {
+    ask_classes: bool,
+) -> Result<Option<Vec<String>>, String> {
     let (login, password) = caldav_login(target, 0, address);
     let options = ConnectionOptions {
         auth: Some(BasicAuth::new(login.clone(), &password)),
@@ -539,40 +542,17 @@ pub(crate) async fn check_calendar(
         .iter()
         .any(|c| peakhour_caldav::requests::href_path(&c.href) == calendar)
     {
-        Ok(())
+        if !ask_classes {
+            return Ok(None);
+        }
+        // Not fatal: a server that will not say does not schedule.
+        let classes = caldav.dav_classes(&home).await.map(|t| t.value);
+        Ok(Some(classes.unwrap_or_default()))
     } else {
         Err(format!(
             "{login} has no calendar {calendar}: run `peakhour init` with this profile first"
         ))
     }
-}
-
-/// The DAV classes user 0's calendar home offers (`OPTIONS`): whether the
-/// server schedules, for the record. An error says what went wrong.
-pub(crate) async fn dav_classes(
-    target: &Target,
-    endpoint: &CalDavEndpoint,
-    address: &str,
-    timeout: Duration,
-) -> Result<Vec<String>, String> {
-    let (login, password) = caldav_login(target, 0, address);
-    let options = ConnectionOptions {
-        auth: Some(BasicAuth::new(login.clone(), &password)),
-        request_timeout: timeout,
-        ..ConnectionOptions::default()
-    };
-    let http = HttpConnection::new(endpoint.http_endpoint(target, timeout), options);
-    let mut caldav = CalDavClient::new(http);
-    let failed = |e: CalDavError| format!("{login}: {e}");
-    let principal = caldav
-        .find_principal(&endpoint.path)
-        .await
-        .map_err(failed)?;
-    let home = caldav
-        .find_calendar_home(&principal.value)
-        .await
-        .map_err(failed)?;
-    Ok(caldav.dav_classes(&home.value).await.map_err(failed)?.value)
 }
 
 /// Records a request's time under `name` and hands its value on.

@@ -266,16 +266,16 @@ pub(crate) async fn groupware_preflight(
     if let Some(endpoint) = &target.caldav
         && plan.uses_calendar()
     {
-        crate::calendar::check_calendar(plan, target, endpoint, &address, timeout)
-            .await
-            .map_err(|reason| GroupwareCheckError::CalDav {
-                endpoint: endpoint.to_string(),
-                reason,
-            })?;
-        if plan.invitations().share > 0.0 {
-            // Not fatal: a server that will not say does not schedule.
-            let classes = crate::calendar::dav_classes(target, endpoint, &address, timeout).await;
-            offered.insert("caldav".to_owned(), classes.unwrap_or_default());
+        let invites = plan.invitations().share > 0.0;
+        let classes =
+            crate::calendar::check_calendar(plan, target, endpoint, &address, timeout, invites)
+                .await
+                .map_err(|reason| GroupwareCheckError::CalDav {
+                    endpoint: endpoint.to_string(),
+                    reason,
+                })?;
+        if let Some(classes) = classes {
+            offered.insert("caldav".to_owned(), classes);
         }
     }
     if plan.actions().contains(&ActionKind::DownloadMail) {
