@@ -878,6 +878,24 @@ impl<C: Connector> User<C> {
         Ok(Outcome::Ok)
     }
 
+    /// Where a move or delete takes its message: Trash for a delete, else one
+    /// of the move targets by a second, independent pick (`seq` is shared
+    /// with the message pick); `None` when the profile has no move targets.
+    /// The same choice over IMAP and JMAP.
+    fn move_folder(&self, params: &ActionParams, seq: u64, delete: bool) -> Option<String> {
+        if delete {
+            return Some(params.trash.clone());
+        }
+        if params.move_targets.is_empty() {
+            return None;
+        }
+        let choice = self
+            .shared
+            .plan
+            .pick(self.index, seq ^ (1 << 63), params.move_targets.len());
+        Some(params.move_targets[choice].clone())
+    }
+
     async fn move_message(&mut self, seq: u64, delete: bool) -> Result<Outcome, Failure> {
         let params = self.session_params()?;
         let events = self.shared.events.clone();
@@ -885,17 +903,8 @@ impl<C: Connector> User<C> {
         let Some(index) = picked else {
             return Ok(Outcome::Skipped("empty_inbox"));
         };
-        let folder = if delete {
-            params.trash.clone()
-        } else if params.move_targets.is_empty() {
+        let Some(folder) = self.move_folder(&params, seq, delete) else {
             return Ok(Outcome::Skipped("no_folders"));
-        } else {
-            // A second, independent pick for the folder (seq is shared with the message pick).
-            let choice =
-                self.shared
-                    .plan
-                    .pick(self.index, seq ^ (1 << 63), params.move_targets.len());
-            params.move_targets[choice].clone()
         };
         let session = self.session()?;
         let uid = session.inbox[index].uid;

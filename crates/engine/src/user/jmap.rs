@@ -439,17 +439,8 @@ impl<C: Connector> User<C> {
         let Some(index) = self.jmap_pick(session, seq, false) else {
             return Ok(Outcome::Skipped("empty_inbox"));
         };
-        let folder = if delete {
-            params.trash.clone()
-        } else if params.move_targets.is_empty() {
+        let Some(folder) = self.move_folder(&params, seq, delete) else {
             return Ok(Outcome::Skipped("no_folders"));
-        } else {
-            // The same independent pick for the folder as over IMAP.
-            let choice =
-                self.shared
-                    .plan
-                    .pick(self.index, seq ^ (1 << 63), params.move_targets.len());
-            params.move_targets[choice].clone()
         };
         let to = session.mailbox(&folder)?;
         let id = session.inbox[index].id.clone();
