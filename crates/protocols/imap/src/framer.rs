@@ -76,6 +76,29 @@ impl Default for Limits {
     }
 }
 
+/// Where the only literal of a framed message lies in the buffer
+/// [`Framer::take_buffer`] lends: from its announcement's `{` to the end of
+/// its data. The core decodes such a message with the literal's data left
+/// out (see `ClientCore::process`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LiteralSpan {
+    /// The announcement's `{`.
+    pub(crate) open: usize,
+    /// The first byte of the data, after the announcement's CRLF.
+    pub(crate) data_start: usize,
+    /// One past the last byte of the data.
+    pub(crate) data_end: usize,
+}
+
+/// A complete message found by [`Framer::next_message`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Framed {
+    /// Its bytes in the buffer [`Framer::take_buffer`] lends.
+    pub(crate) range: std::ops::Range<usize>,
+    /// Its literal, when it holds exactly one.
+    pub(crate) only_literal: Option<LiteralSpan>,
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Framer {
     buf: Vec<u8>,
@@ -88,6 +111,10 @@ pub(crate) struct Framer {
     scanned: usize,
     /// Set while the bytes up to this position belong to a literal.
     literal_end: Option<usize>,
+    /// Literals announced so far in the message being framed, and the last
+    /// of them.
+    literals: u32,
+    last_literal: Option<LiteralSpan>,
     limits: Limits,
 }
 
@@ -106,6 +133,12 @@ impl Framer {
             self.line_start -= self.message_start;
             self.scanned -= self.message_start;
             self.literal_end = self.literal_end.map(|end| end - self.message_start);
+            let shift = self.message_start;
+            self.last_literal = self.last_literal.map(|span| LiteralSpan {
+                open: span.open - shift,
+                data_start: span.data_start - shift,
+                data_end: span.data_end - shift,
+            });
             self.message_start = 0;
         }
         if self.buf.capacity() == 0 {
@@ -124,9 +157,9 @@ impl Framer {
         *self = Self::new(self.limits);
     }
 
-    /// Finds the next complete response and returns its byte range in the
+    /// Finds the next complete response and returns where it is in the
     /// buffer [`Framer::take_buffer`] lends; `None` means more input is needed.
-    pub(crate) fn next_message(&mut self) -> Result<Option<std::ops::Range<usize>>, ImapError> {
+    pub(crate) fn next_message(&mut self) -> Result<Option<Framed>, ImapError> {
         loop {
             if let Some(end) = self.literal_end {
                 if self.buf.len() < end {
@@ -148,7 +181,7 @@ impl Framer {
                 return Err(self.limit_error("line too long"));
             }
             match literal_announcement(&self.buf[self.line_start..line_end]) {
-                Some(length) => {
+                Some((length, open)) => {
                     if length > self.limits.max_literal {
                         return Err(self.limit_error("literal larger than the limit"));
                     }
@@ -157,10 +190,21 @@ impl Framer {
                         return Err(self.limit_error("response larger than the limit"));
                     }
                     // Fits in usize: bounded by max_response above.
-                    self.literal_end = Some(end as usize);
+                    let end = end as usize;
+                    self.literal_end = Some(end);
+                    self.literals = self.literals.saturating_add(1);
+                    self.last_literal = Some(LiteralSpan {
+                        open: self.line_start + open,
+                        data_start: line_end,
+                        data_end: end,
+                    });
                 }
                 None => {
-                    let message = self.message_start..line_end;
+                    let message = Framed {
+                        range: self.message_start..line_end,
+                        only_literal: self.last_literal.take().filter(|_| self.literals == 1),
+                    };
+                    self.literals = 0;
                     self.message_start = line_end;
                     self.line_start = line_end;
                     self.scanned = line_end;
@@ -199,11 +243,12 @@ impl Framer {
     }
 }
 
-/// The length of the literal a line announces (`... {123}\r\n`), if any.
+/// The length of the literal a line announces (`... {123}\r\n`), if any,
+/// and where in the line its `{` is.
 ///
 /// Servers only send synchronizing literals, but `{123+}` is accepted too: the
 /// bytes that follow are a literal either way and must not be read as lines.
-fn literal_announcement(line: &[u8]) -> Option<u64> {
+fn literal_announcement(line: &[u8]) -> Option<(u64, usize)> {
     let line = line.strip_suffix(b"\n")?;
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let inner = line.strip_suffix(b"}")?;
@@ -216,11 +261,12 @@ fn literal_announcement(line: &[u8]) -> Option<u64> {
         return None;
     }
     if digits.len() > 19 {
-        return Some(u64::MAX);
+        return Some((u64::MAX, open));
     }
-    digits.iter().try_fold(0u64, |n, &d| {
+    let length = digits.iter().try_fold(0u64, |n, &d| {
         n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
-    })
+    })?;
+    Some((length, open))
 }
 
 #[cfg(test)]
@@ -230,9 +276,9 @@ mod tests {
 
     fn frame_all(framer: &mut Framer) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
-        while let Some(range) = framer.next_message().unwrap() {
+        while let Some(framed) = framer.next_message().unwrap() {
             let buf = framer.take_buffer();
-            out.push(buf[range].to_vec());
+            out.push(buf[framed.range].to_vec());
             framer.return_buffer(buf);
         }
         out
@@ -251,6 +297,31 @@ mod tests {
         );
         framer.enqueue(b"ISTS\r\n");
         assert_eq!(frame_all(&mut framer), vec![b"* 2 EXISTS\r\n".to_vec()]);
+    }
+
+    #[test]
+    fn tells_where_the_only_literal_of_a_message_is() {
+        let mut framer = Framer::new(Limits::default());
+        // The first message is framed and dropped from the buffer while the
+        // second still arrives: the span follows the bytes.
+        framer.enqueue(b"* OK [UIDVALIDITY 1234567890] UIDs valid, a long line\r\n* 2 FETCH (UID 7 BODY[] {5}\r\nab");
+        let first = framer.next_message().unwrap().unwrap();
+        assert_eq!(first.only_literal, None);
+        assert!(framer.next_message().unwrap().is_none());
+        framer.enqueue(b"cde)\r\n* 3 FETCH (BODY[1] {1}\r\nx BODY[2] {2}\r\nyz)\r\n");
+        let second = framer.next_message().unwrap().unwrap();
+        let span = second.only_literal.unwrap();
+        let buf = framer.take_buffer();
+        assert_eq!(
+            &buf[second.range.start..span.open],
+            b"* 2 FETCH (UID 7 BODY[] "
+        );
+        assert_eq!(&buf[span.open..span.data_start], b"{5}\r\n");
+        assert_eq!(&buf[span.data_start..span.data_end], b"abcde");
+        assert_eq!(&buf[span.data_end..second.range.end], b")\r\n");
+        framer.return_buffer(buf);
+        let third = framer.next_message().unwrap().unwrap();
+        assert_eq!(third.only_literal, None, "two literals");
     }
 
     #[test]

@@ -27,6 +27,7 @@
 mod connection;
 mod convert;
 mod core;
+mod direct;
 mod error;
 mod framer;
 mod request;

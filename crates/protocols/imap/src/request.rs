@@ -329,8 +329,22 @@ impl Request {
         }
     }
 
-    /// Encodes the command with `tag` into what the core writes, in order.
+    /// Encodes the command with `tag` into what the core writes, in order:
+    /// the commonest commands directly ([`crate::direct`]), the others with
+    /// imap-codec.
     pub(crate) fn encode(
+        &self,
+        tag: &str,
+        caps: &Capabilities,
+    ) -> Result<Vec<Outgoing>, ImapError> {
+        match crate::direct::encode(self, tag) {
+            Some(line) => Ok(vec![Outgoing::Bytes(line)]),
+            None => self.encode_with_codec(tag, caps),
+        }
+    }
+
+    /// Encodes the command with imap-codec.
+    pub(crate) fn encode_with_codec(
         &self,
         tag: &str,
         caps: &Capabilities,
