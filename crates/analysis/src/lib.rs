@@ -86,8 +86,8 @@ pub use record::{
     RunRecord, counters, merge_interval_lists,
 };
 pub use recorder::{
-    ActionTiming, DEFAULT_LATE_START_THRESHOLD, ENCODE_FAILURES_COUNTER, IntervalRecorder, Outcome,
-    RecorderConfig,
+    ActionTiming, DEFAULT_LATE_START_THRESHOLD, ENCODE_FAILURES_COUNTER, IntervalArchive,
+    IntervalRecorder, Outcome, RecorderConfig,
 };
 pub use server::{
     ConnectionLimit, ERROR_EXAMPLE_MAX_CHARS, ErrorExample, ErrorGroup, MtaDelivery, ServerRecord,
@@ -127,6 +127,10 @@ pub enum AnalysisError {
     /// The recorder was configured with a zero interval.
     #[error("the interval length must be greater than zero")]
     ZeroInterval,
+    /// Closed intervals stored as they closed (the run's journal) could not
+    /// be read back at the end.
+    #[error("the closed intervals stored during the run could not be read back: {0}")]
+    Archive(String),
 }
 
 /// Serde helpers storing `Duration`s as whole milli- or microseconds.

@@ -2,6 +2,7 @@
 //! every action, command, counter and self-check sample into.
 
 use std::collections::BTreeMap;
+use std::fmt::Debug;
 use std::time::Duration;
 
 use crate::AnalysisError;
@@ -107,7 +108,10 @@ struct OpenInterval {
 ///
 /// Memory: one live histogram per action, command and lag in the open
 /// interval (reused across intervals); closed intervals are encoded (a few
-/// hundred bytes per histogram).
+/// hundred bytes per histogram) and held until [`Self::release_stored`]
+/// says an [`IntervalArchive`] has them, so a run that stores its intervals
+/// as they close (the run's journal) holds only the few not yet stored,
+/// however long it runs; [`Self::finish_from`] reads the stored ones back.
 ///
 /// ```
 /// use std::time::Duration;
@@ -136,8 +140,26 @@ struct OpenInterval {
 pub struct IntervalRecorder {
     config: RecorderConfig,
     open: OpenInterval,
+    /// Closed intervals not released: every one from index `released` on.
     closed: Vec<IntervalRecord>,
+    /// Closed intervals dropped from memory because an archive has them.
+    released: usize,
     users_logged_on: u32,
+}
+
+/// Somewhere closed intervals are stored as they close, which can give them
+/// back at the end: the run's journal on disk. With one, a recorder holds in
+/// memory only the intervals not yet stored ([`IntervalRecorder::release_stored`]).
+pub trait IntervalArchive: Send + Sync + Debug {
+    /// How many closed intervals, from the run's first on, are stored and
+    /// can be read back. Counts only intervals the archive was handed and
+    /// has made safe, in order; it stops growing when storing fails (a full
+    /// disk), so the recorder keeps every later interval in memory.
+    fn stored(&self) -> usize;
+
+    /// The first `count` closed intervals, exactly as they were handed in
+    /// (`count` is at most [`Self::stored`]).
+    fn read_back(&self, count: usize) -> Result<Vec<IntervalRecord>, AnalysisError>;
 }
 
 impl IntervalRecorder {
@@ -159,6 +181,7 @@ impl IntervalRecorder {
                 lag: LatencyHistogram::new(),
             },
             closed: Vec::new(),
+            released: 0,
             users_logged_on: 0,
         })
     }
@@ -173,9 +196,47 @@ impl IntervalRecorder {
         self.open.phase
     }
 
-    /// Intervals closed so far (for a live display or streaming output).
+    /// Intervals closed so far and still held (for a live display or
+    /// streaming output): every one, unless some were released
+    /// ([`Self::release_stored`]), then those after them.
     pub fn closed(&self) -> &[IntervalRecord] {
         &self.closed
+    }
+
+    /// How many intervals have closed so far, released or held.
+    pub fn closed_count(&self) -> usize {
+        self.released + self.closed.len()
+    }
+
+    /// The closed intervals from the `index`-th on (counting from the run's
+    /// first), as far as they are still held.
+    pub fn closed_since(&self, index: usize) -> &[IntervalRecord] {
+        let held = index.saturating_sub(self.released);
+        self.closed.get(held..).unwrap_or_default()
+    }
+
+    /// How many closed intervals are held in memory: while an archive keeps
+    /// up, the few it has not stored yet.
+    pub fn held(&self) -> usize {
+        self.closed.len()
+    }
+
+    /// How many closed intervals were released from memory.
+    pub fn released(&self) -> usize {
+        self.released
+    }
+
+    /// Drops from memory the closed intervals among the first `stored`
+    /// (counting from the run's first), which an [`IntervalArchive`] has
+    /// stored: [`Self::finish_from`] reads them back from it at the end.
+    pub fn release_stored(&mut self, stored: usize) {
+        let drop = stored
+            .min(self.closed_count())
+            .saturating_sub(self.released);
+        if drop > 0 {
+            self.closed.drain(..drop);
+            self.released += drop;
+        }
     }
 
     /// Switches phase at `at`: closes the open interval there (if it has any
@@ -260,8 +321,9 @@ impl IntervalRecorder {
         }
     }
 
-    /// Ends recording at `at` and returns every interval. The last one is
-    /// cut short at `at`.
+    /// Ends recording at `at` and returns every interval still held: all of
+    /// them unless some were released (then see [`Self::finish_from`]). The
+    /// last one is cut short at `at`.
     pub fn finish(mut self, at: Duration) -> Vec<IntervalRecord> {
         self.advance(at);
         let has_data = !self.open.actions.values().all(OpenAction::is_empty)
@@ -273,6 +335,29 @@ impl IntervalRecorder {
             self.close_at(at.max(self.open.start));
         }
         self.closed
+    }
+
+    /// [`Self::finish`], with the released intervals read back from
+    /// `archive` in front: every interval of the run, exactly as if none had
+    /// been released.
+    pub fn finish_from(
+        self,
+        at: Duration,
+        archive: &dyn IntervalArchive,
+    ) -> Result<Vec<IntervalRecord>, AnalysisError> {
+        let released = self.released;
+        if released == 0 {
+            return Ok(self.finish(at));
+        }
+        let mut intervals = archive.read_back(released)?;
+        if intervals.len() != released {
+            return Err(AnalysisError::Archive(format!(
+                "{} intervals read back where {released} were stored",
+                intervals.len()
+            )));
+        }
+        intervals.extend(self.finish(at));
+        Ok(intervals)
     }
 
     fn close_at(&mut self, end: Duration) {

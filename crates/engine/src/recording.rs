@@ -8,12 +8,13 @@
 //! adds the run's metadata and returns the [`RunRecord`] the summary, the
 //! report and every output file are computed from.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use peakhour_analysis::{
-    ActionTiming, AnalysisError, Completion, DeliveryRecorder, ErrorExample, IntervalRecord,
-    IntervalRecorder, Outcome as Recorded, Phase as RecordedPhase, PhaseLengths, QosThresholds,
-    RecorderConfig, RunMeta, RunRecord,
+    ActionTiming, AnalysisError, Completion, DeliveryRecorder, ErrorExample, IntervalArchive,
+    IntervalRecord, IntervalRecorder, Outcome as Recorded, Phase as RecordedPhase, PhaseLengths,
+    QosThresholds, RecorderConfig, RunMeta, RunRecord,
 };
 use peakhour_workload::{Mode, Plan};
 use tokio::time::Instant;
@@ -44,6 +45,10 @@ pub struct RunRecorder {
     /// The first example of each action and error kind (bounded by the
     /// kinds, which are few).
     error_examples: Vec<ErrorExample>,
+    /// Where the closed intervals are stored as they close (the run's
+    /// journal): those it has are dropped from memory and read back at the
+    /// end.
+    archive: Option<Arc<dyn IntervalArchive>>,
 }
 
 impl RunRecorder {
@@ -62,12 +67,34 @@ impl RunRecorder {
             finished_users: 0,
             last_finish: Duration::ZERO,
             error_examples: Vec::new(),
+            archive: None,
         })
     }
 
-    /// The intervals closed so far, in order.
+    /// Keeps in memory only the closed intervals `archive` has not stored
+    /// yet; [`Self::finish`] reads the others back from it. The archive must
+    /// be handed every closed interval, in order (the run's observer is,
+    /// through `Observer::interval_closed`).
+    pub fn archive_to(&mut self, archive: Arc<dyn IntervalArchive>) {
+        self.archive = Some(archive);
+    }
+
+    /// The intervals closed so far and still in memory, in order: all of
+    /// them without an archive ([`Self::archive_to`]).
     pub fn closed_intervals(&self) -> &[IntervalRecord] {
         self.recorder.closed()
+    }
+
+    /// The closed intervals from the `index`-th on (counting from the run's
+    /// first), as far as they are still in memory: with an archive, only the
+    /// ones it has already stored are gone, and it is handed each one first.
+    pub fn closed_since(&self, index: usize) -> &[IntervalRecord] {
+        self.recorder.closed_since(index)
+    }
+
+    /// How many intervals have closed so far.
+    pub fn closed_count(&self) -> usize {
+        self.recorder.closed_count()
     }
 
     /// Users logged on now, as the events have told.
@@ -84,6 +111,9 @@ impl RunRecorder {
             self.recorder.enter_phase(phase, offset);
         }
         self.recorder.advance(offset);
+        if let Some(archive) = &self.archive {
+            self.recorder.release_stored(archive.stored());
+        }
         self.last_offset = self.last_offset.max(offset);
         offset
     }
@@ -120,7 +150,12 @@ impl RunRecorder {
         }
         delivery.lost_not_listed(outcome.lost_total.saturating_sub(outcome.lost.len() as u64));
         delivery.lost_unsearched(outcome.lost_unsearched);
-        let intervals = self.recorder.finish(self.last_offset);
+        let intervals = match &self.archive {
+            Some(archive) => self
+                .recorder
+                .finish_from(self.last_offset, archive.as_ref())?,
+            None => self.recorder.finish(self.last_offset),
+        };
         let mut record = RunRecord::new(meta, intervals, delivery.finish()?);
         record.server.error_examples = self.error_examples;
         Ok(record)

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use peakhour_analysis::{AnalysisError, IntervalRecord, RunMeta, RunRecord};
+use peakhour_analysis::{AnalysisError, IntervalArchive, IntervalRecord, RunMeta, RunRecord};
 use peakhour_smtp::Flavor;
 use peakhour_workload::ActionKind;
 use peakhour_workload::{MessageGenerator, Plan, Shard};
@@ -229,6 +229,14 @@ pub trait Observer: Send {
     /// Intervals come in order, each once; the last one, cut short where the
     /// run ends, is only in the finished record.
     fn interval_closed(&mut self, _interval: &IntervalRecord) {}
+    /// Where this observer stores the closed intervals it is handed, if it
+    /// can give them back at the end (the run's journal): the record then
+    /// holds in memory only those not yet stored, and reads the rest back
+    /// when the run ends (issue 11: memory does not grow with the run's
+    /// length).
+    fn interval_archive(&self) -> Option<Arc<dyn IntervalArchive>> {
+        None
+    }
 }
 
 /// Two observers as one: each gets everything, the first first (the binary
@@ -259,6 +267,11 @@ impl Observer for Both<'_> {
     fn interval_closed(&mut self, interval: &IntervalRecord) {
         self.0.interval_closed(interval);
         self.1.interval_closed(interval);
+    }
+    fn interval_archive(&self) -> Option<Arc<dyn IntervalArchive>> {
+        self.0
+            .interval_archive()
+            .or_else(|| self.1.interval_archive())
     }
 }
 
@@ -446,6 +459,9 @@ pub async fn run_with<C: Connector>(
         .into());
     }
     let mut recorder = RunRecorder::new(settings.interval)?;
+    if let Some(archive) = observer.interval_archive() {
+        recorder.archive_to(archive);
+    }
     let late = crate::distributed::wait_for_start(settings.start_at, &mut stop).await;
     let started_at = SystemTime::now();
     let clock = RunClock::starting_now(&settings)?;
@@ -861,11 +877,10 @@ struct Tee<'a> {
 
 impl Tee<'_> {
     fn hand_on_closed(&mut self) {
-        let closed = self.recorder.closed_intervals();
-        for interval in closed.get(self.handed_on..).unwrap_or_default() {
+        for interval in self.recorder.closed_since(self.handed_on) {
             self.observer.interval_closed(interval);
         }
-        self.handed_on = closed.len();
+        self.handed_on = self.recorder.closed_count();
     }
 }
 

@@ -58,6 +58,7 @@ mod procfs;
 mod sample;
 pub mod server;
 mod source;
+mod spill;
 mod system;
 mod table;
 

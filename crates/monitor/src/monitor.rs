@@ -14,6 +14,7 @@ use crate::csv::CsvWriter;
 use crate::error::MonitorError;
 use crate::sample::Sample;
 use crate::source::Source;
+use crate::spill::Rows;
 use crate::table::{DEFAULT_MAX_ROWS, MetricTable};
 
 /// How a [`Monitor`] runs.
@@ -31,6 +32,11 @@ pub struct MonitorConfig {
     pub origin: Option<Instant>,
     /// Rows kept in memory (see [`MetricTable`]).
     pub max_rows: usize,
+    /// Keep the rows in an unlinked temporary file while sampling and build
+    /// the [`MetricTable`] from it when the monitor stops (the same table),
+    /// so a long run's memory does not grow a row a second; in memory when
+    /// no temporary file can be made, or from the moment writing one fails.
+    pub rows_on_disk: bool,
 }
 
 impl Default for MonitorConfig {
@@ -40,6 +46,7 @@ impl Default for MonitorConfig {
             duration: None,
             origin: None,
             max_rows: DEFAULT_MAX_ROWS,
+            rows_on_disk: true,
         }
     }
 }
@@ -153,8 +160,9 @@ async fn run<S: Source, W: Write>(
 ) -> Result<MonitorReport, MonitorError> {
     let started = Instant::now();
     let origin = config.origin.unwrap_or(started);
+    let mut rows = Rows::new(config.rows_on_disk, config.max_rows);
     let mut report = MonitorReport {
-        table: MetricTable::new(config.max_rows),
+        table: MetricTable::new(2),
         cost: MonitorCost::default(),
         errors: 0,
         last_error: None,
@@ -207,8 +215,11 @@ async fn run<S: Source, W: Write>(
                 sample.time_s = signed_secs(at, origin);
                 sample.monitor_cpu_us = Some(cpu.as_secs_f64() * 1e6);
                 let (written, write_cpu) = cpu_timed(|| {
-                    report.table.push_sample(&sample);
-                    csv.as_mut().map_or(Ok(()), |w| w.write_sample(&sample))
+                    // Named once for the table and the CSV.
+                    let metrics = sample.metrics();
+                    rows.push(sample.time_s, &metrics)?;
+                    csv.as_mut()
+                        .map_or(Ok(()), |w| w.write_row(sample.time_s, &metrics))
                 });
                 cpu += write_cpu;
                 written?;
@@ -222,6 +233,7 @@ async fn run<S: Source, W: Write>(
         report.cost.add(cpu);
     }
     report.cost.wall = started.elapsed();
+    report.table = rows.into_table()?;
     if let Some(w) = &csv {
         report.dropped_columns = w.dropped_columns().iter().cloned().collect();
     }

@@ -10,7 +10,12 @@
 //!   `peakhour report` rebuilds an interrupted run from ([`crate::RunDir::recover`]);
 //! - `intervals.csv`, `errors.csv` and `latency.hlog`, in their final formats,
 //!
-//! then syncs each file, off the users' thread. When the run ends
+//! then syncs each file, off the users' thread. It is also the run's
+//! [`IntervalArchive`]: once an interval's line is synced, the engine drops
+//! that interval from memory and reads it back from `intervals.jsonl` when
+//! the run ends (issue 11: a run's memory does not grow with its length). If
+//! writing fails (a full disk), the count of stored intervals stops there and
+//! the engine keeps every later interval in memory. When the run ends
 //! normally, [`crate::RunDir::write_results`] replaces the three with their
 //! complete versions (which add the last, shortened interval) and removes
 //! the journal, `record.json` holding the same and more.
@@ -18,11 +23,12 @@
 use std::fs::File;
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use peakhour_analysis::{IntervalRecord, RunMeta};
+use peakhour_analysis::{AnalysisError, IntervalArchive, IntervalRecord, RunMeta};
 use peakhour_engine::files::FileObserver;
 use peakhour_engine::{Event, Observer, RunClock, SelfSample};
 use serde::{Deserialize, Serialize};
@@ -53,6 +59,37 @@ enum Entry {
 pub struct RunJournal {
     entries: Option<mpsc::Sender<Entry>>,
     writer: Option<JoinHandle<Result<(), RunDirError>>>,
+    archive: Arc<JournalArchive>,
+}
+
+/// What of the journal can be read back: the first `stored` interval lines
+/// of `intervals.jsonl`, each synced before it is counted.
+#[derive(Debug)]
+struct JournalArchive {
+    dir: RunDir,
+    stored: AtomicUsize,
+}
+
+impl IntervalArchive for JournalArchive {
+    fn stored(&self) -> usize {
+        self.stored.load(Ordering::Acquire)
+    }
+
+    fn read_back(&self, count: usize) -> Result<Vec<IntervalRecord>, AnalysisError> {
+        let (_, mut intervals, _) = self
+            .dir
+            .parse_journal()
+            .map_err(|e| AnalysisError::Archive(e.to_string()))?;
+        if intervals.len() < count {
+            return Err(AnalysisError::Archive(format!(
+                "{} holds {} intervals where {count} were stored",
+                self.dir.file(RunFile::Journal).display(),
+                intervals.len()
+            )));
+        }
+        intervals.truncate(count);
+        Ok(intervals)
+    }
 }
 
 impl std::fmt::Debug for Entry {
@@ -69,14 +106,19 @@ impl RunJournal {
     /// engine says the run started.
     pub(crate) fn start(dir: &RunDir) -> Result<Self, RunDirError> {
         let (entries, received) = mpsc::channel();
-        let dir = dir.clone();
+        let archive = Arc::new(JournalArchive {
+            dir: dir.clone(),
+            stored: AtomicUsize::new(0),
+        });
+        let stored = archive.clone();
         let writer = std::thread::Builder::new()
             .name("peakhour-journal".into())
-            .spawn(move || write_journal(&dir, &received))
+            .spawn(move || write_journal(&stored, &received))
             .map_err(RunDirError::io(PathBuf::from("peakhour-journal thread")))?;
         Ok(Self {
             entries: Some(entries),
             writer: Some(writer),
+            archive,
         })
     }
 
@@ -120,6 +162,10 @@ impl FileObserver for RunJournal {
     fn interval_closed(&mut self, interval: &IntervalRecord) {
         self.send(Entry::Closed(Box::new(interval.clone())));
     }
+
+    fn interval_archive(&self) -> Option<Arc<dyn IntervalArchive>> {
+        Some(self.archive.clone())
+    }
 }
 
 impl Observer for RunJournal {
@@ -134,6 +180,10 @@ impl Observer for RunJournal {
     fn interval_closed(&mut self, interval: &IntervalRecord) {
         self.send(Entry::Closed(Box::new(interval.clone())));
     }
+
+    fn interval_archive(&self) -> Option<Arc<dyn IntervalArchive>> {
+        Some(self.archive.clone())
+    }
 }
 
 /// The journal's files but the hlog, appended to per interval.
@@ -143,10 +193,17 @@ struct Appender<'d> {
     intervals: File,
     errors: File,
     failure: Option<RunDirError>,
+    /// Counts the interval lines on disk, when they are the run's intervals
+    /// from its first on (else nothing is counted: nothing can be read back).
+    stored: Option<&'d AtomicUsize>,
 }
 
 impl<'d> Appender<'d> {
-    fn create(dir: &'d RunDir, meta: &RunMeta) -> Result<Self, RunDirError> {
+    fn create(
+        dir: &'d RunDir,
+        meta: &RunMeta,
+        stored: Option<&'d AtomicUsize>,
+    ) -> Result<Self, RunDirError> {
         let head = JournalHead {
             journal_version: JOURNAL_VERSION,
             meta: meta.clone(),
@@ -160,6 +217,7 @@ impl<'d> Appender<'d> {
             intervals: dir.create_appended(RunFile::Intervals)?,
             errors: dir.create_appended(RunFile::Errors)?,
             failure: None,
+            stored,
         };
         appender.write(RunFile::Journal, &line)?;
         let header = format!("{}\n", peakhour_report::INTERVALS_CSV_HEADER);
@@ -196,6 +254,9 @@ impl<'d> Appender<'d> {
             .map_err(|e| render_error(self.dir, RunFile::Journal, e))?;
         line.push(b'\n');
         self.write(RunFile::Journal, &line)?;
+        if let Some(stored) = self.stored {
+            stored.fetch_add(1, Ordering::Release);
+        }
         let mut rows = Vec::new();
         peakhour_report::write_interval_rows(interval, &mut rows)
             .map_err(|source| self.dir.render_error(RunFile::Intervals, source))?;
@@ -214,15 +275,21 @@ fn render_error(dir: &RunDir, file: RunFile, e: serde_json::Error) -> RunDirErro
 /// The writer thread: waits for the run's start, then appends each closed
 /// interval to every journal file and syncs them, until the run drops its
 /// end of the channel.
-fn write_journal(dir: &RunDir, received: &mpsc::Receiver<Entry>) -> Result<(), RunDirError> {
+fn write_journal(
+    archive: &JournalArchive,
+    received: &mpsc::Receiver<Entry>,
+) -> Result<(), RunDirError> {
+    let dir = &archive.dir;
+    let mut skipped = false;
     let meta = loop {
         match received.recv() {
             Ok(Entry::Started(meta)) => break meta,
-            Ok(Entry::Closed(_)) => {}
+            Ok(Entry::Closed(_)) => skipped = true,
             Err(_) => return Ok(()),
         }
     };
-    let mut appender = Appender::create(dir, &meta)?;
+    let stored = (!skipped).then_some(&archive.stored);
+    let mut appender = Appender::create(dir, &meta, stored)?;
     let hlog_path = dir.file(RunFile::Hlog);
     let mut hlog = dir.create_appended(RunFile::Hlog)?;
     let hlog_sync = hlog

@@ -54,6 +54,18 @@ impl RunDir {
     /// The record the journal holds: its metadata and every complete
     /// interval line, with deliveries from the intervals' counters.
     fn read_journal(&self) -> Result<(RunRecord, Recovery), RunDirError> {
+        let (head, intervals, torn_tail) = self.parse_journal()?;
+        let delivery = delivery_from_counters(&intervals);
+        let recovery = recovery_of(RunFile::Journal, &intervals, torn_tail);
+        Ok((RunRecord::new(head.meta, intervals, delivery), recovery))
+    }
+
+    /// The journal's head and every complete interval line, and whether a
+    /// last line was cut short: what a killed run left, and what a finished
+    /// run reads its released intervals back from ([`crate::RunJournal`]).
+    pub(crate) fn parse_journal(
+        &self,
+    ) -> Result<(JournalHead, Vec<IntervalRecord>, bool), RunDirError> {
         let text = self.read_required(RunFile::Journal)?;
         let mut lines = text.split_inclusive('\n').enumerate();
         let head_line = lines.next().map_or("", |(_, line)| line);
@@ -88,9 +100,7 @@ impl RunDir {
                 _ => torn_tail = true,
             }
         }
-        let delivery = delivery_from_counters(&intervals);
-        let recovery = recovery_of(RunFile::Journal, &intervals, torn_tail);
-        Ok((RunRecord::new(head.meta, intervals, delivery), recovery))
+        Ok((head, intervals, torn_tail))
     }
 }
 

@@ -14,11 +14,12 @@
 //! A replay has clock-set phases, as a mail run: `--ramp-up`, `--duration`, drain.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use peakhour_analysis::{
-    ActionTiming, AnalysisError, IntervalRecord, IntervalRecorder, Outcome as Recorded, Phase,
-    RecorderConfig,
+    ActionTiming, AnalysisError, IntervalArchive, IntervalRecord, IntervalRecorder,
+    Outcome as Recorded, Phase, RecorderConfig,
 };
 use tokio::time::Instant;
 
@@ -60,6 +61,9 @@ pub(crate) struct FileRecorder {
     last_offset: Duration,
     /// Closed intervals already handed out by [`FileRecorder::newly_closed`].
     handed_out: usize,
+    /// Where the closed intervals are stored as they close (the run's journal): those
+    /// it has are dropped from memory and read back at the end.
+    archive: Option<Arc<dyn IntervalArchive>>,
 }
 
 impl FileRecorder {
@@ -79,7 +83,14 @@ impl FileRecorder {
             drain_at: None,
             last_offset: Duration::ZERO,
             handed_out: 0,
+            archive: None,
         })
+    }
+
+    /// Keeps in memory only the closed intervals `archive` has not stored yet (it is
+    /// handed each one through [`FileRecorder::newly_closed`]).
+    pub(crate) fn archive_to(&mut self, archive: Arc<dyn IntervalArchive>) {
+        self.archive = Some(archive);
     }
 
     fn offset(&self, at: Instant) -> Duration {
@@ -120,15 +131,17 @@ impl FileRecorder {
             self.recorder.advance(offset);
             self.last_offset = offset;
         }
+        if let Some(archive) = &self.archive {
+            self.recorder.release_stored(archive.stored());
+        }
     }
 
     /// The intervals closed since the last call, in order: each is handed out once,
     /// for the run's journal.
     pub(crate) fn newly_closed(&mut self) -> &[IntervalRecord] {
-        let closed = self.recorder.closed();
-        let new = closed.get(self.handed_out..).unwrap_or_default();
-        self.handed_out = closed.len();
-        new
+        let since = self.handed_out;
+        self.handed_out = self.recorder.closed_count();
+        self.recorder.closed_since(since)
     }
 
     /// Whether the steady window has opened.
@@ -218,12 +231,19 @@ impl FileRecorder {
 
     /// The intervals, and when the steady window opened and closed (offsets from t0; a
     /// window that never opened is empty at the end).
-    pub(crate) fn finish(mut self, at: Instant) -> (Vec<IntervalRecord>, Duration, Duration) {
+    pub(crate) fn finish(
+        mut self,
+        at: Instant,
+    ) -> Result<(Vec<IntervalRecord>, Duration, Duration), AnalysisError> {
         self.advance(at);
         let end = self.last_offset;
         let steady_at = self.steady_at.unwrap_or(end);
         let drain_at = self.drain_at.unwrap_or(end);
-        (self.recorder.finish(end), steady_at, drain_at)
+        let intervals = match &self.archive {
+            Some(archive) => self.recorder.finish_from(end, archive.as_ref())?,
+            None => self.recorder.finish(end),
+        };
+        Ok((intervals, steady_at, drain_at))
     }
 }
 
@@ -302,7 +322,7 @@ mod tests {
         );
         assert_eq!(r.phase(), Phase::Drain);
         r.event(ms(3200), &op(t0, 2, 3200, true, 100));
-        let (intervals, steady_at, drain_at) = r.finish(ms(4000));
+        let (intervals, steady_at, drain_at) = r.finish(ms(4000)).unwrap();
         assert_eq!(
             (steady_at, drain_at),
             (Duration::from_secs(2), Duration::from_secs(3))
@@ -353,7 +373,7 @@ mod tests {
         r.event(ms(500), &op(t0, 1, 500, true, 7));
         r.event(ms(1500), &op(t0, 1, 1500, true, 70));
         r.event(ms(3500), &op(t0, 1, 3500, true, 700));
-        let (intervals, steady_at, drain_at) = r.finish(ms(4000));
+        let (intervals, steady_at, drain_at) = r.finish(ms(4000)).unwrap();
         assert_eq!(
             (steady_at, drain_at),
             (Duration::from_secs(1), Duration::from_secs(3))

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use peakhour_analysis::{
-    AnalysisError, IntervalRecord, Phase, PhaseLengths, QosThresholds, RunMeta, RunRecord,
+    AnalysisError, IntervalArchive, IntervalRecord, Phase, PhaseLengths, QosThresholds, RunMeta,
+    RunRecord,
 };
 use peakhour_workload::files::FilePlan;
 use tokio::sync::{mpsc, watch};
@@ -131,6 +132,11 @@ pub trait FileObserver: Send {
     /// An interval of the record has closed and will not change: in order, each once;
     /// the last one, cut short where the run ends, is only in the finished record.
     fn interval_closed(&mut self, _interval: &IntervalRecord) {}
+    /// Where this observer stores the closed intervals it is handed, if it can give
+    /// them back at the end (the run's journal; as `crate::Observer::interval_archive`).
+    fn interval_archive(&self) -> Option<Arc<dyn IntervalArchive>> {
+        None
+    }
 }
 
 /// Two file observers as one: each gets everything, the first first (the binary draws
@@ -153,6 +159,11 @@ impl FileObserver for FileBoth<'_> {
     fn interval_closed(&mut self, interval: &IntervalRecord) {
         self.0.interval_closed(interval);
         self.1.interval_closed(interval);
+    }
+    fn interval_archive(&self) -> Option<Arc<dyn IntervalArchive>> {
+        self.0
+            .interval_archive()
+            .or_else(|| self.1.interval_archive())
     }
 }
 
@@ -206,6 +217,9 @@ pub async fn run_files(
         },
     };
     let mut recorder = FileRecorder::new(t0, settings.interval, window)?;
+    if let Some(archive) = observer.interval_archive() {
+        recorder.archive_to(archive);
+    }
     let (events, inbox) = FileSink::channel();
     let shared = Arc::new(Shared {
         target: target.clone(),
@@ -241,7 +255,7 @@ pub async fn run_files(
         }
     }
     let end = Instant::now();
-    let (intervals, steady_at, drain_at) = recorder.finish(end);
+    let (intervals, steady_at, drain_at) = recorder.finish(end)?;
     let count = |name: &str| -> u64 {
         intervals
             .iter()
