@@ -719,4 +719,25 @@ mod tests {
         assert!((third[0].cpu_pct.unwrap() - 30.0).abs() < 1e-9);
         assert_eq!(third[0].ctx_switches_per_s, Some(3.0));
     }
+
+    #[test]
+    fn issue_11_the_tracker_forgets_processes_that_are_gone() {
+        // Short-lived processes (Postfix's smtpd and cleanup, Dovecot's
+        // logins) come and go: an hour of them leaves only those alive.
+        let mut t = GroupTracker::new();
+        for second in 0..3_600_u32 {
+            let uptime = 1_000 + u64::from(second) * 100;
+            let alive: Vec<_> = (0..20)
+                .map(|n| pc(second * 20 + n, uptime - 50, 10, 1))
+                .collect();
+            t.update(
+                &["postfix", "dovecot"],
+                &[alive, vec![pc(1, 5, 9, 9)]],
+                uptime,
+                100.0,
+                1.0,
+            );
+            assert_eq!(t.prev.len(), 21, "second {second}");
+        }
+    }
 }
