@@ -27,7 +27,10 @@
 # --profile runs another profile instead (a file or a built-in name, e.g.
 # mmb-medium, whose actions per user per day are 161.28: give them with
 # --actions-per-day so that --rate holds). --no-imaptest skips imaptest even
-# with IMAPTEST set.
+# with IMAPTEST set. For a profile that sends mail it also prints the SMTP
+# commands on the wire and the µs per command counting them, the actions
+# skipped (due, but with nothing to act on: an empty Inbox) and how far the
+# deliveries kept up (docs/PERFORMANCE.md, "Third round").
 #
 # Needs root (the lab and the cgroup), target/release/peakhour (cargo build
 # --release -p peakhour; PEAKHOUR=... to use another binary) and cgroup v1's
@@ -64,7 +67,7 @@ while [ $# -gt 0 ]; do
     --profile) profile=$2; shift 2 ;;
     --actions-per-day) actions_per_day=$2; shift 2 ;;
     --no-imaptest) imaptest=""; shift ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -168,6 +171,35 @@ per = {k: v["count"] for k, v in s["commands"].items()}
 print(f"    commands in the steady phase: {per}", file=sys.stderr)
 client = s.get("client", {})
 print(f"    the run's own CPU meter: {client.get('cpu_percent_mean')} % of a core", file=sys.stderr)
+# A profile that sends mail (mmb-medium) also speaks SMTP. Two ways to count its
+# commands (docs/PERFORMANCE.md, "Third round"): IMAP only, as above, and IMAP
+# plus every SMTP command on the wire: EHLO, STARTTLS, AUTH, MAIL, one RCPT per
+# recipient, DATA and QUIT (the summary records a transaction as one entry).
+counters = s.get("counters", {})
+smtp_recorded = sum(c["count"] for name, c in s["commands"].items() if name.startswith("smtp."))
+if smtp_recorded:
+    per = lambda name: s["commands"].get(name, {}).get("count", 0)
+    transactions = per("smtp.TRANSACTION")
+    rcpt = counters.get("recipients_submitted", 0) + counters.get("recipients_refused", 0)
+    smtp = per("smtp.EHLO") + per("smtp.STARTTLS") + per("smtp.AUTH") + 2 * transactions + rcpt + per("smtp.QUIT")
+    smtp_rate = smtp / steady
+    both = gen_rate / (cmd_rate + smtp_rate) * 1e6
+    print(f"    SMTP: {smtp_rate:.0f} commands/s on the wire ({transactions / steady:.1f} sends/s, "
+          f"{rcpt / max(transactions, 1):.1f} RCPT each); µs per command counting them: {both:.1f}; "
+          f"µs per action: {gen_rate / (actions / steady) * 1e6:.0f}", file=sys.stderr)
+# Actions due but skipped (a move, delete or read on an empty Inbox) are not in
+# actions/s: their sum is the rate the schedule asked for.
+skipped = sum(v for k, v in counters.items() if k.startswith("skipped_"))
+if skipped:
+    print(f"    skipped: {skipped / steady:.0f} actions/s ({ {k: v for k, v in counters.items() if k.startswith('skipped_')} }); "
+          f"done + skipped: {(actions + skipped) / steady:.0f} actions/s", file=sys.stderr)
+d = s.get("delivery") or {}
+if d.get("submitted_recipients"):
+    mta = d.get("mta") or {}
+    print(f"    delivery: {counters.get('recipients_submitted', 0) / steady:.0f} recipients/s submitted, "
+          f"{counters.get('recipients_delivered', 0) / steady:.0f}/s seen delivered in the steady phase; "
+          f"latency p50 {d.get('p50_ms')} ms p95 {d.get('p95_ms')} ms (MTA's own p50 {mta.get('p50_ms')} ms)",
+          file=sys.stderr)
 EOF
   grep -h '^monitor:' "$log" | sed 's/^/    /' >&2 || true
 }
