@@ -57,6 +57,7 @@ mod mta_log;
 mod procfs;
 mod sample;
 pub mod server;
+mod sockets;
 mod source;
 mod spill;
 mod system;
@@ -87,6 +88,7 @@ pub use sample::{
     CpuSample, CpuShares, DiskSample, GroupSample, MailSample, MemorySample, NetworkSample,
     PressureSample, QueueSizes, Sample, SystemSample,
 };
+pub use sockets::{ConnectionCounter, CountMethod};
 pub use source::{
     LocalConfig, LocalSource, MAX_CPUS, NodeExporterSource, PROCESS_READ_BUDGET, SampleFuture,
     Source, parse_exposition, parse_scrape_response,

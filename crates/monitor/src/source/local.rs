@@ -17,6 +17,7 @@ use crate::groups::{GroupSpec, GroupTracker, ProcessCounters, assign_groups};
 use crate::mail::{MailProbes, postfix_queue_sizes};
 use crate::procfs::{self, PidStat};
 use crate::sample::{GroupSample, MailSample, Sample};
+use crate::sockets::ConnectionCounter;
 use crate::system::{PressureCounters, PreviousReading, SystemCounters};
 
 /// What the local source reads.
@@ -65,6 +66,8 @@ pub struct LocalSource {
     /// When the processes were last read.
     processes_read_at: Option<Instant>,
     cgroup: Option<CgroupReader>,
+    /// Counts Dovecot's connections when its ports are known.
+    connections: ConnectionCounter,
     /// A group matches on executable paths or owners: read them for every process.
     needs_exe: bool,
     needs_user: bool,
@@ -101,6 +104,7 @@ impl LocalSource {
             .filter(|t| *t > 0)
             .unwrap_or(100);
         let mut source = Self {
+            connections: ConnectionCounter::new(&config.proc_root),
             config,
             ticks_per_s: ticks as f64,
             own_pid: std::process::id(),
@@ -362,22 +366,15 @@ impl LocalSource {
             .update(&names, &members, now_ticks, self.ticks_per_s, elapsed_s);
         // Connections: established sockets on Dovecot's ports when they are
         // known (exact whatever its client_limit), else its imap and pop3
-        // processes. The kernel builds /proc/net/tcp from every socket, which
-        // is as costly as the process reads, so it is spread out with them.
+        // processes. Counted with the process reads, and spread out with them:
+        // from /proc/net/tcp (where netlink is not permitted) it costs as much.
         let dovecot_connections = if self.config.mail.dovecot_ports.is_empty() {
             dovecot_tree
                 .iter()
                 .filter(|&&i| matches!(procs[i].comm.as_str(), "imap" | "pop3"))
                 .count() as u32
         } else {
-            let ports = self.config.mail.dovecot_ports.clone();
-            let mut n = 0;
-            for table in ["net/tcp", "net/tcp6"] {
-                if let Some(t) = self.read_optional(table) {
-                    n += procfs::count_established(t, &ports);
-                }
-            }
-            n
+            self.connections.count(&self.config.mail.dovecot_ports)?
         };
         Ok(ProcessReading {
             groups,
