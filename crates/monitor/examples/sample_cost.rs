@@ -20,7 +20,7 @@ use std::io::Read as _;
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
-use peakhour_monitor::{LocalConfig, LocalSource, MailProbes, cpu_timed};
+use peakhour_monitor::{ConnectionCounter, LocalConfig, LocalSource, MailProbes, cpu_timed};
 
 struct Args {
     established: usize,
@@ -113,6 +113,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         args.samples,
         summary(costs)
     );
+
+    let proc_root = std::path::Path::new("/proc");
+    for (name, mut counter) in [
+        ("sock_diag", ConnectionCounter::new(proc_root)),
+        ("/proc/net/tcp{,6}", ConnectionCounter::proc_files(proc_root)),
+    ] {
+        let mut costs = Vec::with_capacity(args.reads);
+        for _ in 0..args.reads {
+            let (count, cpu) = cpu_timed(|| counter.count(&[port]));
+            assert_eq!(count?, u32::try_from(args.established)?);
+            costs.push(cpu.as_secs_f64() * 1e6);
+        }
+        println!("count by {name:22}: {}", summary(costs));
+    }
 
     let mut files: Vec<String> = [
         "stat",
