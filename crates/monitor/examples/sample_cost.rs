@@ -64,6 +64,21 @@ fn summary(mut costs: Vec<f64>) -> String {
     )
 }
 
+/// Reads a file kept open from its start to its end.
+fn reread(file: &std::fs::File, bytes: &mut Vec<u8>) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt as _;
+    let mut len = 0;
+    loop {
+        if len == bytes.len() {
+            bytes.resize(len * 2, 0);
+        }
+        match file.read_at(&mut bytes[len..], len as u64)? {
+            0 => return Ok(len),
+            n => len += n,
+        }
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = args()?;
     let listener = TcpListener::bind("127.0.0.1:0")?;
@@ -117,7 +132,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proc_root = std::path::Path::new("/proc");
     for (name, mut counter) in [
         ("sock_diag", ConnectionCounter::new(proc_root)),
-        ("/proc/net/tcp{,6}", ConnectionCounter::proc_files(proc_root)),
+        (
+            "/proc/net/tcp{,6}",
+            ConnectionCounter::proc_files(proc_root),
+        ),
     ] {
         let mut costs = Vec::with_capacity(args.reads);
         for _ in 0..args.reads {
@@ -161,6 +179,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             costs.push(cpu.as_secs_f64() * 1e6);
         }
         println!("read {file:22} {:>7} bytes: {}", buf.len(), summary(costs));
+        // The same file kept open and read again from its start.
+        let Ok(open) = std::fs::File::open(file) else {
+            continue;
+        };
+        let mut bytes = vec![0u8; 1 << 16];
+        let mut costs = Vec::with_capacity(args.reads);
+        for _ in 0..args.reads {
+            let (read, cpu) = cpu_timed(|| reread(&open, &mut bytes));
+            if read.is_err() {
+                break;
+            }
+            costs.push(cpu.as_secs_f64() * 1e6);
+        }
+        println!("  kept open, pread from 0:        {}", summary(costs));
+        // Opened each time, read with plain reads (no size probe).
+        let mut costs = Vec::with_capacity(args.reads);
+        for _ in 0..args.reads {
+            let (read, cpu) =
+                cpu_timed(|| std::fs::File::open(file).and_then(|f| reread(&f, &mut bytes)));
+            if read.is_err() {
+                break;
+            }
+            costs.push(cpu.as_secs_f64() * 1e6);
+        }
+        println!("  opened, plain reads:            {}", summary(costs));
     }
     drop(open);
     Ok(())

@@ -49,6 +49,7 @@ mod csv;
 mod error;
 mod group_conditions;
 mod groups;
+mod kept_files;
 mod live;
 mod mail;
 mod metric_key;

@@ -169,7 +169,12 @@ impl SockDiag {
         self.sequence = self.sequence.wrapping_add(1);
         dump_request(&mut self.request, self.sequence, ports);
         let fd = self.socket.as_raw_fd();
-        sendto(fd, &self.request, &NetlinkAddr::new(0, 0), MsgFlags::empty())?;
+        sendto(
+            fd,
+            &self.request,
+            &NetlinkAddr::new(0, 0),
+            MsgFlags::empty(),
+        )?;
         let mut count = 0;
         loop {
             let len = match recv(fd, &mut self.reply, MsgFlags::empty()) {
@@ -220,7 +225,11 @@ fn dump_request(out: &mut Vec<u8>, sequence: u32, ports: &[u16]) {
     out.extend_from_slice(&(1u32 << TCP_ESTABLISHED).to_ne_bytes());
     out.extend_from_slice(&0u32.to_ne_bytes());
     // struct nlattr holding the bytecode (its length is a multiple of 4).
-    out.extend_from_slice(&u16::try_from(attribute_len).unwrap_or(u16::MAX).to_ne_bytes());
+    out.extend_from_slice(
+        &u16::try_from(attribute_len)
+            .unwrap_or(u16::MAX)
+            .to_ne_bytes(),
+    );
     out.extend_from_slice(&INET_DIAG_REQ_BYTECODE.to_ne_bytes());
     out.extend_from_slice(&bytecode);
 }

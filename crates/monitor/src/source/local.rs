@@ -5,8 +5,7 @@
 //! another dependency tree; the parsers are small and fixture-tested.
 
 use std::collections::{BTreeSet, HashSet};
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use super::{SampleFuture, Source};
@@ -14,6 +13,7 @@ use crate::cgroup::{CgroupFiles, CgroupReader};
 use crate::cost::cpu_timed;
 use crate::error::MonitorError;
 use crate::groups::{GroupSpec, GroupTracker, ProcessCounters, assign_groups};
+use crate::kept_files::{KeptFiles, PidFile};
 use crate::mail::{MailProbes, postfix_queue_sizes};
 use crate::procfs::{self, PidStat};
 use crate::sample::{GroupSample, MailSample, Sample};
@@ -58,7 +58,10 @@ pub struct LocalSource {
     tracker: GroupTracker,
     whole_disks: Option<HashSet<String>>,
     partitions: BTreeSet<String>,
-    buf: String,
+    /// The text of the file just read (reused).
+    bytes: Vec<u8>,
+    /// `/proc` files kept open between samples.
+    kept: KeptFiles,
     dovecot_probe: GroupSpec,
     /// The last per-process reading, reused while `skip` is above zero.
     processes: Option<ProcessReading>,
@@ -105,6 +108,7 @@ impl LocalSource {
             .unwrap_or(100);
         let mut source = Self {
             connections: ConnectionCounter::new(&config.proc_root),
+            kept: KeptFiles::new(&config.proc_root),
             config,
             ticks_per_s: ticks as f64,
             own_pid: std::process::id(),
@@ -112,7 +116,7 @@ impl LocalSource {
             tracker: GroupTracker::new(),
             whole_disks: None,
             partitions: BTreeSet::new(),
-            buf: String::with_capacity(8192),
+            bytes: Vec::with_capacity(8192),
             dovecot_probe: GroupSpec::dovecot(),
             processes: None,
             skip: 0,
@@ -144,24 +148,22 @@ impl LocalSource {
             });
     }
 
-    fn read(&mut self, path: &Path) -> Result<&str, std::io::Error> {
-        self.buf.clear();
-        std::fs::File::open(path)?.read_to_string(&mut self.buf)?;
-        Ok(&self.buf)
+    fn read_proc(&mut self, rel: &'static str) -> Result<&str, MonitorError> {
+        let root = &self.config.proc_root;
+        self.kept
+            .read_named(root, rel, &mut self.bytes)
+            .map_err(|e| MonitorError::read(root.join(rel), e))
     }
 
-    fn read_proc(&mut self, rel: &str) -> Result<&str, MonitorError> {
-        let path = self.config.proc_root.join(rel);
-        self.buf.clear();
-        match std::fs::File::open(&path).and_then(|mut f| f.read_to_string(&mut self.buf)) {
-            Ok(_) => Ok(&self.buf),
-            Err(e) => Err(MonitorError::read(path, e)),
-        }
+    fn read_optional(&mut self, rel: &'static str) -> Option<&str> {
+        self.kept
+            .read_named(&self.config.proc_root, rel, &mut self.bytes)
+            .ok()
     }
 
-    fn read_optional(&mut self, rel: &str) -> Option<&str> {
-        let path = self.config.proc_root.join(rel);
-        self.read(&path).ok()
+    fn read_pid(&mut self, pid: u32, which: PidFile) -> Result<&str, std::io::Error> {
+        self.kept
+            .read_pid(&self.config.proc_root, pid, which, &mut self.bytes)
     }
 
     fn keep_disk(&mut self, name: &str) -> bool {
@@ -237,8 +239,10 @@ impl LocalSource {
             else {
                 continue;
             };
-            let path = root.join(pid).join("stat");
-            match self.read(&path) {
+            let Ok(number) = pid.parse::<u32>() else {
+                continue;
+            };
+            match self.read_pid(number, PidFile::Stat) {
                 Ok(text) => {
                     if let Ok(mut stat) = procfs::parse_pid_stat(text) {
                         // Only when a group matches on them: a readlink and a
@@ -264,14 +268,13 @@ impl LocalSource {
     }
 
     fn process_counters(&mut self, p: &PidStat) -> Option<ProcessCounters> {
-        let dir = self.config.proc_root.join(p.pid.to_string());
-        let (rss_kb, ctx_switches) = match self.read(&dir.join("status")) {
+        let (rss_kb, ctx_switches) = match self.read_pid(p.pid, PidFile::Status) {
             Ok(t) => procfs::parse_pid_status(t).ok()?,
             Err(_) => return None, // exited since its stat was read
         };
         // /proc/PID/io needs ptrace rights over the process: without them
         // (not root, another user's process) I/O counts as zero.
-        let (read_bytes, write_bytes) = match self.read(&dir.join("io")) {
+        let (read_bytes, write_bytes) = match self.read_pid(p.pid, PidFile::Io) {
             Ok(t) => procfs::parse_pid_io(t).unwrap_or((0, 0)),
             Err(e) if process_gone(&e) => return None,
             Err(_) => (0, 0),
@@ -341,6 +344,7 @@ impl LocalSource {
     /// Reads every process's stat, then the group members' status and io.
     fn read_processes(&mut self, now: Instant) -> Result<ProcessReading, MonitorError> {
         let uptime_s = procfs::parse_uptime(self.read_proc("uptime")?)?;
+        self.kept.begin_reading();
         let procs = self.all_processes()?;
         let mut specs = self.config.groups.clone();
         specs.push(self.dovecot_probe.clone());
@@ -354,6 +358,8 @@ impl LocalSource {
                     .collect()
             })
             .collect();
+        // The processes not listed this time have exited: close their files.
+        self.kept.end_reading();
         let names: Vec<&str> = self.config.groups.iter().map(|g| g.name.as_str()).collect();
         let now_ticks = (uptime_s * self.ticks_per_s) as u64;
         // Rates cover the time since the previous reading, however many samples ago.
