@@ -11,11 +11,12 @@ use peakhour_monitor::{ConnectionCounter, CountMethod};
 
 /// Open connections to one listener, both ends kept.
 fn connect(listener: &TcpListener, from: SocketAddr, n: usize) -> Vec<TcpStream> {
-    let to = SocketAddr::new(from.ip(), listener.local_addr().unwrap().port());
+    let port = listener.local_addr().expect("a bound listener").port();
+    let to = SocketAddr::new(from.ip(), port);
     let mut ends = Vec::new();
     for _ in 0..n {
-        ends.push(TcpStream::connect(to).unwrap());
-        ends.push(listener.accept().unwrap().0);
+        ends.push(TcpStream::connect(to).expect("connect on loopback"));
+        ends.push(listener.accept().expect("accept on loopback").0);
     }
     ends
 }
