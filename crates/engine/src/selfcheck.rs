@@ -46,6 +46,15 @@ impl CpuMeter {
 }
 
 /// How often the lag probe takes a reading.
+///
+/// 10 ms is the `client_bound` limit on the lag's p99, so any one stall long
+/// enough to pass it alone is seen. Each reading wakes the clock thread and
+/// the runtime: on an idle runtime about 65 µs of CPU (6-7 ms a second, most
+/// of it the runtime's own wake from `epoll_wait`), on a runtime already
+/// awake for its users next to nothing. A timerfd in the runtime's poller
+/// instead of the thread saved only a fifth and put the timer interrupt's
+/// latency in every reading; a longer period would miss short stalls
+/// (docs/PERFORMANCE.md, "Fourth round": kept as it is).
 pub const LAG_PROBE_PERIOD: Duration = Duration::from_millis(10);
 
 /// Scheduling lag: how long a task of the runtime, once woken, waits before

@@ -49,6 +49,7 @@ mod csv;
 mod error;
 mod group_conditions;
 mod groups;
+mod kept_files;
 mod live;
 mod mail;
 mod metric_key;
@@ -57,6 +58,7 @@ mod mta_log;
 mod procfs;
 mod sample;
 pub mod server;
+mod sockets;
 mod source;
 mod spill;
 mod system;
@@ -87,6 +89,7 @@ pub use sample::{
     CpuSample, CpuShares, DiskSample, GroupSample, MailSample, MemorySample, NetworkSample,
     PressureSample, QueueSizes, Sample, SystemSample,
 };
+pub use sockets::{ConnectionCounter, CountMethod};
 pub use source::{
     LocalConfig, LocalSource, MAX_CPUS, NodeExporterSource, PROCESS_READ_BUDGET, SampleFuture,
     Source, parse_exposition, parse_scrape_response,

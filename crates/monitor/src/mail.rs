@@ -8,8 +8,9 @@
 //!   `readdir` per directory and grows with the queue: about 1 µs per queued
 //!   message, so a 100,000-message deferred queue costs ~0.1 s per sample.
 //! * **Dovecot connections** are the ESTABLISHED TCP sockets whose local
-//!   port is one of [`MailProbes::dovecot_ports`] (from `/proc/net/tcp` and
-//!   `tcp6`). With no ports configured, the count of `imap` and `pop3`
+//!   port is one of [`MailProbes::dovecot_ports`] (a `sock_diag` dump, see
+//!   [`crate::ConnectionCounter`]; `/proc/net/tcp` and `tcp6` where netlink
+//!   is not permitted). With no ports configured, the count of `imap` and `pop3`
 //!   processes under `dovecot` stands in: exact with Dovecot's default
 //!   `client_limit = 1`, an undercount when one process serves many clients.
 
