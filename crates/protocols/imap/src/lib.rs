@@ -30,6 +30,7 @@ mod core;
 mod direct;
 mod error;
 mod framer;
+mod quick;
 mod request;
 mod types;
 
