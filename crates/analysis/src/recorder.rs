@@ -5,13 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
-use flate2::{Compress, Compression, FlushCompress, Status};
-use hdrhistogram::serialization::{Serializer as _, V2Serializer};
-
 use crate::AnalysisError;
-use crate::histogram::{EncodedHistogram, LatencyHistogram};
+use crate::histogram::LatencyHistogram;
 use crate::record::{ActionInterval, ClientInterval, IntervalRecord, Phase};
 
 /// Default late-start threshold: an action that starts more than 100 ms after
@@ -150,9 +145,6 @@ pub struct IntervalRecorder {
     /// Closed intervals dropped from memory because an archive has them.
     released: usize,
     users_logged_on: u32,
-    /// Encodes the histograms of each interval as it closes, with buffers
-    /// and a compressor kept from one interval to the next.
-    encoder: IntervalEncoder,
 }
 
 /// Somewhere closed intervals are stored as they close, which can give them
@@ -191,7 +183,6 @@ impl IntervalRecorder {
             closed: Vec::new(),
             released: 0,
             users_logged_on: 0,
-            encoder: IntervalEncoder::new(),
         })
     }
 
@@ -374,9 +365,8 @@ impl IntervalRecorder {
         let mut record = IntervalRecord::new(open.start, end - open.start, open.phase);
         record.users_logged_on = self.users_logged_on;
         let mut failures = 0_u64;
-        let encoder = &mut self.encoder;
         let mut encode = |h: &mut LatencyHistogram| {
-            let encoded = encoder.encode(h).unwrap_or_else(|_| {
+            let encoded = h.encode().unwrap_or_else(|_| {
                 failures += 1;
                 Default::default()
             });
@@ -419,88 +409,6 @@ impl IntervalRecorder {
     }
 }
 
-/// [`LatencyHistogram::encode`]'s bytes (V2 + deflate, base64), written
-/// with one compressor and two buffers kept for the whole run.
-///
-/// hdrhistogram's `V2DeflateSerializer` builds a new zlib compressor for
-/// every histogram, and miniz_oxide allocates and zeroes about 300 KB of
-/// tables for each: at the close of every interval, for every action and
-/// command of the interval. In callgrind that was 17% of a 20-user
-/// mmb-medium run's instructions, about 10 M per interval closed (issue 16,
-/// docs/PERFORMANCE.md "Fourth round: mmb-medium per command"). Here the
-/// compressor is reset instead; the tests check the bytes are the same.
-struct IntervalEncoder {
-    v2: V2Serializer,
-    plain: Vec<u8>,
-    packed: Vec<u8>,
-    compressor: Compress,
-}
-
-impl Debug for IntervalEncoder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IntervalEncoder").finish_non_exhaustive()
-    }
-}
-
-/// hdrhistogram's cookie of a V2 + deflate histogram (its
-/// `V2_COMPRESSED_COOKIE`, which it does not export).
-const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9304 | 0x10;
-
-impl IntervalEncoder {
-    fn new() -> Self {
-        Self {
-            v2: V2Serializer::new(),
-            plain: Vec::new(),
-            packed: Vec::new(),
-            // What `ZlibEncoder::new(_, Compression::default())` makes.
-            compressor: Compress::new(Compression::default(), true),
-        }
-    }
-
-    /// The same as [`LatencyHistogram::encode`]: empty for an empty
-    /// histogram, else the cookie, the compressed length and the zlib
-    /// stream of the V2 serialization, in base64.
-    fn encode(&mut self, h: &LatencyHistogram) -> Result<EncodedHistogram, AnalysisError> {
-        if h.is_empty() {
-            return Ok(EncodedHistogram::default());
-        }
-        let failed =
-            |what: &dyn Debug| AnalysisError::Histogram(format!("encode failed: {what:?}"));
-        self.plain.clear();
-        self.v2
-            .serialize(h.as_hdr(), &mut self.plain)
-            .map_err(|e| failed(&e))?;
-        self.packed.clear();
-        self.packed
-            .extend_from_slice(&V2_COMPRESSED_COOKIE.to_be_bytes());
-        self.packed.extend_from_slice(&[0; 4]);
-        self.compressor.reset();
-        // As flate2's writer feeds it: all the input, then finish.
-        let mut input = &self.plain[..];
-        loop {
-            self.packed.reserve(input.len() / 2 + 64);
-            let before = self.compressor.total_in();
-            let flush = if input.is_empty() {
-                FlushCompress::Finish
-            } else {
-                FlushCompress::None
-            };
-            let status = self
-                .compressor
-                .compress_vec(input, &mut self.packed, flush)
-                .map_err(|e| failed(&e))?;
-            let taken = usize::try_from(self.compressor.total_in() - before).unwrap_or(usize::MAX);
-            input = input.get(taken..).unwrap_or_default();
-            if status == Status::StreamEnd {
-                break;
-            }
-        }
-        let length = u32::try_from(self.packed.len() - 8).map_err(|e| failed(&e))?;
-        self.packed[4..8].copy_from_slice(&length.to_be_bytes());
-        Ok(EncodedHistogram::from_base64(BASE64.encode(&self.packed)))
-    }
-}
-
 /// `map[key]`, inserting a default without allocating when the key exists
 /// (the common case on the hot path).
 fn entry<'m, V: Default>(map: &'m mut BTreeMap<String, V>, key: &str) -> &'m mut V {
@@ -510,44 +418,5 @@ fn entry<'m, V: Default>(map: &'m mut BTreeMap<String, V>, key: &str) -> &'m mut
     match map.get_mut(key) {
         Some(v) => v,
         None => unreachable!("inserted just above"),
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "tests fail loudly")]
-mod tests {
-    use super::*;
-
-    /// The kept compressor writes exactly what hdrhistogram's serializer
-    /// writes, histogram after histogram (each starts from a reset state),
-    /// from one value to a spread that does not compress well.
-    #[test]
-    fn issue_16_kept_compressor_encodes_as_hdrhistogram_does() {
-        let mut encoder = IntervalEncoder::new();
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        let mut shapes = 0;
-        for values in [0_usize, 1, 2, 10, 100, 1_000, 20_000, 200_000] {
-            for spread in [1_u64, 1_000, 60_000_000] {
-                let mut h = LatencyHistogram::new();
-                for _ in 0..values {
-                    h.record_us(next() % spread + 1);
-                }
-                let ours = encoder.encode(&h).unwrap();
-                assert_eq!(
-                    ours,
-                    h.encode().unwrap(),
-                    "{values} values under {spread} µs"
-                );
-                assert_eq!(ours.decode().unwrap().len(), values as u64);
-                shapes += 1;
-            }
-        }
-        assert_eq!(shapes, 24);
     }
 }
