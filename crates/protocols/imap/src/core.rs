@@ -595,6 +595,11 @@ impl ClientCore {
         if let Some(quick) = quick::read(bytes) {
             return self.apply_quick(quick, bytes);
         }
+        if let Some(message) = quick::read_fetch(bytes) {
+            self.count_collected(bytes)?;
+            self.on_fetched(message);
+            return Ok(());
+        }
         let response = match ResponseCodec::default().decode(bytes) {
             Ok(([], response)) => response,
             Ok(_) => return Err(ImapError::malformed("trailing bytes after response", bytes)),
@@ -982,47 +987,20 @@ impl ClientCore {
     }
 
     /// `body`: the bytes of the body literal left out of `items`, if one was.
-    fn on_fetch(&mut self, seq: u32, items: Vec1<MessageDataItem<'_>>, mut body: Option<&[u8]>) {
-        let mut message = FetchedMessage {
-            seq,
-            ..FetchedMessage::default()
-        };
-        for item in items.into_inner() {
-            match item {
-                MessageDataItem::Uid(uid) => message.uid = Some(uid.get()),
-                MessageDataItem::Flags(flags) => {
-                    message.flags = Some(convert::fetched_flags(&flags))
-                }
-                MessageDataItem::Envelope(envelope) => {
-                    message.envelope = Some(convert::envelope(&envelope));
-                }
-                MessageDataItem::Rfc822Size(size) => message.size = Some(size),
-                MessageDataItem::InternalDate(date) => {
-                    message.internal_date = Some(convert::date(&date));
-                }
-                MessageDataItem::BodyStructure(structure) | MessageDataItem::Body(structure) => {
-                    message.body_parts = Some(convert::body_parts(&structure));
-                }
-                MessageDataItem::BodyExt { section, data, .. } => {
-                    let bytes = section_bytes(data, &mut body);
-                    message.sections.push((convert::section(&section), bytes));
-                }
-                MessageDataItem::Rfc822(data) => {
-                    let bytes = section_bytes(data, &mut body);
-                    message
-                        .sections
-                        .push((crate::types::BodySection::Full, bytes));
-                }
-                _ => {}
-            }
-        }
+    fn on_fetch(&mut self, seq: u32, items: Vec1<MessageDataItem<'_>>, body: Option<&[u8]>) {
+        self.on_fetched(fetched_message(seq, items, body));
+    }
+
+    /// A message of a FETCH response: collected by the FETCH in flight, or,
+    /// outside a FETCH, its flags reported as an update.
+    fn on_fetched(&mut self, message: FetchedMessage) {
         let is_fetch = self
             .in_flight
             .as_ref()
             .is_some_and(|f| f.request_kind == RequestKind::Fetch);
         if !is_fetch && let Some(flags) = &message.flags {
             self.update(MailboxUpdate::Flags {
-                seq,
+                seq: message.seq,
                 uid: message.uid,
                 flags: flags.clone(),
             });
@@ -1035,6 +1013,47 @@ impl ClientCore {
             messages.push(message);
         }
     }
+}
+
+/// A FETCH response's items as this crate's message. `body`: the bytes of
+/// the body literal left out of `items`, if one was.
+pub(crate) fn fetched_message(
+    seq: u32,
+    items: Vec1<MessageDataItem<'_>>,
+    mut body: Option<&[u8]>,
+) -> FetchedMessage {
+    let mut message = FetchedMessage {
+        seq,
+        ..FetchedMessage::default()
+    };
+    for item in items.into_inner() {
+        match item {
+            MessageDataItem::Uid(uid) => message.uid = Some(uid.get()),
+            MessageDataItem::Flags(flags) => message.flags = Some(convert::fetched_flags(&flags)),
+            MessageDataItem::Envelope(envelope) => {
+                message.envelope = Some(convert::envelope(&envelope));
+            }
+            MessageDataItem::Rfc822Size(size) => message.size = Some(size),
+            MessageDataItem::InternalDate(date) => {
+                message.internal_date = Some(convert::date(&date));
+            }
+            MessageDataItem::BodyStructure(structure) | MessageDataItem::Body(structure) => {
+                message.body_parts = Some(convert::body_parts(&structure));
+            }
+            MessageDataItem::BodyExt { section, data, .. } => {
+                let bytes = section_bytes(data, &mut body);
+                message.sections.push((convert::section(&section), bytes));
+            }
+            MessageDataItem::Rfc822(data) => {
+                let bytes = section_bytes(data, &mut body);
+                message
+                    .sections
+                    .push((crate::types::BodySection::Full, bytes));
+            }
+            _ => {}
+        }
+    }
+    message
 }
 
 /// Whether `response` is a FETCH whose body section (`BODY[...]` or
