@@ -13,6 +13,7 @@
 //! reads (issue 16, docs/PERFORMANCE.md "Fourth round: mmb-medium per
 //! command").
 
+use std::borrow::Cow;
 use std::num::NonZeroU32;
 
 use crate::types::{EnvelopeSummary, FetchedMessage};
@@ -164,7 +165,10 @@ impl<'a> Cursor<'a> {
                 if !CANONICAL.contains(&name) {
                     return None;
                 }
-                flags.push(format!("\\{name}"));
+                let mut flag = String::with_capacity(1 + name.len());
+                flag.push('\\');
+                flag.push_str(name);
+                flags.push(flag);
             } else {
                 flags.push(name.to_owned());
             }
@@ -176,33 +180,45 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// A quoted string or `NIL`.
-    fn nstring(&mut self) -> Option<Option<String>> {
+    /// A quoted string or `NIL`, borrowed from the line unless it has escapes.
+    fn nstring(&mut self) -> Option<Option<Cow<'a, str>>> {
         if self.expect(b"NIL").is_some() {
             return Some(None);
         }
         self.expect(b"\"")?;
-        let mut text = String::new();
+        let rest = self.line.get(self.at..)?;
+        let end = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
+        let plain = &rest[..end];
+        if !plain.iter().all(|b| (b' '..=b'~').contains(b)) {
+            return None;
+        }
+        self.at += end;
+        if rest[end] == b'"' {
+            self.at += 1;
+            return Some(Some(Cow::Borrowed(std::str::from_utf8(plain).ok()?)));
+        }
+        // Escapes: copied byte by byte from the first one on.
+        let mut text = plain.to_vec();
         loop {
             match self.next()? {
-                b'"' => return Some(Some(text)),
+                b'"' => return Some(Some(Cow::Owned(String::from_utf8(text).ok()?))),
                 b'\\' => match self.next()? {
-                    escaped @ (b'"' | b'\\') => text.push(char::from(escaped)),
+                    escaped @ (b'"' | b'\\') => text.push(escaped),
                     _ => return None,
                 },
-                byte @ b' '..=b'~' => text.push(char::from(byte)),
+                byte @ b' '..=b'~' => text.push(byte),
                 _ => return None,
             }
         }
     }
 
-    /// `(address...)` as `mailbox@host` each, or `NIL` (no addresses).
-    fn addresses(&mut self) -> Option<Vec<String>> {
+    /// `(address...)` or `NIL` (no addresses): `mailbox@host` of each into
+    /// `out` when there is one, else only checked.
+    fn addresses(&mut self, mut out: Option<&mut Vec<String>>) -> Option<()> {
         if self.expect(b"NIL").is_some() {
-            return Some(Vec::new());
+            return Some(());
         }
         self.expect(b"(")?;
-        let mut addresses = Vec::new();
         loop {
             self.expect(b"(")?;
             let _name = self.nstring()?;
@@ -213,40 +229,51 @@ impl<'a> Cursor<'a> {
             self.expect(b" ")?;
             let host = self.nstring()?;
             self.expect(b")")?;
-            // What `convert::address` makes of it.
-            addresses.push(match (mailbox, host) {
-                (Some(mailbox), Some(host)) => format!("{mailbox}@{host}"),
-                (Some(mailbox), None) => mailbox,
-                (None, _) => String::new(),
-            });
+            if let Some(out) = out.as_deref_mut() {
+                // What `convert::address` makes of it.
+                out.push(match (mailbox, host) {
+                    (Some(mailbox), Some(host)) => {
+                        let mut address = String::with_capacity(mailbox.len() + 1 + host.len());
+                        address.push_str(&mailbox);
+                        address.push('@');
+                        address.push_str(&host);
+                        address
+                    }
+                    (Some(mailbox), None) => mailbox.into_owned(),
+                    (None, _) => String::new(),
+                });
+            }
             if self.expect(b")").is_some() {
-                return Some(addresses);
+                return Some(());
             }
         }
     }
 
     /// `(date subject from sender reply-to to cc bcc in-reply-to message-id)`.
     fn envelope(&mut self) -> Option<EnvelopeSummary> {
+        let owned = |text: Option<Cow<'_, str>>| text.map(Cow::into_owned);
         self.expect(b"(")?;
-        let date = self.nstring()?;
+        let date = owned(self.nstring()?);
         self.expect(b" ")?;
-        let subject = self.nstring()?;
+        let subject = owned(self.nstring()?);
         self.expect(b" ")?;
-        let from = self.addresses()?;
+        let mut from = Vec::new();
+        self.addresses(Some(&mut from))?;
         for _sender_reply_to in 0..2 {
             self.expect(b" ")?;
-            self.addresses()?;
+            self.addresses(None)?;
         }
         self.expect(b" ")?;
-        let to = self.addresses()?;
+        let mut to = Vec::new();
+        self.addresses(Some(&mut to))?;
         for _cc_bcc in 0..2 {
             self.expect(b" ")?;
-            self.addresses()?;
+            self.addresses(None)?;
         }
         self.expect(b" ")?;
-        let in_reply_to = self.nstring()?;
+        let in_reply_to = owned(self.nstring()?);
         self.expect(b" ")?;
-        let message_id = self.nstring()?;
+        let message_id = owned(self.nstring()?);
         self.expect(b")")?;
         Some(EnvelopeSummary {
             date,
