@@ -1,10 +1,13 @@
-//! The few one-line responses every action gets, read without imap-codec.
+//! The responses every action gets, read without imap-codec.
 //!
 //! Every command ends with a tagged `OK`, every IDLE starts with `+ idling`,
-//! and every delivery, move and delete brings `* n EXISTS`, `* n RECENT` or
-//! `* n EXPUNGE`. imap-codec decodes each of these by trying its response
-//! grammar alternative after alternative (nom), a few thousand instructions
-//! for a line of twenty bytes. Here only the plainest spellings are read:
+//! every delivery, move and delete brings `* n EXISTS`, `* n RECENT` or
+//! `* n EXPUNGE`, and every delivery to an idling user is followed by a
+//! FETCH of the new message's UID, FLAGS and ENVELOPE ([`read_fetch`]).
+//! imap-codec decodes each of these by trying its response grammar
+//! alternative after alternative (nom): a few thousand instructions for a
+//! line of twenty bytes, some 30 thousand for an envelope, with its
+//! conversion. Here only the plainest spellings are read:
 //! upper-case keywords, single spaces, numbers without leading zeros, a tag
 //! of letters and digits, a text of printable ASCII that does not start with
 //! `[` (no response code), and CRLF. Anything else, including every form
