@@ -13,7 +13,7 @@ use imap_codec::decode::{Decoder, GreetingDecodeError, ResponseDecodeError};
 use imap_codec::imap_types::core::{IString, NString, Vec1};
 use imap_codec::imap_types::fetch::MessageDataItem;
 use imap_codec::imap_types::response::{
-    Capability, Code, Data, Greeting, GreetingKind, Response, Status, StatusBody, StatusKind,
+    Capability, Code, Data, Greeting, GreetingKind, Response, Status, StatusKind,
 };
 use imap_codec::imap_types::status::StatusDataItem;
 use imap_codec::{GreetingCodec, ResponseCodec};
@@ -21,6 +21,7 @@ use imap_codec::{GreetingCodec, ResponseCodec};
 use crate::convert;
 use crate::error::{ImapError, Refusal};
 use crate::framer::{Framed, Framer, Limits, LiteralSpan};
+use crate::quick::{self, Quick};
 use crate::request::{Outgoing, Request};
 use crate::types::{
     AppendUid, Capabilities, CopyUid, FetchedMessage, ListEntry, MailboxState, MailboxUpdate,
@@ -591,6 +592,14 @@ impl ClientCore {
             };
             return self.on_greeting(greeting);
         }
+        if let Some(quick) = quick::read(bytes) {
+            return self.apply_quick(quick, bytes);
+        }
+        if let Some(message) = quick::read_fetch(bytes) {
+            self.count_collected(bytes)?;
+            self.on_fetched(message);
+            return Ok(());
+        }
         let response = match ResponseCodec::default().decode(bytes) {
             Ok(([], response)) => response,
             Ok(_) => return Err(ImapError::malformed("trailing bytes after response", bytes)),
@@ -602,6 +611,23 @@ impl ClientCore {
             }
         };
         self.apply(response, bytes, None)
+    }
+
+    /// Applies a response read without imap-codec ([`quick::read`]): the
+    /// same as [`ClientCore::apply`] does with imap-codec's reading of it.
+    fn apply_quick(&mut self, quick: Quick<'_>, bytes: &[u8]) -> Result<(), ImapError> {
+        let data = match quick {
+            Quick::Continuation => return self.on_continuation(bytes),
+            Quick::TaggedOk { tag, text } => {
+                return self.on_tagged(tag, StatusKind::Ok, None, text, bytes);
+            }
+            Quick::Exists(n) => Data::Exists(n),
+            Quick::Recent(n) => Data::Recent(n),
+            Quick::Expunge(n) => Data::Expunge(n),
+        };
+        self.count_collected(bytes)?;
+        self.on_data(data, None);
+        Ok(())
     }
 
     /// Applies a decoded response. `bytes`: the message as received;
@@ -638,7 +664,14 @@ impl ClientCore {
                 }
             }
             Response::Status(Status::Tagged(tagged)) => {
-                self.on_tagged(tagged.tag.inner(), &tagged.body, bytes)
+                let body = &tagged.body;
+                self.on_tagged(
+                    tagged.tag.inner(),
+                    body.kind,
+                    body.code.as_ref(),
+                    body.text.inner(),
+                    bytes,
+                )
             }
         }
     }
@@ -716,10 +749,13 @@ impl ClientCore {
         ))
     }
 
+    /// A tagged completion: its tag, its kind, its response code and its text.
     fn on_tagged(
         &mut self,
         tag: &str,
-        body: &StatusBody<'_>,
+        kind: StatusKind,
+        code: Option<&Code<'_>>,
+        text: &str,
         bytes: &[u8],
     ) -> Result<(), ImapError> {
         let Some(flight) = self.in_flight.take_if(|f| f.tag == tag) else {
@@ -728,29 +764,29 @@ impl ClientCore {
                 bytes,
             ));
         };
-        if body.kind != StatusKind::Ok {
+        if kind != StatusKind::Ok {
             if flight.request_kind == RequestKind::Select {
                 self.mailbox = None;
             }
             self.events.push_back(Event::Rejected(Rejection {
                 command: flight.command,
-                refusal: if body.kind == StatusKind::No {
+                refusal: if kind == StatusKind::No {
                     Refusal::No
                 } else {
                     Refusal::Bad
                 },
-                text: body.text.to_string(),
+                text: text.to_owned(),
             }));
             self.start_queued();
             return Ok(());
         }
-        let had_capabilities = matches!(body.code, Some(Code::Capability(_)));
+        let had_capabilities = matches!(code, Some(Code::Capability(_)));
         if flight.request_kind == RequestKind::Login && !had_capabilities {
             // What the server offers changes once logged in; ask again lazily.
             self.capabilities.forget();
         }
         let mut collected = flight.collected;
-        match &body.code {
+        match code {
             Some(Code::AppendUid { uid_validity, uid }) => {
                 collected = Collected::Appended(Some(AppendUid {
                     uid_validity: uid_validity.get(),
@@ -769,10 +805,10 @@ impl ClientCore {
             }
             Some(Code::CopyUid { .. }) => {
                 if let Collected::Copied(slot) = &mut collected {
-                    *slot = copy_uid(body.code.as_ref());
+                    *slot = copy_uid(code);
                 }
             }
-            other => self.on_code(other.as_ref()),
+            other => self.on_code(other),
         }
         let reply = match collected {
             Collected::Nothing => Reply::Done,
@@ -951,47 +987,20 @@ impl ClientCore {
     }
 
     /// `body`: the bytes of the body literal left out of `items`, if one was.
-    fn on_fetch(&mut self, seq: u32, items: Vec1<MessageDataItem<'_>>, mut body: Option<&[u8]>) {
-        let mut message = FetchedMessage {
-            seq,
-            ..FetchedMessage::default()
-        };
-        for item in items.into_inner() {
-            match item {
-                MessageDataItem::Uid(uid) => message.uid = Some(uid.get()),
-                MessageDataItem::Flags(flags) => {
-                    message.flags = Some(convert::fetched_flags(&flags))
-                }
-                MessageDataItem::Envelope(envelope) => {
-                    message.envelope = Some(convert::envelope(&envelope));
-                }
-                MessageDataItem::Rfc822Size(size) => message.size = Some(size),
-                MessageDataItem::InternalDate(date) => {
-                    message.internal_date = Some(convert::date(&date));
-                }
-                MessageDataItem::BodyStructure(structure) | MessageDataItem::Body(structure) => {
-                    message.body_parts = Some(convert::body_parts(&structure));
-                }
-                MessageDataItem::BodyExt { section, data, .. } => {
-                    let bytes = section_bytes(data, &mut body);
-                    message.sections.push((convert::section(&section), bytes));
-                }
-                MessageDataItem::Rfc822(data) => {
-                    let bytes = section_bytes(data, &mut body);
-                    message
-                        .sections
-                        .push((crate::types::BodySection::Full, bytes));
-                }
-                _ => {}
-            }
-        }
+    fn on_fetch(&mut self, seq: u32, items: Vec1<MessageDataItem<'_>>, body: Option<&[u8]>) {
+        self.on_fetched(fetched_message(seq, items, body));
+    }
+
+    /// A message of a FETCH response: collected by the FETCH in flight, or,
+    /// outside a FETCH, its flags reported as an update.
+    fn on_fetched(&mut self, message: FetchedMessage) {
         let is_fetch = self
             .in_flight
             .as_ref()
             .is_some_and(|f| f.request_kind == RequestKind::Fetch);
         if !is_fetch && let Some(flags) = &message.flags {
             self.update(MailboxUpdate::Flags {
-                seq,
+                seq: message.seq,
                 uid: message.uid,
                 flags: flags.clone(),
             });
@@ -1004,6 +1013,47 @@ impl ClientCore {
             messages.push(message);
         }
     }
+}
+
+/// A FETCH response's items as this crate's message. `body`: the bytes of
+/// the body literal left out of `items`, if one was.
+pub(crate) fn fetched_message(
+    seq: u32,
+    items: Vec1<MessageDataItem<'_>>,
+    mut body: Option<&[u8]>,
+) -> FetchedMessage {
+    let mut message = FetchedMessage {
+        seq,
+        ..FetchedMessage::default()
+    };
+    for item in items.into_inner() {
+        match item {
+            MessageDataItem::Uid(uid) => message.uid = Some(uid.get()),
+            MessageDataItem::Flags(flags) => message.flags = Some(convert::fetched_flags(&flags)),
+            MessageDataItem::Envelope(envelope) => {
+                message.envelope = Some(convert::envelope(&envelope));
+            }
+            MessageDataItem::Rfc822Size(size) => message.size = Some(size),
+            MessageDataItem::InternalDate(date) => {
+                message.internal_date = Some(convert::date(&date));
+            }
+            MessageDataItem::BodyStructure(structure) | MessageDataItem::Body(structure) => {
+                message.body_parts = Some(convert::body_parts(&structure));
+            }
+            MessageDataItem::BodyExt { section, data, .. } => {
+                let bytes = section_bytes(data, &mut body);
+                message.sections.push((convert::section(&section), bytes));
+            }
+            MessageDataItem::Rfc822(data) => {
+                let bytes = section_bytes(data, &mut body);
+                message
+                    .sections
+                    .push((crate::types::BodySection::Full, bytes));
+            }
+            _ => {}
+        }
+    }
+    message
 }
 
 /// Whether `response` is a FETCH whose body section (`BODY[...]` or

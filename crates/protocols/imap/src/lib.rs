@@ -9,7 +9,9 @@
 //!   an [`Event`], or "need more input" (the vocabulary every peakhour
 //!   protocol core shares, [`peakhour_net::ProtocolCore`]). It has no socket
 //!   and no clock, so transcripts and the fuzzer drive it directly. It frames responses itself (enforcing
-//!   [`Limits`] while bytes arrive) and decodes them with imap-codec.
+//!   [`Limits`] while bytes arrive) and decodes them with imap-codec, except
+//!   the commonest ones in their plainest spellings, which it reads itself
+//!   (tagged OK, `+ idling`, EXISTS, RECENT, EXPUNGE, the FETCH of new mail).
 //! * [`ImapConnection`] runs the core over a [`peakhour_net::Transport`] with
 //!   the shared [`peakhour_net::Pump`]; every command returns a
 //!   [`peakhour_net::Timed`] value or one [`ImapError`], and is bounded by a
@@ -30,6 +32,7 @@ mod core;
 mod direct;
 mod error;
 mod framer;
+mod quick;
 mod request;
 mod types;
 
