@@ -83,8 +83,10 @@ fn reread(file: &std::fs::File, bytes: &mut Vec<u8>) -> std::io::Result<usize> {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = args()?;
+/// Opens `args.established` connections to a new listener (both ends kept)
+/// and leaves `args.time_wait` closed ones in TIME_WAIT; returns the port and
+/// the open ends.
+fn open_sockets(args: &Args) -> std::io::Result<(u16, Vec<TcpStream>)> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let port = listener.local_addr()?.port();
     let mut open = Vec::with_capacity(args.established * 2);
@@ -105,7 +107,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // Let the last FINs cross.
     std::thread::sleep(Duration::from_millis(100));
+    Ok((port, open))
+}
 
+/// Times `args.samples` samples of a [`LocalSource`] watching `port`, then
+/// the connection count by each method.
+fn time_samples(args: &Args, port: u16) -> Result<(), Box<dyn std::error::Error>> {
     let config = LocalConfig {
         mail: MailProbes {
             dovecot_ports: if args.count_connections {
@@ -168,7 +175,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         println!("count by {name:22}: {}", summary(costs));
     }
+    Ok(())
+}
 
+/// Times one read of each `/proc` file a sample reads: opened each time,
+/// kept open and read again from its start, and opened with plain reads.
+fn time_file_reads(args: &Args) {
     let mut files: Vec<String> = [
         "stat",
         "loadavg",
@@ -228,6 +240,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         println!("  opened, plain reads:            {}", summary(costs));
     }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = args()?;
+    let (port, open) = open_sockets(&args)?;
+    time_samples(&args, port)?;
+    time_file_reads(&args);
     drop(open);
     Ok(())
 }
