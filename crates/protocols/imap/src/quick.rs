@@ -354,6 +354,21 @@ mod tests {
         })
     }
 
+    /// Pushes `body` with each of its bytes replaced by, and preceded by, each
+    /// of `withs`, every variant ended with CRLF.
+    fn push_byte_mutations(body: &[u8], withs: &[&[u8]], near: &mut Vec<Vec<u8>>) {
+        for at in 0..body.len() {
+            for with in withs {
+                let mut changed = body.to_vec();
+                changed.splice(at..=at, with.iter().copied());
+                near.push([changed.as_slice(), b"\r\n"].concat());
+                let mut inserted = body.to_vec();
+                inserted.splice(at..at, with.iter().copied());
+                near.push([inserted.as_slice(), b"\r\n"].concat());
+            }
+        }
+    }
+
     /// Lines from a server, and many near them: every line read here must be
     /// read by imap-codec the same way; the plain ones must be read here.
     #[test]
@@ -390,10 +405,11 @@ mod tests {
             near.push([body, b"\r\n\r\n"].concat());
             near.push(line.to_ascii_lowercase());
             near.push([b" ", *line].concat());
-            for at in 0..body.len() {
-                for with in [
+            push_byte_mutations(
+                body,
+                &[
                     b"",
-                    b" ".as_slice(),
+                    b" ",
                     b"0",
                     b"[",
                     b"\t",
@@ -401,15 +417,9 @@ mod tests {
                     b"\x7f",
                     b"\xc3\xa9",
                     b"+",
-                ] {
-                    let mut changed = body.to_vec();
-                    changed.splice(at..=at, with.iter().copied());
-                    near.push([changed.as_slice(), b"\r\n"].concat());
-                    let mut inserted = body.to_vec();
-                    inserted.splice(at..at, with.iter().copied());
-                    near.push([inserted.as_slice(), b"\r\n"].concat());
-                }
-            }
+                ],
+                &mut near,
+            );
         }
         for extra in [
             b"* 01 EXISTS\r\n".as_slice(),
@@ -481,9 +491,10 @@ mod tests {
             near.push([body, b"\n"].concat());
             near.push([body, b" \r\n"].concat());
             near.push(line.to_ascii_lowercase());
-            for at in 0..body.len() {
-                for with in [
-                    b"".as_slice(),
+            push_byte_mutations(
+                body,
+                &[
+                    b"",
                     b" ",
                     b"0",
                     b"(",
@@ -495,15 +506,9 @@ mod tests {
                     b"\x00",
                     b"\xc3\xa9",
                     b"NIL",
-                ] {
-                    let mut changed = body.to_vec();
-                    changed.splice(at..=at, with.iter().copied());
-                    near.push([changed.as_slice(), b"\r\n"].concat());
-                    let mut inserted = body.to_vec();
-                    inserted.splice(at..at, with.iter().copied());
-                    near.push([inserted.as_slice(), b"\r\n"].concat());
-                }
-            }
+                ],
+                &mut near,
+            );
         }
         let mut read_here = 0;
         for line in &near {
