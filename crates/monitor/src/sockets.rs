@@ -15,7 +15,6 @@
 //! `linux/inet_diag.h`, in the host's byte order except ports (network
 //! order in `inet_diag_sockid`, host order in the bytecode).
 
-use std::io::Read as _;
 use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 
@@ -27,7 +26,7 @@ use nix::sys::socket::{
 use nix::sys::time::TimeVal;
 
 use crate::error::MonitorError;
-use crate::procfs;
+use crate::{kept_files, procfs};
 
 /// How a [`ConnectionCounter`] counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +44,8 @@ pub enum CountMethod {
 pub struct ConnectionCounter {
     sock_diag: Option<SockDiag>,
     proc_root: PathBuf,
-    text: String,
+    /// The text of the table just read (reused).
+    bytes: Vec<u8>,
 }
 
 impl ConnectionCounter {
@@ -62,7 +62,7 @@ impl ConnectionCounter {
         Self {
             sock_diag,
             proc_root: proc_root.to_owned(),
-            text: String::new(),
+            bytes: Vec::new(),
         }
     }
 
@@ -71,7 +71,7 @@ impl ConnectionCounter {
         Self {
             sock_diag: None,
             proc_root: proc_root.to_owned(),
-            text: String::new(),
+            bytes: Vec::new(),
         }
     }
 
@@ -97,12 +97,8 @@ impl ConnectionCounter {
         }
         let mut n = 0;
         for table in ["net/tcp", "net/tcp6"] {
-            self.text.clear();
-            let path = self.proc_root.join(table);
-            let read =
-                std::fs::File::open(&path).and_then(|mut f| f.read_to_string(&mut self.text));
-            if read.is_ok() {
-                n += procfs::count_established(&self.text, ports);
+            if let Ok(text) = kept_files::read_path(&self.proc_root.join(table), &mut self.bytes) {
+                n += procfs::count_established(text, ports);
             }
         }
         Ok(n)
