@@ -23,6 +23,7 @@
 #   scripts/bench-generator.sh [--users 200] [--rate 1000] [--secs 60] [--repeat 3]
 #                              [--port-base 27000] [--dir DIR] [--keep-lab]
 #                              [--profile PROFILE --actions-per-day N] [--no-imaptest]
+#                              [--imaptest-args 'select=0 fetch=100 ...']
 #
 # --profile runs another profile instead (a file or a built-in name, e.g.
 # mmb-medium, whose actions per user per day are 161.28: give them with
@@ -30,7 +31,11 @@
 # with IMAPTEST set. For a profile that sends mail it also prints the SMTP
 # commands on the wire and the µs per command counting them, the actions
 # skipped (due, but with nothing to act on: an empty Inbox) and how far the
-# deliveries kept up (docs/PERFORMANCE.md, "Third round").
+# deliveries kept up (docs/PERFORMANCE.md, "Third round"). --imaptest-args adds
+# imaptest settings after the script's own, e.g. a mix of commands close to
+# read-heavy's ('select=0 fetch=100 fetch2=100 search=0 copy=0 store=0 delete=0
+# expunge=0 append=0': imaptest's states, in % per session loop) instead of its
+# default mix (docs/PERFORMANCE.md, "Fifth round").
 #
 # Needs root (the lab and the cgroup), target/release/peakhour (cargo build
 # --release -p peakhour; PEAKHOUR=... to use another binary) and cgroup v1's
@@ -50,6 +55,7 @@ ramp_up=10
 imaptest_warmup=20
 peakhour=${PEAKHOUR:-target/release/peakhour}
 imaptest=${IMAPTEST:-}
+imaptest_args=""
 profile=benches/read-heavy.toml
 # Actions per user per simulated 8-hour day in the profile (12 + 81.3).
 actions_per_day=93.3
@@ -67,7 +73,8 @@ while [ $# -gt 0 ]; do
     --profile) profile=$2; shift 2 ;;
     --actions-per-day) actions_per_day=$2; shift 2 ;;
     --no-imaptest) imaptest=""; shift ;;
-    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+    --imaptest-args) imaptest_args=$2; shift 2 ;;
+    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -220,9 +227,11 @@ imaptest_mbox() {
 imaptest_run() {
   local n=$1 log=$out_dir/imaptest-$1.log mbox=$2 password
   password=$(field "s['password']")
+  # $imaptest_args is split into words on purpose: each setting is one argument.
   LD_LIBRARY_PATH=/usr/lib/dovecot "$imaptest" host=127.0.0.1 port="$imap_port" \
     user="user%d@$domain" users=1-"$users" pass="$password" clients="$users" \
-    secs="$((imaptest_warmup + secs + 1))" logout=0 mbox="$mbox" no_tracking >"$log" 2>&1 &
+    secs="$((imaptest_warmup + secs + 1))" logout=0 mbox="$mbox" no_tracking \
+    $imaptest_args >"$log" 2>&1 &
   local pid=$! load_before
   load_before=$(load1)
   # Its clients connect at once but log in over several seconds (one imap process
@@ -265,7 +274,7 @@ say "peakhour: $profile, $users users, ~$rate actions/s (speed $speed), ${secs} 
 for n in $(seq 1 "$repeat"); do peakhour_run "$n"; done
 if [ -n "$imaptest" ]; then
   mbox=$(imaptest_mbox)
-  say "imaptest: default mix, logout=0, $users clients over the same users, ${secs} s, $repeat runs"
+  say "imaptest: ${imaptest_args:-default mix}, logout=0, $users clients over the same users, ${secs} s, $repeat runs"
   for n in $(seq 1 "$repeat"); do imaptest_run "$n" "$mbox"; done
 fi
 say "results and logs in $out_dir"
