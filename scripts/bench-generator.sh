@@ -23,7 +23,7 @@
 #   scripts/bench-generator.sh [--users 200] [--rate 1000] [--secs 60] [--repeat 3]
 #                              [--port-base 27000] [--dir DIR] [--keep-lab]
 #                              [--profile PROFILE --actions-per-day N] [--no-imaptest]
-#                              [--imaptest-args 'select=0 fetch=100 ...']
+#                              [--imaptest-args 'fetch=100 append=0 ...']
 #
 # --profile runs another profile instead (a file or a built-in name, e.g.
 # mmb-medium, whose actions per user per day are 161.28: give them with
@@ -33,9 +33,11 @@
 # skipped (due, but with nothing to act on: an empty Inbox) and how far the
 # deliveries kept up (docs/PERFORMANCE.md, "Third round"). --imaptest-args adds
 # imaptest settings after the script's own, e.g. a mix of commands close to
-# read-heavy's ('select=0 fetch=100 fetch2=100 search=0 copy=0 store=0 delete=0
-# expunge=0 append=0': imaptest's states, in % per session loop) instead of its
-# default mix (docs/PERFORMANCE.md, "Fifth round").
+# read-heavy's instead of its default mix: 'select=100 list=0 status=0 fetch=100
+# fetch2=100 search=0 copy=0 store=0 delete=0 expunge=0 append=0' (imaptest's
+# states, in % per session loop: FETCH of envelopes and FETCH of bodies only;
+# with select=0 it never selects and sends LIST and STATUS alone).
+# docs/PERFORMANCE.md, "Fifth round".
 #
 # Needs root (the lab and the cgroup), target/release/peakhour (cargo build
 # --release -p peakhour; PEAKHOUR=... to use another binary) and cgroup v1's
@@ -74,7 +76,7 @@ while [ $# -gt 0 ]; do
     --actions-per-day) actions_per_day=$2; shift 2 ;;
     --no-imaptest) imaptest=""; shift ;;
     --imaptest-args) imaptest_args=$2; shift 2 ;;
-    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,45p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
