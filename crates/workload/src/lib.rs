@@ -26,6 +26,7 @@
 
 #![deny(missing_docs)]
 
+pub mod address;
 mod builtin;
 pub mod derive;
 mod error;
@@ -56,4 +57,4 @@ pub use profile::{
 };
 pub use schedule::{Schedule, ScheduledAction};
 pub use shard::{Shard, ShardError};
-pub use units::{ByteSize, HumanDuration};
+pub use units::{ByteSize, HumanDuration, Readable};
