@@ -75,6 +75,7 @@ mod setup_args;
 mod target;
 mod terminal;
 mod user;
+pub mod users_file;
 
 pub use calendar::CalDavEndpoint;
 pub use calendar_init::{CalendarInitError, CalendarInitReport, init_calendars};

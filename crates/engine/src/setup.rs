@@ -17,6 +17,7 @@ use crate::population::{Population, PopulationError};
 use crate::target::{
     Account, Credentials, Endpoint, EndpointError, ServerOptions, Target, security_shortcuts,
 };
+use crate::users_file::UsersFileError;
 
 /// Where the load goes and who logs in, as the command line gave it.
 #[derive(Debug, Clone, Default)]
@@ -107,13 +108,14 @@ pub enum SetupError {
     /// No shared password in the environment and no users file.
     #[error("set the users' password in ${0} (or give --users-file)")]
     NoPassword(String, #[source] std::env::VarError),
-    /// A users file line that does not parse.
-    #[error("{path}:{message}")]
+    /// A users file that does not read as one: a line that is not a user
+    /// or not UTF-8, or no user at all.
+    #[error("{}", error.in_file(path))]
     UsersFile {
         /// The file.
         path: String,
         /// The line and why.
-        message: String,
+        error: UsersFileError,
     },
     /// More users than the lab has.
     #[error(
@@ -149,6 +151,8 @@ impl SetupError {
             self,
             SetupError::Profile(_)
                 | SetupError::Plan(_)
+                | SetupError::UsersFile { .. }
+                | SetupError::UsersFileTooShort { .. }
                 | SetupError::Population(_)
                 | SetupError::Domain(_)
         )
@@ -319,9 +323,13 @@ fn shared_password(name: &str) -> Result<String, SetupError> {
 
 /// The users file (see [`Account::parse_users`]): the run's whole test population.
 fn read_users_file(path: &Path) -> Result<Vec<Account>, SetupError> {
-    Account::parse_users(&read(path)?).map_err(|message| SetupError::UsersFile {
+    let bytes = std::fs::read(path).map_err(|source| SetupError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    Account::parse_users(bytes).map_err(|error| SetupError::UsersFile {
         path: path.display().to_string(),
-        message,
+        error,
     })
 }
 
