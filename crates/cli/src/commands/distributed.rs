@@ -11,7 +11,10 @@ use peakhour_deploy::k8s::{JobRequest, JobSpec, job_manifests};
 use crate::args::{K8sCommand, K8sJobArgs, MergeArgs};
 
 pub(super) fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let merged = peakhour_rundir::merge_runs(&args.shards, &args.out)?;
+    let merged = match peakhour_rundir::merge_runs(&args.shards, &args.out) {
+        Ok(merged) => merged,
+        Err(error) => return crate::config::usage_exit(error.into()),
+    };
     for note in merged.notes() {
         eprintln!("{note}");
     }

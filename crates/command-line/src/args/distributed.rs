@@ -30,7 +30,8 @@ pub struct MergeArgs {
     /// The shards' run directories.
     #[arg(value_name = "SHARD_DIR", required = true, num_args = 1..)]
     pub shards: Vec<PathBuf>,
-    /// The merged run directory.
+    /// The merged run directory. It must be new or empty: a directory that holds a run,
+    /// or files peakhour does not write, is refused (exit 2) and nothing is overwritten.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
 }

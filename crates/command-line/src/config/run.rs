@@ -135,6 +135,10 @@ impl RunConfig {
         now: SystemTime,
         job_index: Option<&str>,
     ) -> Result<RunConfig, UsageError> {
+        // Before the profile, the target or a connection: never over another's files.
+        if let Some(out) = &args.out {
+            peakhour_rundir::RunDir::check_unused(out).map_err(|e| UsageError(e.to_string()))?;
+        }
         let distributed = &args.distributed;
         let start_at = (distributed.start_at.as_deref())
             .map(|text| parse_start_at(text, now))
