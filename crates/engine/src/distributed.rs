@@ -37,7 +37,7 @@ pub enum StartAtError {
     /// Further ahead than [`MAX_START_AHEAD`].
     #[error(
         "--start-at {text} is {} from now, more than the {} a shard may wait for its start",
-        HumanDuration(*.ahead), HumanDuration(MAX_START_AHEAD)
+        roughly(*.ahead), HumanDuration(MAX_START_AHEAD)
     )]
     TooFarAhead {
         /// What was given.
@@ -49,7 +49,7 @@ pub enum StartAtError {
     #[error(
         "--start-at {text} passed {} ago, more than the {} a shard may start late: \
          agree on a new start",
-        HumanDuration(*.behind), HumanDuration(MAX_START_BEHIND)
+        roughly(*.behind), HumanDuration(MAX_START_BEHIND)
     )]
     TooFarBehind {
         /// What was given.
@@ -57,6 +57,15 @@ pub enum StartAtError {
         /// How long ago it was.
         behind: Duration,
     },
+}
+
+/// A long wait as a person reads it: whole days past two days (a start
+/// in the year 9999 is millions of days away, not trillions of ms).
+fn roughly(wait: Duration) -> String {
+    match wait.as_secs() / 86_400 {
+        days @ 2.. => format!("{days} days"),
+        _ => HumanDuration(Duration::from_secs(wait.as_secs())).to_string(),
+    }
 }
 
 /// The instant an RFC 3339 `--start-at` names, if it lies within

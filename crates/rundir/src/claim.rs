@@ -6,8 +6,8 @@
 //! |---|---|
 //! | does not exist, or is empty | it is used (created if need be) |
 //! | holds only a `config.toml` that reads as a run's | it is used: a run that stopped before its load (its check of the server failed) left it, and the same command may be run again |
-//! | holds a run's other files (`summary.json`, a killed run's `intervals.jsonl`, ...) | refused: it holds a run; choose another `--out` |
-//! | holds anything else (a file or directory peakhour does not write) | refused, naming the directory and one such file |
+//! | holds a run (a `summary.json`, a killed run's `intervals.jsonl`, a `record.json`, or a run's `config.toml` with other files of a run) | refused: it holds a run; choose another `--out` |
+//! | holds anything else (a file or directory peakhour does not write, a `config.toml` that is not a run's, or a run's file names without a run) | refused, naming the directory and one such file |
 //!
 //! There is no flag to overwrite: removing a directory is the person's
 //! decision, made with `rm`, not peakhour's.
@@ -38,28 +38,37 @@ impl RunDir {
                 file: foreign.clone(),
             });
         }
+        let foreign = |file: &str| RunDirError::NotARunDir {
+            dir: path.to_owned(),
+            file: file.to_owned(),
+        };
         let config = RunFile::Config.name();
-        if names.iter().all(|name| name == config) {
-            return match names.is_empty() || RunDir::new(path).read_config().is_ok() {
-                true => Ok(()),
-                // A config.toml of someone else's.
-                false => Err(RunDirError::NotARunDir {
-                    dir: path.to_owned(),
-                    file: config.to_owned(),
-                }),
-            };
+        let has = |file: &str| names.iter().any(|name| name == file);
+        // A config.toml of someone else's makes the directory theirs.
+        if has(config) && RunDir::new(path).read_config().is_err() {
+            return Err(foreign(config));
         }
-        // The file that says most about what is there.
-        let telling = [RunFile::Summary, RunFile::Journal, RunFile::Record]
-            .iter()
-            .map(|file| file.name())
-            .find(|name| names.iter().any(|n| n == name))
-            .or_else(|| names.iter().map(String::as_str).find(|n| *n != config))
-            .unwrap_or(config);
-        Err(RunDirError::Taken {
-            dir: PathBuf::from(path),
-            file: telling.to_owned(),
-        })
+        if names.iter().all(|name| name == config) {
+            return Ok(());
+        }
+        // The file that shows a run was here, and says most about it.
+        let telling = [
+            RunFile::Summary,
+            RunFile::Journal,
+            RunFile::Record,
+            RunFile::Config,
+        ]
+        .iter()
+        .map(|file| file.name())
+        .find(|name| has(name));
+        match telling {
+            Some(file) => Err(RunDirError::Taken {
+                dir: PathBuf::from(path),
+                file: file.to_owned(),
+            }),
+            // Only files a run also writes (a report.html), but no run.
+            None => Err(foreign(&names[0])),
+        }
     }
 }
 

@@ -79,6 +79,7 @@ fn issue_26_item_5_a_directory_with_other_files_is_refused_naming_one_and_left_a
     std::fs::create_dir(&out).unwrap();
     std::fs::write(out.join("report.html"), "my own report").unwrap();
     std::fs::write(out.join("notes.txt"), "my notes").unwrap();
+    std::fs::write(out.join("config.toml"), "[server]\nport = 8080\n").unwrap();
     let before = contents(&out);
     let error = RunDir::start(Some(&out), "id").unwrap_err();
     assert!(matches!(error, RunDirError::NotARunDir { ref file, .. } if file == "notes.txt"));
@@ -90,8 +91,13 @@ fn issue_26_item_5_a_directory_with_other_files_is_refused_naming_one_and_left_a
     let theirs = tmp.path().join("theirs");
     std::fs::create_dir(&theirs).unwrap();
     std::fs::write(theirs.join("config.toml"), "[server]\nport = 8080\n").unwrap();
+    std::fs::write(theirs.join("report.html"), "theirs").unwrap();
     let error = RunDir::check_unused(&theirs).unwrap_err();
     assert!(matches!(error, RunDirError::NotARunDir { ref file, .. } if file == "config.toml"));
+    // A report.html alone is not a run either.
+    std::fs::remove_file(theirs.join("config.toml")).unwrap();
+    let error = RunDir::check_unused(&theirs).unwrap_err();
+    assert!(matches!(error, RunDirError::NotARunDir { ref file, .. } if file == "report.html"));
     // merge refuses before reading its shards (here: none exist).
     let error = merge_runs(&[tmp.path().join("no-such-shard")], &out).unwrap_err();
     assert!(matches!(error, RunDirError::NotARunDir { .. }), "{error}");
@@ -122,7 +128,7 @@ fn issue_26_item_5_a_directory_holding_a_run_is_refused_for_run_and_merge() {
     let killed = tmp.path().join("killed");
     std::fs::create_dir(&killed).unwrap();
     std::fs::write(killed.join("intervals.jsonl"), "{}\n").unwrap();
-    std::fs::write(killed.join("config.toml"), "").unwrap();
+    std::fs::write(killed.join("latency.hlog"), "").unwrap();
     let error = RunDir::check_unused(&killed).unwrap_err();
     assert!(matches!(error, RunDirError::Taken { ref file, .. } if file == "intervals.jsonl"));
     assert_eq!(contents(&run), before);
