@@ -198,7 +198,13 @@ fn issue_26_item_5_run_and_merge_refuse_an_out_directory_holding_other_files_and
     write(&out, "report.html", b"<p>my own report</p>");
     let shown = out.display().to_string();
     let output = explicit("run", &server, &["--duration", "5s", "--out", &shown]);
-    refused_before_any_connection(&output, &server, &[&shown, "report.html", "--out"]);
+    let says = [
+        shown.as_str(),
+        "not a peakhour run directory",
+        "config.toml",
+        "--out",
+    ];
+    refused_before_any_connection(&output, &server, &says);
     let output = run(&[
         "merge",
         "no-such-shard-0",
@@ -206,7 +212,7 @@ fn issue_26_item_5_run_and_merge_refuse_an_out_directory_holding_other_files_and
         "--out",
         &shown,
     ]);
-    refused_before_any_connection(&output, &server, &[&shown, "report.html"]);
+    refused_before_any_connection(&output, &server, &says);
     let config = std::fs::read_to_string(out.join("config.toml")).unwrap();
     assert_eq!(config, "# my own configuration\n");
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
