@@ -147,6 +147,10 @@ impl SetupError {
     /// Whether the command line cannot run as given (bad usage: exit code 2),
     /// rather than the world not being as it expects.
     pub fn is_usage(&self) -> bool {
+        // A file that is there but not text is bad input; one that is not there, the world.
+        if let SetupError::Read { source, .. } = self {
+            return source.kind() == std::io::ErrorKind::InvalidData;
+        }
         matches!(
             self,
             SetupError::Profile(_)
@@ -398,6 +402,24 @@ mod tests {
         assert!(text.contains("\"no-such-profile\""), "{text}");
         assert!(text.contains("mmb-medium"), "{text}");
         assert!(!error.is_usage());
+    }
+
+    #[test]
+    fn issue_26_item_7_files_that_are_not_text_are_bad_usage_and_missing_ones_are_not() {
+        let dir = tempfile::tempdir().expect("dir");
+        let profile = dir.path().join("profile.toml");
+        std::fs::write(&profile, b"name = \"p\xff\"\n").expect("write");
+        let error = load_profile(profile.to_str().expect("utf-8")).expect_err("not UTF-8");
+        assert!(error.is_usage(), "{error}");
+        let users = dir.path().join("users.csv");
+        std::fs::write(&users, b"u1@test.example,p\xffw\n").expect("write");
+        let error = read_users_file(&users).expect_err("not UTF-8");
+        assert!(
+            error.is_usage() && error.to_string().contains("users.csv:1:"),
+            "{error}"
+        );
+        let error = read_users_file(&dir.path().join("missing.csv")).expect_err("missing");
+        assert!(!error.is_usage(), "{error}");
     }
 
     #[test]

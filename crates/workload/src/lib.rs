@@ -19,6 +19,8 @@
 //! - [`files`] is the file-server side: NetBench's disk mix (seed 004) as a file profile
 //!   with seeded per-client scripts, and the dbench/NBENCH load-file parser.
 //!
+//! - [`address`] is the one check every test address passes before it reaches an envelope.
+//!
 //! - [`derive`](mod@derive) writes the planner's derived profiles: one action alone, or the Inbox
 //!   topped up.
 //!
