@@ -60,7 +60,8 @@ pub struct TargetArgs {
     #[arg(long, value_name = "URL")]
     pub pop3: Option<String>,
     /// CSV of `login,password[,address]` lines, one per simulated user, in user order: the
-    /// run's whole test population. The address is the login when the login is one.
+    /// run's whole test population. The address is the login when the login is one. A
+    /// password with a comma or a quote goes in double quotes ("pa,ss").
     #[arg(long, value_name = "FILE")]
     pub users_file: Option<PathBuf>,
     /// The environment variable holding the password every user shares (explicit targets
@@ -204,7 +205,9 @@ pub struct RunArgs {
     /// The run's shape in time, and its QoS limit.
     #[command(flatten)]
     pub shape: RunShape,
-    /// The run directory (default: runs/TIME-PROFILE-USERSu, TIME in UTC).
+    /// The run directory (default: runs/TIME-PROFILE-USERSu, TIME in UTC). It must be new
+    /// or empty: a directory that holds a run, or files peakhour does not write, is
+    /// refused (exit 2) and nothing in it is overwritten.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Server monitor: the shortest window of the high average (highest sustained mean).
