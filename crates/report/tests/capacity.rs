@@ -201,10 +201,10 @@ fn issue_31_item_9_capacity_html_draws_a_lower_bound_as_one_and_its_steps_fit() 
         basis: P95Basis::Weighted,
         qos_p95_ms: None,
     };
-    let sweep = SweepAnalysis::compute(&settings, &outcome)
+    let all_passed = SweepAnalysis::compute(&settings, &outcome)
         .unwrap()
         .unwrap();
-    let html = render_sweep_html("t", "s", &sweep, P95Basis::Weighted, &outcome.steps);
+    let html = render_sweep_html("t", "s", &all_passed, P95Basis::Weighted, &outcome.steps);
     // Drawn as a bound, with an arrow, in both charts; never as a capacity line.
     assert_eq!(
         html.matches("<g id=\"qos-lower-bound\"").count(),
