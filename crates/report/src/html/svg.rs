@@ -106,35 +106,7 @@ impl Timeline<'_> {
         let mut s = String::new();
         open_svg(&mut s, self.id, height, self.title);
         chart_title(&mut s, LEFT, self.title, self.unit);
-        for band in self.bands {
-            // A phase too short to see (a drain that reconciled at once)
-            // still gets a band wide enough to see and its label, so every
-            // phase shows.
-            let (mut x0, mut x1) = (x(band.start_s), x(band.end_s));
-            if x1 - x0 < 6.0 {
-                // Widened inside the plot: a drain at the end grows to its left.
-                x1 = (x0 + 6.0).min(LEFT + plot_w);
-                x0 = x1 - 6.0;
-            }
-            let _ = write!(
-                s,
-                r#"<rect class="band {}" x="{x0:.1}" y="{TOP}" width="{:.1}" height="{plot_h}"/>"#,
-                band.class,
-                x1 - x0,
-            );
-            // A narrow band's label ends at its right edge, over the phase before it.
-            let (label_x, anchor) = if x1 - x0 >= 30.0 {
-                (x0 + 3.0, "start")
-            } else {
-                (x1 - 2.0, "end")
-            };
-            let _ = write!(
-                s,
-                r#"<text class="bandlabel" x="{label_x:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
-                TOP + 11.0,
-                band.label
-            );
-        }
+        draw_bands(&mut s, self.bands, x, LEFT + plot_w, plot_h);
         y_grid(&mut s, y_max, y, LEFT + plot_w);
         // Time ticks.
         let step = nice_ceiling(end / 8.0, 1.0);
@@ -210,6 +182,38 @@ impl Timeline<'_> {
         legend(&mut s, swatches, LEFT, height);
         s.push_str("</svg>");
         s
+    }
+}
+
+/// The phases as shaded bands across the plot, each with its name. A phase
+/// too short to see (a drain that reconciled at once) still gets a band wide
+/// enough to see and its name, so every phase shows.
+fn draw_bands(s: &mut String, bands: &[Band], x: impl Fn(f64) -> f64, right: f64, plot_h: f64) {
+    for band in bands {
+        let (mut x0, mut x1) = (x(band.start_s), x(band.end_s));
+        if x1 - x0 < 6.0 {
+            // Widened inside the plot: a drain at the end grows to its left.
+            x1 = (x0 + 6.0).min(right);
+            x0 = x1 - 6.0;
+        }
+        let _ = write!(
+            s,
+            r#"<rect class="band {}" x="{x0:.1}" y="{TOP}" width="{:.1}" height="{plot_h}"/>"#,
+            band.class,
+            x1 - x0,
+        );
+        // A narrow band's label ends at its right edge, over the phase before it.
+        let (label_x, anchor) = if x1 - x0 >= 30.0 {
+            (x0 + 3.0, "start")
+        } else {
+            (x1 - 2.0, "end")
+        };
+        let _ = write!(
+            s,
+            r#"<text class="bandlabel" x="{label_x:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
+            TOP + 11.0,
+            band.label
+        );
     }
 }
 
