@@ -65,6 +65,7 @@ mod live;
 mod pop3_user;
 mod population;
 mod profile_rates;
+pub mod profiles;
 mod reconcile;
 mod recording;
 mod run;

@@ -170,13 +170,10 @@ pub fn load_profile(name: &str) -> Result<Profile, SetupError> {
     }
     let path = Path::new(name);
     if !path.exists() {
-        let names: Vec<&str> = peakhour_workload::builtins()
-            .iter()
-            .map(|b| b.name)
-            .collect();
+        // Every name `run` takes, file profiles too: `run` tries those first.
         return Err(SetupError::NoProfile {
             name: name.to_owned(),
-            builtins: names.join(", "),
+            builtins: crate::profiles::builtin_names(),
         });
     }
     let source = read(path)?;

@@ -139,6 +139,26 @@ pub struct InitArgs {
     pub via: String,
 }
 
+/// `--duration` when not given.
+const DEFAULT_DURATION: &str = "120s";
+/// `--ramp-up` when not given.
+const DEFAULT_RAMP_UP: &str = "20s";
+/// `--drain` when not given.
+const DEFAULT_DRAIN: &str = "20s";
+
+impl RunShape {
+    /// The phases a run takes when none is given: what `profiles list` says a
+    /// profile's run takes.
+    pub fn default_phases() -> peakhour_engine::profiles::DefaultPhases {
+        let parse = |text| parse_duration(text).unwrap_or_default();
+        peakhour_engine::profiles::DefaultPhases {
+            ramp_up: parse(DEFAULT_RAMP_UP),
+            duration: parse(DEFAULT_DURATION),
+            drain: parse(DEFAULT_DRAIN),
+        }
+    }
+}
+
 /// How a run is shaped in time and judged: shared by `run` and every step of `sweep`.
 #[derive(Debug, Args)]
 pub struct RunShape {
@@ -149,13 +169,13 @@ pub struct RunShape {
     #[arg(long, value_name = "X")]
     pub speed: Option<f64>,
     /// The measured steady phase.
-    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_DURATION, value_parser = parse_duration)]
     pub duration: std::time::Duration,
     /// Users log on staggered over this long before measuring starts.
-    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_RAMP_UP, value_parser = parse_duration)]
     pub ramp_up: std::time::Duration,
     /// After the steady phase: time allowed for in-flight actions and for deliveries to arrive.
-    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_DRAIN, value_parser = parse_duration)]
     pub drain: std::time::Duration,
     /// Seed for schedules, recipients and message content (recorded in the results).
     #[arg(long, value_name = "N")]
