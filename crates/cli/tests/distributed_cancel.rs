@@ -30,14 +30,14 @@ fn start_at(offset: chrono::Duration) -> String {
     (chrono::Utc::now() + offset).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// Starts shard `index` of 2 of a mmb-medium run, 1-second intervals.
-fn start_shard(lab_dir: &str, out: &Path, index: u32, start_at: &str, shape: &[&str]) -> Child {
+/// Starts shard `number` (1 or 2) of 2 of a mmb-medium run, 1-second intervals.
+fn start_shard(lab_dir: &str, out: &Path, number: u32, start_at: &str, shape: &[&str]) -> Child {
     Command::new(PEAKHOUR)
         .args(["run", "--profile", "mmb-medium", "--lab-dir", lab_dir])
         .args(["--users", USERS, "--seed", "7", "--speed", "400"])
-        .args(["--interval", "1s", "--shard", &format!("{index}/2")])
+        .args(["--interval", "1s", "--shard", &format!("{number}/2")])
         .args(["--start-at", start_at, "--out"])
-        .arg(out.join(format!("shard-{index}")))
+        .arg(out.join(format!("shard-{number}")))
         .args(shape)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -117,11 +117,11 @@ fn issue_17_sigterm_to_every_shard_leaves_each_written_and_marked_and_the_merge_
     let out = tempfile::tempdir().unwrap();
     let at = start_at(chrono::Duration::seconds(4));
     let shape = ["--duration", "120s", "--ramp-up", "2s"];
-    let shards: Vec<Child> = (0..2)
+    let shards: Vec<Child> = (1..=2)
         .map(|i| start_shard(&lab.status.dir, out.path(), i, &at, &shape))
         .collect();
     let dirs: Vec<PathBuf> = (0..2)
-        .map(|i| out.path().join(format!("shard-{i}")))
+        .map(|i| out.path().join(format!("shard-{}", i + 1)))
         .collect();
     // Into the steady phase (it starts 2 s after --start-at), then cancel all.
     wait_for_steady_actions(&dirs);
@@ -162,7 +162,8 @@ fn issue_17_sigterm_to_every_shard_leaves_each_written_and_marked_and_the_merge_
     for index in 0..2 {
         assert!(
             stderr.contains(&format!(
-                "shard {index}/2 was interrupted: its figures are partial"
+                "shard {}/2 was interrupted: its figures are partial",
+                index + 1
             )),
             "{stderr}"
         );
@@ -197,9 +198,9 @@ fn issue_17_sigterm_while_a_shard_waits_for_its_start_leaves_an_interrupted_empt
     let (_dir, lab) = start_lab(6);
     let out = tempfile::tempdir().unwrap();
     let at = start_at(chrono::Duration::minutes(10));
-    // Shard 1 of 2 runs user2, user4, user6; the check before the load logs
+    // Shard 2 of 2 runs user2, user4, user6; the check before the load logs
     // on as user1.
-    let mut child = start_shard(&lab.status.dir, out.path(), 1, &at, &[]);
+    let mut child = start_shard(&lab.status.dir, out.path(), 2, &at, &[]);
     let (lines_tx, lines) = mpsc::channel();
     let stderr = BufReader::new(child.stderr.take().unwrap());
     let reader = std::thread::spawn(move || {
@@ -225,7 +226,7 @@ fn issue_17_sigterm_while_a_shard_waits_for_its_start_leaves_an_interrupted_empt
     eprintln!("{}", String::from_utf8_lossy(&output.stdout));
     assert_eq!(output.status.code(), Some(130));
 
-    let dir = out.path().join("shard-1");
+    let dir = out.path().join("shard-2");
     let shard = summary(&dir);
     assert_eq!(shard["interrupted"], true);
     assert_eq!(shard["meta"]["shards"][0]["interrupted"], true);
@@ -259,19 +260,19 @@ fn issue_17_a_shard_started_after_its_start_records_how_late_and_the_merge_marks
     // least that much, however long they take to get going.
     let at = start_at(-chrono::Duration::milliseconds(LATE_BY_AT_LEAST_MS as i64));
     let shape = ["--duration", "3s", "--ramp-up", "1s", "--drain", "3s"];
-    let shards: Vec<Child> = (0..2)
+    let shards: Vec<Child> = (1..=2)
         .map(|i| start_shard(&lab.status.dir, out.path(), i, &at, &shape))
         .collect();
     let mut dirs = Vec::new();
-    for (index, child) in shards.into_iter().enumerate() {
+    for (number, child) in (1..).zip(shards) {
         let output = finish(child);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(
-            stderr.contains(&format!("warning: shard {index}/2 began its logon phase ")),
+            stderr.contains(&format!("warning: shard {number}/2 began its logon phase ")),
             "the shard says it is late: {stderr}"
         );
         assert!(!stderr.contains("waiting "), "{stderr}");
-        let dir = out.path().join(format!("shard-{index}"));
+        let dir = out.path().join(format!("shard-{number}"));
         let late = summary(&dir)["meta"]["shards"][0]["started_late_ms"]
             .as_u64()
             .unwrap();
@@ -283,7 +284,10 @@ fn issue_17_a_shard_started_after_its_start_records_how_late_and_the_merge_marks
     let stderr = String::from_utf8_lossy(&output.stderr);
     for index in 0..2 {
         assert!(
-            stderr.contains(&format!("warning: shard {index}/2 began its logon phase ")),
+            stderr.contains(&format!(
+                "warning: shard {}/2 began its logon phase ",
+                index + 1
+            )),
             "{stderr}"
         );
         let late = merged["meta"]["shards"][index]["started_late_ms"]

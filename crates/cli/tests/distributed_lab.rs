@@ -46,7 +46,7 @@ fn count(summary: &serde_json::Value, action: &str) -> u64 {
 }
 
 #[test]
-fn two_shards_merged_measure_what_one_process_does() {
+fn issue_26_item_10_two_shards_merged_are_their_sum_and_measure_what_one_process_does() {
     let (_dir, lab) = start_lab(10);
     let lab_dir = lab.status.dir.clone();
     assert!(
@@ -55,6 +55,28 @@ fn two_shards_merged_measure_what_one_process_does() {
             .success()
     );
     let out = tempfile::tempdir().unwrap();
+    // One process, the whole population, the same seed and shape; first,
+    // so that its mail (another run's) sits in the mailboxes the shards
+    // read (issue 26, item 10: the merge counted it as crossed copies).
+    let single_dir = out.path().join("single");
+    let single = peakhour(
+        &[
+            &[
+                "run",
+                "--lab-dir",
+                &lab_dir,
+                "--seed",
+                "7",
+                "--out",
+                single_dir.to_str().unwrap(),
+            ][..],
+            &SHAPE[..],
+        ]
+        .concat(),
+    );
+    assert!(single.status.code().is_some());
+    let single = summary(&single_dir);
+
     let start_at = (chrono::Utc::now() + chrono::Duration::seconds(5))
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
 
@@ -98,7 +120,13 @@ fn two_shards_merged_measure_what_one_process_does() {
     let mut args = vec!["merge"];
     args.extend(dirs.iter().map(String::as_str));
     args.extend(["--out", merged_dir.to_str().unwrap()]);
-    assert!(peakhour(&args).status.success());
+    let merging = peakhour(&args);
+    let merge_said = String::from_utf8_lossy(&merging.stderr).into_owned();
+    assert!(merging.status.success(), "{merge_said}");
+    assert!(
+        !merge_said.contains("no merged shard records sending"),
+        "the other run's mail was taken for crossed copies: {merge_said}"
+    );
     let merged = summary(&merged_dir);
     assert_eq!(merged["meta"]["merged"], true);
     assert_eq!(merged["meta"]["shards"].as_array().unwrap().len(), 2);
@@ -129,26 +157,20 @@ fn two_shards_merged_measure_what_one_process_does() {
         assert_eq!(count(&merged, action), sum, "{action}");
         assert!(count(&merged, action) > 0, "{action} never ran");
     }
-
-    // One process, the whole population, the same seed and shape.
-    let single_dir = out.path().join("single");
-    let single = peakhour(
-        &[
-            &[
-                "run",
-                "--lab-dir",
-                &lab_dir,
-                "--seed",
-                "7",
-                "--out",
-                single_dir.to_str().unwrap(),
-            ][..],
-            &SHAPE[..],
-        ]
-        .concat(),
+    // Issue 26, item 10: the merged steady phase is each shard's, interval
+    // for interval, and its throughput the sum of theirs.
+    for shard in &shard_summaries {
+        assert_eq!(merged["steady"]["intervals"], shard["steady"]["intervals"]);
+        assert_eq!(merged["steady"]["length_s"], shard["steady"]["length_s"]);
+    }
+    let rate = |s: &serde_json::Value| s["throughput"]["actions_per_second"].as_f64().unwrap();
+    let sum: f64 = shard_summaries.iter().map(rate).sum();
+    assert!(
+        (rate(&merged) - sum).abs() <= sum * 1e-6,
+        "merged {} actions/s, the shards' sum {sum}",
+        rate(&merged)
     );
-    assert!(single.status.code().is_some());
-    let single = summary(&single_dir);
+
     for action in ["check_inbox", "send", "read", "move", "delete"] {
         let (m, s) = (count(&merged, action) as f64, count(&single, action) as f64);
         // The schedules are the same; only actions near a phase edge may

@@ -67,7 +67,7 @@ pub(crate) fn shard_marks(
             .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
     });
     vec![ShardMark {
-        index: shard.index(),
+        index: shard.number(),
         count: shard.count(),
         users: shard.user_count(plan.users()),
         start_at,

@@ -61,10 +61,11 @@ const MONITOR_FILES: [RunFile; 3] = [RunFile::Monitor, RunFile::MonitorSummary, 
 /// from the lowest shard that has them; then the results and the report are
 /// written as a run writes them.
 pub fn merge_runs(shards: &[PathBuf], out: &Path) -> Result<MergedRun, RunDirError> {
-    let out = RunDir::create(out)?;
-    if out.holds_run() {
-        return Err(RunDirError::OutputHoldsRun(out.path().to_owned()));
+    if RunDir::new(out).holds_run() {
+        return Err(RunDirError::OutputHoldsRun(out.to_owned()));
     }
+    // Everything that can refuse the shards comes before `out` is made, so
+    // that a failed merge leaves no empty directory behind (issue 26, item 9).
     let mut recovered = Vec::new();
     let mut records = Vec::with_capacity(shards.len());
     for path in shards {
@@ -80,6 +81,30 @@ pub fn merge_runs(shards: &[PathBuf], out: &Path) -> Result<MergedRun, RunDirErr
     let records: Vec<_> = records.into_iter().map(|(r, _)| r).collect();
     let merged = merge_shards(&records)?;
 
+    let existed = out.exists();
+    let out = RunDir::create(out)?;
+    let written = write_merged(&out, &dirs, &merged.record);
+    if written.is_err() && !existed {
+        // Ours alone, and incomplete: nothing in it is worth keeping.
+        let _ = std::fs::remove_dir_all(out.path());
+    }
+    let (summary, monitor_from) = written?;
+    Ok(MergedRun {
+        summary,
+        recovered,
+        monitor_from,
+        warnings: merged.warnings,
+    })
+}
+
+/// Writes the merged run into `out`: `config.toml` and the monitor's files
+/// from the lowest shard that has them, the results and the report. Returns
+/// the summary and the shard the monitor's files came from.
+fn write_merged(
+    out: &RunDir,
+    dirs: &[RunDir],
+    record: &peakhour_analysis::RunRecord,
+) -> Result<(Summary, Option<PathBuf>), RunDirError> {
     if let Some(config) = dirs
         .iter()
         .find_map(|d| d.read_optional(RunFile::Config).transpose())
@@ -99,21 +124,27 @@ pub fn merge_runs(shards: &[PathBuf], out: &Path) -> Result<MergedRun, RunDirErr
             }
         }
     }
-    let summary = Summary::compute(&merged.record)
+    let summary = Summary::compute(record)
         .map_err(|e| out.parse_error(RunFile::Record, ".", e.to_string()))?;
-    out.write_results(&merged.record, &summary)?;
+    out.write_results(record, &summary)?;
     out.write_report()?;
-    Ok(MergedRun {
-        summary,
-        recovered,
-        monitor_from: monitor_from.map(|d| d.path().to_owned()),
-        warnings: merged.warnings,
-    })
+    Ok((summary, monitor_from.map(|d| d.path().to_owned())))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_26_item_9_a_failed_merge_leaves_no_out_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let not_a_run = tmp.path().join("shard-1");
+        std::fs::create_dir(&not_a_run).unwrap();
+        let out = tmp.path().join("merged");
+        let refused = merge_runs(&[not_a_run], &out);
+        assert!(refused.is_err());
+        assert!(!out.exists(), "{} was left behind", out.display());
+    }
 
     #[test]
     fn notes_name_rebuilt_shards_then_warnings_then_the_monitors_source() {

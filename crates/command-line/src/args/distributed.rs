@@ -8,13 +8,14 @@ use clap::{Args, Subcommand};
 /// The shard a `run` is, and when it starts.
 #[derive(Debug, Args, Clone, Default)]
 pub struct ShardArgs {
-    /// Run shard I of N of the population (0-based): users u with u % N == I. The N
+    /// Run shard I of N of the population, numbered from 1 to N as Playwright and Jest
+    /// number them (--shard 1/2, --shard 2/2): users u (from 0) with u % N == I - 1. The N
     /// shards together run exactly what one process would; merge them with
     /// `peakhour merge`. Needs --start-at.
     #[arg(long, value_name = "I/N", conflicts_with = "shards")]
     pub shard: Option<peakhour_workload::Shard>,
-    /// Run one of N shards, the index taken from JOB_COMPLETION_INDEX (as a Kubernetes
-    /// Indexed Job sets it). Needs --start-at.
+    /// Run one of N shards, the one a Kubernetes Indexed Job's pod is: JOB_COMPLETION_INDEX
+    /// counts from 0, so index 0 runs shard 1/N. Needs --start-at.
     #[arg(long, value_name = "N")]
     pub shards: Option<u32>,
     /// Begin the logon phase at this instant (RFC 3339, e.g. 2026-05-01T12:00:00Z):
