@@ -111,6 +111,19 @@ fn merge(shards: &[PathBuf], out: &Path) -> (Output, serde_json::Value) {
     (output, summary(out))
 }
 
+/// The body of a GET of `/metrics` at `address` (HTTP/1.0: no chunks).
+fn scrape(address: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
 #[test]
 fn issue_17_sigterm_to_every_shard_leaves_each_written_and_marked_and_the_merge_marked() {
     let (_dir, lab) = start_lab(6);
@@ -194,13 +207,15 @@ fn issue_17_sigterm_to_every_shard_leaves_each_written_and_marked_and_the_merge_
 }
 
 #[test]
-fn issue_17_sigterm_while_a_shard_waits_for_its_start_leaves_an_interrupted_empty_run() {
+fn issue_17_sigterm_while_a_shard_waits_leaves_an_interrupted_empty_run_and_issue_31_item_8_its_live_phase_is_waiting()
+{
     let (_dir, lab) = start_lab(6);
     let out = tempfile::tempdir().unwrap();
     let at = start_at(chrono::Duration::minutes(10));
     // Shard 2 of 2 runs user2, user4, user6; the check before the load logs
     // on as user1.
-    let mut child = start_shard(&lab.status.dir, out.path(), 2, &at, &[]);
+    let live = ["--metrics-listen", "127.0.0.1:0", "--metrics-linger", "0s"];
+    let mut child = start_shard(&lab.status.dir, out.path(), 2, &at, &live);
     let (lines_tx, lines) = mpsc::channel();
     let stderr = BufReader::new(child.stderr.take().unwrap());
     let reader = std::thread::spawn(move || {
@@ -211,15 +226,30 @@ fn issue_17_sigterm_while_a_shard_waits_for_its_start_leaves_an_interrupted_empt
     });
     // The shard says it waits once a SIGTERM would be taken.
     let give_up = Instant::now() + Duration::from_secs(120);
+    let mut metrics_at = None;
     loop {
         let line = lines
             .recv_timeout(give_up.saturating_duration_since(Instant::now()))
             .expect("the shard never said it waits for --start-at");
+        if let Some(rest) = line.strip_prefix("live metrics at http://") {
+            metrics_at = rest.split('/').next().map(str::to_owned);
+        }
         if line.starts_with("waiting ") {
             assert!(line.contains("for --start-at"), "{line}");
             break;
         }
     }
+    // Issue 31, item 8: while it waits, the live phase is `waiting`.
+    let metrics_at = metrics_at.expect("the shard never said where its live metrics are");
+    let scraped = scrape(&metrics_at);
+    assert!(
+        scraped.contains("peakhour_phase{peakhour_phase=\"waiting\"} 1"),
+        "{scraped}"
+    );
+    assert!(
+        scraped.contains("peakhour_phase{peakhour_phase=\"logon\"} 0"),
+        "{scraped}"
+    );
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
     let output = child.wait_with_output().unwrap();
     reader.join().unwrap();
