@@ -22,7 +22,9 @@ binary=${1:-target/release/peakhour}
 cache=${PEAKHOUR_IMAGE_CACHE:-/var/cache/peakhour}
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 tag=${PEAKHOUR_IMAGE_TAG:-localhost/peakhour:$version}
-base_tag=localhost/peakhour-base:bookworm
+# The base's recipe; a new one gets a new name, so a cached old one is not used.
+base_recipe=bookworm-minbase-ca
+base_tag=localhost/peakhour-base:$base_recipe
 
 say() { printf '==> %s\n' "$*" >&2; }
 
@@ -46,13 +48,14 @@ export CONTAINERS_CONF="$conf"
 
 # The base: Debian 12 minbase from the archive apt already uses, made once.
 if ! podman image exists "$base_tag"; then
-  rootfs="$cache/bookworm-rootfs"
+  rootfs="$cache/$base_recipe-rootfs"
   if [ ! -f "$rootfs/.complete" ]; then
     mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
     mirror=${mirror:-http://deb.debian.org/debian}
     say "debootstrap --variant=minbase bookworm from $mirror (about 30 s)"
     rm -rf "$rootfs"
-    debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >&2
+    # ca-certificates: peakhour verifies servers' TLS with the system's roots.
+    debootstrap --variant=minbase --include=ca-certificates bookworm "$rootfs" "$mirror" >&2
     # What a container never reads: docs, man pages, locales, apt's caches.
     rm -rf "$rootfs"/usr/share/{doc,man,info,locale}/* "$rootfs"/var/cache/apt/* \
       "$rootfs"/var/lib/apt/lists/*

@@ -232,8 +232,14 @@ fn issue_31_item_4_a_shard_numbered_from_zero_is_refused_and_missing_ones_are_na
     let mut old = record(&all, |u| u % 2 == 0, 80, Some(1));
     old.meta.shards[0].index = 0;
     let refused = merge_shards(&[old]).unwrap_err();
-    assert!(matches!(refused, MergeError::NumberedFromZero { count: 2, .. }));
-    assert!(refused.to_string().contains("numbered from 1 to 2"), "{refused}");
+    assert!(matches!(
+        refused,
+        MergeError::NumberedFromZero { count: 2, .. }
+    ));
+    assert!(
+        refused.to_string().contains("numbered from 1 to 2"),
+        "{refused}"
+    );
 
     let mut second_of_three = record(&all, |u| u % 3 == 1, 80, Some(2));
     second_of_three.meta.shards[0].count = 3;
@@ -278,7 +284,9 @@ fn issue_26_item_10_shards_whose_phases_began_apart_merge_into_their_sum() {
     };
     assert_eq!(steady_count(&merged.record), steady_count(&even));
     assert_eq!(steady_count(&even), steady_count(&odd));
-    let lengths = shard_summaries.each_ref().map(|s| s.throughput.steady_seconds);
+    let lengths = shard_summaries
+        .each_ref()
+        .map(|s| s.throughput.steady_seconds);
     assert!(
         (got.throughput.steady_seconds - lengths[0].max(lengths[1])).abs() < 0.01,
         "merged steady {} s, shards {lengths:?}",

@@ -208,7 +208,7 @@ fn issue_17_sigterm_to_every_shard_leaves_each_written_and_marked_and_the_merge_
 
 #[test]
 fn issue_17_sigterm_while_a_shard_waits_leaves_an_interrupted_empty_run_and_issue_31_item_8_its_live_phase_is_waiting()
-{
+ {
     let (_dir, lab) = start_lab(6);
     let out = tempfile::tempdir().unwrap();
     let at = start_at(chrono::Duration::minutes(10));

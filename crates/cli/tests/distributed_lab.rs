@@ -45,6 +45,51 @@ fn count(summary: &serde_json::Value, action: &str) -> u64 {
     summary["actions"][action]["count"].as_u64().unwrap_or(0)
 }
 
+/// Two shards, as an Indexed Job's pods run them (`--shards 2` with
+/// `JOB_COMPLETION_INDEX`), in `out/shard-INDEX`; each checked whole.
+fn run_shards(lab_dir: &str, out: &Path) -> Vec<String> {
+    let start_at = (chrono::Utc::now() + chrono::Duration::seconds(5))
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+
+    let shards: Vec<_> = (0..2)
+        .map(|index| {
+            let dir = out.join(format!("shard-{index}"));
+            let child = Command::new(PEAKHOUR)
+                .args(["run", "--lab-dir", lab_dir, "--seed", "7", "--shards", "2"])
+                .args(["--start-at", &start_at, "--out", dir.to_str().unwrap()])
+                .args(SHAPE)
+                .env("JOB_COMPLETION_INDEX", index.to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            (dir, child)
+        })
+        .collect();
+    let mut dirs = Vec::new();
+    for (dir, child) in shards {
+        let output = child.wait_with_output().unwrap();
+        eprintln!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let shard = summary(&dir);
+        assert_eq!(shard["interrupted"], false);
+        assert!(
+            shard["delivery"]["reconciled"].as_bool().unwrap(),
+            "{}",
+            shard["delivery"]
+        );
+        assert!(
+            shard["meta"]["shards"][0]["started_late_ms"].is_null(),
+            "started late"
+        );
+        dirs.push(dir.to_str().unwrap().to_owned());
+    }
+    dirs
+}
+
 #[test]
 fn issue_26_item_10_two_shards_merged_are_their_sum_and_measure_what_one_process_does() {
     let (_dir, lab) = start_lab(10);
@@ -77,45 +122,7 @@ fn issue_26_item_10_two_shards_merged_are_their_sum_and_measure_what_one_process
     assert!(single.status.code().is_some());
     let single = summary(&single_dir);
 
-    let start_at = (chrono::Utc::now() + chrono::Duration::seconds(5))
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-
-    let shards: Vec<_> = (0..2)
-        .map(|index| {
-            let dir = out.path().join(format!("shard-{index}"));
-            let child = Command::new(PEAKHOUR)
-                .args(["run", "--lab-dir", &lab_dir, "--seed", "7", "--shards", "2"])
-                .args(["--start-at", &start_at, "--out", dir.to_str().unwrap()])
-                .args(SHAPE)
-                .env("JOB_COMPLETION_INDEX", index.to_string())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            (dir, child)
-        })
-        .collect();
-    let mut dirs = Vec::new();
-    for (dir, child) in shards {
-        let output = child.wait_with_output().unwrap();
-        eprintln!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let shard = summary(&dir);
-        assert_eq!(shard["interrupted"], false);
-        assert!(
-            shard["delivery"]["reconciled"].as_bool().unwrap(),
-            "{}",
-            shard["delivery"]
-        );
-        assert!(
-            shard["meta"]["shards"][0]["started_late_ms"].is_null(),
-            "started late"
-        );
-        dirs.push(dir.to_str().unwrap().to_owned());
-    }
+    let dirs = run_shards(&lab_dir, out.path());
     let merged_dir = out.path().join("merged");
     let mut args = vec!["merge"];
     args.extend(dirs.iter().map(String::as_str));

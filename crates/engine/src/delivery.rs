@@ -465,7 +465,11 @@ mod tests {
             "<s1.1.2026-04-30T09-00-00Z@bench.test>",
             "<s1.2.earlier@bench.test>",
         ] {
-            assert_eq!(tracker.notice(other_run, 0, at), Noticed::Nothing, "{other_run}");
+            assert_eq!(
+                tracker.notice(other_run, 0, at),
+                Noticed::Nothing,
+                "{other_run}"
+            );
         }
         assert_eq!(tracker.books().noticed_across.len(), 1);
     }

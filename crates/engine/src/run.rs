@@ -469,10 +469,7 @@ pub async fn run_with<C: Connector>(
     if let Some(archive) = observer.interval_archive() {
         recorder.archive_to(archive);
     }
-    if let Some(until) = settings.start_at.filter(|&at| at > SystemTime::now()) {
-        observer.waiting(until);
-    }
-    let late = crate::distributed::wait_for_start(settings.start_at, &mut stop).await;
+    let late = crate::distributed::observed_wait(settings.start_at, &mut stop, observer).await;
     let started_at = SystemTime::now();
     let clock = RunClock::starting_now(&settings)?;
     let delivery = Arc::new(DeliveryTracker::for_run(settings.shard, &settings.run_id));

@@ -50,6 +50,45 @@ fn notes(recovered: &[PathBuf], warnings: &[String], monitor_from: Option<&Path>
     rebuilt.chain(warnings).chain([monitor]).collect()
 }
 
+/// How often [`wait_for_shards`] looks again.
+const WAIT_STEP: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Waits, at most `wait`, until every directory of `shards` holds a
+/// finished run (`summary.json`, written last), as the merge step of a
+/// Kubernetes job does while the shards still run. Returns the directories
+/// that hold a run then, finished or in a journal to rebuild from (a
+/// killed shard), and a note for each left out because it holds none (a
+/// shard that never started): the merge names those shards missing.
+pub fn wait_for_shards(
+    shards: &[PathBuf],
+    wait: std::time::Duration,
+) -> (Vec<PathBuf>, Vec<String>) {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        let finished = shards.iter().all(|p| RunDir::new(p).holds_run());
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if finished || left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(WAIT_STEP));
+    }
+    let (present, absent): (Vec<PathBuf>, Vec<PathBuf>) = shards.iter().cloned().partition(|p| {
+        let dir = RunDir::new(p);
+        dir.holds_run() || dir.has(RunFile::Journal)
+    });
+    let notes = absent
+        .iter()
+        .map(|p| {
+            format!(
+                "{} holds no run after waiting {}: left out",
+                p.display(),
+                peakhour_workload::HumanDuration(wait)
+            )
+        })
+        .collect();
+    (present, notes)
+}
+
 /// The files of the server monitor, taken from one shard, never summed:
 /// every shard watched the same server.
 const MONITOR_FILES: [RunFile; 3] = [RunFile::Monitor, RunFile::MonitorSummary, RunFile::Host];

@@ -50,7 +50,9 @@ pub enum ShardError {
     #[error("JOB_COMPLETION_INDEX={0:?} is not an index")]
     BadJobIndex(String),
     /// A `JOB_COMPLETION_INDEX` (0-based) not below `--shards`.
-    #[error("JOB_COMPLETION_INDEX={index} is not one of --shards {count} (Kubernetes counts 0 to {count} - 1)")]
+    #[error(
+        "JOB_COMPLETION_INDEX={index} is not one of --shards {count} (Kubernetes counts 0 to {count} - 1)"
+    )]
     JobIndexOutOfRange {
         /// The index Kubernetes gave.
         index: u32,

@@ -23,7 +23,14 @@ pub(super) fn shard_and_start(args: &ShardArgs) -> anyhow::Result<(Shard, Option
 }
 
 pub(super) fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let merged = peakhour_rundir::merge_runs(&args.shards, &args.out)?;
+    let (shards, left_out) = match args.wait {
+        Some(wait) => peakhour_rundir::wait_for_shards(&args.shards, wait),
+        None => (args.shards, Vec::new()),
+    };
+    left_out
+        .iter()
+        .for_each(|note| eprintln!("warning: {note}"));
+    let merged = peakhour_rundir::merge_runs(&shards, &args.out)?;
     for note in merged.notes() {
         eprintln!("{note}");
     }
@@ -45,7 +52,7 @@ pub(super) fn k8s(command: K8sCommand) -> anyhow::Result<ExitCode> {
         println!("{}", path.display());
     }
     eprintln!(
-        "start at {}; before it: kubectl create secret generic {} --from-literal=password=...; kubectl apply -f {}",
+        "start at {}; before it: kubectl create secret generic {} --from-literal=password=...; kubectl apply -f {} (the merged run: merged/, beside the shards' results)",
         spec.start_at,
         spec.password_secret,
         args.out.display()
@@ -53,8 +60,8 @@ pub(super) fn k8s(command: K8sCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The request as the library takes it; a profile name must be one this
-/// binary has built in (the image's binary is the same version).
+/// The request as the library takes it; a built-in profile's text goes into
+/// the ConfigMap as a file's does.
 fn job_spec(args: &K8sJobArgs) -> anyhow::Result<JobSpec> {
     let request = JobRequest {
         name: args.name.clone(),
@@ -74,6 +81,8 @@ fn job_spec(args: &K8sJobArgs) -> anyhow::Result<JobSpec> {
         run_options: args.run_options.clone(),
     };
     Ok(request.into_spec(SystemTime::now(), |name| {
-        peakhour_workload::builtin(name).is_ok()
+        peakhour_workload::builtin(name)
+            .ok()
+            .map(|b| b.source.to_owned())
     })?)
 }

@@ -33,6 +33,11 @@ pub struct MergeArgs {
     /// The merged run directory.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Wait at most this long for every shard directory to hold a finished run (as the
+    /// merge step of `k8s job` does while the shards still run); then merge those that
+    /// hold a run, and leave out, naming them, those that hold none.
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration)]
+    pub wait: Option<std::time::Duration>,
 }
 
 /// `peakhour k8s`
@@ -67,8 +72,9 @@ pub struct K8sJobArgs {
     /// The seed every shard shares.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
-    /// The container image with peakhour in it.
-    #[arg(long, value_name = "IMAGE", default_value = "peakhour:latest")]
+    /// The container image with peakhour in it: your registry's copy of the image
+    /// Containerfile builds, tagged with peakhour's version (docs/distributed.md).
+    #[arg(long, value_name = "IMAGE", default_value = concat!("peakhour:", env!("CARGO_PKG_VERSION")))]
     pub image: String,
     /// Kubernetes namespace.
     #[arg(long, value_name = "NS", default_value = "default")]
@@ -80,11 +86,12 @@ pub struct K8sJobArgs {
     /// by peakhour; create it yourself).
     #[arg(long, value_name = "NAME", default_value = "peakhour-password")]
     pub password_secret: String,
-    /// Results to this PersistentVolumeClaim (ReadWriteMany), one directory per shard.
+    /// Results to this PersistentVolumeClaim (ReadWriteMany): job-index-I per shard, and
+    /// merged/ from the merge Job.
     #[arg(long, value_name = "CLAIM", conflicts_with = "results_s3")]
     pub results_pvc: Option<String>,
-    /// Results uploaded to this S3 URL prefix (s3://bucket/path) by an `aws s3 cp`
-    /// sidecar step, credentials from the Secret named by --s3-secret.
+    /// Results uploaded to this S3 URL prefix (s3://bucket/path) by the AWS CLI: job-index-I
+    /// per shard, and merged/ from the merge Job; credentials from --s3-secret.
     #[arg(long, value_name = "URL")]
     pub results_s3: Option<String>,
     /// Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for --results-s3.
