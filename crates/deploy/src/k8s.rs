@@ -334,9 +334,9 @@ fn shards_job(spec: &JobSpec) -> Value {
     let mut run = peakhour_container(spec, "peakhour", run_args(spec));
     run["env"] = json!([{ "name": "PEAKHOUR_PASSWORD", "valueFrom": { "secretKeyRef":
         { "name": spec.password_secret, "key": "password" } } }]);
-    run["volumeMounts"].as_array_mut().map(|m| {
-        m.push(json!({ "name": "profile", "mountPath": "/etc/peakhour", "readOnly": true }))
-    });
+    if let Some(mounts) = run["volumeMounts"].as_array_mut() {
+        mounts.push(json!({ "name": "profile", "mountPath": "/etc/peakhour", "readOnly": true }));
+    }
     let (init, containers) = match &spec.results {
         Results::Volume { .. } => (vec![], vec![run]),
         Results::ObjectStorage { url, secret } => {

@@ -177,12 +177,10 @@ impl JobRequest {
             start.duration_since(now).unwrap_or_default() + run_length(&self.run_options)?;
         let path = Path::new(&self.profile);
         let profile_toml = if path.is_file() {
-            let text =
-                std::fs::read_to_string(path).map_err(|source| RequestError::ReadProfile {
-                    path: path.to_owned(),
-                    source,
-                })?;
-            text
+            std::fs::read_to_string(path).map_err(|source| RequestError::ReadProfile {
+                path: path.to_owned(),
+                source,
+            })?
         } else if let Some(text) = builtin_toml(&self.profile) {
             text
         } else {
