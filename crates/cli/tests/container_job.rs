@@ -139,10 +139,9 @@ fn run_container(
     for var in container["env"].as_array().into_iter().flatten() {
         let secret = &var["valueFrom"]["secretKeyRef"];
         assert_eq!(secret["key"], "password", "{var}");
-        command.args([
-            "-e",
-            &format!("{}={password}", var["name"].as_str().unwrap()),
-        ]);
+        // From podman's environment: the value stays out of the logged command.
+        let name = var["name"].as_str().unwrap();
+        command.args(["-e", name]).env(name, password);
     }
     let entry = strings(&container["command"]);
     command.args(["--entrypoint", &entry[0], image]);

@@ -175,6 +175,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn issue_30_the_merge_step_leaves_out_a_shard_that_wrote_nothing_and_names_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let never_started = tmp.path().join("job-index-1");
+        let (present, notes) = wait_for_shards(&[never_started.clone()], std::time::Duration::ZERO);
+        assert!(present.is_empty());
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].starts_with(&format!("{} holds no run", never_started.display())),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
     fn issue_26_item_9_a_failed_merge_leaves_no_out_directory() {
         let tmp = tempfile::tempdir().unwrap();
         let not_a_run = tmp.path().join("shard-1");
