@@ -135,6 +135,8 @@ fn issue_26_item_10_two_shards_merged_are_their_sum_and_measure_what_one_process
         "the other run's mail was taken for crossed copies: {merge_said}"
     );
     let merged = summary(&merged_dir);
+    // Issue 31, item 7: runs of one length have one number of intervals.
+    assert_eq!(merged["steady"]["intervals"], single["steady"]["intervals"]);
     assert_eq!(merged["meta"]["merged"], true);
     assert_eq!(merged["meta"]["shards"].as_array().unwrap().len(), 2);
     for file in [
@@ -187,4 +189,26 @@ fn issue_26_item_10_two_shards_merged_are_their_sum_and_measure_what_one_process
             "{action}: merged {m}, one process {s}"
         );
     }
+}
+
+/// Issue 31, item 4: shards are numbered 1..N, as Playwright and Jest number
+/// them; `0/2` (the old first shard) is refused before anything runs, saying
+/// why, with the exit code of bad input.
+#[test]
+fn issue_31_item_4_shard_zero_is_refused_saying_shards_are_numbered_from_one() {
+    let refused = peakhour(&[
+        "run",
+        "--profile",
+        "mmb-medium",
+        "--shard",
+        "0/2",
+        "--start-at",
+        "2026-05-01T12:00:00Z",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("numbered from 1 to 2") && said.contains("now 1/2"),
+        "{said}"
+    );
 }
