@@ -297,7 +297,8 @@ fn issue_26_item_10_shards_whose_phases_began_apart_merge_into_their_sum() {
         .map(|s| s.throughput.actions_per_second)
         .sum();
     assert!(
-        (got.throughput.actions_per_second - sum).abs() < sum * 1e-3,
+        // Rates are rounded to 3 significant digits; an average would be half.
+        (got.throughput.actions_per_second - sum).abs() <= sum * 0.01,
         "merged {} actions/s, shards' sum {sum}",
         got.throughput.actions_per_second
     );

@@ -210,7 +210,8 @@ fn check_merged(results: &Path, shards: u32) {
     let sum: f64 = shard_summaries.iter().map(rate).sum();
     assert!(sum > 0.0);
     assert!(
-        (rate(&merged) - sum).abs() <= sum * 1e-6,
+        // Rates are rounded to 3 significant digits; an average would be half.
+        (rate(&merged) - sum).abs() <= sum * 0.01,
         "merged {} actions/s, the shards' sum {sum}",
         rate(&merged)
     );

@@ -175,7 +175,8 @@ fn issue_26_item_10_two_shards_merged_are_their_sum_and_measure_what_one_process
     let rate = |s: &serde_json::Value| s["throughput"]["actions_per_second"].as_f64().unwrap();
     let sum: f64 = shard_summaries.iter().map(rate).sum();
     assert!(
-        (rate(&merged) - sum).abs() <= sum * 1e-6,
+        // Rates are rounded to 3 significant digits; an average would be half.
+        (rate(&merged) - sum).abs() <= sum * 0.01,
         "merged {} actions/s, the shards' sum {sum}",
         rate(&merged)
     );
