@@ -178,7 +178,10 @@ mod tests {
     fn issue_30_the_merge_step_leaves_out_a_shard_that_wrote_nothing_and_names_it() {
         let tmp = tempfile::tempdir().unwrap();
         let never_started = tmp.path().join("job-index-1");
-        let (present, notes) = wait_for_shards(&[never_started.clone()], std::time::Duration::ZERO);
+        let (present, notes) = wait_for_shards(
+            std::slice::from_ref(&never_started),
+            std::time::Duration::ZERO,
+        );
         assert!(present.is_empty());
         assert_eq!(notes.len(), 1);
         assert!(
