@@ -70,6 +70,13 @@ trap 'rm -rf "$context"' EXIT
 cp Containerfile "$context/Containerfile"
 cp "$binary" "$context/peakhour"
 say "building $tag from $binary"
+old=$(podman image inspect --format '{{.Id}}' "$tag" 2>/dev/null || echo none)
 podman build --quiet --target prebuilt --build-arg "BASE=$base_tag" \
   -t "$tag" -f "$context/Containerfile" "$context" >&2
+# The image the tag named before is left nameless: remove it, so that
+# repeated builds (every test run makes one) do not fill the disk.
+new=$(podman image inspect --format '{{.Id}}' "$tag")
+if [ "$old" != none ] && [ "$old" != "$new" ]; then
+  podman rmi "$old" >/dev/null 2>&1 || say "the previous image $old is still in use; not removed"
+fi
 echo "$tag"
