@@ -32,7 +32,8 @@ PACKAGES=(dovecot-imapd dovecot-lmtpd dovecot-pop3d postfix openssl util-linux p
   radicale                       # the CalDAV server peakhour-caldav's live test runs against
   prometheus python3-prometheus-client  # scrape `run --metrics-listen` in tests; Python's strict OpenMetrics parser
   cyrus-common cyrus-caldav      # `lab up --mail-server cyrus`: Cyrus's master, lmtpd and httpd (JMAP)
-  db-util libsasl2-modules-db)   # db_load writes the Cyrus lab's SASL users; sasldb checks them
+  db-util libsasl2-modules-db    # db_load writes the Cyrus lab's SASL users; sasldb checks them
+  podman buildah runc catatonit debootstrap)  # the container image, built here with no registry (scripts/build-image.sh)
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -84,6 +85,27 @@ if ! python3 -c 'import kubernetes' >/dev/null 2>&1; then
 else
   say "Kubernetes Python client already installed"
 fi
+
+# The manifest checkers of `peakhour k8s job` (crates/cli/tests/k8s_job.rs):
+# kube-score and kubeconform from the Go module proxy, and the Kubernetes
+# API's JSON schemas from PyPI's kubernetes-validate, for kubeconform offline.
+if ! python3 -c 'import kubernetes_validate' >/dev/null 2>&1; then
+  say "installing kubernetes-validate's schemas (pip)"
+  python3 -m pip install -q kubernetes-validate 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages kubernetes-validate
+fi
+go=$(command -v go || echo /usr/local/go/bin/go)
+for tool in github.com/yannh/kubeconform/cmd/kubeconform@v0.8.0 github.com/zegl/kube-score/cmd/kube-score@v1.20.0; do
+  name=${tool##*/}; name=${name%@*}
+  if [ ! -x "$HOME/go/bin/$name" ] && ! command -v "$name" >/dev/null; then
+    if [ -x "$go" ]; then
+      say "installing $name (go install)"
+      "$go" install "$tool"
+    else
+      echo "warning: no Go toolchain: $name not installed; the k8s_job tests will fail" >&2
+    fi
+  fi
+done
 
 # Cyrus's imapd and pop3d come in cyrus-imapd and cyrus-pop3d, which conflict
 # with Dovecot's packages (imap-server, pop3-server): unpack them privately,

@@ -11,7 +11,12 @@ import sys
 from kubernetes import client
 from kubernetes.client import ApiClient
 
-MODELS = {("batch/v1", "Job"): "V1Job", ("v1", "ConfigMap"): "V1ConfigMap", ("v1", "Secret"): "V1Secret"}
+MODELS = {
+    ("batch/v1", "Job"): "V1Job",
+    ("v1", "ConfigMap"): "V1ConfigMap",
+    ("v1", "Secret"): "V1Secret",
+    ("networking.k8s.io/v1", "NetworkPolicy"): "V1NetworkPolicy",
+}
 
 
 def unknown_fields(data, model_name, path):

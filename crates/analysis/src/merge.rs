@@ -5,10 +5,10 @@
 //! sum of their histograms, count for count, so the merged p95 is the p95 of
 //! the combined samples, not an average of p95s. Shards are added interval
 //! by interval. Every shard's intervals lie on the same grid (offsets from
-//! its own start, cut where the planned phases change), so intervals of the
-//! same phase and start are the same stretch of the run; only the last one,
-//! cut where each shard's drain ended, differs in length, and the merged one
-//! takes the longest.
+//! its own start, cut where the planned phases change), so the `n`-th
+//! interval of a phase is the same stretch of the run in every shard; only
+//! the last one, cut where each shard's drain ended, differs in length, and
+//! the merged one takes the longest.
 //!
 //! Deliveries that crossed between shards are reconciled here: a copy one
 //! shard sent to another shard's user is delivered when that shard noticed
@@ -44,6 +44,17 @@ pub enum MergeError {
         /// The other's.
         right: String,
     },
+    /// A shard numbered 0: recorded by a peakhour that numbered shards from
+    /// 0, whose `I/N` is another part of the population than today's.
+    #[error(
+        "run {run_id} is shard 0/{count}: recorded by a peakhour that numbered shards from 0; shards are numbered from 1 to {count} now, and records of the two numberings cannot be merged"
+    )]
+    NumberedFromZero {
+        /// The record's run id.
+        run_id: String,
+        /// The shard count.
+        count: u32,
+    },
     /// The same shard twice.
     #[error("shard {index}/{count} is given twice")]
     Duplicate {
@@ -76,7 +87,7 @@ pub fn merge_shards(records: &[RunRecord]) -> Result<Merged, MergeError> {
     let mut meta = merged_meta(first, records, marks.clone());
     let count = first.meta.shards[0].count;
     let present: BTreeSet<u32> = marks.iter().map(|m| m.index).collect();
-    let missing: Vec<String> = (0..count)
+    let missing: Vec<String> = (1..=count)
         .filter(|i| !present.contains(i))
         .map(|i| format!("{i}/{count}"))
         .collect();
@@ -142,6 +153,12 @@ fn check_shards(records: &[RunRecord]) -> Result<Vec<ShardMark>, MergeError> {
             a.shards[0].count.to_string(),
             mark.count.to_string(),
         )?;
+        if mark.index == 0 {
+            return Err(MergeError::NumberedFromZero {
+                run_id: meta.run_id.clone(),
+                count: mark.count,
+            });
+        }
         if marks.iter().any(|m| m.index == mark.index) {
             return Err(MergeError::Duplicate {
                 index: mark.index,
@@ -192,12 +209,23 @@ fn merged_meta(first: &RunRecord, records: &[RunRecord], marks: Vec<ShardMark>) 
     meta
 }
 
-/// Intervals of the same phase and start added; the longest length kept.
+/// Intervals added by their place in the run: the `n`-th interval of a phase
+/// of one shard with the `n`-th of the same phase of every other. Each
+/// shard's offsets count from its own start, and its grid is anchored at the
+/// planned phase boundaries, so those intervals are the same stretch of the
+/// run; matching them by position rather than by exact start also holds for
+/// records whose steady phase began a few milliseconds apart (issue 26, item
+/// 10: matched on exact starts, two shards' steady phases never met, and the
+/// merge showed twice the intervals at half the throughput). The merged
+/// interval takes the earliest start and the longest length.
 fn merge_intervals(records: &[RunRecord]) -> Result<Vec<IntervalRecord>, AnalysisError> {
-    let mut merged: BTreeMap<(std::time::Duration, Phase), IntervalRecord> = BTreeMap::new();
+    let mut merged: BTreeMap<(Phase, usize), IntervalRecord> = BTreeMap::new();
     for record in records {
+        let mut position: HashMap<Phase, usize> = HashMap::new();
         for interval in &record.intervals {
-            let key = (interval.start, interval.phase);
+            let nth = position.entry(interval.phase).or_default();
+            let key = (interval.phase, *nth);
+            *nth += 1;
             match merged.get_mut(&key) {
                 None => {
                     merged.insert(key, interval.clone());
@@ -205,8 +233,10 @@ fn merge_intervals(records: &[RunRecord]) -> Result<Vec<IntervalRecord>, Analysi
                 Some(ours) => {
                     let length = ours.length.max(interval.length);
                     ours.length = length;
+                    ours.start = ours.start.min(interval.start);
                     let mut theirs = interval.clone();
                     theirs.length = length;
+                    theirs.start = ours.start;
                     ours.merge(&theirs)?;
                 }
             }

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 /// carry it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShardMark {
-    /// Which shard (0-based).
+    /// Which shard, numbered from 1 to `count` (as `--shard I/N`; records
+    /// of peakhour before issue 31 counted from 0, and the merge refuses them).
     pub index: u32,
     /// How many shards the population was split into.
     pub count: u32,

@@ -43,13 +43,27 @@ fn record(
     finish_s: u64,
     shard: Option<u32>,
 ) -> RunRecord {
+    record_shifted(samples, keep, finish_s, shard, Duration::ZERO)
+}
+
+/// [`record`] with the steady and drain phases entered `shift` after their
+/// planned boundaries, as records made before the grid was anchored at the
+/// boundaries have them (the first event after the boundary opened the phase).
+fn record_shifted(
+    samples: &[Sample],
+    keep: impl Fn(u32) -> bool,
+    finish_s: u64,
+    shard: Option<u32>,
+    shift: Duration,
+) -> RunRecord {
     let mut rec = IntervalRecorder::new(RecorderConfig::default()).unwrap();
     let mut phase = Phase::Logon;
     for &(user, action, end_us, latency_us) in samples.iter().filter(|s| keep(s.0)) {
         let end = Duration::from_micros(end_us);
         for (next, at) in [(Phase::Steady, 10), (Phase::Drain, 70)] {
-            if phase < next && end >= Duration::from_secs(at) {
-                rec.enter_phase(next, Duration::from_secs(at));
+            let at = Duration::from_secs(at) + shift;
+            if phase < next && end >= at {
+                rec.enter_phase(next, at);
                 phase = next;
             }
         }
@@ -90,8 +104,8 @@ fn record(
 fn two_merged_halves_have_the_percentiles_of_all_samples() {
     let all = samples();
     let whole = record(&all, |_| true, 80, None);
-    let even = record(&all, |u| u % 2 == 0, 79, Some(0));
-    let odd = record(&all, |u| u % 2 == 1, 80, Some(1));
+    let even = record(&all, |u| u % 2 == 0, 79, Some(1));
+    let odd = record(&all, |u| u % 2 == 1, 80, Some(2));
     let merged = merge_shards(&[odd, even]).unwrap();
     assert!(merged.warnings.is_empty(), "{:?}", merged.warnings);
     assert_eq!(merged.record.intervals.len(), whole.intervals.len());
@@ -143,8 +157,8 @@ fn averaging_percentiles_would_be_wrong_where_merging_is_right() {
 #[test]
 fn crossed_copies_are_joined_and_the_unseen_ones_lost() {
     let all = samples();
-    let mut a = record(&all, |u| u % 2 == 0, 80, Some(0));
-    let mut b = record(&all, |u| u % 2 == 1, 80, Some(1));
+    let mut a = record(&all, |u| u % 2 == 0, 80, Some(1));
+    let mut b = record(&all, |u| u % 2 == 1, 80, Some(2));
     let copy = |id: &str, to: &str, at| CrossCopy {
         message_id: id.into(),
         recipient: to.into(),
@@ -187,20 +201,20 @@ fn crossed_copies_are_joined_and_the_unseen_ones_lost() {
 #[test]
 fn merge_marks_late_missing_and_foreign_shards() {
     let all = samples();
-    let mut late = record(&all, |u| u % 2 == 0, 80, Some(0));
+    let mut late = record(&all, |u| u % 2 == 0, 80, Some(1));
     late.meta.shards[0].started_late_ms = Some(2_500);
     let merged = merge_shards(std::slice::from_ref(&late)).unwrap();
     assert!(merged.record.meta.merged && merged.record.meta.interrupted);
     let text = merged.warnings.join("\n");
     assert!(text.contains("2500 ms after --start-at"), "{text}");
-    assert!(text.contains("shards 1/2 are missing"), "{text}");
+    assert!(text.contains("shards 2/2 are missing"), "{text}");
 
     let whole = record(&all, |_| true, 80, None);
     assert!(matches!(
         merge_shards(&[whole]),
         Err(MergeError::NotAShard { .. })
     ));
-    let mut other = record(&all, |u| u % 2 == 1, 80, Some(1));
+    let mut other = record(&all, |u| u % 2 == 1, 80, Some(2));
     other.meta.seed = 8;
     assert!(matches!(
         merge_shards(&[late.clone(), other]),
@@ -208,6 +222,84 @@ fn merge_marks_late_missing_and_foreign_shards() {
     ));
     assert!(matches!(
         merge_shards(&[late.clone(), late]),
-        Err(MergeError::Duplicate { index: 0, .. })
+        Err(MergeError::Duplicate { index: 1, .. })
     ));
+}
+
+#[test]
+fn issue_31_item_4_a_shard_numbered_from_zero_is_refused_and_missing_ones_are_named() {
+    let all = samples();
+    let mut old = record(&all, |u| u % 2 == 0, 80, Some(1));
+    old.meta.shards[0].index = 0;
+    let refused = merge_shards(&[old]).unwrap_err();
+    assert!(matches!(
+        refused,
+        MergeError::NumberedFromZero { count: 2, .. }
+    ));
+    assert!(
+        refused.to_string().contains("numbered from 1 to 2"),
+        "{refused}"
+    );
+
+    let mut second_of_three = record(&all, |u| u % 3 == 1, 80, Some(2));
+    second_of_three.meta.shards[0].count = 3;
+    let merged = merge_shards(&[second_of_three]).unwrap();
+    let text = merged.warnings.join("\n");
+    assert!(text.contains("shards 1/3, 3/3 are missing"), "{text}");
+    assert!(merged.record.meta.interrupted);
+}
+
+/// Issue 26, item 10: two 30-second shards merged into "60 s in 6
+/// intervals" at the average of their throughputs, because intervals were
+/// matched on their exact start and the shards' steady phases began 1.859 ms
+/// and 3.217 ms after the boundary. Matched by their place in the phase, the
+/// merged steady phase has each shard's length and interval count, and its
+/// throughput is the sum of theirs.
+#[test]
+fn issue_26_item_10_shards_whose_phases_began_apart_merge_into_their_sum() {
+    let all = samples();
+    let even = record_shifted(
+        &all,
+        |u| u % 2 == 0,
+        80,
+        Some(1),
+        Duration::from_micros(1_859),
+    );
+    let odd = record_shifted(
+        &all,
+        |u| u % 2 == 1,
+        80,
+        Some(2),
+        Duration::from_micros(3_217),
+    );
+    let shard_summaries = [&even, &odd].map(|r| Summary::compute(r).unwrap());
+    let merged = merge_shards(&[even.clone(), odd.clone()]).unwrap();
+    let got = Summary::compute(&merged.record).unwrap();
+
+    let steady_count = |r: &RunRecord| {
+        r.intervals
+            .iter()
+            .filter(|i| i.phase == Phase::Steady)
+            .count()
+    };
+    assert_eq!(steady_count(&merged.record), steady_count(&even));
+    assert_eq!(steady_count(&even), steady_count(&odd));
+    let lengths = shard_summaries
+        .each_ref()
+        .map(|s| s.throughput.steady_seconds);
+    assert!(
+        (got.throughput.steady_seconds - lengths[0].max(lengths[1])).abs() < 0.01,
+        "merged steady {} s, shards {lengths:?}",
+        got.throughput.steady_seconds
+    );
+    let sum: f64 = shard_summaries
+        .iter()
+        .map(|s| s.throughput.actions_per_second)
+        .sum();
+    assert!(
+        // Rates are rounded to 3 significant digits; an average would be half.
+        (got.throughput.actions_per_second - sum).abs() <= sum * 0.01,
+        "merged {} actions/s, shards' sum {sum}",
+        got.throughput.actions_per_second
+    );
 }

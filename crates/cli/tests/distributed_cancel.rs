@@ -30,14 +30,14 @@ fn start_at(offset: chrono::Duration) -> String {
     (chrono::Utc::now() + offset).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// Starts shard `index` of 2 of a mmb-medium run, 1-second intervals.
-fn start_shard(lab_dir: &str, out: &Path, index: u32, start_at: &str, shape: &[&str]) -> Child {
+/// Starts shard `number` (1 or 2) of 2 of a mmb-medium run, 1-second intervals.
+fn start_shard(lab_dir: &str, out: &Path, number: u32, start_at: &str, shape: &[&str]) -> Child {
     Command::new(PEAKHOUR)
         .args(["run", "--profile", "mmb-medium", "--lab-dir", lab_dir])
         .args(["--users", USERS, "--seed", "7", "--speed", "400"])
-        .args(["--interval", "1s", "--shard", &format!("{index}/2")])
+        .args(["--interval", "1s", "--shard", &format!("{number}/2")])
         .args(["--start-at", start_at, "--out"])
-        .arg(out.join(format!("shard-{index}")))
+        .arg(out.join(format!("shard-{number}")))
         .args(shape)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -111,17 +111,30 @@ fn merge(shards: &[PathBuf], out: &Path) -> (Output, serde_json::Value) {
     (output, summary(out))
 }
 
+/// The body of a GET of `/metrics` at `address` (HTTP/1.0: no chunks).
+fn scrape(address: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
 #[test]
 fn issue_17_sigterm_to_every_shard_leaves_each_written_and_marked_and_the_merge_marked() {
     let (_dir, lab) = start_lab(6);
     let out = tempfile::tempdir().unwrap();
     let at = start_at(chrono::Duration::seconds(4));
     let shape = ["--duration", "120s", "--ramp-up", "2s"];
-    let shards: Vec<Child> = (0..2)
+    let shards: Vec<Child> = (1..=2)
         .map(|i| start_shard(&lab.status.dir, out.path(), i, &at, &shape))
         .collect();
     let dirs: Vec<PathBuf> = (0..2)
-        .map(|i| out.path().join(format!("shard-{i}")))
+        .map(|i| out.path().join(format!("shard-{}", i + 1)))
         .collect();
     // Into the steady phase (it starts 2 s after --start-at), then cancel all.
     wait_for_steady_actions(&dirs);
@@ -162,7 +175,8 @@ fn issue_17_sigterm_to_every_shard_leaves_each_written_and_marked_and_the_merge_
     for index in 0..2 {
         assert!(
             stderr.contains(&format!(
-                "shard {index}/2 was interrupted: its figures are partial"
+                "shard {}/2 was interrupted: its figures are partial",
+                index + 1
             )),
             "{stderr}"
         );
@@ -193,13 +207,15 @@ fn issue_17_sigterm_to_every_shard_leaves_each_written_and_marked_and_the_merge_
 }
 
 #[test]
-fn issue_17_sigterm_while_a_shard_waits_for_its_start_leaves_an_interrupted_empty_run() {
+fn issue_17_sigterm_while_a_shard_waits_leaves_an_interrupted_empty_run_and_issue_31_item_8_its_live_phase_is_waiting()
+ {
     let (_dir, lab) = start_lab(6);
     let out = tempfile::tempdir().unwrap();
     let at = start_at(chrono::Duration::minutes(10));
-    // Shard 1 of 2 runs user2, user4, user6; the check before the load logs
+    // Shard 2 of 2 runs user2, user4, user6; the check before the load logs
     // on as user1.
-    let mut child = start_shard(&lab.status.dir, out.path(), 1, &at, &[]);
+    let live = ["--metrics-listen", "127.0.0.1:0", "--metrics-linger", "0s"];
+    let mut child = start_shard(&lab.status.dir, out.path(), 2, &at, &live);
     let (lines_tx, lines) = mpsc::channel();
     let stderr = BufReader::new(child.stderr.take().unwrap());
     let reader = std::thread::spawn(move || {
@@ -210,22 +226,37 @@ fn issue_17_sigterm_while_a_shard_waits_for_its_start_leaves_an_interrupted_empt
     });
     // The shard says it waits once a SIGTERM would be taken.
     let give_up = Instant::now() + Duration::from_secs(120);
+    let mut metrics_at = None;
     loop {
         let line = lines
             .recv_timeout(give_up.saturating_duration_since(Instant::now()))
             .expect("the shard never said it waits for --start-at");
+        if let Some(rest) = line.strip_prefix("live metrics at http://") {
+            metrics_at = rest.split('/').next().map(str::to_owned);
+        }
         if line.starts_with("waiting ") {
             assert!(line.contains("for --start-at"), "{line}");
             break;
         }
     }
+    // Issue 31, item 8: while it waits, the live phase is `waiting`.
+    let metrics_at = metrics_at.expect("the shard never said where its live metrics are");
+    let scraped = scrape(&metrics_at);
+    assert!(
+        scraped.contains("peakhour_phase{peakhour_phase=\"waiting\"} 1"),
+        "{scraped}"
+    );
+    assert!(
+        scraped.contains("peakhour_phase{peakhour_phase=\"logon\"} 0"),
+        "{scraped}"
+    );
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
     let output = child.wait_with_output().unwrap();
     reader.join().unwrap();
     eprintln!("{}", String::from_utf8_lossy(&output.stdout));
     assert_eq!(output.status.code(), Some(130));
 
-    let dir = out.path().join("shard-1");
+    let dir = out.path().join("shard-2");
     let shard = summary(&dir);
     assert_eq!(shard["interrupted"], true);
     assert_eq!(shard["meta"]["shards"][0]["interrupted"], true);
@@ -259,19 +290,19 @@ fn issue_17_a_shard_started_after_its_start_records_how_late_and_the_merge_marks
     // least that much, however long they take to get going.
     let at = start_at(-chrono::Duration::milliseconds(LATE_BY_AT_LEAST_MS as i64));
     let shape = ["--duration", "3s", "--ramp-up", "1s", "--drain", "3s"];
-    let shards: Vec<Child> = (0..2)
+    let shards: Vec<Child> = (1..=2)
         .map(|i| start_shard(&lab.status.dir, out.path(), i, &at, &shape))
         .collect();
     let mut dirs = Vec::new();
-    for (index, child) in shards.into_iter().enumerate() {
+    for (number, child) in (1..).zip(shards) {
         let output = finish(child);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(
-            stderr.contains(&format!("warning: shard {index}/2 began its logon phase ")),
+            stderr.contains(&format!("warning: shard {number}/2 began its logon phase ")),
             "the shard says it is late: {stderr}"
         );
         assert!(!stderr.contains("waiting "), "{stderr}");
-        let dir = out.path().join(format!("shard-{index}"));
+        let dir = out.path().join(format!("shard-{number}"));
         let late = summary(&dir)["meta"]["shards"][0]["started_late_ms"]
             .as_u64()
             .unwrap();
@@ -283,7 +314,10 @@ fn issue_17_a_shard_started_after_its_start_records_how_late_and_the_merge_marks
     let stderr = String::from_utf8_lossy(&output.stderr);
     for index in 0..2 {
         assert!(
-            stderr.contains(&format!("warning: shard {index}/2 began its logon phase ")),
+            stderr.contains(&format!(
+                "warning: shard {}/2 began its logon phase ",
+                index + 1
+            )),
             "{stderr}"
         );
         let late = merged["meta"]["shards"][index]["started_late_ms"]

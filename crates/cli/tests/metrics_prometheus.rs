@@ -327,7 +327,7 @@ fn served_figures_equal_the_summary(prometheus: &Prometheus, summary: &Value) {
     ));
     assert_eq!(info.len(), 1, "the run's identity: {info:?}");
     assert_eq!(info[0].0["seed"], "17");
-    assert_eq!(info[0].0["shard"], "0/1");
+    assert_eq!(info[0].0["shard"], "1/1");
     // The latency histogram counts at least the steady phase's successful actions.
     let histogram_count = prometheus
         .scalar(&last("peakhour_action_latency_seconds_count"))

@@ -126,6 +126,10 @@ pub struct DeliveryTracker {
     /// can compare times with this one.
     epoch_wall: SystemTime,
     shard: Shard,
+    /// `.{run}@`: the Message-ID part every copy of this run carries. Mail
+    /// another run left in a shared mailbox is not this run's to report
+    /// (issue 26, item 10); `None` takes every run's.
+    run_marker: Option<String>,
     books: Mutex<Books>,
 }
 
@@ -179,7 +183,20 @@ impl DeliveryTracker {
             epoch: Instant::now(),
             epoch_wall: SystemTime::now(),
             shard,
+            run_marker: None,
             books: Mutex::default(),
+        }
+    }
+
+    /// The ledger of shard `shard` of the run `run_id`: copies from other
+    /// shards are noted only when their Message-ID is this run's.
+    pub fn for_run(shard: Shard, run_id: &str) -> Self {
+        DeliveryTracker {
+            run_marker: Some(format!(
+                ".{}@",
+                peakhour_workload::message_id_run_part(run_id)
+            )),
+            ..Self::for_shard(shard)
         }
     }
 
@@ -258,6 +275,11 @@ impl DeliveryTracker {
 
     /// A copy from another shard's sender, written down the first time.
     fn notice_across(&self, key: u64, suffix: &str, user: u32, at: Instant) -> Noticed {
+        if let Some(marker) = &self.run_marker
+            && !suffix.starts_with(marker.as_str())
+        {
+            return Noticed::Nothing;
+        }
         let at_ns = self.ns_since_epoch(at);
         let mut books = self.books();
         if books.noticed_across.contains_key(&(key, user)) {
@@ -429,6 +451,28 @@ impl DeliveryTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_26_item_10_copies_of_other_runs_are_not_noticed_across_shards() {
+        // Shard 1/2 runs users 0, 2, ...: user 1's copies are the other shard's.
+        let tracker = DeliveryTracker::for_run(Shard::new(1, 2).unwrap(), "2026-05-01T12:00:00Z");
+        let at = Instant::now();
+        assert_eq!(
+            tracker.notice("<s1.0.2026-05-01T12-00-00Z@bench.test>", 0, at),
+            Noticed::FromOtherShard
+        );
+        for other_run in [
+            "<s1.1.2026-04-30T09-00-00Z@bench.test>",
+            "<s1.2.earlier@bench.test>",
+        ] {
+            assert_eq!(
+                tracker.notice(other_run, 0, at),
+                Noticed::Nothing,
+                "{other_run}"
+            );
+        }
+        assert_eq!(tracker.books().noticed_across.len(), 1);
+    }
 
     #[test]
     fn reconciles_submitted_with_delivered_and_names_the_lost() {

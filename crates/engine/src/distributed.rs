@@ -128,6 +128,19 @@ pub async fn wait_for_start(
     (late > Duration::from_millis(LATE_START_TOLERANCE_MS)).then_some(late)
 }
 
+/// [`wait_for_start`], told first to `observer` when there is a wait ahead
+/// (the live metrics then say `waiting`, not `logon`).
+pub(crate) async fn observed_wait(
+    start_at: Option<SystemTime>,
+    stop: &mut watch::Receiver<bool>,
+    observer: &mut dyn Observer,
+) -> Option<Duration> {
+    if let Some(until) = start_at.filter(|&at| at > SystemTime::now()) {
+        observer.waiting(until);
+    }
+    wait_for_start(start_at, stop).await
+}
+
 /// The shard's mark for its record: none for a run of the whole
 /// population without `--start-at`.
 pub(crate) fn shard_marks(
@@ -145,7 +158,7 @@ pub(crate) fn shard_marks(
             .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
     });
     vec![ShardMark {
-        index: shard.index(),
+        index: shard.number(),
         count: shard.count(),
         users: shard.user_count(plan.users()),
         start_at,

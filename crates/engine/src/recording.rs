@@ -104,11 +104,24 @@ impl RunRecorder {
 
     /// Moves the recorder into the phase `at` falls in, and returns `at` as
     /// an offset since the run started.
+    ///
+    /// A phase is entered at its planned boundary (the end of the ramp-up,
+    /// the end of the steady phase), never at the offset of the first event
+    /// that happens to arrive after it: that offset jitters by milliseconds
+    /// from run to run, and a grid anchored there gave two runs of the same
+    /// length different interval counts (issue 31, item 7) and the shards of
+    /// one run misaligned intervals (issue 26, item 10).
     fn sync(&mut self, clock: &RunClock, at: Instant) -> Duration {
         let offset = clock.offset(at);
         let phase = recorded_phase(clock.phase(at));
-        if phase > self.recorder.phase() {
-            self.recorder.enter_phase(phase, offset);
+        while self.recorder.phase() < phase {
+            let (next, boundary) = match self.recorder.phase() {
+                RecordedPhase::Logon => (RecordedPhase::Steady, clock.steady_start),
+                RecordedPhase::Steady | RecordedPhase::Drain => {
+                    (RecordedPhase::Drain, clock.steady_end)
+                }
+            };
+            self.recorder.enter_phase(next, clock.offset(boundary));
         }
         self.recorder.advance(offset);
         if let Some(archive) = &self.archive {
@@ -306,4 +319,51 @@ pub(crate) fn run_meta(
         .collect();
     meta.qos = qos_thresholds(plan, settings.qos_p95_ms);
     meta
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    /// The steady intervals of a run with a 5 s ramp-up and a 40 s steady
+    /// phase, cut in 10 s intervals, whose events arrive once a second
+    /// shifted by `jitter` (as a shared machine delays them).
+    fn steady_intervals(jitter: Duration) -> Vec<(Duration, Duration)> {
+        let t0 = Instant::now();
+        let clock = RunClock {
+            t0,
+            steady_start: t0 + 5 * SECOND,
+            steady_end: t0 + 45 * SECOND,
+        };
+        let mut recorder = RunRecorder::new(10 * SECOND).unwrap();
+        let sample = SelfSample {
+            cpu_percent: 1.0,
+            max_lag: Duration::ZERO,
+        };
+        for second in 0..50 {
+            recorder.tick(&clock, t0 + second * SECOND + jitter, sample);
+        }
+        recorder
+            .closed_intervals()
+            .iter()
+            .filter(|i| i.phase == RecordedPhase::Steady)
+            .map(|i| (i.start, i.length))
+            .collect()
+    }
+
+    #[test]
+    fn issue_31_item_7_runs_of_the_same_length_have_the_same_intervals_whatever_the_jitter() {
+        let grid: Vec<_> = (0..4)
+            .map(|i| ((5 + 10 * i) * SECOND, 10 * SECOND))
+            .collect();
+        for jitter_us in [0, 1_859, 3_217, 250_000, 999_000] {
+            assert_eq!(
+                steady_intervals(Duration::from_micros(jitter_us)),
+                grid,
+                "events {jitter_us} us after each second"
+            );
+        }
+    }
 }

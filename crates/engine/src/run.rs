@@ -225,6 +225,9 @@ pub trait Observer: Send {
     /// will carry it (marked `interrupted`, which the finished record
     /// corrects), for a journal of the run to open with.
     fn started(&mut self, _meta: &RunMeta) {}
+    /// Once, before the run waits for its agreed start (`--start-at`) when
+    /// that is still ahead; [`Self::started`] follows when the wait ends.
+    fn waiting(&mut self, _until: SystemTime) {}
     /// An interval of the record has closed: it will not change any more.
     /// Intervals come in order, each once; the last one, cut short where the
     /// run ends, is only in the finished record.
@@ -263,6 +266,10 @@ impl Observer for Both<'_> {
     fn started(&mut self, meta: &RunMeta) {
         self.0.started(meta);
         self.1.started(meta);
+    }
+    fn waiting(&mut self, until: SystemTime) {
+        self.0.waiting(until);
+        self.1.waiting(until);
     }
     fn interval_closed(&mut self, interval: &IntervalRecord) {
         self.0.interval_closed(interval);
@@ -462,10 +469,10 @@ pub async fn run_with<C: Connector>(
     if let Some(archive) = observer.interval_archive() {
         recorder.archive_to(archive);
     }
-    let late = crate::distributed::wait_for_start(settings.start_at, &mut stop).await;
+    let late = crate::distributed::observed_wait(settings.start_at, &mut stop, observer).await;
     let started_at = SystemTime::now();
     let clock = RunClock::starting_now(&settings)?;
-    let delivery = Arc::new(DeliveryTracker::for_shard(settings.shard));
+    let delivery = Arc::new(DeliveryTracker::for_run(settings.shard, &settings.run_id));
     let shard_marks = crate::distributed::shard_marks(&plan, &settings, late, false);
     let halt = Arc::new(Halt::default());
     let progress = Arc::new(ScheduleProgress::new(plan.users()));

@@ -19,10 +19,10 @@ use tokio::sync::watch;
 
 const ACTIONS: &str = "[actions.check_inbox]\nper_day = 240\n[actions.send]\nper_day = 60";
 
-/// Shard 0 of 2, starting at `start_at`.
+/// Shard 1 of 2, starting at `start_at`.
 fn shard_settings(start_at: SystemTime) -> RunSettings {
     RunSettings {
-        shard: Shard::new(0, 2).unwrap(),
+        shard: Shard::new(1, 2).unwrap(),
         start_at: Some(start_at),
         ..settings(2, 20, 5)
     }
@@ -110,7 +110,7 @@ async fn issue_17_a_shard_started_after_its_start_records_how_late_at_least() {
     // It said so, at once, and not that it waited.
     assert_eq!(said.len(), 1, "{said:?}");
     assert!(
-        said[0].starts_with("warning: shard 0/2 began its logon phase "),
+        said[0].starts_with("warning: shard 1/2 began its logon phase "),
         "{said:?}"
     );
 }

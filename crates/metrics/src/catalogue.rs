@@ -81,7 +81,14 @@ use Kind::{Counter, Gauge, Histogram, Info, StateSet};
 const SECONDS: Option<&str> = Some("seconds");
 
 /// The states of [`PHASE`], in order.
-pub const PHASE_STATES: &[&str] = &["logon", "steady", "drain", "reconcile", "finished"];
+pub const PHASE_STATES: &[&str] = &[
+    "waiting",
+    "logon",
+    "steady",
+    "drain",
+    "reconcile",
+    "finished",
+];
 
 /// The run's identity.
 pub const RUN: Family = family(
@@ -89,7 +96,7 @@ pub const RUN: Family = family(
     Info,
     None,
     &["run_id", "profile", "seed", "shard", "version"],
-    "The run being measured; shard is I/N of a distributed run, 0/1 for one process.",
+    "The run being measured; shard is I/N (from 1) of a distributed run, 1/1 for one process.",
 );
 /// Where the run is.
 pub const PHASE: Family = family(
@@ -97,7 +104,7 @@ pub const PHASE: Family = family(
     StateSet,
     None,
     &["peakhour_phase"],
-    "The run's phase: logon (ramp-up), steady (measured), drain, reconcile (searching for unseen deliveries), finished (results final).",
+    "The run's phase: waiting (a shard before its --start-at), logon (ramp-up), steady (measured), drain, reconcile (searching for unseen deliveries), finished (results final).",
 );
 /// Time since the run started.
 pub const ELAPSED: Family = family(

@@ -104,6 +104,9 @@ impl Tally {
 /// Where the run is: the states of `peakhour_phase`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum Stage {
+    /// A shard of a distributed run waiting for `--start-at`: no user has
+    /// logged on yet.
+    Waiting,
     /// Ramp-up.
     #[default]
     Logon,
@@ -174,7 +177,7 @@ pub struct RunInfo {
     pub profile: String,
     /// The seed.
     pub seed: u64,
-    /// `I/N` for shard I (from 0) of a distributed run of N shards; `0/1`
+    /// `I/N` for shard I (from 1) of a distributed run of N shards; `1/1`
     /// for a run of the whole population in one process.
     pub shard: String,
     /// peakhour's version.
@@ -235,6 +238,7 @@ impl LiveMetrics {
     ) {
         self.run = Some(run);
         self.users = users;
+        self.stage = self.stage.max(Stage::Logon);
         for action in actions {
             self.entry(action).timed = true;
         }
@@ -255,6 +259,14 @@ impl LiveMetrics {
     /// The phase measurements are counted in now.
     pub fn phase(&self) -> RunPhase {
         self.phase
+    }
+
+    /// The run waits for its `--start-at` before its logon phase: until
+    /// [`Self::start`], the phase served is `waiting`, not `logon`.
+    pub fn waiting(&mut self) {
+        if self.run.is_none() {
+            self.stage = Stage::Waiting;
+        }
     }
 
     /// Where the run is now.

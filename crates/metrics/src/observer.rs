@@ -136,6 +136,10 @@ impl Observer for MetricsObserver {
         self.update(|m| m.reconciling(progress.searched as u64, progress.mailboxes as u64));
     }
 
+    fn waiting(&mut self, _until: std::time::SystemTime) {
+        self.update(LiveMetrics::waiting);
+    }
+
     fn started(&mut self, meta: &RunMeta) {
         // A shard's own part of the population, not the whole of it.
         let shard = meta.shards.first();
@@ -143,7 +147,7 @@ impl Observer for MetricsObserver {
             run_id: meta.run_id.clone(),
             profile: meta.profile.clone(),
             seed: meta.seed,
-            shard: shard.map_or("0/1".to_owned(), |s| format!("{}/{}", s.index, s.count)),
+            shard: shard.map_or("1/1".to_owned(), |s| format!("{}/{}", s.index, s.count)),
             version: meta.peakhour_version.clone(),
         };
         let users = shard.map_or(meta.users, |s| s.users);

@@ -317,3 +317,31 @@ fn a_run_that_has_not_started_still_serves_every_family() {
         1.0
     );
 }
+
+/// Issue 31, item 8: a shard waiting for `--start-at` said it was in its
+/// logon phase. While it waits the phase is `waiting`; once it starts,
+/// `logon`.
+#[test]
+fn issue_31_item_8_a_shard_waiting_for_its_start_serves_phase_waiting_not_logon() {
+    let phase = |m: &LiveMetrics, state: &str| {
+        let families = python_openmetrics(&encode(m, None, Format::OpenMetrics));
+        om_value(&families, "peakhour_phase", &[("peakhour_phase", state)])
+    };
+    let mut m = LiveMetrics::default();
+    m.waiting();
+    assert_eq!(phase(&m, "waiting"), 1.0);
+    assert_eq!(phase(&m, "logon"), 0.0);
+    let run = RunInfo {
+        run_id: "2026-11-23T10-00-00Z-mmb-medium-10u".into(),
+        profile: "mmb-medium".into(),
+        seed: 1,
+        shard: "2/2".into(),
+        version: "0.1.0".into(),
+    };
+    m.start(run, 5, ["read"]);
+    assert_eq!(phase(&m, "waiting"), 0.0);
+    assert_eq!(phase(&m, "logon"), 1.0);
+    // Too late to wait once the run has begun.
+    m.waiting();
+    assert_eq!(phase(&m, "logon"), 1.0);
+}

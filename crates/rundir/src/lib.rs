@@ -64,7 +64,7 @@ use serde::de::DeserializeOwned;
 pub use config::{MonitorSection, RunConfig, RunSection, TargetSection};
 pub use error::RunDirError;
 pub use journal::{JOURNAL_VERSION, RunJournal};
-pub use merge::{MergedRun, merge_runs};
+pub use merge::{MergedRun, merge_runs, wait_for_shards};
 pub use names::{DirKind, RUNS_DIR, default_dir, dir_name};
 pub use planner::{ActionTask, planner_dir};
 pub use sweep::{SweepDir, read_qos_capacity};

@@ -50,6 +50,45 @@ fn notes(recovered: &[PathBuf], warnings: &[String], monitor_from: Option<&Path>
     rebuilt.chain(warnings).chain([monitor]).collect()
 }
 
+/// How often [`wait_for_shards`] looks again.
+const WAIT_STEP: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Waits, at most `wait`, until every directory of `shards` holds a
+/// finished run (`summary.json`, written last), as the merge step of a
+/// Kubernetes job does while the shards still run. Returns the directories
+/// that hold a run then, finished or in a journal to rebuild from (a
+/// killed shard), and a note for each left out because it holds none (a
+/// shard that never started): the merge names those shards missing.
+pub fn wait_for_shards(
+    shards: &[PathBuf],
+    wait: std::time::Duration,
+) -> (Vec<PathBuf>, Vec<String>) {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        let finished = shards.iter().all(|p| RunDir::new(p).holds_run());
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if finished || left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(WAIT_STEP));
+    }
+    let (present, absent): (Vec<PathBuf>, Vec<PathBuf>) = shards.iter().cloned().partition(|p| {
+        let dir = RunDir::new(p);
+        dir.holds_run() || dir.has(RunFile::Journal)
+    });
+    let notes = absent
+        .iter()
+        .map(|p| {
+            format!(
+                "{} holds no run after waiting {}: left out",
+                p.display(),
+                peakhour_workload::HumanDuration(wait)
+            )
+        })
+        .collect();
+    (present, notes)
+}
+
 /// The files of the server monitor, taken from one shard, never summed:
 /// every shard watched the same server.
 const MONITOR_FILES: [RunFile; 3] = [RunFile::Monitor, RunFile::MonitorSummary, RunFile::Host];
@@ -63,7 +102,8 @@ const MONITOR_FILES: [RunFile; 3] = [RunFile::Monitor, RunFile::MonitorSummary, 
 pub fn merge_runs(shards: &[PathBuf], out: &Path) -> Result<MergedRun, RunDirError> {
     // Before anything is read, recovered or written (issue 26, item 5).
     RunDir::check_unused(out)?;
-    let out = RunDir::create(out)?;
+    // Everything that can refuse the shards comes before `out` is made, so
+    // that a failed merge leaves no empty directory behind (issue 26, item 9).
     let mut recovered = Vec::new();
     let mut records = Vec::with_capacity(shards.len());
     for path in shards {
@@ -79,6 +119,30 @@ pub fn merge_runs(shards: &[PathBuf], out: &Path) -> Result<MergedRun, RunDirErr
     let records: Vec<_> = records.into_iter().map(|(r, _)| r).collect();
     let merged = merge_shards(&records)?;
 
+    let existed = out.exists();
+    let out = RunDir::create(out)?;
+    let written = write_merged(&out, &dirs, &merged.record);
+    if written.is_err() && !existed {
+        // Ours alone, and incomplete: nothing in it is worth keeping.
+        let _ = std::fs::remove_dir_all(out.path());
+    }
+    let (summary, monitor_from) = written?;
+    Ok(MergedRun {
+        summary,
+        recovered,
+        monitor_from,
+        warnings: merged.warnings,
+    })
+}
+
+/// Writes the merged run into `out`: `config.toml` and the monitor's files
+/// from the lowest shard that has them, the results and the report. Returns
+/// the summary and the shard the monitor's files came from.
+fn write_merged(
+    out: &RunDir,
+    dirs: &[RunDir],
+    record: &peakhour_analysis::RunRecord,
+) -> Result<(Summary, Option<PathBuf>), RunDirError> {
     if let Some(config) = dirs
         .iter()
         .find_map(|d| d.read_optional(RunFile::Config).transpose())
@@ -98,21 +162,43 @@ pub fn merge_runs(shards: &[PathBuf], out: &Path) -> Result<MergedRun, RunDirErr
             }
         }
     }
-    let summary = Summary::compute(&merged.record)
+    let summary = Summary::compute(record)
         .map_err(|e| out.parse_error(RunFile::Record, ".", e.to_string()))?;
-    out.write_results(&merged.record, &summary)?;
+    out.write_results(record, &summary)?;
     out.write_report()?;
-    Ok(MergedRun {
-        summary,
-        recovered,
-        monitor_from: monitor_from.map(|d| d.path().to_owned()),
-        warnings: merged.warnings,
-    })
+    Ok((summary, monitor_from.map(|d| d.path().to_owned())))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_30_the_merge_step_leaves_out_a_shard_that_wrote_nothing_and_names_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let never_started = tmp.path().join("job-index-1");
+        let (present, notes) = wait_for_shards(
+            std::slice::from_ref(&never_started),
+            std::time::Duration::ZERO,
+        );
+        assert!(present.is_empty());
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].starts_with(&format!("{} holds no run", never_started.display())),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn issue_26_item_9_a_failed_merge_leaves_no_out_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let not_a_run = tmp.path().join("shard-1");
+        std::fs::create_dir(&not_a_run).unwrap();
+        let out = tmp.path().join("merged");
+        let refused = merge_runs(&[not_a_run], &out);
+        assert!(refused.is_err());
+        assert!(!out.exists(), "{} was left behind", out.display());
+    }
 
     #[test]
     fn notes_name_rebuilt_shards_then_warnings_then_the_monitors_source() {

@@ -46,7 +46,7 @@ mod words;
 pub use builtin::{Builtin, builtin, builtins};
 pub use error::{PlanError, ProfileError};
 pub use groupware::{CalendarParams, EventSlot, InvitationParams, MAX_INITIAL_EVENTS};
-pub use message::{MessageGenerator, MessageSpec};
+pub use message::{MessageGenerator, MessageSpec, message_id_run_part};
 pub use plan::{
     ActionParams, ActionRate, Attachment, DEFAULT_SEED, Folder, InitialMessage, MessageType,
     Overrides, Plan, SendChoice,

@@ -155,6 +155,15 @@ fn push(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
+/// The run's part of every Message-ID it sends (`s{user}.{nth}.{this}@host`):
+/// the run id with the characters a dot-atom does not allow replaced, so
+/// that a delivered copy can be told to be this run's, not another's.
+pub fn message_id_run_part(run_id: &str) -> String {
+    let mut out = Vec::with_capacity(run_id.len());
+    atom(&mut out, run_id);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Characters allowed in a Message-ID's dot-atom; anything else becomes `-`.
 fn atom(out: &mut Vec<u8>, s: &str) {
     out.extend(s.bytes().map(|b| {

@@ -1,8 +1,9 @@
 //! The split of a population into shards: which users one generator of
 //! several runs (`peakhour run --shard I/N`).
 //!
-//! Users are dealt round-robin: shard `I` of `N` runs every user `u` with
-//! `u % N == I`. Each user's schedule, messages and recipients come from the
+//! Shards are numbered from 1 to `N`, as Playwright's and Jest's `--shard`
+//! are (`1/2`, `2/2`). Users are dealt round-robin: shard `I` of `N` runs
+//! every user `u` (counted from 0) with `u % N == I - 1`. Each user's schedule, messages and recipients come from the
 //! plan's seed and the user's index alone, so the `N` shards together run
 //! exactly the users, schedules and recipients one process would, and each
 //! shard's share of the logon ramp-up is spread over the whole ramp-up
@@ -22,13 +23,23 @@ pub struct Shard {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ShardError {
     /// Not `I/N`.
-    #[error("a shard is written I/N (e.g. 0/4), not {0:?}")]
+    #[error("a shard is written I/N (e.g. 1/4), not {0:?}")]
     Syntax(String),
-    /// `N` is zero or `I` is not below `N`.
-    #[error("shard {index}/{count} does not exist: the index runs from 0 to {count} - 1")]
+    /// Shard 0: numbered from 0 before; from 1 now, and `1/N` means
+    /// another part of the population than it did, so 0 is refused rather
+    /// than quietly read the old way.
+    #[error(
+        "shard 0/{count} does not exist: shards are numbered from 1 to {count} (as Playwright and Jest number them); peakhour numbered them from 0 before, so what was 0/{count} is now 1/{count}, and every other index moved up by one"
+    )]
+    Zero {
+        /// The count given.
+        count: u32,
+    },
+    /// `N` is zero or `I` is above `N`.
+    #[error("shard {number}/{count} does not exist: shards are numbered from 1 to {count}")]
     OutOfRange {
-        /// The index given.
-        index: u32,
+        /// The number given.
+        number: u32,
         /// The count given.
         count: u32,
     },
@@ -38,6 +49,16 @@ pub enum ShardError {
     /// A `JOB_COMPLETION_INDEX` that is not a number.
     #[error("JOB_COMPLETION_INDEX={0:?} is not an index")]
     BadJobIndex(String),
+    /// A `JOB_COMPLETION_INDEX` (0-based) not below `--shards`.
+    #[error(
+        "JOB_COMPLETION_INDEX={index} is not one of --shards {count} (Kubernetes counts 0 to {count} - 1)"
+    )]
+    JobIndexOutOfRange {
+        /// The index Kubernetes gave.
+        index: u32,
+        /// `--shards`.
+        count: u32,
+    },
     /// Several shards without a common start.
     #[error(
         "a sharded run needs --start-at: the shards' common start, and the run's name they share"
@@ -46,12 +67,27 @@ pub enum ShardError {
 }
 
 impl Shard {
-    /// Shard `index` of `count` (0-based, as Kubernetes' `JOB_COMPLETION_INDEX`).
-    pub fn new(index: u32, count: u32) -> Result<Self, ShardError> {
-        if count == 0 || index >= count {
-            return Err(ShardError::OutOfRange { index, count });
+    /// Shard `number` of `count`, numbered from 1 (`--shard 1/2`, `2/2`).
+    pub fn new(number: u32, count: u32) -> Result<Self, ShardError> {
+        if number == 0 && count > 0 {
+            return Err(ShardError::Zero { count });
         }
-        Ok(Shard { index, count })
+        if count == 0 || number == 0 || number > count {
+            return Err(ShardError::OutOfRange { number, count });
+        }
+        Ok(Shard {
+            index: number - 1,
+            count,
+        })
+    }
+
+    /// The shard a Kubernetes Indexed Job's pod runs: its
+    /// `JOB_COMPLETION_INDEX` counts from 0, shards from 1.
+    pub fn from_job_index(index: u32, count: u32) -> Result<Self, ShardError> {
+        if index >= count {
+            return Err(ShardError::JobIndexOutOfRange { index, count });
+        }
+        Shard::new(index + 1, count)
     }
 
     /// The whole population in one process.
@@ -75,7 +111,7 @@ impl Shard {
                 let index = job_index.ok_or(ShardError::NoJobIndex)?;
                 let parsed = index.trim().parse();
                 let index = parsed.map_err(|_| ShardError::BadJobIndex(index.to_owned()))?;
-                Shard::new(index, count)?
+                Shard::from_job_index(index, count)?
             }
             (None, None) => Shard::whole(),
         };
@@ -85,9 +121,15 @@ impl Shard {
         Ok(shard)
     }
 
-    /// Which shard this is (0-based).
+    /// Which shard this is, counted from 0: its users `u` have
+    /// `u % count == index`. People and files see [`Self::number`].
     pub fn index(self) -> u32 {
         self.index
+    }
+
+    /// Which shard this is, numbered from 1 (as `--shard` takes it).
+    pub fn number(self) -> u32 {
+        self.index + 1
     }
 
     /// How many shards share the population.
@@ -113,7 +155,7 @@ impl Shard {
 
 impl fmt::Display for Shard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
+        write!(f, "{}/{}", self.number(), self.count)
     }
 }
 
@@ -123,9 +165,9 @@ impl FromStr for Shard {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let syntax = || ShardError::Syntax(s.to_owned());
         let (index, count) = s.split_once('/').ok_or_else(syntax)?;
-        let index = index.trim().parse().map_err(|_| syntax())?;
+        let number = index.trim().parse().map_err(|_| syntax())?;
         let count = count.trim().parse().map_err(|_| syntax())?;
-        Shard::new(index, count)
+        Shard::new(number, count)
     }
 }
 
@@ -135,14 +177,19 @@ mod tests {
 
     #[test]
     fn a_runs_shard_comes_from_the_flag_the_job_index_or_is_the_whole() {
-        let given = Shard::new(1, 4).ok();
+        let given = Shard::new(2, 4).ok();
         assert_eq!(
             Shard::choose(given, None, None, true),
-            Ok(Shard::new(1, 4).unwrap())
+            Ok(Shard::new(2, 4).unwrap())
         );
+        // Kubernetes' index 2 (from 0) is shard 3 (from 1).
         assert_eq!(
             Shard::choose(None, Some(3), Some(" 2\n"), true),
-            Ok(Shard::new(2, 3).unwrap())
+            Ok(Shard::new(3, 3).unwrap())
+        );
+        assert_eq!(
+            Shard::choose(None, Some(3), Some("0"), true).map(Shard::number),
+            Ok(1)
         );
         assert_eq!(
             Shard::choose(None, None, Some("7"), false),
@@ -158,7 +205,7 @@ mod tests {
         );
         assert_eq!(
             Shard::choose(None, Some(3), Some("3"), true),
-            Err(ShardError::OutOfRange { index: 3, count: 3 })
+            Err(ShardError::JobIndexOutOfRange { index: 3, count: 3 })
         );
         assert_eq!(
             Shard::choose(given, None, None, false),
@@ -175,11 +222,11 @@ mod tests {
     fn shards_together_are_every_user_once() {
         for count in 1..=7 {
             for users in [0, 1, 5, 12, 100] {
-                let mut seen: Vec<u32> = (0..count)
-                    .flat_map(|i| Shard::new(i, count).unwrap().users(users))
+                let mut seen: Vec<u32> = (1..=count)
+                    .flat_map(|n| Shard::new(n, count).unwrap().users(users))
                     .collect();
-                let counted: u32 = (0..count)
-                    .map(|i| Shard::new(i, count).unwrap().user_count(users))
+                let counted: u32 = (1..=count)
+                    .map(|n| Shard::new(n, count).unwrap().user_count(users))
                     .sum();
                 seen.sort_unstable();
                 assert_eq!(
@@ -188,8 +235,8 @@ mod tests {
                     "{count} shards of {users}"
                 );
                 assert_eq!(counted, users);
-                for i in 0..count {
-                    let shard = Shard::new(i, count).unwrap();
+                for n in 1..=count {
+                    let shard = Shard::new(n, count).unwrap();
                     assert!(shard.users(users).all(|u| shard.owns(u)));
                 }
             }
@@ -197,14 +244,26 @@ mod tests {
     }
 
     #[test]
-    fn parses_i_of_n_and_refuses_the_rest() {
-        assert_eq!("1/4".parse(), Ok(Shard::new(1, 4).unwrap()));
-        assert_eq!(Shard::new(1, 4).unwrap().to_string(), "1/4");
-        assert_eq!(
-            "4/4".parse::<Shard>(),
-            Err(ShardError::OutOfRange { index: 4, count: 4 })
+    fn issue_31_item_4_shards_are_numbered_from_one_to_n_and_zero_says_why_not() {
+        assert_eq!("1/2".parse::<Shard>().unwrap().index(), 0);
+        assert_eq!("2/2".parse::<Shard>().unwrap().index(), 1);
+        assert_eq!("2/2".parse::<Shard>().unwrap().to_string(), "2/2");
+        assert_eq!(Shard::whole().to_string(), "1/1");
+        let zero = "0/2".parse::<Shard>().unwrap_err();
+        assert_eq!(zero, ShardError::Zero { count: 2 });
+        let said = zero.to_string();
+        assert!(
+            said.contains("numbered from 1 to 2") && said.contains("now 1/2"),
+            "{said}"
         );
-        assert!("0/0".parse::<Shard>().is_err());
+        assert_eq!(
+            "3/2".parse::<Shard>(),
+            Err(ShardError::OutOfRange {
+                number: 3,
+                count: 2
+            })
+        );
+        assert!("1/0".parse::<Shard>().is_err());
         assert!("2".parse::<Shard>().is_err());
         assert!("a/b".parse::<Shard>().is_err());
         assert_eq!(Shard::whole().user_count(9), 9);

@@ -11,7 +11,14 @@ use peakhour_deploy::k8s::{JobRequest, JobSpec, job_manifests};
 use crate::args::{K8sCommand, K8sJobArgs, MergeArgs};
 
 pub(super) fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let merged = match peakhour_rundir::merge_runs(&args.shards, &args.out) {
+    let (shards, left_out) = match args.wait {
+        Some(wait) => peakhour_rundir::wait_for_shards(&args.shards, wait),
+        None => (args.shards, Vec::new()),
+    };
+    left_out
+        .iter()
+        .for_each(|note| eprintln!("warning: {note}"));
+    let merged = match peakhour_rundir::merge_runs(&shards, &args.out) {
         Ok(merged) => merged,
         Err(error) => return crate::config::usage_exit(error.into()),
     };
@@ -36,7 +43,7 @@ pub(super) fn k8s(command: K8sCommand) -> anyhow::Result<ExitCode> {
         println!("{}", path.display());
     }
     eprintln!(
-        "start at {}; before it: kubectl create secret generic {} --from-literal=password=...; kubectl apply -f {}",
+        "start at {}; before it: kubectl create secret generic {} --from-literal=password=...; kubectl apply -f {} (the merged run: merged/, beside the shards' results)",
         spec.start_at,
         spec.password_secret,
         args.out.display()
@@ -44,8 +51,8 @@ pub(super) fn k8s(command: K8sCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The request as the library takes it; a profile name must be one this
-/// binary has built in (the image's binary is the same version).
+/// The request as the library takes it; a built-in profile's text goes into
+/// the ConfigMap as a file's does.
 fn job_spec(args: &K8sJobArgs) -> anyhow::Result<JobSpec> {
     let request = JobRequest {
         name: args.name.clone(),
@@ -65,6 +72,8 @@ fn job_spec(args: &K8sJobArgs) -> anyhow::Result<JobSpec> {
         run_options: args.run_options.clone(),
     };
     Ok(request.into_spec(SystemTime::now(), |name| {
-        peakhour_workload::builtin(name).is_ok()
+        peakhour_workload::builtin(name)
+            .ok()
+            .map(|b| b.source.to_owned())
     })?)
 }

@@ -153,7 +153,7 @@ impl Prepared {
         // Shards of one run write beside each other unless told where.
         let name = match shard.count() {
             1 => run_id.clone(),
-            n => format!("{run_id}-shard-{}-of-{n}", shard.index()),
+            n => format!("{run_id}-shard-{}-of-{n}", shard.number()),
         };
         let dir = RunDir::start(args.out.as_deref(), &name)?;
         let mut recorded = RunConfig::mail(

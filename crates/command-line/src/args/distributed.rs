@@ -8,13 +8,14 @@ use clap::{Args, Subcommand};
 /// The shard a `run` is, and when it starts.
 #[derive(Debug, Args, Clone, Default)]
 pub struct ShardArgs {
-    /// Run shard I of N of the population (0-based): users u with u % N == I. The N
+    /// Run shard I of N of the population, numbered from 1 to N as Playwright and Jest
+    /// number them (--shard 1/2, --shard 2/2): users u (from 0) with u % N == I - 1. The N
     /// shards together run exactly what one process would; merge them with
     /// `peakhour merge`. Needs --start-at.
     #[arg(long, value_name = "I/N", conflicts_with = "shards")]
     pub shard: Option<peakhour_workload::Shard>,
-    /// Run one of N shards, the index taken from JOB_COMPLETION_INDEX (as a Kubernetes
-    /// Indexed Job sets it). Needs --start-at.
+    /// Run one of N shards, the one a Kubernetes Indexed Job's pod is: JOB_COMPLETION_INDEX
+    /// counts from 0, so index 0 runs shard 1/N. Needs --start-at.
     #[arg(long, value_name = "N")]
     pub shards: Option<u32>,
     /// Begin the logon phase at this instant (RFC 3339, e.g. 2026-05-01T12:00:00Z):
@@ -34,6 +35,11 @@ pub struct MergeArgs {
     /// or files peakhour does not write, is refused (exit 2) and nothing is overwritten.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Wait at most this long for every shard directory to hold a finished run (as the
+    /// merge step of `k8s job` does while the shards still run); then merge those that
+    /// hold a run, and leave out, naming them, those that hold none.
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration)]
+    pub wait: Option<std::time::Duration>,
 }
 
 /// `peakhour k8s`
@@ -68,8 +74,9 @@ pub struct K8sJobArgs {
     /// The seed every shard shares.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
-    /// The container image with peakhour in it.
-    #[arg(long, value_name = "IMAGE", default_value = "peakhour:latest")]
+    /// The container image with peakhour in it: your registry's copy of the image
+    /// Containerfile builds, tagged with peakhour's version (docs/distributed.md).
+    #[arg(long, value_name = "IMAGE", default_value = concat!("peakhour:", env!("CARGO_PKG_VERSION")))]
     pub image: String,
     /// Kubernetes namespace.
     #[arg(long, value_name = "NS", default_value = "default")]
@@ -81,11 +88,12 @@ pub struct K8sJobArgs {
     /// by peakhour; create it yourself).
     #[arg(long, value_name = "NAME", default_value = "peakhour-password")]
     pub password_secret: String,
-    /// Results to this PersistentVolumeClaim (ReadWriteMany), one directory per shard.
+    /// Results to this PersistentVolumeClaim (ReadWriteMany): job-index-I per shard, and
+    /// merged/ from the merge Job.
     #[arg(long, value_name = "CLAIM", conflicts_with = "results_s3")]
     pub results_pvc: Option<String>,
-    /// Results uploaded to this S3 URL prefix (s3://bucket/path) by an `aws s3 cp`
-    /// sidecar step, credentials from the Secret named by --s3-secret.
+    /// Results uploaded to this S3 URL prefix (s3://bucket/path) by the AWS CLI: job-index-I
+    /// per shard, and merged/ from the merge Job; credentials from --s3-secret.
     #[arg(long, value_name = "URL")]
     pub results_s3: Option<String>,
     /// Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for --results-s3.

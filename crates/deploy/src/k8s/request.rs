@@ -70,6 +70,16 @@ pub enum RequestError {
     /// The profile is neither a file nor a built-in profile's name.
     #[error("{0:?} is neither a profile file nor a built-in profile")]
     UnknownProfile(String),
+    /// A run option whose value is not a duration.
+    #[error("{flag} {value:?} in the run options is not a duration ({reason})")]
+    RunOption {
+        /// The flag.
+        flag: String,
+        /// Its value.
+        value: String,
+        /// Why.
+        reason: String,
+    },
     /// Neither or both of the places results can go.
     #[error(
         "say where results go: --results-pvc CLAIM or --results-s3 s3://bucket/path (one of them)"
@@ -87,34 +97,92 @@ pub fn parse_start_at(text: &str) -> Result<SystemTime, RequestError> {
     Ok(at.with_timezone(&chrono::Utc).into())
 }
 
+/// The phases of `peakhour run` and their defaults, as the run options may
+/// set them: (flag, default).
+const RUN_PHASES: [(&str, Duration); 4] = [
+    ("--ramp-up", Duration::from_secs(20)),
+    ("--duration", Duration::from_secs(120)),
+    ("--drain", Duration::from_secs(20)),
+    // Twice: the drain waits for in-flight actions, then the reconciliation's.
+    ("--action-timeout", Duration::from_secs(30)),
+];
+
+/// The longest the reconciliation searches for deliveries after the drain
+/// (the engine's `RECONCILE_LIMIT`).
+const RECONCILE_LIMIT: Duration = Duration::from_secs(600);
+
+/// Time beyond the phases: the target's check before the wait, writing the
+/// results and the report, a pod's start.
+const RUN_MARGIN: Duration = Duration::from_secs(300);
+
+/// How long one shard's `peakhour run` can take from its `--start-at` to its
+/// last file, from the phases its run options set (defaults otherwise).
+pub fn run_length(run_options: &[String]) -> Result<Duration, RequestError> {
+    let mut total = RECONCILE_LIMIT + RUN_MARGIN;
+    for (flag, default) in RUN_PHASES {
+        let given = run_options
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(i, option)| match option.strip_prefix(flag) {
+                Some("") => run_options.get(i + 1).cloned(),
+                Some(rest) => rest.strip_prefix('=').map(str::to_owned),
+                None => None,
+            });
+        let length = match given {
+            None => default,
+            Some(value) => {
+                peakhour_workload::HumanDuration::parse(&value)
+                    .map_err(|reason| RequestError::RunOption {
+                        flag: flag.to_owned(),
+                        value,
+                        reason,
+                    })?
+                    .0
+            }
+        };
+        total += if flag == "--action-timeout" {
+            length * 2
+        } else {
+            length
+        };
+    }
+    Ok(total)
+}
+
 impl JobRequest {
     /// The spec, with the start [`DEFAULT_START_DELAY`] after `now` when
-    /// none was asked for. A `profile` naming a file is read (its text goes
-    /// into the ConfigMap); otherwise it must be a name `is_builtin` knows,
-    /// which the image's `peakhour` has built in too.
+    /// none was asked for. A `profile` naming a file is read; otherwise it
+    /// must be a built-in profile, whose text `builtin_toml` gives. Either
+    /// way the profile's text goes into the ConfigMap, so the shards run
+    /// the profile that was planned, not whatever the image has built in.
     pub fn into_spec(
         self,
         now: SystemTime,
-        is_builtin: impl Fn(&str) -> bool,
+        builtin_toml: impl Fn(&str) -> Option<String>,
     ) -> Result<JobSpec, RequestError> {
-        let start_at = match self.start_at {
+        let (start_at, start) = match self.start_at {
             Some(text) => {
-                parse_start_at(&text)?;
-                text
+                let start = parse_start_at(&text)?;
+                (text, start)
             }
-            None => chrono::DateTime::<chrono::Utc>::from(now + DEFAULT_START_DELAY)
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            None => (
+                chrono::DateTime::<chrono::Utc>::from(now + DEFAULT_START_DELAY)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                now + DEFAULT_START_DELAY,
+            ),
         };
+        // From now, when the manifests are written (and applied soon after).
+        let deadline =
+            start.duration_since(now).unwrap_or_default() + run_length(&self.run_options)?;
         let path = Path::new(&self.profile);
         let profile_toml = if path.is_file() {
-            let text =
-                std::fs::read_to_string(path).map_err(|source| RequestError::ReadProfile {
-                    path: path.to_owned(),
-                    source,
-                })?;
-            Some(text)
-        } else if is_builtin(&self.profile) {
-            None
+            std::fs::read_to_string(path).map_err(|source| RequestError::ReadProfile {
+                path: path.to_owned(),
+                source,
+            })?
+        } else if let Some(text) = builtin_toml(&self.profile) {
+            text
         } else {
             return Err(RequestError::UnknownProfile(self.profile));
         };
@@ -136,8 +204,8 @@ impl JobRequest {
             start_at,
             imap: self.imap,
             smtp: self.smtp,
-            profile: self.profile,
             profile_toml,
+            deadline,
             password_secret: self.password_secret,
             results,
             run_options: self.run_options,
@@ -169,8 +237,8 @@ mod tests {
         }
     }
 
-    fn builtin(name: &str) -> bool {
-        name == "mmb-medium"
+    fn builtin(name: &str) -> Option<String> {
+        (name == "mmb-medium").then(|| "name = 'mmb-medium'\n".to_owned())
     }
 
     /// 2026-05-01T12:00:00Z.
@@ -182,7 +250,14 @@ mod tests {
     fn the_start_defaults_to_ten_minutes_ahead_and_a_given_one_is_kept() {
         let spec = request("mmb-medium").into_spec(noon(), builtin).unwrap();
         assert_eq!(spec.start_at, "2026-05-01T12:10:00Z");
-        assert_eq!(spec.profile_toml, None);
+        // The built-in's text, in the ConfigMap too.
+        assert_eq!(spec.profile_toml, "name = 'mmb-medium'\n");
+        // Ten minutes' wait, then 20 s + 10 m + 20 s + 2 × 30 s, the
+        // reconciliation's 10 m and 5 m to spare.
+        assert_eq!(
+            spec.deadline,
+            Duration::from_secs(600 + 40 + 600 + 60 + 600 + 300)
+        );
         assert_eq!(
             spec.results,
             Results::Volume {
@@ -211,7 +286,7 @@ mod tests {
         let spec = request(file.to_str().unwrap())
             .into_spec(noon(), builtin)
             .unwrap();
-        assert_eq!(spec.profile_toml.as_deref(), Some("name = 'mine'\n"));
+        assert_eq!(spec.profile_toml, "name = 'mine'\n");
         let manifests = super::super::job_manifests(&spec).unwrap();
         assert_eq!(manifests[0].1["data"]["profile.toml"], "name = 'mine'\n");
 
@@ -247,5 +322,25 @@ mod tests {
                 Err(RequestError::Results)
             ));
         }
+    }
+
+    #[test]
+    fn the_run_length_follows_the_run_options_and_a_bad_one_is_named() {
+        let options = |o: &[&str]| o.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let base = run_length(&[]).unwrap();
+        assert_eq!(base, Duration::from_secs(20 + 120 + 20 + 60 + 600 + 300));
+        let longer = run_length(&options(&[
+            "--speed",
+            "4",
+            "--duration=30m",
+            "--drain",
+            "1m",
+        ]));
+        assert_eq!(
+            longer.unwrap(),
+            base + Duration::from_secs(1_800 - 120 + 60 - 20)
+        );
+        let error = run_length(&options(&["--ramp-up", "soon"])).unwrap_err();
+        assert!(error.to_string().contains("--ramp-up \"soon\""), "{error}");
     }
 }
