@@ -34,7 +34,7 @@ mod config {
                     .is_some_and(peakhour_engine::setup::SetupError::is_usage)
         });
         if is_usage {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", error_text(error.as_ref()));
             return Ok(ExitCode::from(EXIT_USAGE));
         }
         Err(error)
@@ -58,7 +58,7 @@ fn main() -> ExitCode {
             {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", config::error_text(error.as_ref()));
             ExitCode::FAILURE
         }
     }
