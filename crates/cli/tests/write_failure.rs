@@ -68,7 +68,7 @@ fn issue_26_item_9_a_run_on_a_full_disk_prints_its_figures_and_its_rebuild_says_
     command
         .args(["run", "--profile", "netbench-disk-mix", "--users", "2"])
         .args(["--workspace", "256KB", "--start-delay", "300ms"])
-        .args(["--work-per-iteration", "4", "--measured-iterations", "120"])
+        .args(["--work-per-iteration", "4", "--measured-iterations", "40"])
         .args(["--think-time", "50ms", "--interval", "1s", "--seed", "5"])
         .arg("--dir")
         .arg(workspace.path())

@@ -18,9 +18,12 @@ const HANG: Duration = Duration::from_secs(120);
 /// The most memory a probe may reach.
 const MAX_VMHWM_KB: u64 = 200 * 1024;
 
+/// How a hostile server treats a connection.
+type Serve = fn(TcpStream);
+
 /// A server on a free loopback port that treats each connection with
 /// `serve` on a thread of its own. It ends with the test process.
-fn server(serve: fn(TcpStream)) -> String {
+fn server(serve: Serve) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     std::thread::spawn(move || {
@@ -128,7 +131,7 @@ fn probe_child() {
 
 #[test]
 fn issue_26_item_1_hostile_servers_end_the_probe_within_its_deadline_and_memory_bounds() {
-    let cases: [(&str, fn(TcpStream), fn(TcpStream), &[&str]); 3] = [
+    let cases: [(&str, Serve, Serve, &[&str]); 3] = [
         (
             "an endless literal (IMAP ID) and an endless 220- greeting",
             endless_literal,
