@@ -77,6 +77,18 @@ impl Redactor {
                 out = out.replace(secret.as_str(), REDACTED);
             }
         }
+        // A text cut short in the middle of a password (a length limit
+        // upstream) keeps no part of it of four characters or more.
+        for secret in &self.plain {
+            let bytes = secret.as_bytes();
+            if let Some(n) = (MIN_TOKEN..bytes.len().min(out.len()) + 1)
+                .rev()
+                .find(|n| out.as_bytes().ends_with(&bytes[..*n]))
+            {
+                out.truncate(out.len() - n);
+                out.push_str(REDACTED);
+            }
+        }
         self.redact_base64_tokens(&out)
     }
 
@@ -111,9 +123,10 @@ impl Redactor {
             && std::str::from_utf8(decoded)
                 .is_ok_and(|t| t.chars().all(|c| c == '\0' || !c.is_control()));
         sasl_plain
-            || self.passwords.iter().any(|p| {
-                contains(decoded, p) || (decoded.len() >= MIN_TOKEN - 1 && p.starts_with(decoded))
-            })
+            || self
+                .passwords
+                .iter()
+                .any(|p| contains(decoded, p) || ends_with_start_of(decoded, p, MIN_TOKEN - 1))
     }
 }
 
@@ -145,6 +158,12 @@ const LENIENT: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::
         .with_decode_allow_trailing_bits(true)
         .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
 );
+
+/// Whether `text` ends with the first `min` or more bytes of `secret`: a
+/// text or token cut short in the middle of it.
+fn ends_with_start_of(text: &[u8], secret: &[u8], min: usize) -> bool {
+    (min..=secret.len().min(text.len())).any(|n| text.ends_with(&secret[..n]))
+}
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
@@ -183,6 +202,8 @@ mod tests {
             let cut = &sent[..sent.len() - 3];
             assert!(!r.redact(cut).contains(cut), "{cut}");
         }
+        // A text cut short in the middle of a password.
+        assert_eq!(r.redact("LOGIN u hunte"), "LOGIN u <redacted>");
         // Another user's SASL PLAIN message is hidden too.
         assert_eq!(r.redact(&b64(b"\0x\0other")), REDACTED);
         // Ordinary text is left alone.
