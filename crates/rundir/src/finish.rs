@@ -8,6 +8,11 @@ use peakhour_analysis::{Redactor, RunRecord, Summary};
 
 use crate::{RunDir, RunDirError, RunFile, atomic, host};
 
+/// The hidden file that keeps room for `results-not-written.txt`.
+const ROOM: &str = ".results-not-written.room";
+/// How much room: a page, far more than the error's line.
+const ROOM_BYTES: usize = 4096;
+
 impl RunDir {
     /// Writes a finished run's files in this order: the results
     /// ([`RunDir::write_results`]), `host.json` (this host, and a bounded
@@ -16,8 +21,9 @@ impl RunDir {
     /// from `peakhour report`), then `report.html`.
     ///
     /// When the results cannot be written (a full disk), nothing more is
-    /// tried: `results-not-written.txt` says so, with the error when it
-    /// fits (an empty file needs no data block), so that `peakhour report`,
+    /// tried: `results-not-written.txt` says so, with the error (written
+    /// into the page the run's journal kept free for it, or an empty file,
+    /// which needs no data block, if even that fails), so that `peakhour report`,
     /// rebuilding the run from what reached the disk, says its writing
     /// failed rather than that it was killed; the error is returned. A
     /// failure after the results (`host.json`, `report.html`) comes back as
@@ -32,6 +38,7 @@ impl RunDir {
             self.mark_write_failed(&error);
             return Err(error);
         }
+        self.release_room();
         let after = || -> Result<(), RunDirError> {
             let config = self.read_config()?;
             let target = config.as_ref().map(|c| &c.config.target);
@@ -41,7 +48,19 @@ impl RunDir {
         Ok(after().err())
     }
 
+    /// Keeps a page of the disk for `results-not-written.txt`: on a full
+    /// disk, freeing it is what lets the error be written down.
+    pub(crate) fn reserve_room(&self) {
+        let _ = std::fs::write(self.path().join(ROOM), [0u8; ROOM_BYTES]);
+    }
+
+    /// Gives back the room [`RunDir::reserve_room`] kept.
+    pub(crate) fn release_room(&self) {
+        let _ = std::fs::remove_file(self.path().join(ROOM));
+    }
+
     fn mark_write_failed(&self, error: &RunDirError) {
+        self.release_room();
         let path = self.file(RunFile::WriteFailed);
         if let Ok(mut file) = std::fs::File::create(&path) {
             let _ = writeln!(file, "{error}");

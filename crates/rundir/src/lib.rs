@@ -252,8 +252,11 @@ impl RunDir {
     }
 
     /// A journal that appends the run's closed intervals to this directory
-    /// as they close (see [`RunJournal`]).
+    /// as they close (see [`RunJournal`]). It also keeps a little room on
+    /// the disk for saying, should the results not fit, why (see
+    /// [`RunDir::finish_run`]).
     pub fn journal(&self) -> Result<RunJournal, RunDirError> {
+        self.reserve_room();
         RunJournal::start(self)
     }
 

@@ -59,6 +59,7 @@ impl RunDir {
         self.write_results(&record, &summary)?;
         // The summary's `recovered` section says it now.
         let _ = std::fs::remove_file(self.file(RunFile::WriteFailed));
+        self.release_room();
         Ok(Some(recovery))
     }
 
