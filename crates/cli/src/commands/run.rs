@@ -95,13 +95,12 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         add_findings(monitor, &mut summary, result.outcome.clock.t0, window);
     }
     // The results, then (only then) the servers' software, then report.html.
-    let written = (prepared.dir).finish_run(&result.record, &summary, &prepared.target.redactor());
+    let redactor = prepared.target.redactor();
+    let written = prepared.dir.finish_run(&result.record, &summary, &redactor);
     let not_written = written.as_ref().err().map(ToString::to_string);
     let dir = prepared.dir.path();
-    print!(
-        "{}",
-        render_run_end(&summary, outcome.reconciled, dir, not_written.as_deref())
-    );
+    let end = render_run_end(&summary, outcome.reconciled, dir, not_written.as_deref());
+    print!("{end}");
     if let Some(e) = written? {
         eprintln!("warning: host.json or report.html was not written: {e}");
     }
