@@ -70,6 +70,7 @@ pub mod plan;
 pub mod quantile;
 mod record;
 mod recorder;
+mod redact;
 mod server;
 mod shard;
 mod summary;
@@ -89,6 +90,7 @@ pub use recorder::{
     ActionTiming, DEFAULT_LATE_START_THRESHOLD, ENCODE_FAILURES_COUNTER, IntervalArchive,
     IntervalRecorder, Outcome, RecorderConfig,
 };
+pub use redact::{REDACTED, Redactor};
 pub use server::{
     ConnectionLimit, ERROR_EXAMPLE_MAX_CHARS, ErrorExample, ErrorGroup, MtaDelivery, ServerRecord,
     connection_limit, error_groups, example_for,

@@ -201,6 +201,21 @@ pub struct Recovery {
     pub torn_tail: bool,
     /// Why the delivery figures are partial: no reconciliation ran.
     pub note: String,
+    /// Why the run could not write its results (a full disk), when that is
+    /// what left it unfinished rather than a kill (issue 26).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_failed: Option<String>,
+}
+
+impl Recovery {
+    /// Why the run was left unfinished, for people: killed, or unable to
+    /// write its results.
+    pub fn cause(&self) -> String {
+        match &self.write_failed {
+            Some(why) => format!("the run could not write its results: {why}"),
+            None => "the run was killed".to_owned(),
+        }
+    }
 }
 
 /// How a fixed-count workload finished; its headline figures are the time to

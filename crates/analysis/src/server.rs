@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::record::{Phase, RunRecord};
+use crate::redact::Redactor;
 
 /// Longest example text kept: enough for a command, an object, a login and
 /// a server's reply line.
@@ -48,10 +49,19 @@ pub struct ErrorExample {
 }
 
 impl ErrorExample {
-    /// An example, its text cut to [`ERROR_EXAMPLE_MAX_CHARS`] and freed of
-    /// control characters (it goes into CSV cells and terminal lines).
-    pub fn new(action: impl Into<String>, kind: impl Into<String>, example: &str) -> Self {
-        let example = example
+    /// An example, the run's passwords taken out by `redactor` (a server
+    /// may quote the command it refused, issue 26), then cut to
+    /// [`ERROR_EXAMPLE_MAX_CHARS`] and freed of control characters (it goes
+    /// into CSV cells and terminal lines). Redacting first means no cut can
+    /// leave half a password behind.
+    pub fn new(
+        action: impl Into<String>,
+        kind: impl Into<String>,
+        example: &str,
+        redactor: &Redactor,
+    ) -> Self {
+        let example = redactor
+            .redact(example)
             .chars()
             .map(|c| if c.is_control() { ' ' } else { c })
             .take(ERROR_EXAMPLE_MAX_CHARS)
@@ -239,7 +249,12 @@ mod tests {
 
     #[test]
     fn examples_lose_control_characters_and_length() {
-        let e = ErrorExample::new("read", "imap:no", &format!("a\r\nb{}", "x".repeat(500)));
+        let e = ErrorExample::new(
+            "read",
+            "imap:no",
+            &format!("a\r\nb{}", "x".repeat(500)),
+            &Redactor::default(),
+        );
         assert!(e.example.starts_with("a  b"));
         assert_eq!(e.example.chars().count(), ERROR_EXAMPLE_MAX_CHARS);
     }

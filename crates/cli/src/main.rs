@@ -37,7 +37,7 @@ mod config {
                     .is_some_and(peakhour_rundir::RunDirError::is_usage)
         });
         if is_usage {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", error_text(error.as_ref()));
             return Ok(ExitCode::from(EXIT_USAGE));
         }
         Err(error)
@@ -61,7 +61,7 @@ fn main() -> ExitCode {
             {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", config::error_text(error.as_ref()));
             ExitCode::FAILURE
         }
     }

@@ -210,3 +210,122 @@ fn issue_11_the_password_appears_in_no_output_and_skipped_tls_checks_are_loud() 
         &canaries,
     );
 }
+
+/// Issue 26, item 3: a server that quotes the command it refuses. The run
+/// goes to the lab through line proxies: user2's LOGIN is refused with the
+/// whole command quoted (its password in it), user3's IMAP LOGIN is passed
+/// on with the lab's password, and its SMTP AUTH PLAIN is refused with the
+/// base64 quoted. Every user has a password of its own in the users file.
+/// Neither password, in plain or base64 form, may reach a file of the run
+/// directory, stdout or stderr of `run` and `report`.
+#[test]
+fn issue_26_item_3_a_password_echoed_by_the_server_is_redacted_everywhere() {
+    use common::proxy::{Hook, Proxy};
+
+    let (_dir, lab) = start_lab(3);
+    let status = &lab.status;
+    let lab_password = status.password.clone();
+    let login = |n: u32| format!("user{n}@{}", status.domain);
+    let (user2, user3) = (login(2), login(3));
+    let (password2, password3) = (
+        "echoed two pw-26".to_owned(),
+        "echoed-three-pw-26".to_owned(),
+    );
+    let quoted2 = password2.replace('\\', "\\\\").replace('"', "\\\"");
+    let imap_hook = {
+        let (user2, user3, lab_password) = (user2.clone(), user3.clone(), lab_password.clone());
+        move |line: &str| {
+            let words: Vec<&str> = line.splitn(4, ' ').collect();
+            let is_login = words
+                .get(1)
+                .is_some_and(|c| c.eq_ignore_ascii_case("LOGIN"));
+            let user = words.get(2).map(|u| u.trim_matches('"')).unwrap_or("");
+            match (is_login, user) {
+                (true, u) if u == user2 => {
+                    Hook::Answer(format!("{} NO login failed for: {line}\r\n", words[0]))
+                }
+                (true, u) if u == user3 => {
+                    Hook::Rewrite(format!("{} LOGIN \"{user3}\" \"{lab_password}\"", words[0]))
+                }
+                _ => Hook::Forward,
+            }
+        }
+    };
+    let imap = Proxy::start(status.endpoints.imap.clone(), Arc::new(imap_hook));
+    let plain3 = base64(format!("\0{user3}\0{password3}").as_bytes());
+    let smtp_hook = {
+        let plain3 = plain3.clone();
+        move |line: &str| {
+            if line.to_ascii_uppercase().starts_with("AUTH PLAIN") && line.contains(&plain3) {
+                Hook::Answer(format!("535 5.7.8 rejected: {line}\r\n"))
+            } else {
+                Hook::Forward
+            }
+        }
+    };
+    let smtp = Proxy::start(status.endpoints.smtp.clone(), Arc::new(smtp_hook));
+
+    let out = tempfile::tempdir().unwrap();
+    let users = out.path().join("users.csv");
+    std::fs::write(
+        &users,
+        format!(
+            "{},{lab_password},{}\n{user2},{password2},{user2}\n{user3},{password3},{user3}\n",
+            login(1),
+            login(1)
+        ),
+    )
+    .unwrap();
+    let run_dir = out.path().join("run");
+    let run = Command::new(PEAKHOUR)
+        .args(["run", "--profile", "mmb-medium", "--target", "explicit"])
+        .arg("--imap")
+        .arg(format!("imap://127.0.0.1:{}", imap.port))
+        .arg("--smtp")
+        .arg(format!("smtp://127.0.0.1:{}", smtp.port))
+        .args(["--smtp-auth", "plain", "--users-file"])
+        .arg(&users)
+        .args(["--users", "3", "--speed", "2000", "--duration", "6s"])
+        .args([
+            "--ramp-up",
+            "1s",
+            "--interval",
+            "2s",
+            "--drain",
+            "2s",
+            "--out",
+        ])
+        .arg(&run_dir)
+        .env("PEAKHOUR_PASSWORD", "env-canary-pw-26")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    eprintln!("{}{stderr}", String::from_utf8_lossy(&run.stdout));
+    assert!(run.status.code().is_some_and(|c| c <= 1), "{stderr}");
+
+    // The servers did echo, and what they said is kept, redacted.
+    let errors = std::fs::read_to_string(run_dir.join("errors.csv")).unwrap();
+    assert!(
+        errors.lines().any(|l| l.contains("login failed for:")
+            && l.contains(&user2)
+            && l.contains("<redacted>")),
+        "the LOGIN refusal: {errors}"
+    );
+    assert!(
+        errors.contains("535 5.7.8 rejected: AUTH PLAIN <redacted>"),
+        "the AUTH refusal: {errors}"
+    );
+
+    let logins: Vec<String> = (1..=3).map(login).collect();
+    let mut forms = Vec::new();
+    for password in [&lab_password, &password2, &quoted2, &password3] {
+        forms.extend(canaries(password, &logins));
+    }
+    forms.push("env-canary-pw-26".to_owned());
+    assert_clean_output("run", &run, &forms);
+    let report = peakhour(&["report", run_dir.to_str().unwrap(), "--format", "markdown"]);
+    assert!(report.status.success());
+    assert_clean_output("report", &report, &forms);
+    let files = assert_clean_tree(&run_dir, &forms);
+    assert!(files >= 8, "only {files} files in the run directory");
+}

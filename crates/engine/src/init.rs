@@ -133,6 +133,24 @@ pub enum InitError {
     /// The calendars could not be made (see [`crate::init_calendars`]).
     #[error(transparent)]
     Calendar(#[from] crate::CalendarInitError),
+    /// A step failed and what the server said held a password of the run
+    /// (a refusal quoting the command): the error's text with the
+    /// passwords taken out by the run's redaction (issue 26).
+    #[error("{0}")]
+    Redacted(String),
+}
+
+impl InitError {
+    /// This error, or its text redacted when the text holds a password.
+    fn redacted(self, redactor: &peakhour_analysis::Redactor) -> Self {
+        let text = self.to_string();
+        let clean = redactor.redact(&text);
+        if clean == text {
+            self
+        } else {
+            Self::Redacted(clean)
+        }
+    }
 }
 
 fn folder_suffix(folder: &Option<String>) -> String {
@@ -156,7 +174,20 @@ pub struct Progress {
 /// Initializes every mailbox of `plan` on `target`. Every wait has a
 /// deadline (see [`InitSettings`]); the first user that fails or panics
 /// ends the init with its error, and what was added stays (init resumes).
+/// The error has passed the run's redaction ([`Target::redactor`]).
 pub async fn init(
+    plan: Arc<Plan>,
+    target: Arc<Target>,
+    settings: InitSettings,
+    progress: Arc<Progress>,
+) -> Result<InitReport, InitError> {
+    let redactor = target.redactor();
+    fill_mailboxes(plan, target, settings, progress)
+        .await
+        .map_err(|e| e.redacted(&redactor))
+}
+
+async fn fill_mailboxes(
     plan: Arc<Plan>,
     target: Arc<Target>,
     settings: InitSettings,
@@ -590,4 +621,25 @@ fn detail_address(address: &str, folder: &str) -> String {
     }
     let (local, domain) = address.split_once('@').unwrap_or((address, ""));
     format!("{local}+{folder}@{domain}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_26_item_3_an_init_error_quoting_a_password_is_redacted() {
+        let redactor = peakhour_analysis::Redactor::new(["hunter2"]);
+        let quoting = InitError::Refused {
+            user: "u@bench.test".into(),
+            folder: "INBOX".into(),
+            reply: "550 not for u@bench.test hunter2".into(),
+        };
+        assert_eq!(
+            quoting.redacted(&redactor).to_string(),
+            "u@bench.test: LMTP refused the message for INBOX: 550 not for u@bench.test <redacted>"
+        );
+        let plain = InitError::NoLmtp.redacted(&redactor);
+        assert!(matches!(plain, InitError::NoLmtp));
+    }
 }

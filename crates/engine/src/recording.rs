@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use peakhour_analysis::{
     ActionTiming, AnalysisError, Completion, DeliveryRecorder, ErrorExample, IntervalArchive,
     IntervalRecord, IntervalRecorder, Outcome as Recorded, Phase as RecordedPhase, PhaseLengths,
-    QosThresholds, RecorderConfig, RunMeta, RunRecord,
+    QosThresholds, RecorderConfig, Redactor, RunMeta, RunRecord,
 };
 use peakhour_workload::{Mode, Plan};
 use tokio::time::Instant;
@@ -49,6 +49,8 @@ pub struct RunRecorder {
     /// journal): those it has are dropped from memory and read back at the
     /// end.
     archive: Option<Arc<dyn IntervalArchive>>,
+    /// Takes the run's passwords out of what servers said (issue 26).
+    redactor: Redactor,
 }
 
 impl RunRecorder {
@@ -68,7 +70,15 @@ impl RunRecorder {
             last_finish: Duration::ZERO,
             error_examples: Vec::new(),
             archive: None,
+            redactor: Redactor::default(),
         })
+    }
+
+    /// Passes every error example through `redactor` before it is kept:
+    /// the one step between a server's words and every file and line
+    /// they reach.
+    pub fn redact_with(&mut self, redactor: Redactor) {
+        self.redactor = redactor;
     }
 
     /// Keeps in memory only the closed intervals `archive` has not stored
@@ -239,8 +249,12 @@ impl Observer for RunRecorder {
                     .iter()
                     .any(|e| &e.action == action && &e.kind == kind);
                 if !known && self.error_examples.len() < MAX_ERROR_EXAMPLES {
-                    self.error_examples
-                        .push(ErrorExample::new(action, kind, example));
+                    self.error_examples.push(ErrorExample::new(
+                        action,
+                        kind,
+                        example,
+                        &self.redactor,
+                    ));
                 }
             }
             Event::Finished => {

@@ -22,6 +22,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use crate::connector::{Connector, NetConnector};
 use crate::delivery::{DeliveryTracker, LOST_LIST_CAP, Lost};
 use crate::events::{Counter, Event, EventSink, NOT_ATTEMPTED, Outcome};
+use crate::groupware::GroupwareCheckError;
 use crate::population::{Population, PopulationError};
 use crate::reconcile::{ReconcileProgress, Reconciliation};
 use crate::recording::RunRecorder;
@@ -344,7 +345,7 @@ pub enum RunError {
     /// A server the profile's calendar or POP3 actions need is missing or
     /// unusable.
     #[error(transparent)]
-    Groupware(#[from] crate::groupware::GroupwareCheckError),
+    Groupware(#[from] GroupwareCheckError),
 }
 
 /// Checks, before any load, that the first user can log on over IMAP and
@@ -361,7 +362,52 @@ pub enum RunError {
 /// `jmap` (the capabilities of its session, for a target with a JMAP
 /// server) and, for a profile that downloads over POP3, `pop3` (its CAPA
 /// lines), for the record ([`ServerRecord::capabilities`](peakhour_analysis::ServerRecord)).
+///
+/// What the servers said, in the capabilities and in an error, has passed
+/// the run's redaction ([`Target::redactor`]): a server that quotes a
+/// refused LOGIN or AUTH does not put the password on the terminal.
 pub async fn preflight(
+    plan: &Plan,
+    target: &Target,
+    timeout: Duration,
+) -> Result<BTreeMap<String, Vec<String>>, RunError> {
+    let redactor = target.redactor();
+    let redact = |reason: String| redactor.redact(&reason);
+    match check_before_load(plan, target, timeout).await {
+        Ok(mut offered) => {
+            for names in offered.values_mut() {
+                names.iter_mut().for_each(|n| *n = redactor.redact(n));
+            }
+            Ok(offered)
+        }
+        Err(RunError::Imap { endpoint, reason }) => Err(RunError::Imap {
+            endpoint,
+            reason: redact(reason),
+        }),
+        Err(RunError::Smtp { endpoint, reason }) => Err(RunError::Smtp {
+            endpoint,
+            reason: redact(reason),
+        }),
+        Err(RunError::Groupware(GroupwareCheckError::CalDav { endpoint, reason })) => {
+            Err(GroupwareCheckError::CalDav {
+                endpoint,
+                reason: redact(reason),
+            }
+            .into())
+        }
+        Err(RunError::Groupware(GroupwareCheckError::Pop3 { endpoint, reason })) => {
+            Err(GroupwareCheckError::Pop3 {
+                endpoint,
+                reason: redact(reason),
+            }
+            .into())
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// [`preflight`] before its redaction.
+async fn check_before_load(
     plan: &Plan,
     target: &Target,
     timeout: Duration,
@@ -466,6 +512,7 @@ pub async fn run_with<C: Connector>(
         .into());
     }
     let mut recorder = RunRecorder::new(settings.interval)?;
+    recorder.redact_with(target.redactor());
     if let Some(archive) = observer.interval_archive() {
         recorder.archive_to(archive);
     }

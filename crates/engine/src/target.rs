@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use peakhour_analysis::Redactor;
 use peakhour_imap::{ImapConnection, ImapError};
 use peakhour_net::{Secret, Security};
 use peakhour_smtp::{AuthPolicy, Flavor, SmtpConnection, SmtpError};
@@ -317,6 +318,18 @@ impl Target {
             Ok(smtp)
         };
         smtp_deadline(timeout, "CONNECT", connect).await
+    }
+
+    /// The one redaction step for what servers say (issue 26): every
+    /// password of the run, so that a server quoting a refused LOGIN or
+    /// AUTH leaves none of them in a stored or printed text.
+    pub fn redactor(&self) -> Redactor {
+        match &self.credentials {
+            Credentials::Shared(password) => Redactor::new([password.expose().as_str()]),
+            Credentials::PerUser(list) => {
+                Redactor::new(list.iter().map(|a| a.password.expose().as_str()))
+            }
+        }
     }
 
     /// Login and password of user `user` (0-based), given its address from

@@ -14,8 +14,14 @@ use crate::terminal::{render_monitor, render_terminal, safety_notes};
 
 /// `peakhour run`'s closing text: the summary, a note when the deliveries
 /// were not reconciled (the run was interrupted), the safety notes, and
-/// where the results are.
-pub fn render_run_end(summary: &Summary, reconciled: bool, dir: &Path) -> String {
+/// where the results are ([`results_line`]; `not_written` is why they are
+/// not, a full disk).
+pub fn render_run_end(
+    summary: &Summary,
+    reconciled: bool,
+    dir: &Path,
+    not_written: Option<&str>,
+) -> String {
     let mut out = render_terminal(summary);
     if !reconciled {
         out.push_str("deliveries were not reconciled (the run was interrupted)\n");
@@ -23,8 +29,23 @@ pub fn render_run_end(summary: &Summary, reconciled: bool, dir: &Path) -> String
     for note in safety_notes(summary.panics, &summary.delivery) {
         let _ = writeln!(out, "{note}");
     }
-    let _ = writeln!(out, "results: {}", dir.display());
+    out.push_str(&results_line(dir, not_written));
     out
+}
+
+/// The last line of a run: where its results are, or that they could not
+/// be written (the figures above are then all the terminal has; a later
+/// `peakhour report DIR` rebuilds what reached the disk).
+pub fn results_line(dir: &Path, not_written: Option<&str>) -> String {
+    match not_written {
+        None => format!("results: {}\n", dir.display()),
+        Some(why) => format!(
+            "results: NOT written to {} ({why}); the figures above are what was measured, \
+             and `peakhour report {}` rebuilds what reached the disk once there is room\n",
+            dir.display(),
+            dir.display()
+        ),
+    }
 }
 
 /// `peakhour monitor`'s closing text (also its `summary.txt`): what was

@@ -49,7 +49,7 @@ mod time;
 
 use peakhour_analysis::AnalysisError;
 
-pub use closing::{render_monitor_session, render_run_end, run_label};
+pub use closing::{render_monitor_session, render_run_end, results_line, run_label};
 pub use compare::{
     BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, BootstrapSettings, COMPARE_CSV_HEADER,
     COMPARE_FORMAT_VERSION, COMPARE_SCHEMA, Change, CompareRun, Comparison, MAX_BLOCKS,

@@ -101,6 +101,9 @@ pub fn write_summary_csv(s: &Summary, out: &mut impl std::io::Write) -> Result<(
         ))),
         "1 = pass",
     )?;
+    for shortcut in &s.security_shortcuts {
+        row("run", &s.run_id, "security shortcut", None, shortcut)?;
+    }
     for (name, a) in &s.actions {
         row("action", name, "count", Some(a.count as f64), "actions")?;
         row("action", name, "errors", Some(a.errors as f64), "actions")?;
@@ -215,6 +218,9 @@ pub fn render_summary_markdown(s: &Summary) -> String {
     );
     if s.interrupted {
         out.push_str("> **Warning:** the run was interrupted.\n\n");
+    }
+    for shortcut in &s.security_shortcuts {
+        let _ = writeln!(out, "> **Warning:** security shortcut: {shortcut}\n");
     }
     if s.client_bound {
         let _ = writeln!(

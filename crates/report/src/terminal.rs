@@ -298,6 +298,11 @@ fn verdict_into(s: &Summary, out: &mut String) -> std::fmt::Result {
             "WARNING: interrupted: the run was stopped early; figures cover what was measured"
         )?;
     }
+    // Wherever the results are shown, so is what weakened the run's
+    // security (issue 26: `--insecure-skip-tls-verify`).
+    for shortcut in &s.security_shortcuts {
+        writeln!(out, "WARNING: security shortcut: {shortcut}")?;
+    }
     match s.verdict {
         Verdict::Pass => writeln!(
             out,

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use peakhour_analysis::Summary;
 use peakhour_monitor::{MetricTable, MonitorCost, MonitorReport};
-use peakhour_report::{render_monitor_session, render_run_end, render_terminal};
+use peakhour_report::{
+    TextFormat, render_monitor_session, render_run_end, render_summary_as, render_terminal,
+};
 
 fn fixture(file: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -24,13 +26,13 @@ fn summary() -> Summary {
 fn a_run_ends_with_its_summary_its_notes_and_where_the_results_are() {
     let mut summary = summary();
     let dir = Path::new("runs/x");
-    let text = render_run_end(&summary, true, dir);
+    let text = render_run_end(&summary, true, dir, None);
     assert_eq!(
         text,
         format!("{}results: runs/x\n", render_terminal(&summary))
     );
     summary.panics = 2;
-    let text = render_run_end(&summary, false, dir);
+    let text = render_run_end(&summary, false, dir, None);
     let tail: Vec<&str> = text.lines().rev().take(3).collect();
     assert_eq!(tail[0], "results: runs/x");
     assert!(
@@ -75,4 +77,35 @@ fn a_monitor_session_ends_with_what_was_watched_the_findings_and_the_cost() {
             .starts_with("monitor: "),
         "{text}"
     );
+}
+
+#[test]
+fn issue_26_item_9_a_skipped_tls_check_shows_in_the_run_end_and_every_report_format() {
+    let mut summary = summary();
+    let shortcut = "TLS certificates were not verified (--insecure-skip-tls-verify)";
+    for format in [TextFormat::Text, TextFormat::Markdown, TextFormat::Csv] {
+        let text = render_summary_as(&summary, format).unwrap();
+        assert!(!text.contains("--insecure-skip-tls-verify"), "{text}");
+    }
+    summary.security_shortcuts = vec![shortcut.to_owned()];
+    let end = render_run_end(&summary, true, Path::new("runs/x"), None);
+    assert!(
+        end.contains(&format!("WARNING: security shortcut: {shortcut}")),
+        "{end}"
+    );
+    for format in [TextFormat::Text, TextFormat::Markdown, TextFormat::Csv] {
+        let text = render_summary_as(&summary, format).unwrap();
+        assert!(text.contains(shortcut), "{format:?}: {text}");
+    }
+}
+
+#[test]
+fn issue_26_item_9_a_run_whose_results_were_not_written_says_so_after_its_figures() {
+    let summary = summary();
+    let why = "runs/x/record.json: No space left on device (os error 28)";
+    let text = render_run_end(&summary, true, Path::new("runs/x"), Some(why));
+    assert!(text.starts_with(&render_terminal(&summary)), "{text}");
+    let last = text.lines().last().unwrap();
+    assert!(last.starts_with("results: NOT written to runs/x"), "{last}");
+    assert!(last.contains(why), "{last}");
 }

@@ -216,6 +216,7 @@ fn errors_csv_lists_every_kind_and_quotes_commas() {
             "send",
             "smtp.451, try later",
             "as user1: MAIL FROM refused: 451 4.3.0 try later",
+            &peakhour_analysis::Redactor::default(),
         ));
     let mut out = Vec::new();
     write_errors_csv(&record, &mut out).unwrap();

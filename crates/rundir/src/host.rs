@@ -4,22 +4,27 @@
 //! Everything here is best effort: a fact that cannot be read is left out
 //! and the report says "not recorded". Nothing here reads credentials.
 
-use std::io::{BufRead as _, BufReader, Write as _};
-use std::net::{TcpStream, ToSocketAddrs as _};
 use std::time::Duration;
 
+use peakhour_analysis::Redactor;
 use peakhour_report::{HostFacts, ServerSoftware};
 
 use crate::config::TargetSection;
+use crate::probe::{BoundedConnection, Deadline, ProbeStop, announces_literal};
 
-/// How long a greeting may take before it is given up on.
-const GREETING_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long the probe of every server of a run may take, all together
+/// (connecting, writing and every read): a hostile server holds it no
+/// longer than this.
+pub const PROBE_DEADLINE: Duration = Duration::from_secs(5);
 
 /// Collects the client host's CPU, memory, kernel and OS, and the server
 /// software: greetings and IMAP ID of the run's targets (`[target]` of
-/// config.toml) and, when the target is a lab, the Debian packages of its
-/// servers installed here.
-pub fn collect(target: Option<&TargetSection>) -> HostFacts {
+/// config.toml), read through the bounded probe ([`crate::probe`]) within
+/// [`PROBE_DEADLINE`] all together, with the run's passwords taken out by
+/// `redactor`, and, when the target is a lab, the Debian packages of its
+/// servers installed here. Only `peakhour run` calls it, once its results
+/// are on disk: a report never connects to a server.
+pub fn collect(target: Option<&TargetSection>, redactor: &Redactor) -> HostFacts {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let mut facts = HostFacts {
@@ -37,8 +42,13 @@ pub fn collect(target: Option<&TargetSection>) -> HostFacts {
         servers: Vec::new(),
     };
     if let Some(target) = target {
-        facts.servers.extend(imap_greeting(&target.imap));
-        facts.servers.extend(smtp_greeting(&target.smtp));
+        let deadline = Deadline::after(PROBE_DEADLINE);
+        facts
+            .servers
+            .extend(imap_greeting(&target.imap, deadline, redactor));
+        facts
+            .servers
+            .extend(smtp_greeting(&target.smtp, deadline, redactor));
     }
     // A package installed here is the target's software only when the
     // target is a lab on this host and its greeting names the package: a
@@ -102,39 +112,40 @@ fn plain_endpoint(recorded: &str) -> Option<&str> {
     (!mode.contains("(TLS)")).then_some(addr)
 }
 
-fn connect(addr: &str) -> Option<TcpStream> {
-    let sock = addr.to_socket_addrs().ok()?.next()?;
-    let stream = TcpStream::connect_timeout(&sock, GREETING_TIMEOUT).ok()?;
-    stream.set_read_timeout(Some(GREETING_TIMEOUT)).ok()?;
-    stream.set_write_timeout(Some(GREETING_TIMEOUT)).ok()?;
-    Some(stream)
-}
-
-/// Keeps only printable text, at most 200 characters.
-fn clean(line: &str) -> String {
-    line.trim()
+/// Keeps only printable text, at most 200 characters, with the run's
+/// passwords taken out (a server may say anything in its greeting).
+fn clean(line: &str, redactor: &Redactor) -> String {
+    let text: String = line
+        .trim()
         .chars()
         .filter(|c| !c.is_control())
         .take(200)
-        .collect()
+        .collect();
+    redactor.redact(&text)
 }
 
-/// The IMAP greeting, and the server's ID (RFC 2971) when it answers one.
-fn imap_greeting(recorded: &str) -> Vec<ServerSoftware> {
-    let Some(addr) = plain_endpoint(recorded) else {
-        return Vec::new();
-    };
-    let Some(stream) = connect(addr) else {
-        return Vec::new();
-    };
+/// The IMAP greeting, and the server's ID (RFC 2971) when it answers one;
+/// what was read before the probe stopped (its deadline, a cap, a literal).
+fn imap_greeting(recorded: &str, deadline: Deadline, redactor: &Redactor) -> Vec<ServerSoftware> {
     let mut found = Vec::new();
-    let mut reader = BufReader::new(&stream);
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() || line.is_empty() {
+    let Some(addr) = plain_endpoint(recorded) else {
         return found;
-    }
+    };
+    let _stopped = imap_probe(addr, deadline, redactor, &mut found);
+    found
+}
+
+fn imap_probe(
+    addr: &str,
+    deadline: Deadline,
+    redactor: &Redactor,
+    found: &mut Vec<ServerSoftware>,
+) -> Result<(), ProbeStop> {
+    let mut server = BoundedConnection::connect(addr, deadline)?;
+    server.start_reply();
+    let line = server.line()?;
     // The greeting's text after the response code: "* OK [CAPABILITY ...] Dovecot (Debian) ready."
-    let greeting = clean(&line);
+    let greeting = clean(&line, redactor);
     let text = greeting
         .rsplit_once(']')
         .map_or(greeting.as_str(), |(_, t)| t)
@@ -145,53 +156,52 @@ fn imap_greeting(recorded: &str) -> Vec<ServerSoftware> {
         software: text,
         source: "greeting".into(),
     });
-    let mut writer = &stream;
-    if writer.write_all(b"ph1 ID NIL\r\n").is_ok() {
-        for _ in 0..20 {
-            line.clear();
-            if reader.read_line(&mut line).map_or(true, |n| n == 0) {
-                break;
-            }
-            if let Some(id) = line.strip_prefix("* ID ") {
-                found.push(ServerSoftware {
-                    service: format!("imap {addr}"),
-                    software: clean(id),
-                    source: "IMAP ID".into(),
-                });
-            }
-            if line.starts_with("ph1 ") {
-                break;
-            }
+    if announces_literal(&line) {
+        return Ok(());
+    }
+    server.send(b"ph1 ID NIL\r\n")?;
+    server.start_reply();
+    loop {
+        let line = server.line()?;
+        // A literal is never read: what it holds is not worth its size.
+        let literal = announces_literal(&line);
+        if let Some(id) = line.strip_prefix("* ID ").filter(|_| !literal) {
+            found.push(ServerSoftware {
+                service: format!("imap {addr}"),
+                software: clean(id, redactor),
+                source: "IMAP ID".into(),
+            });
         }
-        let _ = writer.write_all(b"ph2 LOGOUT\r\n");
-    }
-    found
-}
-
-/// The SMTP greeting's first line, e.g. `220 host ESMTP Postfix (Debian/GNU)`.
-fn smtp_greeting(recorded: &str) -> Vec<ServerSoftware> {
-    let Some(addr) = plain_endpoint(recorded) else {
-        return Vec::new();
-    };
-    let Some(stream) = connect(addr) else {
-        return Vec::new();
-    };
-    let mut reader = BufReader::new(&stream);
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() || line.is_empty() {
-        return Vec::new();
-    }
-    // Read the rest of a multi-line greeting before saying goodbye.
-    let mut rest = line.clone();
-    while rest.len() > 3 && rest.as_bytes()[3] == b'-' {
-        rest.clear();
-        if reader.read_line(&mut rest).map_or(true, |n| n == 0) {
+        if literal || line.starts_with("ph1 ") {
             break;
         }
     }
-    let mut writer = &stream;
-    let _ = writer.write_all(b"QUIT\r\n");
-    let text = clean(&line);
+    server.send(b"ph2 LOGOUT\r\n")
+}
+
+/// The SMTP greeting's first line, e.g. `220 host ESMTP Postfix (Debian/GNU)`.
+fn smtp_greeting(recorded: &str, deadline: Deadline, redactor: &Redactor) -> Vec<ServerSoftware> {
+    let Some(addr) = plain_endpoint(recorded) else {
+        return Vec::new();
+    };
+    let Ok(mut server) = BoundedConnection::connect(addr, deadline) else {
+        return Vec::new();
+    };
+    server.start_reply();
+    let Ok(line) = server.line() else {
+        return Vec::new();
+    };
+    // Read the rest of a multi-line greeting before saying goodbye, as far
+    // as the reply's caps and the deadline allow.
+    let mut rest = line.clone();
+    while rest.as_bytes().get(3) == Some(&b'-') {
+        match server.line() {
+            Ok(next) => rest = next,
+            Err(_) => break,
+        }
+    }
+    let _ = server.send(b"QUIT\r\n");
+    let text = clean(&line, redactor);
     let text = text.get(4..).unwrap_or(&text).to_owned();
     vec![ServerSoftware {
         service: format!("smtp {addr}"),
@@ -226,7 +236,7 @@ fn packages() -> Vec<ServerSoftware> {
         .filter(|l| l.split_whitespace().count() == 2)
         .map(|l| ServerSoftware {
             service: "package (this host)".into(),
-            software: clean(l),
+            software: clean(l, &Redactor::default()),
             source: "dpkg-query".into(),
         })
         .collect()

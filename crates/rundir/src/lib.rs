@@ -12,8 +12,12 @@
 //! | `intervals.csv`, `errors.csv`, `latency.hlog` | appended per closed interval by the [`RunJournal`], then rewritten whole by [`RunDir::write_results`] | (for other tools) |
 //! | `intervals.jsonl` | the [`RunJournal`], while the run goes on; removed once `summary.json` is written | by [`RunDir::recover`], after a kill |
 //! | `monitor.csv` | the monitor, through [`RunDir::create_monitor_csv`] | [`MetricTable`], reduced to the report's [`MonitorView`] |
-//! | `host.json` | [`RunDir::write_host`], from [`host::collect`] | [`HostFacts`] |
+//! | `host.json` | [`RunDir::finish_run`] (`peakhour run` only), from [`host::collect`] | [`HostFacts`] |
 //! | `report.html` | [`RunDir::write_report`] | (for people) |
+//! | `results-not-written.txt` | [`RunDir::finish_run`], when the results could not be written (a full disk) | by [`RunDir::recover`]: the rebuild says so |
+//!
+//! Nothing here but [`RunDir::finish_run`] connects to a server: a report
+//! is built from the run directory alone.
 //!
 //! A [`SweepDir`] holds a sweep: a run directory per step, read back as
 //! the capacity analysis's steps, and the `capacity.*` files.
@@ -43,11 +47,13 @@ mod atomic;
 mod claim;
 mod config;
 mod error;
+mod finish;
 pub mod host;
 mod journal;
 mod merge;
 mod names;
 mod planner;
+pub mod probe;
 mod recover;
 mod sweep;
 
@@ -98,6 +104,9 @@ pub enum RunFile {
     /// `intervals.jsonl`: the run's journal of closed intervals, there
     /// while the run goes on (and after a kill).
     Journal,
+    /// `results-not-written.txt`: the run could not write its results (a
+    /// full disk); the error, or nothing if not even that fitted.
+    WriteFailed,
 }
 
 impl RunFile {
@@ -130,6 +139,7 @@ impl RunFile {
             Self::Host => "host.json",
             Self::Report => "report.html",
             Self::Journal => "intervals.jsonl",
+            Self::WriteFailed => "results-not-written.txt",
         }
     }
 }
@@ -257,8 +267,11 @@ impl RunDir {
     }
 
     /// A journal that appends the run's closed intervals to this directory
-    /// as they close (see [`RunJournal`]).
+    /// as they close (see [`RunJournal`]). It also keeps a little room on
+    /// the disk for saying, should the results not fit, why (see
+    /// [`RunDir::finish_run`]).
     pub fn journal(&self) -> Result<RunJournal, RunDirError> {
+        self.reserve_room();
         RunJournal::start(self)
     }
 
@@ -317,14 +330,11 @@ impl RunDir {
         self.write(RunFile::MonitorSummary, text.as_bytes())
     }
 
-    /// Writes `report.html`: first `host.json` if the run has none (from
-    /// this host, and the targets in config.toml), then the page from every
-    /// file of the run. Returns the page's path.
+    /// Writes `report.html` from every file of the run, and returns its
+    /// path. It reads the directory only: a run without `host.json` is
+    /// reported with its client host and server software unknown, and no
+    /// server is asked (issue 26).
     pub fn write_report(&self) -> Result<PathBuf, RunDirError> {
-        if !self.has(RunFile::Host) {
-            let config = self.read_config()?;
-            self.write_host(&host::collect(config.as_ref().map(|c| &c.config.target)))?;
-        }
         let run = self.load()?;
         let path = self.file(RunFile::Report);
         let html = peakhour_report::render_html(&run.report_input())

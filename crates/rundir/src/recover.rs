@@ -13,8 +13,9 @@ const DELIVERY_NOTE: &str = "rebuilt from the closed intervals a killed run left
      and no reconciliation ran, so none is named lost";
 
 impl RunDir {
-    /// Rebuilds the record and summary of a run that was killed before it
-    /// wrote `summary.json`, from `record.json` if it got that far, else from
+    /// Rebuilds the record and summary of a run that was killed (or could
+    /// not write its results, `results-not-written.txt`) before it wrote
+    /// `summary.json`, from `record.json` if it got that far, else from
     /// the journal (`intervals.jsonl`); writes every result file as a run
     /// does (`summary.json` last) and returns what was rebuilt. Does
     /// nothing and returns `None` when the run has its summary.
@@ -38,6 +39,14 @@ impl RunDir {
                              results; the measurement itself is complete"
                 .to_owned();
         }
+        recovery.write_failed = self.write_failure();
+        if let Some(why) = &recovery.write_failed {
+            recovery.note = format!(
+                "rebuilt from {}: the run could not write its results ({why}); figures stop at \
+                 the last closed interval that reached the disk, and no reconciliation is recorded",
+                recovery.from
+            );
+        }
         record.meta.interrupted = true;
         record.meta.recovered = Some(recovery.clone());
         // The journal's head is written before the run's shortcuts are
@@ -48,6 +57,9 @@ impl RunDir {
         let summary = Summary::compute(&record)
             .map_err(|e| self.parse_error(RunFile::Journal, ".", e.to_string()))?;
         self.write_results(&record, &summary)?;
+        // The summary's `recovered` section says it now.
+        let _ = std::fs::remove_file(self.file(RunFile::WriteFailed));
+        self.release_room();
         Ok(Some(recovery))
     }
 
@@ -113,6 +125,7 @@ fn recovery_of(from: RunFile, intervals: &[IntervalRecord], torn_tail: bool) -> 
             .map_or(0.0, |i| (i.start + i.length).as_secs_f64()),
         torn_tail,
         note: DELIVERY_NOTE.to_owned(),
+        write_failed: None,
     }
 }
 

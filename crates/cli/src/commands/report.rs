@@ -16,14 +16,15 @@ use crate::args::{CompareArgs, ReportArgs};
 pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     if let Some(r) = RunDir::new(&args.run_dir).recover()? {
         eprintln!(
-            "{} had no summary.json (the run was killed): rebuilt from {}, {} closed intervals up to {:.0} s, marked interrupted",
+            "{} had no summary.json ({}): rebuilt from {}, {} closed intervals up to {:.0} s, marked interrupted",
             args.run_dir.display(),
+            r.cause(),
             r.from,
             r.intervals,
             r.measured_until_s
         );
     }
-    // host.json is collected first if the run has none.
+    // From the directory alone: no server is asked (issue 26).
     let path = RunDir::new(&args.run_dir).write_report()?;
     if let Some(format) = args.format.as_deref() {
         let run = RunDir::new(&args.run_dir).load()?;

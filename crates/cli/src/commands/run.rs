@@ -94,13 +94,16 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let window = prepared.config.high_average_window;
         add_findings(monitor, &mut summary, result.outcome.clock.t0, window);
     }
-    prepared.dir.write_results(&result.record, &summary)?;
-    if let Err(e) = prepared.dir.write_report() {
-        eprintln!("warning: report.html was not written: {e:#}");
-    }
-
+    // The results, then (only then) the servers' software, then report.html.
+    let redactor = prepared.target.redactor();
+    let written = prepared.dir.finish_run(&result.record, &summary, &redactor);
+    let not_written = written.as_ref().err().map(ToString::to_string);
     let dir = prepared.dir.path();
-    print!("{}", render_run_end(&summary, outcome.reconciled, dir));
+    let end = render_run_end(&summary, outcome.reconciled, dir, not_written.as_deref());
+    print!("{end}");
+    if let Some(e) = written? {
+        eprintln!("warning: host.json or report.html was not written: {e}");
+    }
     metrics.finish();
     Ok(if outcome.interrupted {
         ExitCode::from(EXIT_INTERRUPTED)

@@ -130,16 +130,20 @@ pub(crate) fn run(
             config.high_average_window,
         );
     }
-    dir.write_results(&result.record, &summary)?;
-    if let Err(e) = dir.write_report() {
-        eprintln!("warning: report.html was not written: {e:#}");
-    }
+    let written = dir.finish_run(&result.record, &summary, &Default::default());
+    let not_written = written.as_ref().err().map(ToString::to_string);
     print!("{}", peakhour_report::render_terminal(&summary));
     let o = &result.outcome;
     for line in o.closing_lines(cleanup) {
         println!("{line}");
     }
-    println!("results: {}", dir.path().display());
+    print!(
+        "{}",
+        peakhour_report::results_line(dir.path(), not_written.as_deref())
+    );
+    if let Some(e) = written? {
+        eprintln!("warning: host.json or report.html was not written: {e}");
+    }
     Ok(if o.interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
     } else if summary.verdict == Verdict::Fail || !o.failed_clients.is_empty() {

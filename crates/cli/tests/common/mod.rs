@@ -59,3 +59,65 @@ pub(crate) fn peakhour(args: &[&str]) -> Output {
     );
     output
 }
+
+pub(crate) mod proxy;
+
+/// What a child run left, and its peak memory.
+pub(crate) struct Bounded {
+    /// Its exit status.
+    pub status: std::process::ExitStatus,
+    /// Its stdout.
+    pub stdout: String,
+    /// Its stderr.
+    pub stderr: String,
+    /// The highest VmHWM read from /proc while it ran, kB.
+    pub peak_kb: u64,
+}
+
+/// Runs `command` as a child, reading its peak memory (VmHWM) from /proc
+/// every 10 ms; kills it and fails the test if it runs past `hang`. No
+/// duration is asserted beyond that generous bound (the machine is shared).
+pub(crate) fn run_bounded(command: &mut Command, hang: std::time::Duration) -> Bounded {
+    let out = tempfile::tempdir().unwrap();
+    let (stdout, stderr) = (out.path().join("stdout"), out.path().join("stderr"));
+    let mut child = command
+        .stdout(std::fs::File::create(&stdout).unwrap())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut peak_kb = 0;
+    let status = loop {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()));
+        let hwm = status.ok().and_then(|s| {
+            let line = s.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.to_owned();
+            line.split_whitespace().next()?.parse::<u64>().ok()
+        });
+        peak_kb = peak_kb.max(hwm.unwrap_or(0));
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > hang {
+            child.kill().unwrap();
+            let _ = child.wait();
+            panic!(
+                "still running after {hang:?}: {}",
+                std::fs::read_to_string(&stderr).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let read =
+        |p: &std::path::Path| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned();
+    let bounded = Bounded {
+        status,
+        stdout: read(&stdout),
+        stderr: read(&stderr),
+        peak_kb,
+    };
+    eprintln!(
+        "exit {:?}, VmHWM {} kB\n{}{}",
+        bounded.status, bounded.peak_kb, bounded.stdout, bounded.stderr
+    );
+    bounded
+}

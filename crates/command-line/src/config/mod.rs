@@ -26,6 +26,26 @@ pub const EXIT_USAGE: u8 = 2;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// An error and its causes as one line, `: ` between them, each cause
+/// said once: a cause whose text the line already holds is left out. Many
+/// errors quote their source in their own message and name it as their
+/// source too (`{path}: {source}`), and printing the chain then said
+/// `No space left on device (os error 28): No space left on device (os
+/// error 28)` (issue 26).
+pub fn error_text(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        let said = next.to_string();
+        if !said.is_empty() && !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = next.source();
+    }
+    text
+}
+
 /// `value` of `--flag`, if it lies within `min..=max`.
 pub fn duration_within(
     flag: &str,
@@ -66,4 +86,36 @@ where
     Err(UsageError(format!(
         "--{flag} {value} is out of bounds: it must be between {min} and {max}"
     )))
+}
+
+#[cfg(test)]
+mod error_text_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::error_text;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("runs/x/summary.json: {source}")]
+    struct Quoting {
+        source: std::io::Error,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot write the results")]
+    struct Wrapping {
+        #[source]
+        source: Quoting,
+    }
+
+    #[test]
+    fn issue_26_item_9_an_error_quoting_its_source_says_it_once() {
+        let full = || std::io::Error::from_raw_os_error(28);
+        let said = full().to_string();
+        let text = error_text(&Quoting { source: full() });
+        assert_eq!(text, format!("runs/x/summary.json: {said}"));
+        let text = error_text(&Wrapping {
+            source: Quoting { source: full() },
+        });
+        assert_eq!(text.matches(&said).count(), 1, "{text}");
+        assert!(text.starts_with("cannot write the results: runs/x/summary.json: "));
+    }
 }

@@ -534,7 +534,10 @@ pub(crate) fn run_dir(path: &Path, shape: &Shape) -> Result<Generated, BoxError>
     summary.resources = found.resources;
     summary.delivery.mail_queue_at_end = mail_queue_at_end(&table);
     dir.write_results(&record, &summary)?;
-    dir.write_host(&peakhour_rundir::host::collect(None))?;
+    dir.write_host(&peakhour_rundir::host::collect(
+        None,
+        &peakhour_analysis::Redactor::default(),
+    ))?;
     dir.write_report()?;
     Ok(generated)
 }
