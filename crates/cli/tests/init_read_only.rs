@@ -97,7 +97,9 @@ fn serve(stream: TcpStream, folders: &Folders, refusals: &Refusals) {
                 if examined.as_deref() == Some(mailbox) {
                     // The client waits for `+`; the tagged NO ends the command.
                     refusals.lock().unwrap().push(mailbox.to_owned());
-                    format!("{tag} NO Current box is selected READ-ONLY. (folder \"{mailbox}\")\r\n")
+                    format!(
+                        "{tag} NO Current box is selected READ-ONLY. (folder \"{mailbox}\")\r\n"
+                    )
                 } else {
                     out.write_all(b"+ go ahead\r\n").unwrap();
                     let mut message = vec![0; size];
@@ -196,7 +198,14 @@ fn issue_26_item_13_init_does_not_append_to_a_mailbox_it_has_examined() {
         .unwrap();
     let again_out = String::from_utf8_lossy(&again.stdout);
     assert!(again.status.success(), "{again_out}");
-    assert!(again_out.contains("204 already there, 1 added"), "{again_out}");
-    assert!(refusals.lock().unwrap().is_empty(), "{:?}", refusals.lock().unwrap());
+    assert!(
+        again_out.contains("204 already there, 1 added"),
+        "{again_out}"
+    );
+    assert!(
+        refusals.lock().unwrap().is_empty(),
+        "{:?}",
+        refusals.lock().unwrap()
+    );
     assert_eq!(folders.lock().unwrap()["Folder40"].len(), 5);
 }
