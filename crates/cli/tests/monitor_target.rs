@@ -93,4 +93,9 @@ fn issue_26_item_11_an_explicit_target_run_counts_no_dovecot_or_postfix_of_this_
         !html.contains("Postfix incoming queue length"),
         "a Postfix queue row"
     );
+    // ... and it says so, plainly.
+    assert!(
+        html.contains("The monitor counted no server process"),
+        "no note"
+    );
 }

@@ -765,6 +765,15 @@ fn resources(out: &mut String, s: &Summary) {
         out.push_str("<p class=\"nodata\">no monitor data: high averages need the server monitor's samples (monitor.csv).</p></section>\n");
         return;
     }
+    let server_processes = s
+        .resources
+        .iter()
+        .any(|r| r.metric.starts_with("group_") && !r.metric.starts_with("group_peakhour_"));
+    if !server_processes {
+        // Issue 26: on a target it did not start, the monitor counts no
+        // process of this host as the target's, and says so.
+        out.push_str("<p id=\"no-server-processes\">The monitor counted no server process: on a target peakhour did not start, a server on this host need not be the target, so only the host's totals and peakhour's own process were watched (name the target's processes with <code>--group</code> when it runs on this host).</p>");
+    }
     let window = s
         .resources
         .iter()
