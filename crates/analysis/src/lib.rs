@@ -101,7 +101,7 @@ pub use summary::{
     CLIENT_CPU_LIMIT_FRACTION, ClientSummary, DELIVERY_LATENCY_INCLUDES, DeliverySummary,
     LatencySummary, MTA_UNKNOWN_NOT_LAB, PANIC_ERROR_KIND, QosFailure, QosReport,
     ResourceHighAverage, SCHEDULING_LAG_P99_LIMIT_MS, Score, ServerLimits, SteadyWindow, Summary,
-    Throughput, Verdict, WeightSource,
+    Throughput, Verdict, WeightSource, delivery_latency_includes,
 };
 
 /// What can go wrong in analysis.

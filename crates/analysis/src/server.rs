@@ -215,7 +215,7 @@ pub fn connection_limit(record: &RunRecord) -> Option<ConnectionLimit> {
         .map(|(_, n)| n)
         .sum();
     if logon_errors == 0 || max_logged_on >= users || max_logged_on == 0 {
-        return None;
+        return pop3_connection_limit(record, users, max_logged_on);
     }
     let note = format!(
         "at most {max_logged_on} of {users} users were logged on at once, and {logon_errors} \
@@ -228,6 +228,38 @@ pub fn connection_limit(record: &RunRecord) -> Option<ConnectionLimit> {
         users,
         max_logged_on,
         logon_errors,
+        note,
+    })
+}
+
+/// The POP3 form of [`connection_limit`]: POP3 users hold no session, so
+/// the sign is connections the server closed before answering (a server at
+/// its per-address limit may close them without a word, issue 26).
+fn pop3_connection_limit(
+    record: &RunRecord,
+    users: u32,
+    max_logged_on: u32,
+) -> Option<ConnectionLimit> {
+    let closed: u64 = record
+        .intervals
+        .iter()
+        .flat_map(|i| i.actions.values())
+        .filter_map(|a| a.errors.get("pop3:closed"))
+        .sum();
+    if closed == 0 {
+        return None;
+    }
+    let note = format!(
+        "the POP3 server closed {closed} connections without an answer: this looks like a limit of \
+         connections per client address (every simulated user connects from the same one; \
+         Dovecot's mail_max_userip_connections or its pop3 services' process_limit, Courier's \
+         MAXPERIP, 4 by default). Raise it for the test or run fewer users at once \
+         (docs/servers.md, \"Connection limits\")"
+    );
+    Some(ConnectionLimit {
+        users,
+        max_logged_on,
+        logon_errors: closed,
         note,
     })
 }

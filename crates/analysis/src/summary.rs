@@ -239,6 +239,45 @@ pub const DELIVERY_LATENCY_INCLUDES: &str = "from the SMTP submission until the 
     IMAP session saw the copy: the submission, the MTA's queue, the delivery into the store and \
     the IMAP server's notice to the client (IDLE, or the next check of the Inbox)";
 
+/// What the end-to-end delivery latency includes in a run whose actions
+/// spoke `protocols` (action -> protocol, [`RunMeta::protocols`]): the
+/// notice is the reading protocol's (IMAP IDLE, JMAP push, POP3 polling),
+/// never IMAP's in a run without it (issue 26). Records made before the
+/// protocols were kept get [`DELIVERY_LATENCY_INCLUDES`].
+pub fn delivery_latency_includes(protocols: &BTreeMap<String, String>) -> String {
+    let speaks = |name: &str| protocols.values().any(|p| p.split('+').any(|p| p == name));
+    let mut readers = Vec::new();
+    let mut notices = Vec::new();
+    if speaks("imap") {
+        readers.push("IMAP");
+        notices
+            .push("the IMAP server's notice to the client (IDLE, or the next check of the Inbox)");
+    }
+    if speaks("jmap") {
+        readers.push("JMAP");
+        notices.push(
+            "the JMAP server's notice to the client (a push over EventSource, or the next query of the Inbox)",
+        );
+    }
+    if speaks("pop3") {
+        readers.push("POP3");
+        notices.push("the client's next POP3 check of the maildrop (POP3 polls: it has no push)");
+    }
+    if readers.is_empty() {
+        return if protocols.is_empty() {
+            DELIVERY_LATENCY_INCLUDES.to_owned()
+        } else {
+            "nothing: no action of the run read mail".to_owned()
+        };
+    }
+    format!(
+        "from the SMTP submission until the recipient's {} session saw the copy: the submission, \
+         the MTA's queue, the delivery into the store and {}",
+        readers.join(" or "),
+        notices.join("; or ")
+    )
+}
+
 /// Why the MTA's own delivery time is missing for a server whose log
 /// peakhour cannot read.
 pub const MTA_UNKNOWN_NOT_LAB: &str = "not known: the MTA's log is not readable by peakhour \
@@ -807,7 +846,7 @@ fn delivery(record: &RunRecord) -> Result<DeliverySummary, AnalysisError> {
         p95_ms: h.quantile_ms(0.95),
         max_ms: h.max_ms(),
         mail_queue_at_end: None,
-        latency_includes: DELIVERY_LATENCY_INCLUDES.to_owned(),
+        latency_includes: delivery_latency_includes(&record.meta.protocols),
         mta_unknown: record
             .server
             .mta_delivery

@@ -40,6 +40,16 @@ fn summary(run_dir: &Path) -> serde_json::Value {
 
 /// `peakhour init` then `peakhour run` of `profile` on the lab; the summary.
 fn init_and_run(lab: &LabStatus, out: &Path, profile: &str, speed: &str) -> serde_json::Value {
+    init_and_run_said(lab, out, profile, speed).0
+}
+
+/// [`init_and_run`], with what the run printed.
+fn init_and_run_said(
+    lab: &LabStatus,
+    out: &Path,
+    profile: &str,
+    speed: &str,
+) -> (serde_json::Value, String) {
     let init = peakhour(&["init", "--profile", profile, "--lab-dir", &lab.dir]);
     assert!(init.status.success(), "init of {profile} failed");
     let run_dir = out.join(profile);
@@ -72,7 +82,7 @@ fn init_and_run(lab: &LabStatus, out: &Path, profile: &str, speed: &str) -> serd
         run.status.code().is_some_and(|c| c <= 1),
         "{profile}: {run:?}"
     );
-    summary
+    (summary, String::from_utf8_lossy(&run.stdout).into_owned())
 }
 
 /// Every action in `actions` ran, has a p95, and failed never; nothing
@@ -187,7 +197,7 @@ fn issue_14_pop3_user_mmb_medium_over_caldav_and_caldav_office_on_one_lab() {
     let out = tempfile::tempdir().unwrap();
 
     // pop3-user: downloads over POP3, sends over SMTP, reconciled.
-    let pop3 = init_and_run(lab, out.path(), "pop3-user", "400");
+    let (pop3, pop3_said) = init_and_run_said(lab, out.path(), "pop3-user", "400");
     every_action_measured_nothing_lost(&pop3, &["download_mail", "send"]);
     for command in ["pop3.CONNECT", "pop3.PASS", "pop3.STAT", "pop3.RETR"] {
         command_has_p95(&pop3, command);
@@ -199,6 +209,13 @@ fn issue_14_pop3_user_mmb_medium_over_caldav_and_caldav_office_on_one_lab() {
     let capa = pop3["server_capabilities"]["pop3"].as_array().unwrap();
     assert!(capa.iter().any(|c| c == "UIDL"), "{capa:?}");
     assert!(capa.iter().any(|c| c == "TOP"), "{capa:?}");
+    // Issue 26 item 15: the delivery caption names POP3 polling, not IMAP IDLE.
+    let caption = pop3["delivery"]["latency_includes"].as_str().unwrap();
+    assert!(
+        caption.contains("POP3") && !caption.contains("IDLE"),
+        "{caption}"
+    );
+    assert!(!pop3_said.contains("IMAP session"), "{pop3_said}");
 
     // mmb-medium: update_calendar is CalDAV on a lab that has it.
     let mmb = init_and_run(lab, out.path(), "mmb-medium", "400");
@@ -231,7 +248,22 @@ fn issue_14_pop3_user_mmb_medium_over_caldav_and_caldav_office_on_one_lab() {
     );
 
     // caldav-office: polls, creates and changes, all over CalDAV.
-    let office = init_and_run(lab, out.path(), "caldav-office", "100");
+    let (office, office_said) = init_and_run_said(lab, out.path(), "caldav-office", "100");
+    // Issue 31 item 6: the run's last lines speak of calendars, not mail.
+    assert!(office_said.contains("calendar: "), "{office_said}");
+    assert!(
+        office_said.contains("invitations skipped: the server does not schedule"),
+        "{office_said}"
+    );
+    for mail in [
+        "messages submitted",
+        "of 0 recipients",
+        "IMAP (after login)",
+        "SMTP (EHLO)",
+    ] {
+        assert!(!office_said.contains(mail), "{mail:?}: {office_said}");
+    }
+    assert!(office_said.contains("CalDAV (DAV)"), "{office_said}");
     every_action_measured_nothing_lost(&office, &["poll_calendar", "create_event", "change_event"]);
     for command in ["caldav.PROPFIND", "caldav.REPORT", "caldav.PUT"] {
         command_has_p95(&office, command);

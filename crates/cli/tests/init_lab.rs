@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::{peakhour, start_lab};
-use peakhour_imap::{FetchItem, ImapConnection, StatusItem};
+use peakhour_imap::{FetchItem, ImapConnection, StatusItem, StoreMode};
 use peakhour_lab::LabStatus;
 use peakhour_net::{Secret, Security};
 
@@ -60,7 +60,8 @@ fn init(lab_dir: &str, extra: &[&str]) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lmtp_and_multiappend_fill_the_same_folders_and_a_rerun_adds_nothing() {
+async fn lmtp_and_multiappend_fill_the_same_folders_and_issue_26_item_13_a_resume_fills_an_examined_folder()
+ {
     let (_dir, lab) = start_lab(4);
     let status = lab.status.clone();
     let lab_dir = status.dir.clone();
@@ -73,6 +74,20 @@ async fn lmtp_and_multiappend_fill_the_same_folders_and_a_rerun_adds_nothing() {
     assert!(append.contains("410 already there, 410 added"), "{append}");
     let again = init(&lab_dir, &[]);
     assert!(again.contains("820 already there, 0 added"), "{again}");
+
+    // Issue 26 item 13, the normal path: user 4's Folder40 loses its last
+    // message (init counts what is there, so the last is the one it adds);
+    // the next init EXAMINEs it (among all the others) to count, then
+    // appends the missing one.
+    let mut imap = log_in(&status, 4).await;
+    imap.select("Folder40").await.unwrap();
+    imap.store("5", StoreMode::Add, &["\\Deleted"], true, false)
+        .await
+        .unwrap();
+    imap.expunge().await.unwrap();
+    let _ = imap.logout().await;
+    let resumed = init(&lab_dir, &[]);
+    assert!(resumed.contains("819 already there, 1 added"), "{resumed}");
 
     for user in [1, 4] {
         let mut imap = log_in(&status, user).await;

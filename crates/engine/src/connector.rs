@@ -16,7 +16,7 @@ use peakhour_net::{Timed, Transport};
 use peakhour_smtp::{Flavor, SmtpConnection, SmtpError};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::target::{Endpoint, Target, TlsMode, imap_deadline};
+use crate::target::{Endpoint, Target, TlsMode, imap_connect_deadline};
 
 /// Opens the connections of a run: the IMAP session of each user, one SMTP
 /// session per send, and the reconciliation's searches.
@@ -151,5 +151,5 @@ pub(crate) async fn open_imap<C: Connector>(
         }
         Ok(imap)
     };
-    imap_deadline(timeout, "CONNECT", connect).await
+    imap_connect_deadline(timeout, connect).await
 }

@@ -119,6 +119,14 @@ pub enum Event {
     LoggedOn(i32),
     /// A logon (connect, login, folder check, select) failed; the user retries with backoff.
     LogonFailed(String),
+    /// A logon succeeded: recorded as an attempt of `logon` beside the
+    /// failed ones, so that its error ratio counts both (issue 26).
+    LogonSucceeded {
+        /// When the attempt began.
+        started: Instant,
+        /// When the session was ready.
+        finished: Instant,
+    },
     /// A user of a fixed-count (closed-loop) profile did all its actions.
     Finished,
     /// A session failed outside any action (while idling or fetching new mail).

@@ -36,7 +36,11 @@ impl From<CalendarFailure> for Failure {
 impl From<Pop3Failure> for Failure {
     fn from(failure: Pop3Failure) -> Self {
         // Each POP3 check has its own connection.
-        Failure::bare(failure.kind, false)
+        Failure {
+            kind: failure.kind,
+            session_lost: false,
+            detail: failure.detail,
+        }
     }
 }
 

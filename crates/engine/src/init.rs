@@ -334,11 +334,14 @@ impl UserJob<'_> {
                 error,
             }
         };
-        let mut imap = target
-            .connect_imap(settings.timeout, settings.command_timeout)
-            .await
-            .map_err(failed(None))?;
-        imap.login(login, password).await.map_err(failed(None))?;
+        let log_on = || async {
+            let mut imap = target
+                .connect_imap(settings.timeout, settings.command_timeout)
+                .await?;
+            imap.login(login, password).await?;
+            Ok(imap)
+        };
+        let mut imap = log_on().await.map_err(failed(None))?;
         let prefix = target.options.folder_prefix.as_deref();
         let (server, listing) = discover(&mut imap, prefix, |_, _| {})
             .await
@@ -346,12 +349,15 @@ impl UserJob<'_> {
         let existing: Vec<String> = listing.into_iter().map(|e| e.name).collect();
         let mut names = Vec::with_capacity(plan.folders().len());
         let mut present = Vec::with_capacity(plan.folders().len());
+        let mut examined = false;
         for folder in plan.folders() {
             let name = server.initial_folder(plan.params(), &folder.name);
             let count = if listed(&existing, &name) {
-                own_messages(&mut imap, &name, &self.run_id())
+                let (count, selected) = own_messages(&mut imap, &name, &self.run_id())
                     .await
-                    .map_err(failed(Some(&name)))?
+                    .map_err(failed(Some(&name)))?;
+                examined |= selected;
+                count
             } else {
                 imap.create(&name).await.map_err(failed(Some(&name)))?;
                 0
@@ -359,7 +365,15 @@ impl UserJob<'_> {
             present.push(count);
             names.push(name);
         }
-        let imap = if settings.via == Via::ImapAppend {
+        let imap = if settings.via == Via::ImapAppend && examined {
+            // A server may refuse an APPEND to the mailbox the session has
+            // EXAMINEd (`NO Current box is selected READ-ONLY`, issue 26):
+            // the appends go through a fresh session with none selected,
+            // which every server accepts (CLOSE and UNSELECT are not offered
+            // everywhere, and a SELECT would clear the user's \Recent flags).
+            let _ = imap.logout().await;
+            Some(log_on().await.map_err(failed(None))?)
+        } else if settings.via == Via::ImapAppend {
             Some(imap)
         } else {
             let _ = imap.logout().await;
@@ -593,15 +607,16 @@ impl Writer<'_> {
 
 /// How many messages of this init (`X-Peakhour-Run: run_id`) `folder`
 /// holds: whatever else it holds is not counted, so a mailbox with mail of
-/// its own still gets all of the profile's messages.
+/// its own still gets all of the profile's messages. The flag says whether
+/// `folder` was EXAMINEd to count them (it stays selected, read-only).
 async fn own_messages(
     imap: &mut ImapConnection,
     folder: &str,
     run_id: &str,
-) -> Result<u32, ImapError> {
+) -> Result<(u32, bool), ImapError> {
     let status = imap.status(folder, &[StatusItem::Messages]).await?.value;
     if status.messages.unwrap_or(0) == 0 {
-        return Ok(0);
+        return Ok((0, false));
     }
     imap.examine(folder).await?;
     let found = imap
@@ -611,7 +626,7 @@ async fn own_messages(
         )
         .await?
         .value;
-    Ok(u32::try_from(found.len()).unwrap_or(u32::MAX))
+    Ok((u32::try_from(found.len()).unwrap_or(u32::MAX), true))
 }
 
 /// Dovecot saves `user+Folder@domain` into Folder (`lmtp_save_to_detail_mailbox`).

@@ -38,12 +38,25 @@ const MAX_REMEMBERED: usize = 100_000;
 pub(crate) struct Pop3Failure {
     /// `pop3:<kind>`, counted in the run's errors.
     pub(crate) kind: String,
+    /// The error as a person reads it, the example of its kind.
+    pub(crate) detail: Option<String>,
+}
+
+impl Pop3Failure {
+    /// A failure with nothing to say beyond its kind.
+    fn bare(kind: &str) -> Self {
+        Pop3Failure {
+            kind: kind.to_owned(),
+            detail: None,
+        }
+    }
 }
 
 impl From<Pop3Error> for Pop3Failure {
     fn from(error: Pop3Error) -> Self {
         Pop3Failure {
             kind: format!("pop3:{}", error.kind()),
+            detail: Some(error.to_string()),
         }
     }
 }
@@ -142,9 +155,7 @@ async fn log_on(ctx: &CheckContext<'_>) -> Result<Pop3Connection, Pop3Failure> {
             pop.stls(&endpoint.host, ctx.target.tls.clone()),
         )
         .await
-        .map_err(|_| Pop3Failure {
-            kind: "pop3:timeout".into(),
-        })??;
+        .map_err(|_| Pop3Failure::bare("pop3:timeout"))??;
         record(ctx.events, "pop3.STLS", stls);
     }
     let (login, password) = ctx.target.login(ctx.user, ctx.address);
@@ -167,9 +178,10 @@ async fn login_timed(
 }
 
 fn pop3_endpoint(target: &Target) -> Result<&Endpoint, Pop3Failure> {
-    target.pop3.as_ref().ok_or(Pop3Failure {
-        kind: "pop3:no-server".into(),
-    })
+    target
+        .pop3
+        .as_ref()
+        .ok_or_else(|| Pop3Failure::bare("pop3:no-server"))
 }
 
 /// Records a command's time under `name` and hands its value on.

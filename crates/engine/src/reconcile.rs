@@ -235,7 +235,14 @@ impl<C: Connector> SearchRound<'_, '_, C> {
                             let by = outcome.from_other_shards;
                             observer.event(clock, Instant::now(), &Event::Count { counter, by });
                         }
-                        for kind in outcome.failures {
+                        for (kind, example) in outcome.failures {
+                            if let Some(example) = example {
+                                // The first of each kind is kept (RunRecorder).
+                                let action = "reconcile".to_owned();
+                                let kind = kind.clone();
+                                let said = Event::ErrorExample { action, kind, example };
+                                observer.event(clock, Instant::now(), &said);
+                            }
                             observer.event(clock, Instant::now(), &Event::SearchFailed(kind));
                         }
                     }
@@ -318,13 +325,15 @@ impl<C: Connector> SearchRound<'_, '_, C> {
                             }
                             Ok(found)
                         }
-                        Ok(Err(failure)) => Err(failure.kind),
-                        Err(_) => Err("pop3:timeout".to_owned()),
+                        Ok(Err(failure)) => Err((failure.kind, failure.detail)),
+                        Err(_) => Err(("pop3:timeout".to_owned(), None)),
                     }
                 } else {
                     imap_deadline(MAILBOX_SEARCH_LIMIT, "SEARCH", search.run(&*connector))
                         .await
-                        .map_err(|error| format!("imap:{}", error.kind()))
+                        .map_err(|error| {
+                            (format!("imap:{}", error.kind()), Some(error.to_string()))
+                        })
                 };
                 match found {
                     Ok(found) => {
@@ -332,7 +341,10 @@ impl<C: Connector> SearchRound<'_, '_, C> {
                         outcome.latencies.extend(found.latencies);
                         outcome.from_other_shards += found.from_other_shards;
                     }
-                    Err(kind) => outcome.failures.push(kind),
+                    Err((kind, detail)) => {
+                        let example = detail.map(|d| format!("searching {address}: {d}"));
+                        outcome.failures.push((kind, example));
+                    }
                 }
                 searched.fetch_add(1, Ordering::Relaxed);
             }
@@ -366,8 +378,8 @@ struct SearchOutcome {
     latencies: Vec<Duration>,
     /// Copies from other shards' senders it found (sharded runs).
     from_other_shards: u64,
-    /// Error kinds of the searches that failed.
-    failures: Vec<String>,
+    /// Error kinds of the searches that failed, each with what it said.
+    failures: Vec<(String, Option<String>)>,
 }
 
 /// The copies one mailbox search found and noticed in the delivery books.

@@ -232,6 +232,14 @@ impl Observer for RunRecorder {
                 self.recorder.set_users_logged_on(offset, self.logged_on);
             }
             Event::LogonFailed(kind) => self.recorder.error(offset, "logon", kind),
+            Event::LogonSucceeded { started, finished } => {
+                let timing = ActionTiming {
+                    intended_start: clock.offset(*started),
+                    actual_start: clock.offset(*started),
+                    end: clock.offset(*finished),
+                };
+                self.recorder.record_action("logon", timing, Recorded::Ok);
+            }
             Event::SessionError(kind) => self.recorder.error(offset, "session", kind),
             Event::Delivered(latency) => {
                 self.delivery.delivered(*latency);

@@ -286,7 +286,7 @@ impl Target {
             }
             Ok(imap)
         };
-        imap_deadline(timeout, "CONNECT", connect).await
+        imap_connect_deadline(timeout, connect).await
     }
 
     /// Connects to an SMTP or LMTP endpoint and says EHLO (LHLO), again after
@@ -317,7 +317,7 @@ impl Target {
             }
             Ok(smtp)
         };
-        smtp_deadline(timeout, "CONNECT", connect).await
+        smtp_connect_deadline(timeout, connect).await
     }
 
     /// The one redaction step for what servers say (issue 26): every
@@ -357,6 +357,43 @@ pub(crate) async fn imap_deadline<T>(
         .await
         .unwrap_or(Err(ImapError::Timeout {
             during,
+            after: limit,
+        }))
+}
+
+/// What a connect backstop names when it fires: the drivers bound and name
+/// each step themselves (the TCP connect, the TLS handshake, the greeting,
+/// each command), so this fires only for a connector that does not.
+pub(crate) const CONNECTING: &str = "connecting (TCP connect, TLS handshake, greeting, STARTTLS)";
+
+/// How much later than the connect timeout the backstop fires, so that the
+/// driver's own deadline, which names the step, is met first.
+const BACKSTOP_GRACE: Duration = Duration::from_secs(1);
+
+/// [`imap_deadline`] as a backstop around connecting, which the driver
+/// bounds step by step within `limit`.
+pub(crate) async fn imap_connect_deadline<T>(
+    limit: Duration,
+    future: impl Future<Output = Result<T, ImapError>>,
+) -> Result<T, ImapError> {
+    tokio::time::timeout(limit + BACKSTOP_GRACE, future)
+        .await
+        .unwrap_or(Err(ImapError::Timeout {
+            during: CONNECTING,
+            after: limit,
+        }))
+}
+
+/// [`smtp_deadline`] as a backstop around connecting, which the driver
+/// bounds step by step within `limit`.
+pub(crate) async fn smtp_connect_deadline<T>(
+    limit: Duration,
+    future: impl Future<Output = Result<T, SmtpError>>,
+) -> Result<T, SmtpError> {
+    tokio::time::timeout(limit + BACKSTOP_GRACE, future)
+        .await
+        .unwrap_or(Err(SmtpError::Timeout {
+            during: CONNECTING,
             after: limit,
         }))
 }

@@ -23,7 +23,9 @@ use crate::folders::{discover, listed};
 use crate::groupware::GroupwareClients;
 use crate::population::Population;
 use crate::run::{Halt, MailProtocol, ScheduleProgress, not_attempted};
-use crate::target::{Target, TlsMode, imap_deadline, smtp_deadline};
+use crate::target::{
+    Target, TlsMode, imap_connect_deadline, imap_deadline, smtp_connect_deadline, smtp_deadline,
+};
 
 /// The JMAP session, behind the same seams as the IMAP one (`log_on`, `act`,
 /// `wait_until`).
@@ -432,6 +434,7 @@ impl<C: Connector> User<C> {
             return;
         }
         while !self.logged_on() && !*stop.borrow() && Instant::now() < until {
+            let began = Instant::now();
             match tokio::time::timeout(self.shared.action_timeout, self.log_on_any()).await {
                 Ok(Ok(online)) => {
                     if self.logons > 0 {
@@ -443,6 +446,10 @@ impl<C: Connector> User<C> {
                         Online::Imap(session) => self.session = Some(*session),
                         Online::Jmap(session) => self.jmap = Some(session),
                     }
+                    self.shared.events.send(Event::LogonSucceeded {
+                        started: began,
+                        finished: Instant::now(),
+                    });
                     self.shared.events.send(Event::LoggedOn(1));
                 }
                 Ok(Err(failure)) => {
@@ -477,9 +484,8 @@ impl<C: Connector> User<C> {
         // The connector is not trusted to bound its waits: connecting, the
         // TLS handshake and the greeting get the connect timeout, STARTTLS
         // too, and every command of the session the action timeout.
-        let connected = imap_deadline(
+        let connected = imap_connect_deadline(
             connect_timeout,
-            "CONNECT",
             connector.connect_imap(endpoint, &target.tls, connect_timeout),
         )
         .await?;
@@ -986,9 +992,8 @@ impl<C: Connector> User<C> {
 
         let target = &shared.target;
         let endpoint = &target.smtp;
-        let connected = smtp_deadline(
+        let connected = smtp_connect_deadline(
             shared.connect_timeout,
-            "CONNECT",
             shared.connector.connect_smtp(
                 endpoint,
                 Flavor::Smtp,

@@ -165,6 +165,33 @@ async fn a_refused_logon_is_retried_with_doubling_backoff_up_to_eight_seconds() 
 }
 
 #[tokio::test(start_paused = true)]
+async fn issue_26_item_15_a_successful_logon_is_counted_as_an_attempt_beside_the_failed_ones() {
+    // Three refused connects in the steady phase, then the logon works: the
+    // summary says 3 of 4 attempts failed, not "3 of 3".
+    let plan = plan(1, "[actions.check_inbox]\nper_day = 60");
+    let mail = fake_mail(&plan);
+    mail.store().refuse_imap_connects = 3;
+    let mut seen = Seen::default();
+    let result = run_fake(&plan, &mail, settings(0, 60, 5), None, &mut seen).await;
+
+    assert_eq!(seen.logged_on(1).len(), 1);
+    let summary = peakhour_analysis::Summary::compute(&result.record).unwrap();
+    let logon = &summary.actions["logon"];
+    assert_eq!((logon.count, logon.errors), (1, 3), "{logon:?}");
+    assert!(logon.p95_ms.is_some(), "{logon:?}");
+    let said: Vec<&str> = summary
+        .qos
+        .failures
+        .iter()
+        .map(|f| f.reason.as_str())
+        .collect();
+    assert!(
+        said.iter().any(|r| r.starts_with("3 of 4 attempts failed")),
+        "{said:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_action_that_starts_late_counts_its_lateness_and_is_counted_late() {
     // Every check (a NOOP on the open, empty Inbox) and SELECT takes 3 s, so a check due
     // while the previous one runs starts late: its latency runs from when it was due.

@@ -55,8 +55,14 @@ pub fn local_config(
             config.cgroup = lab.cgroup_files();
         }
         (None, Watching::MailServers) => {}
-        (None, Watching::OnlyPeakhour) => config.groups = vec![GroupSpec::peakhour()],
+        (None, Watching::OnlyPeakhour) => {
+            config.groups = vec![GroupSpec::peakhour()];
+            // A Dovecot on this host need not be the target (issue 26): its
+            // processes are not counted as the target's connections.
+            config.mail.not_dovecot = true;
+        }
         (None, Watching::Samba) => {
+            config.mail.not_dovecot = true;
             // The constant is a valid spec; a test holds it to that.
             let samba = GroupSpec::parse(SAMBA_GROUP).ok();
             config.groups = [GroupSpec::peakhour()].into_iter().chain(samba).collect();

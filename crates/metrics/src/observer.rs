@@ -101,6 +101,12 @@ pub fn count_event(m: &mut LiveMetrics, event: &Event) {
         }
         Event::LoggedOn(change) => m.logged_on(*change),
         Event::LogonFailed(kind) => m.error("logon", kind),
+        Event::LogonSucceeded { started, finished } => m.action(
+            "logon",
+            Ending::Ok,
+            finished.saturating_duration_since(*started),
+            false,
+        ),
         Event::SessionError(kind) => m.error("session", kind),
         Event::Delivered(latency) => m.delivered(*latency),
         Event::Panicked { role } => m.error(role, PANIC),

@@ -24,7 +24,7 @@
 //! err low for very short-lived processes (Postfix's `smtpd` per
 //! connection, Dovecot's `imap` per login), never high.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use regex_lite::Regex;
 
@@ -442,6 +442,10 @@ pub struct ProcessCounters {
     pub start_ticks: u64,
     /// `utime + stime`, clock ticks.
     pub cpu_ticks: u64,
+    /// `cutime + cstime`, clock ticks: the children it has waited for.
+    pub children_cpu_ticks: u64,
+    /// Parent's PID.
+    pub ppid: u32,
     /// Threads.
     pub threads: u32,
     /// Resident set, kB.
@@ -458,7 +462,8 @@ pub struct ProcessCounters {
 /// read into per-group rates (see the module docs for the rules).
 #[derive(Debug, Default)]
 pub struct GroupTracker {
-    prev: HashMap<(u32, u64), ProcessCounters>,
+    /// By group index, PID and start time.
+    prev: HashMap<(usize, u32, u64), ProcessCounters>,
     prev_uptime_ticks: Option<u64>,
 }
 
@@ -486,7 +491,8 @@ impl GroupTracker {
         let samples = names
             .iter()
             .zip(members)
-            .map(|(name, procs)| {
+            .enumerate()
+            .map(|(index, (name, procs))| {
                 let mut g = GroupSample {
                     name: (*name).to_owned(),
                     ..GroupSample::default()
@@ -496,7 +502,7 @@ impl GroupTracker {
                     g.processes += 1;
                     g.threads = g.threads.saturating_add(p.threads);
                     g.rss_kb = g.rss_kb.saturating_add(p.rss_kb);
-                    let key = (p.pid, p.start_ticks);
+                    let key = (index, p.pid, p.start_ticks);
                     let base = match self.prev.get(&key) {
                         Some(prev) => Some(*prev),
                         // Born during the interval: everything it did is new.
@@ -504,13 +510,36 @@ impl GroupTracker {
                         None => None,
                     };
                     if let Some(b) = base {
-                        cpu = cpu.saturating_add(p.cpu_ticks.saturating_sub(b.cpu_ticks));
+                        // Its own CPU and that of the children it reaped
+                        // since: children that lived less than a sampling
+                        // interval are seen only so (issue 26).
+                        let total = p.cpu_ticks.saturating_add(p.children_cpu_ticks);
+                        let before = b.cpu_ticks.saturating_add(b.children_cpu_ticks);
+                        cpu = cpu.saturating_add(total.saturating_sub(before));
                         read = read.saturating_add(p.read_bytes.saturating_sub(b.read_bytes));
                         write = write.saturating_add(p.write_bytes.saturating_sub(b.write_bytes));
                         ctx = ctx.saturating_add(p.ctx_switches.saturating_sub(b.ctx_switches));
                     }
                     next.insert(key, *p);
                 }
+                // A member seen before and gone now was reaped by its parent:
+                // if that parent is a member, its children's CPU now holds
+                // the child's whole CPU, of which the part seen was counted
+                // already.
+                let now: HashSet<u32> = procs.iter().map(|p| p.pid).collect();
+                let counted: u64 = self
+                    .prev
+                    .iter()
+                    .filter(|((g, pid, start), gone)| {
+                        *g == index
+                            && now.contains(&gone.ppid)
+                            && !procs
+                                .iter()
+                                .any(|p| p.pid == *pid && p.start_ticks == *start)
+                    })
+                    .map(|(_, gone)| gone.cpu_ticks.saturating_add(gone.children_cpu_ticks))
+                    .sum();
+                cpu = cpu.saturating_sub(counted);
                 if have_rates {
                     g.cpu_pct = Some(cpu as f64 / ticks_per_s / elapsed_s * 100.0);
                     g.read_bytes_per_s = Some(read as f64 / elapsed_s);
@@ -660,6 +689,33 @@ mod tests {
         // The old form still means a regex over command names.
         let old = spec("smtp=^smtpd$");
         assert_eq!(assign_groups(&[old], &procs, 0)[0].len(), 4);
+    }
+
+    #[test]
+    fn issue_26_item_12_a_reaped_childs_cpu_counts_once_through_its_parent() {
+        let parent = |children| ProcessCounters {
+            pid: 1,
+            start_ticks: 1,
+            cpu_ticks: 100,
+            children_cpu_ticks: children,
+            ..Default::default()
+        };
+        let child = ProcessCounters {
+            pid: 2,
+            ppid: 1,
+            start_ticks: 5,
+            cpu_ticks: 30,
+            ..Default::default()
+        };
+        let mut tracker = GroupTracker::new();
+        tracker.update(&["g"], &[vec![parent(0), child]], 10, 100.0, 1.0);
+        // The child ran 20 ticks more, exited and was reaped: the parent's
+        // children count says 50, of which 30 were counted already.
+        let s = tracker.update(&["g"], &[vec![parent(50)]], 110, 100.0, 1.0);
+        assert_eq!(s[0].cpu_pct, Some(20.0));
+        // A child that lived and died between two samples is counted whole.
+        let s = tracker.update(&["g"], &[vec![parent(90)]], 210, 100.0, 1.0);
+        assert_eq!(s[0].cpu_pct, Some(40.0));
     }
 
     fn pc(pid: u32, start: u64, cpu: u64, ctx: u64) -> ProcessCounters {

@@ -265,6 +265,10 @@ pub struct PidStat {
     pub ppid: u32,
     /// `utime + stime`, in clock ticks.
     pub cpu_ticks: u64,
+    /// `cutime + cstime`, in clock ticks: the CPU of the children it has
+    /// waited for, which a forking server's short-lived children leave
+    /// behind when they exit between two samples (issue 26).
+    pub children_cpu_ticks: u64,
     /// `num_threads`.
     pub threads: u32,
     /// `starttime`: clock ticks after boot; with the PID, identifies the
@@ -296,7 +300,8 @@ pub fn parse_pid_stat(text: &str) -> Result<PidStat, MonitorError> {
         .parse()
         .map_err(|_| MonitorError::parse(WHAT, format!("pid {pid:?}")))?;
     let comm = text[open + 1..close].to_owned();
-    // After ")": state(0) ppid(1) ... utime(11) stime(12) ... num_threads(17) ... starttime(19)
+    // After ")": state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14) ...
+    // num_threads(17) ... starttime(19)
     let rest: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
     let field = |i: usize| int(WHAT, rest.get(i).copied());
     Ok(PidStat {
@@ -304,6 +309,7 @@ pub fn parse_pid_stat(text: &str) -> Result<PidStat, MonitorError> {
         comm,
         ppid: u32::try_from(field(1)?).map_err(|_| MonitorError::parse(WHAT, "ppid"))?,
         cpu_ticks: field(11)?.saturating_add(field(12)?),
+        children_cpu_ticks: field(13)?.saturating_add(field(14)?),
         threads: u32::try_from(field(17)?).unwrap_or(u32::MAX),
         start_ticks: field(19)?,
         exe: None,

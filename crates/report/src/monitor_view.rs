@@ -81,8 +81,13 @@ impl<'a> Reduction<'a> {
         view
     }
 
+    /// A column's values; `None` when it is absent or has no value at all
+    /// (a server the run did not watch, e.g. no mail queue on an explicit
+    /// target): no chart or row is drawn for it (issue 26).
     fn column(&self, key: &MetricKey) -> Option<Vec<f64>> {
-        self.cols.values(&key.column())
+        self.cols
+            .values(&key.column())
+            .filter(|values| values.iter().any(|x| x.is_finite()))
     }
 
     fn system(&self, field: SystemField) -> Option<Vec<f64>> {

@@ -3,6 +3,7 @@
 //! grouped with an example of each, a connection limit when logons look
 //! limited, and the MTA's own delivery time beside the end-to-end latency.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use peakhour_analysis::{DELIVERY_LATENCY_INCLUDES, Summary};
@@ -29,9 +30,70 @@ fn protocol_label(protocol: &str) -> String {
     }
 }
 
-/// `server offers:` lines, one per protocol asked.
+/// The protocols the run's actions spoke (`smtp+imap` is both), or `None`
+/// for a record made before they were kept.
+fn protocols_used(s: &Summary) -> Option<BTreeSet<&str>> {
+    if s.meta.protocols.is_empty() {
+        return None;
+    }
+    Some(
+        s.meta
+            .protocols
+            .values()
+            .flat_map(|p| p.split('+'))
+            .collect(),
+    )
+}
+
+/// Whether the run sent or read mail: what its mail lines (throughput in
+/// messages, delivery) are about. A calendar run does neither (issue 31).
+pub(crate) fn moves_mail(s: &Summary) -> bool {
+    s.delivery.submitted_recipients > 0
+        || protocols_used(s).is_none_or(|used| {
+            ["smtp", "imap", "pop3", "jmap"]
+                .iter()
+                .any(|p| used.contains(p))
+        })
+}
+
+/// The capabilities of the protocols the run used (all of them for a record
+/// that does not say): a calendar run asks IMAP and SMTP too, before it
+/// knows it will not need them.
+fn capabilities_used(s: &Summary) -> impl Iterator<Item = (&String, &Vec<String>)> {
+    let used = protocols_used(s);
+    s.server_capabilities
+        .iter()
+        .filter(move |(protocol, _)| used.as_ref().is_none_or(|u| u.contains(protocol.as_str())))
+}
+
+/// What a calendar run did, in words: events created and changed, and the
+/// invitations sent or skipped, with why; `None` when the run spoke no
+/// CalDAV.
+pub(crate) fn calendar_words(s: &Summary) -> Option<String> {
+    if !protocols_used(s).is_some_and(|u| u.contains("caldav")) {
+        return None;
+    }
+    let count = |name: &str| s.counters.get(name).copied().unwrap_or(0);
+    let mut words = format!(
+        "{} events created · {} changed · {} invitations sent",
+        count("events_created"),
+        count("events_changed"),
+        count("invitations_sent")
+    );
+    let skipped = count("skipped_no_scheduling");
+    if skipped > 0 {
+        let _ = write!(
+            words,
+            " · {skipped} invitations skipped: the server does not schedule (its DAV classes lack \
+             calendar-auto-schedule, RFC 6638), so no invitation could be delivered"
+        );
+    }
+    Some(words)
+}
+
+/// `server offers:` lines, one per protocol the run used.
 pub(crate) fn capabilities_text(s: &Summary, out: &mut String) -> std::fmt::Result {
-    for (i, (protocol, offered)) in s.server_capabilities.iter().enumerate() {
+    for (i, (protocol, offered)) in capabilities_used(s).enumerate() {
         let head = if i == 0 { "server offers:" } else { "" };
         writeln!(
             out,
@@ -150,7 +212,7 @@ pub(crate) fn server_html(s: &Summary, out: &mut String) {
         out.push_str("<p class=\"nodata\">not recorded (a run made before capabilities were kept, or a file run)</p>");
     } else {
         out.push_str("<table><thead><tr><th class=\"l\">protocol</th><th class=\"l\">capabilities</th></tr></thead><tbody>");
-        for (protocol, offered) in &s.server_capabilities {
+        for (protocol, offered) in capabilities_used(s) {
             let _ = write!(
                 out,
                 "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",

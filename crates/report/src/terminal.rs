@@ -66,8 +66,12 @@ fn render_into(s: &Summary, out: &mut String) -> std::fmt::Result {
     actions_into(s, out)?;
     figures_into(s, out)?;
     if s.throughput.bytes_per_second.is_none() {
-        // A file run has no mail to deliver: its figures end with the common tail.
-        delivery_into(s, out)?;
+        if crate::server_facts::moves_mail(s) {
+            delivery_into(s, out)?;
+        } else {
+            // A calendar run sends no mail: no delivery line to print.
+            common_tail(s, out)?;
+        }
     }
     verdict_into(s, out)
 }
@@ -154,19 +158,30 @@ fn figures_into(s: &Summary, out: &mut String) -> std::fmt::Result {
         )?;
         return common_tail(s, out);
     }
-    writeln!(
-        out,
-        "throughput:          {} messages submitted/h · {} recipients delivered/h",
-        plain(t.messages_submitted_per_hour),
-        plain(t.recipients_delivered_per_hour)
-    )?;
-    writeln!(
-        out,
-        "                     {} message opens/s · {} folder opens/s · {} actions/s",
-        plain(t.message_opens_per_second),
-        plain(t.folder_opens_per_second),
-        plain(t.actions_per_second)
-    )?;
+    if crate::server_facts::moves_mail(s) {
+        writeln!(
+            out,
+            "throughput:          {} messages submitted/h · {} recipients delivered/h",
+            plain(t.messages_submitted_per_hour),
+            plain(t.recipients_delivered_per_hour)
+        )?;
+        writeln!(
+            out,
+            "                     {} message opens/s · {} folder opens/s · {} actions/s",
+            plain(t.message_opens_per_second),
+            plain(t.folder_opens_per_second),
+            plain(t.actions_per_second)
+        )?;
+    } else {
+        writeln!(
+            out,
+            "throughput:          {} actions/s",
+            plain(t.actions_per_second)
+        )?;
+    }
+    if let Some(words) = crate::server_facts::calendar_words(s) {
+        writeln!(out, "calendar:            {words}")?;
+    }
     if let Some(completion) = &s.meta.completion {
         let minutes = completion.time_to_finish.as_secs_f64() / 60.0;
         let per_minute = if minutes > 0.0 {

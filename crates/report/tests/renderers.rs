@@ -501,3 +501,71 @@ fn nothing_saturated_is_said_plainly() {
     let text = render_terminal(&summary);
     assert!(text.contains("bottleneck:          no resource saturated (busiest: CPU 35% busy)\n"));
 }
+
+/// A caldav-office run as the issue saw it: 22 invitations skipped, no mail.
+fn calendar_run() -> RunRecord {
+    let mut rec = IntervalRecorder::new(RecorderConfig::default()).unwrap();
+    rec.set_users_logged_on(s(5), 2);
+    rec.enter_phase(Phase::Steady, s(10));
+    ok(&mut rec, "create_event", s(12), ms(40));
+    ok(&mut rec, "poll_calendar", s(13), ms(20));
+    rec.count(s(12), "events_created", 5);
+    rec.count(s(13), "events_changed", 3);
+    rec.count(s(14), "skipped_no_scheduling", 22);
+    rec.enter_phase(Phase::Drain, s(30));
+    let intervals = rec.finish(s(35));
+    let mut meta = RunMeta::new("r2", "caldav-office", 2, 7, "2026-05-01T12:00:00Z");
+    meta.peakhour_version = "0.1.0".into();
+    for action in ["create_event", "poll_calendar", "change_event"] {
+        meta.protocols.insert(action.into(), "caldav".into());
+    }
+    RunRecord::new(meta, intervals, DeliveryRecorder::new().finish().unwrap())
+}
+
+#[test]
+fn issue_31_item_6_a_calendar_run_speaks_of_events_and_invitations_not_mail() {
+    let record = calendar_run();
+    let mut summary = Summary::compute(&record).unwrap();
+    for (protocol, offered) in [
+        ("imap", "IDLE"),
+        ("smtp", "PIPELINING"),
+        ("caldav", "calendar-access"),
+    ] {
+        summary
+            .server_capabilities
+            .insert(protocol.into(), vec![offered.into()]);
+    }
+    let text = render_terminal(&summary);
+    assert!(text.contains("calendar:            5 events created · 3 changed · 0 invitations sent · 22 invitations skipped: the server does not schedule"), "{text}");
+    for mail in [
+        "messages submitted",
+        "recipients delivered",
+        "of 0 recipients",
+        "IMAP",
+        "SMTP",
+    ] {
+        assert!(!text.contains(mail), "{mail:?} in a calendar run: {text}");
+    }
+    assert!(text.contains("CalDAV (DAV): calendar-access"), "{text}");
+
+    let html = peakhour_report::render_html(&peakhour_report::ReportInput {
+        record: &record,
+        summary: &summary,
+        config_toml: None,
+        host: None,
+        monitor: None,
+    })
+    .unwrap();
+    assert!(
+        html.contains("22 invitations skipped"),
+        "the report says it too"
+    );
+    assert!(!html.contains("Messages Submitted"));
+    assert!(!html.contains("IMAP (after login)") && !html.contains("SMTP (EHLO)"));
+    assert!(html.contains("No mail: this run"));
+
+    // A mail run keeps its mail lines.
+    let mail = render_terminal(&Summary::compute(&sample()).unwrap());
+    assert!(mail.contains("messages submitted/h") && mail.contains("recipients delivered"));
+    assert!(!mail.contains("calendar:"));
+}

@@ -291,6 +291,8 @@ impl LocalSource {
             pid: p.pid,
             start_ticks: p.start_ticks,
             cpu_ticks: p.cpu_ticks,
+            children_cpu_ticks: p.children_cpu_ticks,
+            ppid: p.ppid,
             threads: p.threads,
             rss_kb,
             read_bytes,

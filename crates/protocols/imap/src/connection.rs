@@ -72,8 +72,13 @@ impl ImapConnection<Transport> {
         timeout: Duration,
     ) -> Result<Timed<ImapConnection>, ImapError> {
         let stopwatch = Stopwatch::start();
+        let deadline = tokio::time::Instant::now() + timeout;
         let transport = Transport::connect(host, port, security, tls, timeout).await?;
-        let connection = Self::from_stream(transport, Limits::default()).await?;
+        // The greeting gets what is left of the timeout, and a server that
+        // never greets is named as such (issue 26: "CONNECT timed out"
+        // blamed the TCP connect).
+        let connection =
+            Self::greet(transport, Limits::default(), Some((deadline, timeout))).await?;
         Ok(stopwatch.finish(connection.value))
     }
 
@@ -96,6 +101,16 @@ impl ImapConnection<Transport> {
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
     /// Runs the client over an already connected stream and reads the greeting.
     pub async fn from_stream(stream: S, limits: Limits) -> Result<Timed<Self>, ImapError> {
+        Self::greet(stream, limits, None).await
+    }
+
+    /// [`ImapConnection::from_stream`], waiting for the greeting until
+    /// `deadline` (with the timeout it came from, for the error) if given.
+    async fn greet(
+        stream: S,
+        limits: Limits,
+        deadline: Option<(tokio::time::Instant, Duration)>,
+    ) -> Result<Timed<Self>, ImapError> {
         let stopwatch = Stopwatch::start();
         let mut connection = Self {
             pump: Pump::new(stream, ClientCore::new(limits), MAX_READ),
@@ -107,8 +122,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
             idle_done_time: None,
         };
         loop {
-            let event = connection.pump.next_event(&stopwatch, None).await;
-            if let Event::Greeting { .. } = event.map_err(|e| pump_error(e, "greeting", None))? {
+            let event = connection
+                .pump
+                .next_event(&stopwatch, deadline.map(|(at, _)| at))
+                .await;
+            let event = event
+                .map_err(|e| pump_error(e, "waiting for the greeting", deadline.map(|(_, t)| t)))?;
+            if let Event::Greeting { .. } = event {
                 break;
             }
         }

@@ -68,6 +68,15 @@ pub enum TransportError {
         /// already, and a chain would print it twice).
         reason: io::Error,
     },
+    /// The TLS handshake did not finish within the time left of the connect
+    /// timeout (the TCP connect was quicker).
+    #[error("the TLS handshake with {host} timed out after {after:?}")]
+    HandshakeTimeout {
+        /// The server name used for verification.
+        host: String,
+        /// The connect timeout, which the TCP connect and the handshake share.
+        after: Duration,
+    },
     /// Implicit TLS was asked for without a TLS configuration.
     #[error("TLS was requested but no TLS configuration was given")]
     NoTlsConfig,
@@ -109,8 +118,18 @@ impl Transport {
         timeout: Duration,
         config: Arc<ClientConfig>,
     ) -> Result<Self, TransportError> {
+        let deadline = tokio::time::Instant::now() + timeout;
         let plain = Self::connect_plain(host, port, timeout).await?;
-        plain.into_tls(host, config).await
+        // A server that accepts and never answers the ClientHello is named
+        // as such, not as a slow connect.
+        tokio::time::timeout_at(deadline, plain.into_tls(host, config))
+            .await
+            .unwrap_or_else(|_| {
+                Err(TransportError::HandshakeTimeout {
+                    host: host.to_owned(),
+                    after: timeout,
+                })
+            })
     }
 
     /// Opens a connection secured as `security` says. `tls` is needed only for

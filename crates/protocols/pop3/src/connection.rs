@@ -65,11 +65,14 @@ pub enum Pop3Error {
 
 impl Pop3Error {
     /// A short stable label for counting errors by kind (see
-    /// [`peakhour_net::ErrorKind`]): `transport`, `protocol`, `err`,
+    /// [`peakhour_net::ErrorKind`]): `transport`, `closed`, `protocol`, `err`,
     /// `command`, `connect-timeout`, `timeout`, `unusable`.
     pub fn kind(&self) -> &'static str {
         match self {
             Pop3Error::Transport(_) => "transport",
+            // A server at its connection limit may close without a word
+            // (issue 26): said as such, not as a broken protocol.
+            Pop3Error::Protocol(ProtocolError::Closed { .. }) => "closed",
             Pop3Error::Protocol(_) => "protocol",
             Pop3Error::Server { .. } => "err",
             Pop3Error::Command(_) => "command",

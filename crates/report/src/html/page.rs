@@ -67,7 +67,11 @@ pub fn render_html(input: &ReportInput<'_>) -> Result<String, ReportError> {
     let series = IntervalSeries::of(input.record)?;
     timelines(&mut out, input, &series);
     resources(&mut out, s);
-    delivery(&mut out, input.record, s)?;
+    if crate::server_facts::moves_mail(s) {
+        delivery(&mut out, input.record, s)?;
+    } else {
+        out.push_str("<section id=\"delivery\"><h2>Delivery latency</h2><p class=\"nodata\">No mail: this run's actions neither sent nor read any.</p></section>\n");
+    }
     crate::server_facts::server_html(s, &mut out);
     disclosure(&mut out, input);
     let _ = write!(
@@ -371,6 +375,9 @@ fn actions(out: &mut String, s: &Summary) {
 fn throughput(out: &mut String, s: &Summary, monitor: Option<&MonitorView>) {
     let t = &s.throughput;
     out.push_str("<section id=\"throughput\"><h2>Throughput and server counters</h2><p class=\"sub\">Seed 002's Table A-2 vocabulary. Unless otherwise noted, values are averages over the entire steady state.</p>");
+    if let Some(words) = crate::server_facts::calendar_words(s) {
+        let _ = write!(out, "<p id=\"calendar\">Calendar: {}.</p>", escape(&words));
+    }
     out.push_str("<table><thead><tr><th>measure</th><th>mean</th><th>p95</th><th>max</th><th class=\"l\">unit</th></tr></thead><tbody>");
     let row = |out: &mut String, label: &str, mean: String, p95: &str, max: &str, unit: &str| {
         let _ = write!(
@@ -390,23 +397,26 @@ fn throughput(out: &mut String, s: &Summary, monitor: Option<&MonitorView>) {
             escape(title)
         );
     };
-    section(out, "Transaction Load (hourly)");
-    row(
-        out,
-        "Messages Submitted",
-        short(t.messages_submitted_per_hour),
-        "",
-        "",
-        "per hour",
-    );
-    row(
-        out,
-        "Message Recipients Delivered",
-        short(t.recipients_delivered_per_hour),
-        "",
-        "",
-        "per hour",
-    );
+    // A run that sent no mail has no mail rows (issue 31).
+    if crate::server_facts::moves_mail(s) {
+        section(out, "Transaction Load (hourly)");
+        row(
+            out,
+            "Messages Submitted",
+            short(t.messages_submitted_per_hour),
+            "",
+            "",
+            "per hour",
+        );
+        row(
+            out,
+            "Message Recipients Delivered",
+            short(t.recipients_delivered_per_hour),
+            "",
+            "",
+            "per hour",
+        );
+    }
     section(out, "Transaction Load (per second)");
     row(
         out,
@@ -761,6 +771,15 @@ fn resources(out: &mut String, s: &Summary) {
     if s.resources.is_empty() {
         out.push_str("<p class=\"nodata\">no monitor data: high averages need the server monitor's samples (monitor.csv).</p></section>\n");
         return;
+    }
+    let server_processes = s
+        .resources
+        .iter()
+        .any(|r| r.metric.starts_with("group_") && !r.metric.starts_with("group_peakhour_"));
+    if !server_processes {
+        // Issue 26: on a target it did not start, the monitor counts no
+        // process of this host as the target's, and says so.
+        out.push_str("<p id=\"no-server-processes\">The monitor counted no server process: on a target peakhour did not start, a server on this host need not be the target, so only the host's totals and peakhour's own process were watched (name the target's processes with <code>--group</code> when it runs on this host).</p>");
     }
     let window = s
         .resources
