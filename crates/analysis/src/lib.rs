@@ -73,6 +73,7 @@ mod recorder;
 mod server;
 mod shard;
 mod summary;
+mod window;
 
 pub use histogram::{
     EncodedHistogram, HIGHEST_TRACKABLE_US, LOWEST_DISCERNIBLE_US, LatencyHistogram,
@@ -101,6 +102,7 @@ pub use summary::{
     ResourceHighAverage, SCHEDULING_LAG_P99_LIMIT_MS, Score, ServerLimits, SteadyWindow, Summary,
     Throughput, Verdict, WeightSource,
 };
+pub use window::{LOGON_ACTION, LogonStorm, WindowPlan, WindowRates};
 
 /// What can go wrong in analysis.
 #[derive(Debug, thiserror::Error)]

@@ -413,6 +413,28 @@ pub struct Summary {
     /// address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_limit: Option<crate::ConnectionLimit>,
+    /// The part of the day measured (`run --window`): `day` (the even
+    /// day), `peak-hour` or `morning`.
+    #[serde(default = "day_window")]
+    pub window: String,
+    /// The profile's busiest hour, actions per user (uncompressed); absent
+    /// for a profile without a day shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_actions_per_user_hour: Option<f64>,
+    /// The same for all of the run's users together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_actions_per_hour: Option<f64>,
+    /// The rates the run drove in its window and those it measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_rates: Option<crate::WindowRates>,
+    /// The morning's logon storm: its planned and measured logon rate and
+    /// the logon latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logon_storm: Option<crate::LogonStorm>,
+}
+
+fn day_window() -> String {
+    "day".to_owned()
 }
 
 /// The caps a shaped lab put on the server (seed 003 varied CPUs and
@@ -514,6 +536,18 @@ impl Summary {
             );
         }
         let (client, client_bound_reasons) = client_check(meta, &cpu, &lag);
+        let figures = crate::window::WindowFigures::of(
+            meta.window.as_ref(),
+            meta.users,
+            &steady,
+            &action_summaries,
+            &counter_totals,
+            window.length_s,
+        )?;
+        let peak = meta
+            .window
+            .as_ref()
+            .and_then(|w| w.peak_actions_per_user_hour);
         let verdict = if qos.failures.is_empty() {
             Verdict::Pass
         } else {
@@ -554,6 +588,14 @@ impl Summary {
             server_capabilities: record.server.capabilities.clone(),
             error_groups: crate::error_groups(record),
             connection_limit: crate::connection_limit(record),
+            window: meta
+                .window
+                .as_ref()
+                .map_or_else(day_window, |w| w.window.clone()),
+            peak_actions_per_user_hour: peak,
+            peak_actions_per_hour: peak.map(|p| p * f64::from(meta.users)),
+            window_rates: figures.rates,
+            logon_storm: figures.storm,
         })
     }
 }

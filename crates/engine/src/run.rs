@@ -449,6 +449,10 @@ pub async fn run_with<C: Connector>(
     mut stop: watch::Receiver<bool>,
     observer: &mut dyn Observer,
 ) -> Result<RunResult, RunError> {
+    // The window decides the phases: the morning measures its logons, so
+    // its measured phase holds the storm and nothing comes before it.
+    let mut settings = settings;
+    (settings.ramp_up, settings.duration) = plan.window_phases(settings.ramp_up, settings.duration);
     settings.check()?;
     let population = Arc::new(Population::new(&plan, &target.credentials)?);
     if population.users() < plan.users() {
@@ -634,9 +638,7 @@ fn spawn_users<C: Connector>(
     // A shard's users log on at their slots of the whole ramp-up, so that
     // the shards together log on as one process would.
     for index in settings.shard.users(users) {
-        let stagger = settings
-            .ramp_up
-            .mul_f64(f64::from(index) / f64::from(users.max(1)));
+        let stagger = shared.plan.logon_offset(index, settings.ramp_up);
         let timeline = Timeline {
             logon_at: clock.t0 + stagger,
             steady_start: clock.steady_start,

@@ -23,6 +23,9 @@ pub fn render_run_end(summary: &Summary, reconciled: bool, dir: &Path) -> String
     for note in safety_notes(summary.panics, &summary.delivery) {
         let _ = writeln!(out, "{note}");
     }
+    for line in crate::window_lines(summary) {
+        let _ = writeln!(out, "{line}");
+    }
     let _ = writeln!(out, "results: {}", dir.display());
     out
 }

@@ -132,6 +132,7 @@ impl Prepared {
             day: shape.day,
             speed: shape.speed,
             seed: shape.seed,
+            window: config.window,
         };
         let plan = resolve_plan(&profile, overrides, &resolved)?;
         // Mail goes only to the test population, checked before any connection.
