@@ -35,11 +35,14 @@ pub fn window_lines(s: &Summary) -> Vec<String> {
             grouped(r.planned_actions_per_hour)
         );
         if speed != 1.0 {
+            let stand_for = f64::from(users) * speed;
             let _ = write!(
                 driven,
                 " at speed {speed}: the actions of {} users' peak hour, from {users} sessions \
-                 (their sessions, logons and memory were not opened; seed 003: not the same test)",
-                grouped(f64::from(users) * speed)
+                 (the other {} users' sessions, logons and memory were not opened; seed 003: \
+                 not the same test)",
+                grouped(stand_for),
+                grouped((stand_for - f64::from(users)).max(0.0))
             );
         }
         let _ = write!(
