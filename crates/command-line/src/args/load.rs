@@ -210,7 +210,7 @@ pub struct RunArgs {
     /// after every user has logged on), or `morning` (every user logs on at the morning's
     /// real logon rate, measured: logons per second and logon p95, then --duration of the
     /// first hour at the busiest hour's rates; refused at a --speed other than 1). Needs the
-    /// profile's [day_shape] (docs/profiles.md, docs/capacity.md).
+    /// profile's `[day_shape]` (docs/profiles.md, docs/windows.md).
     #[arg(long, value_name = "day|peak-hour|morning", default_value = "day", value_parser = peakhour_workload::Window::parse)]
     pub window: peakhour_workload::Window,
     /// The run directory (default: runs/TIME-PROFILE-USERSu, TIME in UTC).
