@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::AnalysisError;
 use crate::histogram::{LatencyHistogram, round_ms};
 use crate::record::{LostRecipient, RunMeta, RunRecord, counters};
+use crate::window::WindowFigures;
 
 /// peakhour is client-bound if its CPU exceeds this share of the cores it
 /// may use ([`RunMeta::client_cores`]) ...
@@ -433,7 +434,7 @@ pub struct Summary {
     pub logon_storm: Option<crate::LogonStorm>,
 }
 
-fn day_window() -> String {
+pub(crate) fn day_window() -> String {
     "day".to_owned()
 }
 
@@ -536,18 +537,7 @@ impl Summary {
             );
         }
         let (client, client_bound_reasons) = client_check(meta, &cpu, &lag);
-        let figures = crate::window::WindowFigures::of(
-            meta.window.as_ref(),
-            meta.users,
-            &steady,
-            &action_summaries,
-            &counter_totals,
-            window.length_s,
-        )?;
-        let peak = meta
-            .window
-            .as_ref()
-            .and_then(|w| w.peak_actions_per_user_hour);
+        let figures = WindowFigures::of(meta, &steady, &action_summaries, &counter_totals)?;
         let verdict = if qos.failures.is_empty() {
             Verdict::Pass
         } else {
@@ -588,12 +578,9 @@ impl Summary {
             server_capabilities: record.server.capabilities.clone(),
             error_groups: crate::error_groups(record),
             connection_limit: crate::connection_limit(record),
-            window: meta
-                .window
-                .as_ref()
-                .map_or_else(day_window, |w| w.window.clone()),
-            peak_actions_per_user_hour: peak,
-            peak_actions_per_hour: peak.map(|p| p * f64::from(meta.users)),
+            window: figures.window,
+            peak_actions_per_user_hour: figures.peak,
+            peak_actions_per_hour: figures.peak_total,
             window_rates: figures.rates,
             logon_storm: figures.storm,
         })

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::AnalysisError;
 use crate::histogram::round_ms;
-use crate::record::IntervalRecord;
+use crate::record::{IntervalRecord, RunMeta};
 use crate::summary::ActionSummary;
 
 /// The action name under which a measured logon is recorded (morning
@@ -83,26 +83,34 @@ pub struct LogonStorm {
 /// What the summary says of the window: its rates and, for the morning,
 /// the logon storm.
 pub(crate) struct WindowFigures {
+    pub(crate) window: String,
+    pub(crate) peak: Option<f64>,
+    pub(crate) peak_total: Option<f64>,
     pub(crate) rates: Option<WindowRates>,
     pub(crate) storm: Option<LogonStorm>,
 }
 
 impl WindowFigures {
-    /// From the plan, the steady intervals and the actions they sum to.
+    /// From the run's metadata (the window's plan), the steady intervals
+    /// and the actions and counters they sum to.
     pub(crate) fn of(
-        plan: Option<&WindowPlan>,
-        users: u32,
+        meta: &RunMeta,
         steady: &[&IntervalRecord],
         actions: &std::collections::BTreeMap<String, ActionSummary>,
         counters: &std::collections::BTreeMap<String, u64>,
-        length_s: f64,
     ) -> Result<WindowFigures, AnalysisError> {
-        let Some(plan) = plan else {
+        let users = meta.users;
+        let length_s: f64 = steady.iter().map(|i| i.length.as_secs_f64()).sum();
+        let Some(plan) = meta.window.as_ref() else {
             return Ok(WindowFigures {
+                window: crate::summary::day_window(),
+                peak: None,
+                peak_total: None,
                 rates: None,
                 storm: None,
             });
         };
+        let peak = plan.peak_actions_per_user_hour;
         let done: u64 = actions
             .iter()
             .filter(|(name, _)| name.as_str() != LOGON_ACTION)
@@ -131,6 +139,9 @@ impl WindowFigures {
             None => None,
         };
         Ok(WindowFigures {
+            window: plan.window.clone(),
+            peak,
+            peak_total: peak.map(|p| p * f64::from(users)),
             rates: Some(rates),
             storm,
         })

@@ -48,17 +48,23 @@ fn issue_25_item_1_peak_hour_and_morning_runs_of_mmb_medium_on_the_lab() {
     let out = tempfile::tempdir().unwrap();
     let init = peakhour(&["init", "--profile", "mmb-medium", "--lab-dir", &lab_dir]);
     assert!(init.status.success());
+    check_peak_hour(&lab_dir, out.path());
+    check_morning(&lab_dir, out.path());
+}
 
+/// A short peak-hour run: its rates against the profile's, the measured
+/// count within its Poisson bound, the terminal's and the report's lines.
+fn check_peak_hour(lab_dir: &str, out: &Path) {
     // The peak hour, compressed 60 times so that a short run holds enough
     // actions to measure a rate.
     let speed = 60.0;
-    let peak_dir = out.path().join("peak");
+    let peak_dir = out.join("peak");
     let run = peakhour(&[
         "run",
         "--profile",
         "mmb-medium",
         "--lab-dir",
-        &lab_dir,
+        lab_dir,
         "--window",
         "peak-hour",
         "--speed",
@@ -108,24 +114,28 @@ fn issue_25_item_1_peak_hour_and_morning_runs_of_mmb_medium_on_the_lab() {
         report.contains("<p id=\"window\">window: peak-hour"),
         "report"
     );
+}
 
+/// A short morning: every user logged on in the measured storm at the
+/// planned rate, the logon p95; a compressed morning refused.
+fn check_morning(lab_dir: &str, out: &Path) {
     // The morning, with its logons shortened to 10 s so that the storm of
     // 10 users (80% within 10 s: 0.8 logons/s) is short.
     let profile = peakhour_workload::builtin("mmb-medium").unwrap().source;
     assert!(profile.contains("logon_within = \"30m\""));
-    let morning_profile = out.path().join("morning.toml");
+    let morning_profile = out.join("morning.toml");
     std::fs::write(
         &morning_profile,
         profile.replace("logon_within = \"30m\"", "logon_within = \"10s\""),
     )
     .unwrap();
-    let morning_dir = out.path().join("morning");
+    let morning_dir = out.join("morning");
     let run = peakhour(&[
         "run",
         "--profile",
         morning_profile.to_str().unwrap(),
         "--lab-dir",
-        &lab_dir,
+        lab_dir,
         "--window",
         "morning",
         "--duration",
@@ -173,13 +183,13 @@ fn issue_25_item_1_peak_hour_and_morning_runs_of_mmb_medium_on_the_lab() {
         "--profile",
         "mmb-medium",
         "--lab-dir",
-        &lab_dir,
+        lab_dir,
         "--window",
         "morning",
         "--speed",
         "4",
         "--out",
-        out.path().join("refused").to_str().unwrap(),
+        out.join("refused").to_str().unwrap(),
     ]);
     assert_eq!(refused.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&refused.stderr);

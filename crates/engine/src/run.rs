@@ -110,6 +110,14 @@ pub const MAX_PHASE: Duration = Duration::from_secs(31 * 24 * 3600);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl RunSettings {
+    /// These settings with the phases `plan`'s window runs: the morning
+    /// measures its logons, so its measured phase holds the whole logon
+    /// storm and nothing comes before it ([`Plan::window_phases`]).
+    pub fn in_window(mut self, plan: &Plan) -> Self {
+        (self.ramp_up, self.duration) = plan.window_phases(self.ramp_up, self.duration);
+        self
+    }
+
     /// Refuses settings no run can have: a zero or absurd timeout or
     /// interval, a phase longer than [`MAX_PHASE`]. The command line checks
     /// its own, tighter bounds first; this keeps the engine's arithmetic on
@@ -449,10 +457,7 @@ pub async fn run_with<C: Connector>(
     mut stop: watch::Receiver<bool>,
     observer: &mut dyn Observer,
 ) -> Result<RunResult, RunError> {
-    // The window decides the phases: the morning measures its logons, so
-    // its measured phase holds the storm and nothing comes before it.
-    let mut settings = settings;
-    (settings.ramp_up, settings.duration) = plan.window_phases(settings.ramp_up, settings.duration);
+    let settings = settings.in_window(&plan);
     settings.check()?;
     let population = Arc::new(Population::new(&plan, &target.credentials)?);
     if population.users() < plan.users() {
