@@ -74,6 +74,7 @@ mod redact;
 mod server;
 mod shard;
 mod summary;
+mod window;
 
 pub use histogram::{
     EncodedHistogram, HIGHEST_TRACKABLE_US, LOWEST_DISCERNIBLE_US, LatencyHistogram,
@@ -103,6 +104,7 @@ pub use summary::{
     ResourceHighAverage, SCHEDULING_LAG_P99_LIMIT_MS, Score, ServerLimits, SteadyWindow, Summary,
     Throughput, Verdict, WeightSource, delivery_latency_includes,
 };
+pub use window::{LOGON_ACTION, LogonStorm, WindowPlan, WindowRates};
 
 /// What can go wrong in analysis.
 #[derive(Debug, thiserror::Error)]

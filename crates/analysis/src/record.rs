@@ -185,6 +185,11 @@ pub struct RunMeta {
     /// Set by `peakhour merge`: the record is the sum of [`RunMeta::shards`].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub merged: bool,
+    /// The part of the day the run measured and the rates it drove
+    /// (`run --window`); `None` for a fixed-count profile and in records
+    /// made before windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<crate::WindowPlan>,
 }
 
 /// How a record was rebuilt from a run that never finished writing.
@@ -260,6 +265,7 @@ impl RunMeta {
             recovered: None,
             security_shortcuts: Vec::new(),
             shards: Vec::new(),
+            window: None,
             merged: false,
         }
     }

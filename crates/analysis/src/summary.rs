@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::AnalysisError;
 use crate::histogram::{LatencyHistogram, round_ms};
 use crate::record::{LostRecipient, RunMeta, RunRecord, counters};
+use crate::window::WindowFigures;
 
 /// peakhour is client-bound if its CPU exceeds this share of the cores it
 /// may use ([`RunMeta::client_cores`]) ...
@@ -452,6 +453,28 @@ pub struct Summary {
     /// address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_limit: Option<crate::ConnectionLimit>,
+    /// The part of the day measured (`run --window`): `day` (the even
+    /// day), `peak-hour` or `morning`.
+    #[serde(default = "day_window")]
+    pub window: String,
+    /// The profile's busiest hour, actions per user (uncompressed); absent
+    /// for a profile without a day shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_actions_per_user_hour: Option<f64>,
+    /// The same for all of the run's users together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_actions_per_hour: Option<f64>,
+    /// The rates the run drove in its window and those it measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_rates: Option<crate::WindowRates>,
+    /// The morning's logon storm: its planned and measured logon rate and
+    /// the logon latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logon_storm: Option<crate::LogonStorm>,
+}
+
+pub(crate) fn day_window() -> String {
+    "day".to_owned()
 }
 
 /// The caps a shaped lab put on the server (seed 003 varied CPUs and
@@ -553,6 +576,7 @@ impl Summary {
             );
         }
         let (client, client_bound_reasons) = client_check(meta, &cpu, &lag);
+        let figures = WindowFigures::of(meta, &steady, &action_summaries, &counter_totals)?;
         let verdict = if qos.failures.is_empty() {
             Verdict::Pass
         } else {
@@ -593,6 +617,11 @@ impl Summary {
             server_capabilities: record.server.capabilities.clone(),
             error_groups: crate::error_groups(record),
             connection_limit: crate::connection_limit(record),
+            window: figures.window,
+            peak_actions_per_user_hour: figures.peak,
+            peak_actions_per_hour: figures.peak_total,
+            window_rates: figures.rates,
+            logon_storm: figures.storm,
         })
     }
 }

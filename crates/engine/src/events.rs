@@ -117,6 +117,16 @@ pub enum Event {
     },
     /// The number of users logged on changed by this much.
     LoggedOn(i32),
+    /// A user's first logon of a measured morning (`--window morning`),
+    /// timed from its logon slot: recorded as the action `logon`.
+    Logon {
+        /// The user's logon slot.
+        intended: Instant,
+        /// When the session was ready, or the user gave up.
+        finished: Instant,
+        /// Whether it logged on.
+        ok: bool,
+    },
     /// A logon (connect, login, folder check, select) failed; the user retries with backoff.
     LogonFailed(String),
     /// A logon succeeded: recorded as an attempt of `logon` beside the

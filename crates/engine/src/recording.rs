@@ -13,10 +13,10 @@ use std::time::{Duration, SystemTime};
 
 use peakhour_analysis::{
     ActionTiming, AnalysisError, Completion, DeliveryRecorder, ErrorExample, IntervalArchive,
-    IntervalRecord, IntervalRecorder, Outcome as Recorded, Phase as RecordedPhase, PhaseLengths,
-    QosThresholds, RecorderConfig, Redactor, RunMeta, RunRecord,
+    IntervalRecord, IntervalRecorder, LOGON_ACTION, Outcome as Recorded, Phase as RecordedPhase,
+    PhaseLengths, QosThresholds, RecorderConfig, Redactor, RunMeta, RunRecord, WindowPlan,
 };
-use peakhour_workload::{Mode, Plan};
+use peakhour_workload::{Mode, Plan, Window};
 use tokio::time::Instant;
 
 use crate::events::{Counter, Event, Outcome, PANIC};
@@ -238,7 +238,24 @@ impl Observer for RunRecorder {
                     actual_start: clock.offset(*started),
                     end: clock.offset(*finished),
                 };
-                self.recorder.record_action("logon", timing, Recorded::Ok);
+                self.recorder.record_action(LOGON_ACTION, timing, Recorded::Ok);
+            }
+            Event::Logon {
+                intended,
+                finished,
+                ok,
+            } => {
+                let timing = ActionTiming {
+                    intended_start: clock.offset(*intended),
+                    actual_start: clock.offset(*intended),
+                    end: clock.offset(*finished),
+                };
+                let outcome = if *ok {
+                    Recorded::Ok
+                } else {
+                    Recorded::Error("not-logged-on")
+                };
+                self.recorder.record_action(LOGON_ACTION, timing, outcome);
             }
             Event::SessionError(kind) => self.recorder.error(offset, "session", kind),
             Event::Delivered(latency) => {
@@ -340,7 +357,31 @@ pub(crate) fn run_meta(
         .map(|r| (r.kind.name().to_owned(), r.per_day))
         .collect();
     meta.qos = qos_thresholds(plan, settings.qos_p95_ms);
+    meta.window = window_plan(plan);
     meta
+}
+
+/// The window the run measures and the rates it drives, for the record.
+fn window_plan(plan: &Plan) -> Option<WindowPlan> {
+    let shape = plan.day_shape();
+    Some(WindowPlan {
+        window: plan.window().as_str().to_owned(),
+        actions_per_user_hour: plan.actions_per_user_hour()?,
+        peak_actions_per_user_hour: plan.peak_actions_per_user_hour(),
+        peak_factor: shape.map(|s| s.peak_factor),
+        connected_at_peak: shape.map(|s| s.connected_at_peak),
+        connections_per_user: shape.map(|s| s.connections_per_user),
+        logons_per_second: plan.logons_per_second(),
+        first_actions: match plan.window() {
+            Window::Morning => shape.map_or_else(Vec::new, |s| {
+                s.first_actions
+                    .iter()
+                    .map(|k| k.name().to_owned())
+                    .collect()
+            }),
+            _ => Vec::new(),
+        },
+    })
 }
 
 #[cfg(test)]

@@ -111,6 +111,14 @@ pub const MAX_PHASE: Duration = Duration::from_secs(31 * 24 * 3600);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl RunSettings {
+    /// These settings with the phases `plan`'s window runs: the morning
+    /// measures its logons, so its measured phase holds the whole logon
+    /// storm and nothing comes before it ([`Plan::window_phases`]).
+    pub fn in_window(mut self, plan: &Plan) -> Self {
+        (self.ramp_up, self.duration) = plan.window_phases(self.ramp_up, self.duration);
+        self
+    }
+
     /// Refuses settings no run can have: a zero or absurd timeout or
     /// interval, a phase longer than [`MAX_PHASE`]. The command line checks
     /// its own, tighter bounds first; this keeps the engine's arithmetic on
@@ -502,6 +510,7 @@ pub async fn run_with<C: Connector>(
     mut stop: watch::Receiver<bool>,
     observer: &mut dyn Observer,
 ) -> Result<RunResult, RunError> {
+    let settings = settings.in_window(&plan);
     settings.check()?;
     let population = Arc::new(Population::new(&plan, &target.credentials)?);
     if population.users() < plan.users() {
@@ -688,9 +697,7 @@ fn spawn_users<C: Connector>(
     // A shard's users log on at their slots of the whole ramp-up, so that
     // the shards together log on as one process would.
     for index in settings.shard.users(users) {
-        let stagger = settings
-            .ramp_up
-            .mul_f64(f64::from(index) / f64::from(users.max(1)));
+        let stagger = shared.plan.logon_offset(index, settings.ramp_up);
         let timeline = Timeline {
             logon_at: clock.t0 + stagger,
             steady_start: clock.steady_start,

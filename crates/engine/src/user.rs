@@ -11,7 +11,7 @@ use peakhour_imap::{
 };
 use peakhour_net::Timed;
 use peakhour_smtp::{Flavor, SmtpError};
-use peakhour_workload::{ActionKind, ActionParams, MessageGenerator, MessageSpec, Plan};
+use peakhour_workload::{ActionKind, ActionParams, MessageGenerator, MessageSpec, Plan, Window};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -228,6 +228,7 @@ impl<C: Connector> User<C> {
             .map(|first| timeline.steady_start + first.at + action_timeout);
         let until = first_due.map_or(timeline.steady_end, |due| due.min(timeline.steady_end));
         self.ensure_session(&mut stop, until).await;
+        self.note_first_logon(timeline.logon_at, *stop.borrow());
         let mut previous_end = timeline.steady_start;
         let mut completed = true;
         let mut schedule = schedule.peekable();
@@ -312,6 +313,20 @@ impl<C: Connector> User<C> {
             self.shared.events.send(Event::Finished);
         }
         self.end_of_day(timeline, &mut stop).await;
+    }
+
+    /// In a measured morning (`--window morning`) the first logon is itself
+    /// measured: from the user's logon slot until its session was ready, or
+    /// until it gave up (a failure). A run stopped meanwhile measures nothing.
+    fn note_first_logon(&self, slot: Instant, stopped: bool) {
+        if self.shared.plan.window() != Window::Morning || stopped {
+            return;
+        }
+        self.shared.events.send(Event::Logon {
+            intended: slot,
+            finished: Instant::now(),
+            ok: self.logged_on(),
+        });
     }
 
     /// Logs back on for an action due at `intended`, within its timeout and
@@ -446,10 +461,16 @@ impl<C: Connector> User<C> {
                         Online::Imap(session) => self.session = Some(*session),
                         Online::Jmap(session) => self.jmap = Some(session),
                     }
-                    self.shared.events.send(Event::LogonSucceeded {
-                        started: began,
-                        finished: Instant::now(),
-                    });
+                    // A measured morning's first logon is recorded once, from its
+                    // slot (`note_first_logon`); every other logon is an attempt here.
+                    let morning_first =
+                        self.logons == 1 && self.shared.plan.window() == Window::Morning;
+                    if !morning_first {
+                        self.shared.events.send(Event::LogonSucceeded {
+                            started: began,
+                            finished: Instant::now(),
+                        });
+                    }
                     self.shared.events.send(Event::LoggedOn(1));
                 }
                 Ok(Err(failure)) => {

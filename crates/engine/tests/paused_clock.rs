@@ -635,3 +635,142 @@ async fn issue_11_every_closed_interval_is_handed_to_the_observers_as_it_closes(
         "only the last is left"
     );
 }
+
+/// A test profile with a day shape (issue 25): the busiest hour at twice
+/// the day's average, and a morning where every user logs on within 20 s
+/// and checks the Inbox first.
+fn shaped_plan(users: u32, window: peakhour_workload::Window) -> Arc<Plan> {
+    let source = format!(
+        r#"
+name = "fake-shaped"
+description = "a test profile with a day shape"
+day = "8h"
+speed = {speed}
+[users]
+count = {users}
+[recipients]
+average = 1
+[actions.check_inbox]
+per_day = 240
+[actions.read]
+per_day = 120
+[day_shape]
+peak_factor = 2.0
+[day_shape.morning]
+logon_share = 1.0
+logon_within = "20s"
+first_actions = ["check_inbox"]
+"#,
+        // The morning runs at its real rate; the peak hour is compressed.
+        speed = if window == peakhour_workload::Window::Morning {
+            1.0
+        } else {
+            480.0
+        },
+    );
+    let profile = peakhour_workload::Profile::parse("shaped.toml", &source).unwrap();
+    let overrides = peakhour_workload::Overrides {
+        window,
+        ..peakhour_workload::Overrides::default()
+    };
+    Arc::new(Plan::resolve(&profile, &overrides).unwrap())
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_25_item_1_a_peak_hour_run_drives_the_peak_rates_after_every_user_logged_on() {
+    let plan = shaped_plan(4, peakhour_workload::Window::PeakHour);
+    let mail = fake_mail(&plan);
+    let mut seen = Seen::default();
+    let t0 = Instant::now();
+    let result = run_fake(&plan, &mail, settings(10, 60, 10), None, &mut seen).await;
+    let clock = result.outcome.clock;
+    // The peak hour keeps the ramp-up: every user is on before measuring.
+    assert_eq!(clock.steady_start, t0 + 10 * SECOND);
+    assert_eq!(clock.steady_end, t0 + 70 * SECOND);
+    let stagger = Duration::from_millis(2500);
+    assert_eq!(
+        seen.logged_on(1),
+        (0..4).map(|i| t0 + stagger * i).collect::<Vec<_>>()
+    );
+    // Every action the schedules hold inside the steady phase was done, at
+    // its intended time, and none outside it; no logon is timed.
+    let intended: Vec<Instant> = seen
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::Action { intended, .. } => Some(*intended),
+            _ => None,
+        })
+        .collect();
+    let scheduled: usize = (0..4)
+        .map(|u| plan.schedule(u).take_while(|a| a.at < 60 * SECOND).count())
+        .sum();
+    assert_eq!(intended.len(), scheduled);
+    assert!(
+        intended
+            .iter()
+            .all(|at| (clock.steady_start..clock.steady_end).contains(at))
+    );
+    assert!(
+        !seen
+            .events
+            .iter()
+            .any(|(_, e)| matches!(e, Event::Logon { .. }))
+    );
+    // The rates are the peak's: (240 + 120) a day × 480 / 8 h × 2 = 12 actions
+    // per user per second; the count is Poisson, so its bound is sqrt-sized.
+    let per_user_hour = plan.actions_per_user_hour().unwrap();
+    assert!((per_user_hour - 12.0 * 3600.0).abs() < 1e-6);
+    let expected = 4.0 * 12.0 * 60.0;
+    assert!((scheduled as f64 - expected).abs() < 5.0 * f64::sqrt(expected));
+    let summary = peakhour_analysis::Summary::compute(&result.record).unwrap();
+    assert_eq!(summary.window, "peak-hour");
+    let rates = summary.window_rates.unwrap();
+    assert_eq!(rates.planned_actions_per_user_hour, per_user_hour);
+    assert_eq!(rates.actions, scheduled as u64);
+    assert!(summary.logon_storm.is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_25_item_1_a_morning_run_measures_every_logon_at_the_logon_rate() {
+    let plan = shaped_plan(4, peakhour_workload::Window::Morning);
+    let mail = fake_mail(&plan);
+    let mut seen = Seen::default();
+    let t0 = Instant::now();
+    let result = run_fake(&plan, &mail, settings(10, 30, 10), None, &mut seen).await;
+    let clock = result.outcome.clock;
+    // No unmeasured ramp-up: the storm (4 users at 1.0 × 4 / 20 s = 0.2
+    // logons/s: 20 s) and then the 30 s asked for are all measured.
+    assert_eq!(clock.steady_start, t0);
+    assert_eq!(clock.steady_end, t0 + 50 * SECOND);
+    let slots: Vec<Instant> = (0..4).map(|i| t0 + 5 * SECOND * i).collect();
+    assert_eq!(seen.logged_on(1), slots);
+    // Each first logon is timed from its slot, and each user's first action
+    // is the morning's first action, due at its logon.
+    let logons: Vec<(Instant, bool)> = seen
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::Logon { intended, ok, .. } => Some((*intended, *ok)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(logons, slots.iter().map(|s| (*s, true)).collect::<Vec<_>>());
+    for slot in &slots {
+        assert!(seen.events.iter().any(|(_, e)| matches!(
+            e,
+            Event::Action { kind: peakhour_workload::ActionKind::CheckInbox, intended, .. }
+                if intended == slot
+        )));
+    }
+    let summary = peakhour_analysis::Summary::compute(&result.record).unwrap();
+    assert_eq!(summary.window, "morning");
+    let storm = summary.logon_storm.unwrap();
+    assert_eq!(storm.logons, 4);
+    assert_eq!(storm.errors, 0);
+    assert!((storm.planned_logons_per_second - 0.2).abs() < 1e-12);
+    // Logons at 0, 5, 10 and 15 s fall in the first two 10 s intervals.
+    assert_eq!(storm.seconds, 20.0);
+    assert!((storm.logons_per_second - 0.2).abs() < 1e-12);
+    assert!(storm.p95_ms.is_some());
+}

@@ -93,6 +93,19 @@ pub fn count_event(m: &mut LiveMetrics, event: &Event) {
             };
             m.action(kind.name(), ending, latency, late);
         }
+        Event::Logon {
+            intended,
+            finished,
+            ok,
+        } => {
+            let ending = if *ok {
+                Ending::Ok
+            } else {
+                Ending::Error("not-logged-on")
+            };
+            let latency = finished.saturating_duration_since(*intended);
+            m.action(peakhour_analysis::LOGON_ACTION, ending, latency, false);
+        }
         Event::Command { name, .. } => m.command(name),
         Event::Count { counter, by } => {
             if let Some(tally) = tally(*counter) {
@@ -102,7 +115,7 @@ pub fn count_event(m: &mut LiveMetrics, event: &Event) {
         Event::LoggedOn(change) => m.logged_on(*change),
         Event::LogonFailed(kind) => m.error("logon", kind),
         Event::LogonSucceeded { started, finished } => m.action(
-            "logon",
+            peakhour_analysis::LOGON_ACTION,
             Ending::Ok,
             finished.saturating_duration_since(*started),
             false,

@@ -29,6 +29,9 @@ pub fn render_run_end(
     for note in safety_notes(summary.panics, &summary.delivery) {
         let _ = writeln!(out, "{note}");
     }
+    for line in crate::window_lines(summary) {
+        let _ = writeln!(out, "{line}");
+    }
     out.push_str(&results_line(dir, not_written));
     out
 }

@@ -46,6 +46,7 @@ mod server_facts;
 mod summary_formats;
 mod terminal;
 mod time;
+mod window_text;
 
 use peakhour_analysis::AnalysisError;
 
@@ -72,6 +73,7 @@ pub use summary_formats::{
     render_summary_markdown, write_summary_csv,
 };
 pub use terminal::{render_monitor, render_terminal, safety_notes};
+pub use window_text::window_lines;
 
 /// What can go wrong while rendering.
 #[derive(Debug, thiserror::Error)]

@@ -46,6 +46,15 @@ pub fn one_action_profile(
         .and_then(toml::Value::as_table_mut)
         .ok_or_else(|| DeriveError::Missing(format!("[actions.{action}]")))?;
     entry.insert("per_day".into(), per_day.into());
+    // The morning's first actions may name only the action kept.
+    if let Some(first) = doc
+        .get_mut("day_shape")
+        .and_then(|shape| shape.get_mut("morning"))
+        .and_then(|morning| morning.get_mut("first_actions"))
+        .and_then(toml::Value::as_array_mut)
+    {
+        first.retain(|kind| kind.as_str() == Some(action));
+    }
     checked(doc)
 }
 

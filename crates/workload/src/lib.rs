@@ -11,6 +11,9 @@
 //! - A [`Plan`] is one profile plus the command-line [`Overrides`], resolved once: rates
 //!   per real second after day compression, the mix as cumulative weights, list
 //!   membership, the folder layout, QoS.
+//! - A [`DayShape`] says when the users work (the busiest hour, the morning logon), and a
+//!   [`Window`] picks the part of the day a run measures: the even day, the peak hour or
+//!   the morning's logon storm.
 //! - A [`Schedule`] is one user's stream of due actions: independent Poisson processes
 //!   merged in time order, seeded per (run seed, user), so user 7 does the same thing
 //!   whether 10 or 1000 users run. [`Plan::send_choice`] decides each message's
@@ -30,6 +33,7 @@
 
 pub mod address;
 mod builtin;
+mod day_shape;
 pub mod derive;
 mod error;
 pub mod files;
@@ -44,6 +48,7 @@ mod units;
 mod words;
 
 pub use builtin::{Builtin, builtin, builtins};
+pub use day_shape::{DayShape, MorningSpec, ShapeParams, Window};
 pub use error::{PlanError, ProfileError};
 pub use groupware::{CalendarParams, EventSlot, InvitationParams, MAX_INITIAL_EVENTS};
 pub use message::{MessageGenerator, MessageSpec, message_id_run_part};

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::day_shape::{ShapeParams, Window};
 use crate::error::PlanError;
 use crate::groupware::{CalendarParams, GroupwareParams};
 use crate::profile::{ActionKind, AttachmentKind, Mode, Profile, Spread};
@@ -31,6 +32,9 @@ pub struct Overrides {
     pub speed: Option<f64>,
     /// `--seed`: the run's seed ([`DEFAULT_SEED`] if absent).
     pub seed: Option<u64>,
+    /// `--window`: the part of the day the run measures ([`Window::Day`], the
+    /// even day, by default).
+    pub window: Window,
 }
 
 /// How often one action happens for one user.
@@ -40,7 +44,8 @@ pub struct ActionRate {
     pub kind: ActionKind,
     /// Per simulated day, as in the profile.
     pub per_day: f64,
-    /// Per real second after day compression: `per_day * speed / day`.
+    /// Per real second after day compression: `per_day * speed / day`, times
+    /// the profile's peak factor in the peak-hour and morning windows.
     pub per_second: f64,
 }
 
@@ -161,6 +166,8 @@ pub struct Plan {
     qos_default: f64,
     qos: BTreeMap<ActionKind, f64>,
     groupware: GroupwareParams,
+    window: Window,
+    shape: Option<ShapeParams>,
 }
 
 /// `profile` with the command line's overrides, each checked.
@@ -198,7 +205,11 @@ fn with_overrides(profile: &Profile, overrides: &Overrides) -> Result<Profile, P
 
 /// Each action's rate (Poisson mode) or count (fixed mode); `real_day` is
 /// the simulated day's length in real seconds.
-fn action_rates(profile: &Profile, real_day: f64) -> (Vec<ActionRate>, Vec<(ActionKind, u64)>) {
+fn action_rates(
+    profile: &Profile,
+    real_day: f64,
+    factor: f64,
+) -> (Vec<ActionRate>, Vec<(ActionKind, u64)>) {
     let mut rates = Vec::new();
     let mut fixed = Vec::new();
     for (kind, f) in profile.actions.frequencies() {
@@ -208,7 +219,7 @@ fn action_rates(profile: &Profile, real_day: f64) -> (Vec<ActionRate>, Vec<(Acti
                 rates.push(ActionRate {
                     kind,
                     per_day,
-                    per_second: per_day / real_day,
+                    per_second: per_day / real_day * factor,
                 });
             }
             Mode::Fixed => {
@@ -218,6 +229,55 @@ fn action_rates(profile: &Profile, real_day: f64) -> (Vec<ActionRate>, Vec<(Acti
         }
     }
     (rates, fixed)
+}
+
+/// The rates' factor over the even day in `window`: 1 for the day, the
+/// profile's peak factor for the peak hour and the morning. A window needs a
+/// Poisson profile with a `[day_shape]`; the morning, a real-time day.
+fn window_factor(
+    profile: &Profile,
+    window: Window,
+    shape: Option<&ShapeParams>,
+) -> Result<f64, PlanError> {
+    if window == Window::Day {
+        return Ok(1.0);
+    }
+    let refuse =
+        |option: &'static str, message: String| Err(PlanError::Override { option, message });
+    if profile.mode != Mode::Poisson {
+        return refuse(
+            "window",
+            format!(
+                "{window} needs a profile with rates per day (mode = \"poisson\"); `{}` runs a \
+                 fixed count per user",
+                profile.name
+            ),
+        );
+    }
+    let Some(shape) = shape else {
+        return refuse(
+            "window",
+            format!(
+                "{window} needs the profile's [day_shape] (when its users work), and `{}` has \
+                 none: add one (docs/profiles.md)",
+                profile.name
+            ),
+        );
+    };
+    let speed = *profile.speed.get_ref();
+    if window == Window::Morning && speed != 1.0 {
+        // A compressed morning would log everyone on `speed` times faster
+        // than they do: another test, not the morning (seed 003).
+        return refuse(
+            "speed",
+            format!(
+                "{speed} with --window morning: the morning measures the logon storm at its real \
+                 rate, so it runs at speed 1; compress the peak hour instead (--window peak-hour \
+                 --speed X)"
+            ),
+        );
+    }
+    Ok(shape.peak_factor)
 }
 
 /// The message types and their cumulative weights.
@@ -348,8 +408,10 @@ impl Plan {
         let day = profile.day();
         let speed = *profile.speed.get_ref();
         let real_day = day.as_secs_f64() / speed;
+        let shape = profile.day_shape.as_ref().map(ShapeParams::of);
+        let factor = window_factor(&profile, overrides.window, shape.as_ref())?;
 
-        let (rates, fixed) = action_rates(&profile, real_day);
+        let (rates, fixed) = action_rates(&profile, real_day, factor);
         let pause = profile
             .fixed
             .as_ref()
@@ -400,6 +462,8 @@ impl Plan {
             params,
             qos_default,
             qos,
+            window: overrides.window,
+            shape,
             profile,
         })
     }
@@ -534,6 +598,74 @@ impl Plan {
         &self.profile.users.domain
     }
 
+    /// The part of the day the run measures.
+    pub fn window(&self) -> Window {
+        self.window
+    }
+    /// The profile's day shape, if it has one.
+    pub fn day_shape(&self) -> Option<&ShapeParams> {
+        self.shape.as_ref()
+    }
+    /// Actions per user in the profile's busiest hour, in real time (no
+    /// compression): the day's actions times the peak-hour share. `None`
+    /// without a day shape or in fixed mode.
+    pub fn peak_actions_per_user_hour(&self) -> Option<f64> {
+        let shape = self.shape.as_ref().filter(|_| self.mode == Mode::Poisson)?;
+        let per_day: f64 = self.rates.iter().map(|r| r.per_day).sum();
+        Some(per_day * shape.peak_hour_share(self.day))
+    }
+    /// Actions per user per real hour that the run drives: its rates, with
+    /// the window and the day compression (`None` in fixed mode).
+    pub fn actions_per_user_hour(&self) -> Option<f64> {
+        (self.mode == Mode::Poisson)
+            .then(|| self.rates.iter().map(|r| r.per_second).sum::<f64>() * 3600.0)
+    }
+    /// The morning's logon rate for this plan's users (morning window only).
+    pub fn logons_per_second(&self) -> Option<f64> {
+        let shape = self
+            .shape
+            .as_ref()
+            .filter(|_| self.window == Window::Morning)?;
+        Some(shape.logons_per_second(self.users))
+    }
+    /// When user `user` logs on, from the start of the run: staggered evenly
+    /// over `ramp_up` (the day and the peak hour, before measuring), or, in
+    /// the morning, one after another at the morning's logon rate, measured.
+    pub fn logon_offset(&self, user: u32, ramp_up: Duration) -> Duration {
+        match self.logons_per_second() {
+            Some(rate) => Duration::from_secs_f64(f64::from(user) / rate),
+            None => ramp_up.mul_f64(f64::from(user) / f64::from(self.users.max(1))),
+        }
+    }
+    /// The run's logon phase and measured phase for a `ramp_up` and a window
+    /// `length` asked for: as asked, except in the morning, where nothing
+    /// comes before the measurement and the measured phase is the whole
+    /// logon storm (every user at the logon rate), then `length` of the
+    /// first hour.
+    pub fn window_phases(&self, ramp_up: Duration, length: Duration) -> (Duration, Duration) {
+        match self
+            .shape
+            .as_ref()
+            .filter(|_| self.window == Window::Morning)
+        {
+            Some(shape) => (Duration::ZERO, shape.storm_length() + length),
+            None => (ramp_up, length),
+        }
+    }
+    /// In the morning, where user `user`'s schedule begins (its logon,
+    /// since the measured phase's start) and what it does first; `None`
+    /// otherwise.
+    pub(crate) fn morning_start(&self, user: u32) -> Option<(Duration, &[ActionKind])> {
+        let shape = self
+            .shape
+            .as_ref()
+            .filter(|_| self.window == Window::Morning)?;
+        Some((
+            self.logon_offset(user, Duration::ZERO),
+            &shape.first_actions,
+        ))
+    }
+
     /// The schedule of user `user`: see [`Schedule`].
     pub fn schedule(&self, user: u32) -> Schedule {
         Schedule::new(self, user)
@@ -653,6 +785,9 @@ impl Plan {
             lists: usize,
             direct_recipients_mean: f64,
             expected_recipients: f64,
+            window: Window,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            peak_actions_per_user_hour: Option<f64>,
             #[serde(skip_serializing_if = "BTreeMap::is_empty")]
             rates: BTreeMap<&'static str, Rate>,
             #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -672,6 +807,8 @@ impl Plan {
             lists: self.lists.len(),
             direct_recipients_mean: self.direct_mean,
             expected_recipients: self.expected_recipients(),
+            window: self.window,
+            peak_actions_per_user_hour: self.peak_actions_per_user_hour(),
             rates: self
                 .rates
                 .iter()

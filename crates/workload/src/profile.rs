@@ -250,6 +250,10 @@ pub struct Profile {
     /// The calendar each user keeps over CalDAV, for the calendar actions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calendar: Option<CalendarSpec>,
+    /// When the users work: the busiest hour, who is connected then, the
+    /// morning logon (`run --window`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub day_shape: Option<crate::day_shape::DayShape>,
     /// What users do, and how often.
     pub actions: Actions,
     /// The message mix, chosen by weight for every message sent or created
@@ -640,6 +644,7 @@ impl Profile {
             positive_f(v, &format!("qos.actions.{kind}"), file, src)?;
         }
         crate::groupware::validate(self, file, src)?;
+        crate::day_shape::validate(self, file, src)?;
         if self.mode == Mode::Poisson && self.fixed.is_some() {
             return Err(ProfileError::at(
                 file,

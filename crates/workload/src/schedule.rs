@@ -50,15 +50,32 @@ enum Source {
     },
 }
 
+/// The actions a user does first, all due at its morning logon.
+struct FirstActions {
+    at_ns: u64,
+    kinds: Vec<ActionKind>,
+    next: usize,
+}
+
 /// The endless (`poisson`) or finite (`fixed`) stream of a user's actions, in time order.
 /// Take from it while `at` is inside the steady phase.
+///
+/// In the morning window ([`crate::Window::Morning`]) the stream begins at the user's
+/// logon instead of the steady phase's start: first the profile's `first_actions`, all
+/// due at the logon, then the Poisson arrivals from there.
 pub struct Schedule {
     source: Source,
+    first: Option<FirstActions>,
     seq: u64,
 }
 
 impl Schedule {
     pub(crate) fn new(plan: &Plan, user: u32) -> Schedule {
+        let (origin, first_kinds) = plan
+            .morning_start(user)
+            .map_or((0, &[][..]), |(at, kinds)| {
+                (u64::try_from(at.as_nanos()).unwrap_or(u64::MAX), kinds)
+            });
         let source = match plan.mode() {
             Mode::Poisson => Source::Poisson(
                 plan.rates()
@@ -76,9 +93,11 @@ impl Schedule {
                             rng,
                             mean_ns: 1e9 / r.per_second,
                             next_ns: 0,
-                            nth: 0,
+                            // The first actions of the morning come before
+                            // this kind's arrivals, and count among them.
+                            nth: first_kinds.iter().filter(|k| **k == r.kind).count() as u64,
                         };
-                        a.next_ns = a.gap();
+                        a.next_ns = origin.saturating_add(a.gap());
                         a
                     })
                     .collect(),
@@ -90,7 +109,16 @@ impl Schedule {
                 pause: plan.pause(),
             },
         };
-        Schedule { source, seq: 0 }
+        let first = (!first_kinds.is_empty()).then(|| FirstActions {
+            at_ns: origin,
+            kinds: first_kinds.to_vec(),
+            next: 0,
+        });
+        Schedule {
+            source,
+            first,
+            seq: 0,
+        }
     }
 
     /// True when each action must wait for the previous one to finish (`fixed` mode).
@@ -115,6 +143,22 @@ impl Iterator for Schedule {
 
     fn next(&mut self) -> Option<ScheduledAction> {
         let seq = self.seq;
+        if let Some(first) = self.first.as_mut()
+            && let Some(&kind) = first.kinds.get(first.next)
+        {
+            let nth = first.kinds[..first.next]
+                .iter()
+                .filter(|k| **k == kind)
+                .count() as u64;
+            first.next += 1;
+            self.seq += 1;
+            return Some(ScheduledAction {
+                at: Duration::from_nanos(first.at_ns),
+                kind,
+                seq,
+                nth,
+            });
+        }
         let item = match &mut self.source {
             Source::Poisson(streams) => {
                 // Earliest next arrival; ties go to the lower action (Table 3 order).

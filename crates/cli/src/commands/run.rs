@@ -135,6 +135,7 @@ impl Prepared {
             day: shape.day,
             speed: shape.speed,
             seed: shape.seed,
+            window: config.window,
         };
         let plan = resolve_plan(&profile, overrides, &resolved)?;
         // Mail goes only to the test population, checked before any connection.
@@ -197,16 +198,18 @@ impl Prepared {
     fn announce(&self) {
         let plan = &self.plan;
         let shape = &self.config.shape;
+        let (ramp_up, steady) = plan.window_phases(shape.ramp_up, shape.duration);
         eprintln!(
-            "run {}: {} users of {}, day {} at speed {} (seed {}), ramp-up {:?}, steady {:?}, drain up to {:?}",
+            "run {}: {} users of {}, day {} at speed {} (seed {}), window {}, ramp-up {:?}, steady {:?}, drain up to {:?}",
             self.settings.run_id,
             plan.users(),
             plan.name(),
             HumanDuration(plan.day()),
             plan.speed(),
             plan.seed(),
-            shape.ramp_up,
-            shape.duration,
+            plan.window(),
+            ramp_up,
+            steady,
             shape.drain
         );
     }

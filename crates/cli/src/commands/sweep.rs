@@ -28,6 +28,7 @@ use self::child::{Children, common_args, run_args, run_child};
 use super::signals::EXIT_INTERRUPTED;
 use super::target::load_profile;
 use crate::args::SweepArgs;
+use crate::config::DEFAULT_DURATION;
 
 /// The sweep as checked from its arguments.
 struct Plan {
@@ -79,7 +80,7 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
         plan.profile,
         list.join(", "),
         HumanDuration(args.shape.ramp_up),
-        HumanDuration(args.shape.duration),
+        HumanDuration(args.shape.duration.unwrap_or(DEFAULT_DURATION)),
         HumanDuration(args.shape.drain),
         args.max_error_ratio
     );
@@ -201,7 +202,7 @@ fn finish(args: &SweepArgs, plan: &Plan, outcome: &SweepOutcome) -> anyhow::Resu
         phases: format!(
             "{} ramp-up, {} steady, {} drain",
             HumanDuration(shape.ramp_up),
-            HumanDuration(shape.duration),
+            HumanDuration(shape.duration.unwrap_or(DEFAULT_DURATION)),
             HumanDuration(shape.drain)
         ),
     };

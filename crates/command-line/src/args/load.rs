@@ -168,9 +168,10 @@ pub struct RunShape {
     /// Day compression: 16 runs an 8-hour day in 30 minutes. It multiplies the load.
     #[arg(long, value_name = "X")]
     pub speed: Option<f64>,
-    /// The measured steady phase.
-    #[arg(long, value_name = "DURATION", default_value = DEFAULT_DURATION, value_parser = parse_duration)]
-    pub duration: std::time::Duration,
+    /// The measured steady phase [default: 120s; with `run --window peak-hour|morning`, 10m:
+    /// the window's length (the morning's logon storm comes before it)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
     /// Users log on staggered over this long before measuring starts.
     #[arg(long, value_name = "DURATION", default_value = DEFAULT_RAMP_UP, value_parser = parse_duration)]
     pub ramp_up: std::time::Duration,
@@ -225,6 +226,14 @@ pub struct RunArgs {
     /// The run's shape in time, and its QoS limit.
     #[command(flatten)]
     pub shape: RunShape,
+    /// The part of the day measured: `day` (the even day: every action at its day's average
+    /// rate), `peak-hour` (the profile's busiest hour, held for --duration, 10m by default,
+    /// after every user has logged on), or `morning` (every user logs on at the morning's
+    /// real logon rate, measured: logons per second and logon p95, then --duration of the
+    /// first hour at the busiest hour's rates; refused at a --speed other than 1). Needs the
+    /// profile's `[day_shape]` (docs/profiles.md, docs/windows.md).
+    #[arg(long, value_name = "day|peak-hour|morning", default_value = "day", value_parser = peakhour_workload::Window::parse)]
+    pub window: peakhour_workload::Window,
     /// The run directory (default: runs/TIME-PROFILE-USERSu, TIME in UTC). It must be new
     /// or empty: a directory that holds a run, or files peakhour does not write, is
     /// refused (exit 2) and nothing in it is overwritten.

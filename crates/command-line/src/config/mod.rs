@@ -15,7 +15,10 @@ use std::fmt;
 use std::time::Duration;
 
 pub use limits::*;
-pub use run::{InitConfig, RunConfig, Shape, checked_groups, checked_node_exporter};
+pub use run::{
+    DEFAULT_DURATION, InitConfig, RunConfig, Shape, WINDOW_LENGTH, checked_groups,
+    checked_node_exporter,
+};
 
 /// The exit code of bad usage.
 pub const EXIT_USAGE: u8 = 2;

@@ -14,7 +14,13 @@ use super::{
 };
 use crate::args::{InitArgs, RunArgs, RunShape, TargetArgs};
 use peakhour_rundir::{MonitorSection, RunSection};
-use peakhour_workload::HumanDuration;
+use peakhour_workload::{HumanDuration, Window};
+
+/// `--duration` when not given: the measured steady phase of an even day.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(120);
+/// `--duration` when not given with `--window peak-hour|morning`: the
+/// measured window (issue 25: 10 minutes).
+pub const WINDOW_LENGTH: Duration = Duration::from_secs(600);
 
 /// A run's shape in time and its QoS limit, checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,8 +48,19 @@ pub struct Shape {
 impl Shape {
     /// Checks the shape of `run` (and of every step of a sweep).
     pub fn check(raw: &RunShape) -> Result<Shape, UsageError> {
+        Shape::check_in(raw, Window::Day)
+    }
+
+    /// Checks the shape of a run of `window`: without `--duration`, a
+    /// window other than the even day is measured for [`WINDOW_LENGTH`].
+    pub fn check_in(raw: &RunShape, window: Window) -> Result<Shape, UsageError> {
         let zero = Duration::ZERO;
-        let duration = duration_within("duration", raw.duration, MIN_DURATION, MAX_DURATION)?;
+        let default = match window {
+            Window::Day => DEFAULT_DURATION,
+            Window::PeakHour | Window::Morning => WINDOW_LENGTH,
+        };
+        let duration = raw.duration.unwrap_or(default);
+        let duration = duration_within("duration", duration, MIN_DURATION, MAX_DURATION)?;
         let interval = duration_within("interval", raw.interval, MIN_INTERVAL, MAX_INTERVAL)?;
         let intervals = duration.as_nanos().div_ceil(interval.as_nanos());
         if intervals > u128::from(MAX_INTERVALS) {
@@ -102,6 +119,8 @@ pub struct RunConfig {
     pub users: Option<u32>,
     /// The run's shape in time and its QoS limit.
     pub shape: Shape,
+    /// `--window`: the part of the day measured.
+    pub window: Window,
     /// `--high-average-window`: the monitor's shortest high-average window.
     pub high_average_window: Duration,
     /// `--monitor-baseline`: the idle server sampled before the load.
@@ -158,7 +177,8 @@ impl RunConfig {
                 .users
                 .map(|users| count_within("users", users, 1, MAX_USERS))
                 .transpose()?,
-            shape: Shape::check(&args.shape)?,
+            shape: Shape::check_in(&args.shape, args.window)?,
+            window: args.window,
             high_average_window: duration_within(
                 "high-average-window",
                 args.high_average_window,

@@ -259,6 +259,7 @@ fn verdict(out: &mut String, s: &Summary) {
     );
     kpi(out, s.users.to_string(), "simulated users");
     out.push_str("</div>");
+    crate::window_text::window_html(out, s);
     let capacity = match s.verdict {
         Verdict::Pass if !s.client_bound && !s.interrupted => format!(
             "Capacity: this server carried <b>{} simulated {} users</b> through {} s of steady state within QoS (every action's p95 within its limit, default {} ms, errors ≤ {}%). It can carry <b>at least {} users</b> of this profile at this speed; the peak lies higher — a sweep of growing user counts finds it.",

@@ -14,6 +14,7 @@ use peakhour_workload::HumanDuration;
 
 use crate::args::{SweepArgs, TargetArgs};
 use crate::commands::signals::Interrupt;
+use crate::config::DEFAULT_DURATION;
 
 /// The sweep's children and the signals: the first SIGINT, SIGTERM or
 /// SIGHUP stops the sweep after the running step, and every one is passed on
@@ -162,7 +163,7 @@ pub(super) fn run_args(args: &SweepArgs, users: u32, seed: u64, dir: &Path) -> V
         "--seed".into(),
         seed.to_string().into(),
         "--duration".into(),
-        duration(args.shape.duration),
+        duration(args.shape.duration.unwrap_or(DEFAULT_DURATION)),
         "--ramp-up".into(),
         duration(args.shape.ramp_up),
         "--drain".into(),
