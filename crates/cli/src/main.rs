@@ -18,24 +18,10 @@ mod config {
 
     pub(crate) use peakhour_command_line::config::*;
 
-    /// Prints `error` and returns exit code 2 if it is bad usage: a
-    /// [`UsageError`], or a profile that does not parse, breaks a bound or does
-    /// not resolve with the options given, a users file that does not read, a
-    /// test population refused, or an `--out` that is taken. Gives any other error back.
+    /// Prints `error` and returns exit code 2 if it is bad usage
+    /// ([`is_usage_cause`]). Gives any other error back.
     pub(crate) fn usage_exit(error: anyhow::Error) -> anyhow::Result<ExitCode> {
-        let is_usage = error.chain().any(|cause| {
-            cause.is::<UsageError>()
-                || cause.is::<peakhour_workload::ProfileError>()
-                || cause.is::<peakhour_workload::PlanError>()
-                || cause
-                    .downcast_ref::<peakhour_engine::files::FileSetupError>()
-                    .is_some_and(peakhour_engine::files::FileSetupError::is_usage)
-                || cause
-                    .downcast_ref::<peakhour_engine::setup::SetupError>()
-                    .is_some_and(peakhour_engine::setup::SetupError::is_usage)
-                || (cause.downcast_ref::<peakhour_rundir::RunDirError>())
-                    .is_some_and(peakhour_rundir::RunDirError::is_usage)
-        });
+        let is_usage = error.chain().any(is_usage_cause);
         if is_usage {
             eprintln!("error: {}", error_text(error.as_ref()));
             return Ok(ExitCode::from(EXIT_USAGE));

@@ -49,6 +49,24 @@ pub fn error_text(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
+/// Whether `cause` (one link of an error's chain) is bad usage, which exits
+/// with code 2: a [`UsageError`], a profile that does not parse, breaks a
+/// bound or does not resolve with the options given, a users file that does
+/// not read, a test population refused, or an `--out` that is taken.
+pub fn is_usage_cause(cause: &(dyn std::error::Error + 'static)) -> bool {
+    cause.is::<UsageError>()
+        || cause.is::<peakhour_workload::ProfileError>()
+        || cause.is::<peakhour_workload::PlanError>()
+        || cause
+            .downcast_ref::<peakhour_engine::files::FileSetupError>()
+            .is_some_and(peakhour_engine::files::FileSetupError::is_usage)
+        || cause
+            .downcast_ref::<peakhour_engine::setup::SetupError>()
+            .is_some_and(peakhour_engine::setup::SetupError::is_usage)
+        || (cause.downcast_ref::<peakhour_rundir::RunDirError>())
+            .is_some_and(peakhour_rundir::RunDirError::is_usage)
+}
+
 /// `value` of `--flag`, if it lies within `min..=max`.
 pub fn duration_within(
     flag: &str,
