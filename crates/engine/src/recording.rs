@@ -238,7 +238,8 @@ impl Observer for RunRecorder {
                     actual_start: clock.offset(*started),
                     end: clock.offset(*finished),
                 };
-                self.recorder.record_action(LOGON_ACTION, timing, Recorded::Ok);
+                self.recorder
+                    .record_action(LOGON_ACTION, timing, Recorded::Ok);
             }
             Event::Logon {
                 intended,
