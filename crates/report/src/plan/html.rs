@@ -192,9 +192,12 @@ fn memory_section(tasks: &TaskSet) -> String {
                     ]
                 })
                 .collect();
+            if let Err(why) = peakhour_analysis::plan::memory_fit_verdict(m) {
+                let _ = write!(s, "<p class=\"warn\">{}</p>", escape(&why));
+            }
             let _ = write!(
                 s,
-                "<p>Seed 000's base + n × per-connection + n × per-thread, fitted by least squares: <b>{} + sessions × {}</b> (± {} per session; residual sd {}; R² {}).</p>{}",
+                "<p>Seed 000's base + n × per-connection + n × per-thread, fitted by least squares: <b>{} + sessions × {}</b> (standard error {} per session; residual sd {}; R² {}).</p>{}",
                 escape(&bytes(m.base_bytes)),
                 escape(&bytes(m.per_session_bytes)),
                 escape(&bytes(m.per_session_sd_bytes)),

@@ -114,13 +114,16 @@ pub fn render_tasks_terminal(tasks: &TaskSet) -> String {
         Some(m) => {
             let _ = writeln!(
                 out,
-                "memory: {} + sessions × {} (± {} per session; residual {}, R² {})",
+                "memory: {} + sessions × {} (standard error {} per session; residual {}, R² {})",
                 bytes(m.base_bytes),
                 bytes(m.per_session_bytes),
                 bytes(m.per_session_sd_bytes),
                 bytes(m.residual_sd_bytes),
                 num(m.r_squared)
             );
+            if let Err(why) = peakhour_analysis::plan::memory_fit_verdict(m) {
+                let _ = writeln!(out, "  {why}");
+            }
         }
         None => {
             let _ = writeln!(out, "memory: not measured (no idle-session points)");
