@@ -60,7 +60,8 @@ pub fn memory_fit_verdict(fit: &MemoryFit) -> Result<(), String> {
     let cure = format!(
         "measure memory at session counts that span the plan (peakhour tasks --sessions, now {largest} at most)"
     );
-    if !(fit.r_squared >= MIN_MEMORY_R_SQUARED) {
+    // A NaN R² (no variance at all) is no fit either.
+    if fit.r_squared.is_nan() || fit.r_squared < MIN_MEMORY_R_SQUARED {
         return Err(format!(
             "memory per session is not used: its fit over {} points up to {largest} sessions has R² {:.2} (below {MIN_MEMORY_R_SQUARED}): the session count explains too little of the memory; {cure}",
             fit.points.len(),
