@@ -334,6 +334,20 @@ fn per_task(
     (net / tasks, se / tasks)
 }
 
+/// The idle network to take off a run's: the baseline's, unless it was
+/// counted elsewhere (the interfaces, when the run counted its own bytes),
+/// which is not this run's idle, so nothing is taken off.
+fn net_baseline(run: &WindowMeasurement, baseline: &IdleBaseline) -> WindowMeasurement {
+    if baseline.net_source == run.net_source {
+        baseline.clone()
+    } else {
+        WindowMeasurement {
+            net_source: run.net_source,
+            ..WindowMeasurement::default()
+        }
+    }
+}
+
 /// Derives a task's cost from its run, the idle baseline and the CPU
 /// available to the server (`server_cpus`: the lab's cgroup limit, else the
 /// host's cores).
@@ -403,16 +417,7 @@ pub fn derive_task_cost(
     );
     let ios = |w: &WindowMeasurement| w.disk_read_ios + w.disk_write_ios;
     let (disk_ios, _) = per_task(ios(m), ios(baseline), m, baseline, tasks, zero_se, zero_se);
-    // A baseline counted elsewhere (the interfaces, when the run counted
-    // its own bytes) is not this run's idle: nothing is taken off then.
-    let net_baseline = if baseline.net_source == m.net_source {
-        baseline.clone()
-    } else {
-        WindowMeasurement {
-            net_source: m.net_source,
-            ..WindowMeasurement::default()
-        }
-    };
+    let net_baseline = net_baseline(m, baseline);
     let (net_kib, net_kib_sd) = per_task(
         m.net_kib,
         net_baseline.net_kib,

@@ -148,24 +148,7 @@ pub fn render_plan_terminal(plan: &Plan) -> String {
     for line in &plan.headline {
         let _ = writeln!(out, "» {line}");
     }
-    let u = &plan.per_user;
-    let s = &u.significance;
-    let _ = writeln!(
-        out,
-        "per user: cores {}, memory {}, I/O/s {}, disk KiB/s {}, network KiB/s {}, {} actions/s",
-        judged(s.cpu_cores, pm(u.cpu_cores, u.cpu_cores_sd)),
-        match (u.memory_bytes, s.memory_bytes) {
-            (Some(m), Some(sig)) => judged(
-                sig,
-                format!("{} ± {}", bytes(m), bytes(u.memory_sd_bytes.unwrap_or(0.0)))
-            ),
-            _ => "not modelled".to_owned(),
-        },
-        judged(s.disk_iops, num(u.disk_iops)),
-        judged(s.disk_kib_per_s, pm(u.disk_kib_per_s, u.disk_kib_per_s_sd)),
-        judged(s.net_kib_per_s, pm(u.net_kib_per_s, u.net_kib_per_s_sd)),
-        num(u.actions_per_s)
-    );
+    out.push_str(&per_user_line(plan));
     let _ = writeln!(out);
     let header = [
         "users",
@@ -258,6 +241,27 @@ pub fn render_plan_terminal(plan: &Plan) -> String {
     list(&mut out, "assumptions", &plan.assumptions);
     list(&mut out, "warnings", &plan.warnings);
     out
+}
+
+/// The per-user line: each figure, or "not significant".
+fn per_user_line(plan: &Plan) -> String {
+    let u = &plan.per_user;
+    let s = &u.significance;
+    format!(
+        "per user: cores {}, memory {}, I/O/s {}, disk KiB/s {}, network KiB/s {}, {} actions/s\n",
+        judged(s.cpu_cores, pm(u.cpu_cores, u.cpu_cores_sd)),
+        match (u.memory_bytes, s.memory_bytes) {
+            (Some(m), Some(sig)) => judged(
+                sig,
+                format!("{} ± {}", bytes(m), bytes(u.memory_sd_bytes.unwrap_or(0.0)))
+            ),
+            _ => "not modelled".to_owned(),
+        },
+        judged(s.disk_iops, num(u.disk_iops)),
+        judged(s.disk_kib_per_s, pm(u.disk_kib_per_s, u.disk_kib_per_s_sd)),
+        judged(s.net_kib_per_s, pm(u.net_kib_per_s, u.net_kib_per_s_sd)),
+        num(u.actions_per_s)
+    )
 }
 
 fn arrow(d: Direction) -> &'static str {
