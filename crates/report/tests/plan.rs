@@ -610,3 +610,23 @@ fn issue_25_item_5_no_printed_plus_minus_exceeds_its_figure_in_any_output() {
     assert_eq!(col("net_kib_per_s_significant"), "false");
     assert_eq!(col("cpu_cores_significant"), "true");
 }
+
+#[test]
+fn issue_25_item_5_a_matrix_with_changes_within_noise_says_so_and_satisfies_its_schema() {
+    let m = matrix();
+    let noisy: Vec<MatrixCell> = m
+        .cells
+        .iter()
+        .cloned()
+        .map(|mut c| {
+            c.spread.insert("weighted_p95_ms".to_owned(), 1e6);
+            c
+        })
+        .collect();
+    let m = Matrix::build(&m.profile, m.users, noisy, m.threshold_pct).unwrap();
+    let json = matrix_json(&m).unwrap();
+    assert!(json.contains("\"not_significant\""), "{json}");
+    assert_eq!(validate(MATRIX_SCHEMA, &json), Vec::<String>::new());
+    let terminal = render_matrix_terminal(&m);
+    assert!(terminal.contains("no significant change"), "{terminal}");
+}
