@@ -83,7 +83,7 @@ cleanup() {
   fi
   if [ "$keep_lab" -eq 0 ]; then
     say "tearing the lab down"
-    "$peakhour" lab down --dir "$lab_dir" --purge >/dev/null 2>&1 || true
+    "$peakhour" lab down --lab-dir "$lab_dir" --purge >/dev/null 2>&1 || true
   fi
 }
 trap cleanup EXIT
@@ -128,7 +128,7 @@ finish_bounded() {
 
 say "machine: $(nproc) cores, load average $(load_avg) (other work shares this machine)"
 say "lab in $lab_dir: $users users, ports from $port_base, 100 connections per imap process"
-"$peakhour" lab up --dir "$lab_dir" --users "$users" --port-base "$port_base" \
+"$peakhour" lab up --lab-dir "$lab_dir" --users "$users" --port-base "$port_base" \
   --imap-client-limit 100 >"$dir/lab-up.log" 2>&1 || { cat "$dir/lab-up.log" >&2; die "lab up failed"; }
 
 say "init: mmb-medium's starting state into $users mailboxes (bounded by ${init_limit} s); load $(load_avg)"

@@ -107,7 +107,7 @@ cleanup() {
     rmdir "$cgroup" 2>/dev/null || true
   fi
   if [ "$keep_lab" -eq 0 ]; then
-    "$peakhour" lab down --dir "$lab_dir" --purge >/dev/null 2>&1 || true
+    "$peakhour" lab down --lab-dir "$lab_dir" --purge >/dev/null 2>&1 || true
   fi
 }
 trap cleanup EXIT
@@ -123,8 +123,8 @@ now_ns() { date +%s%N; }
 load1() { cut -d' ' -f1 /proc/loadavg; }
 
 say "lab in $lab_dir: $users users, ports from $port_base"
-"$peakhour" lab up --dir "$lab_dir" --users "$users" --port-base "$port_base" >/dev/null
-status=$("$peakhour" lab status --dir "$lab_dir" --json)
+"$peakhour" lab up --lab-dir "$lab_dir" --users "$users" --port-base "$port_base" >/dev/null
+status=$("$peakhour" lab status --lab-dir "$lab_dir" --json)
 field() { python3 -c "import json,sys; s=json.loads(sys.argv[1]); print(eval(sys.argv[2]))" "$status" "$1"; }
 imap_port=$(field "s['endpoints']['imap'].rsplit(':',1)[1]")
 domain=$(field "s['domain']")

@@ -1,12 +1,26 @@
 #!/usr/bin/env bash
 # Installs everything peakhour needs on Debian 12, then builds it.
 #
-#   ./scripts/setup.sh            # packages + debug build
-#   ./scripts/setup.sh --release  # packages + release build (what the demo uses)
+#   ./scripts/setup.sh                  # packages + debug build
+#   ./scripts/setup.sh --release        # packages + release build (what the demo uses)
+#   ./scripts/setup.sh --packages-only  # only the servers and tools the lab and the
+#                                       # tests run (also --no-build): no cargo needed
 #
 # Safe to repeat: packages already installed are left alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
+profile=debug
+build=1
+for arg in "$@"; do
+  case "$arg" in
+    --release) profile=release ;;
+    --packages-only|--no-build) build=0 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "error: unknown option $arg" >&2; usage >&2; exit 2 ;;
+  esac
+done
 
 # Servers the lab runs, and the tools it runs them with.
 PACKAGES=(dovecot-imapd dovecot-lmtpd dovecot-pop3d postfix openssl util-linux python3 ca-certificates chromium
@@ -85,13 +99,16 @@ if [ ! -x "$CYRUS_PRIVATE/usr/lib/cyrus/bin/imapd" ] || [ ! -x "$CYRUS_PRIVATE/u
   rm -rf "$debs"
 fi
 
+if [ "$build" = 0 ]; then
+  say "packages installed; not building (--packages-only)"
+  exit 0
+fi
+
 if ! command -v cargo >/dev/null 2>&1; then
   echo "error: cargo not found; install Rust 1.95 or newer (https://rustup.rs)" >&2
   exit 1
 fi
 
-profile=debug
-[ "${1:-}" = "--release" ] && profile=release
 say "building peakhour ($profile)"
 if [ "$profile" = release ]; then
   cargo build --release --locked -p peakhour

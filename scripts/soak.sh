@@ -63,12 +63,12 @@ steady=$(( secs - ramp_up ))
 
 cleanup() {
   if [ -n "${run_pid:-}" ] && kill -0 "$run_pid" 2>/dev/null; then kill -9 "$run_pid" || true; fi
-  if [ "$keep_lab" = 0 ]; then "$peakhour" lab down --dir "$lab_dir" >/dev/null 2>&1 || true; fi
+  if [ "$keep_lab" = 0 ]; then "$peakhour" lab down --lab-dir "$lab_dir" >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
 
 echo "soak: $users users of mmb-medium at speed $speed, ramp-up ${ramp_up}s, steady ${steady}s, warm-up ${warmup}s; files in $dir"
-"$peakhour" lab up --dir "$lab_dir" --users "$users" --port-base "$port_base" --imap-client-limit 100 >/dev/null
+"$peakhour" lab up --lab-dir "$lab_dir" --users "$users" --port-base "$port_base" --imap-client-limit 100 >/dev/null
 
 "$peakhour" run --profile mmb-medium --lab-dir "$lab_dir" --users "$users" --speed "$speed" \
   --ramp-up "${ramp_up}s" --duration "${steady}s" --drain 60s --interval 10s --out "$run_dir" \

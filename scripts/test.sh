@@ -28,15 +28,15 @@ lab_dir=$(mktemp -d /tmp/peakhour-ci-lab.XXXXXX)
 # mktemp makes 0700, which the lab refuses (its servers could not reach it) and does not change.
 chmod 755 "$lab_dir"
 cleanup() {
-  target/debug/peakhour lab down --dir "$lab_dir" --purge >/dev/null 2>&1 || true
+  target/debug/peakhour lab down --lab-dir "$lab_dir" --purge >/dev/null 2>&1 || true
   rm -rf "$lab_dir"
 }
 trap cleanup EXIT
 # A port base of its own, so a developer's lab on the default ports is left alone.
-target/debug/peakhour lab up --dir "$lab_dir" --users 200 --port-base 30000
-target/debug/peakhour lab status --dir "$lab_dir" >/dev/null
-python3 tests/lab_smoke.py --peakhour target/debug/peakhour --dir "$lab_dir"
-target/debug/peakhour lab check --dir "$lab_dir" --starttls >/dev/null
+target/debug/peakhour lab up --lab-dir "$lab_dir" --users 200 --port-base 30000
+target/debug/peakhour lab status --lab-dir "$lab_dir" >/dev/null
+python3 tests/lab_smoke.py --peakhour target/debug/peakhour --lab-dir "$lab_dir"
+target/debug/peakhour lab check --lab-dir "$lab_dir" --starttls >/dev/null
 
 say "independent check: HdrHistogram's own HistogramLogProcessor (Java) reads a run's latency.hlog"
 run_dir="$lab_dir/hlog-run"
@@ -61,9 +61,9 @@ hdr_jar="$maven_home/.m2/repository/org/hdrhistogram/HdrHistogram/$hdr_version/H
 java -cp "$hdr_jar" org.HdrHistogram.HistogramLogProcessor -i "$run_dir/latency.hlog" \
   -outputValueUnitRatio 1000 -csv >"$lab_dir/hlog.csv"
 python3 tests/hlog_check.py "$lab_dir/hlog.csv" "$run_dir/intervals.csv"
-pids=$(target/debug/peakhour lab status --dir "$lab_dir" --json | python3 -c \
+pids=$(target/debug/peakhour lab status --lab-dir "$lab_dir" --json | python3 -c \
   'import json,sys; print(" ".join(str(p["pid"]) for s in json.load(sys.stdin)["servers"] for p in s["processes"]))')
-target/debug/peakhour lab down --dir "$lab_dir"
+target/debug/peakhour lab down --lab-dir "$lab_dir"
 for pid in $pids; do
   state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)
   if [ -n "$state" ] && [ "$state" != Z ]; then

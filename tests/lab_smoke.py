@@ -214,7 +214,7 @@ def check_smb(status, password):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--peakhour", default="target/debug/peakhour")
-    parser.add_argument("--dir", default=".peakhour/lab")
+    parser.add_argument("--lab-dir", "--dir", dest="dir", default=".peakhour/lab")
     parser.add_argument("--status-file",
                         help="read the lab's status from this JSON file instead of running peakhour")
     parser.add_argument("--user", type=int, default=42)
@@ -227,7 +227,7 @@ def main():
             status = json.load(file)
     else:
         status = json.loads(subprocess.run(
-            [args.peakhour, "lab", "status", "--dir", args.dir, "--json"],
+            [args.peakhour, "lab", "status", "--lab-dir", args.dir, "--json"],
             check=True, capture_output=True, text=True).stdout)
     assert status["healthy"], f"lab not healthy: {status}"
     address = f"user{args.user}@{status['domain']}"

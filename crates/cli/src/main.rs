@@ -20,7 +20,8 @@ mod config {
 
     /// Prints `error` and returns exit code 2 if it is bad usage: a
     /// [`UsageError`], or a profile that does not parse, breaks a bound or does
-    /// not resolve with the options given, or a test population refused. Gives any other error back.
+    /// not resolve with the options given, a users file that does not read, a
+    /// test population refused, or an `--out` that is taken. Gives any other error back.
     pub(crate) fn usage_exit(error: anyhow::Error) -> anyhow::Result<ExitCode> {
         let is_usage = error.chain().any(|cause| {
             cause.is::<UsageError>()
@@ -32,6 +33,8 @@ mod config {
                 || cause
                     .downcast_ref::<peakhour_engine::setup::SetupError>()
                     .is_some_and(peakhour_engine::setup::SetupError::is_usage)
+                || (cause.downcast_ref::<peakhour_rundir::RunDirError>())
+                    .is_some_and(peakhour_rundir::RunDirError::is_usage)
         });
         if is_usage {
             eprintln!("error: {error:#}");

@@ -163,12 +163,12 @@ fn issue_11_the_password_appears_in_no_output_and_skipped_tls_checks_are_loud() 
     let files = assert_clean_tree(&run_dir, &canaries);
     assert!(files >= 8, "only {files} files in the run directory");
 
-    let lab_text = peakhour(&["lab", "status", "--dir", &status.dir]);
+    let lab_text = peakhour(&["lab", "status", "--lab-dir", &status.dir]);
     assert_clean_output("lab status", &lab_text, &canaries);
     // The JSON form is for scripts on the lab's own machine and names the
     // lab's generated password in its `password` field (schemas/
     // lab-status.schema.json); nowhere else.
-    let lab_json = peakhour(&["lab", "status", "--dir", &status.dir, "--json"]);
+    let lab_json = peakhour(&["lab", "status", "--lab-dir", &status.dir, "--json"]);
     let mut json: serde_json::Value = serde_json::from_slice(&lab_json.stdout).unwrap();
     assert_eq!(json["password"], password.as_str());
     json.as_object_mut().unwrap().remove("password");

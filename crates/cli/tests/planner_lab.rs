@@ -430,7 +430,7 @@ fn issue_13_a_half_core_lab_holds_dovecot_to_half_a_core() {
     };
     let lab = LabGuard::start(&config).unwrap();
     // `lab status --json` reports the cap, as its committed schema says.
-    let status = peakhour(&["lab", "status", "--json", "--dir", &lab.status.dir]);
+    let status = peakhour(&["lab", "status", "--json", "--lab-dir", &lab.status.dir]);
     assert!(status.status.success(), "lab status failed");
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_valid(

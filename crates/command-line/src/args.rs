@@ -25,7 +25,7 @@ pub use analysis::{AnalyzeCapacityArgs, AnalyzeCommand, MonitorArgs};
 pub use distributed::{K8sCommand, K8sJobArgs, MergeArgs, ShardArgs};
 pub use files::FileArgs;
 use help::{
-    ANALYZE_EXAMPLES, COMPARE_EXAMPLES, COMPLETIONS_EXAMPLES, INIT_EXAMPLES, MAN_EXAMPLES,
+    ABOUT, ANALYZE_EXAMPLES, COMPARE_EXAMPLES, COMPLETIONS_EXAMPLES, INIT_EXAMPLES, MAN_EXAMPLES,
     MONITOR_EXAMPLES, QUICK_START, REPORT_EXAMPLES, RUN_EXAMPLES, SWEEP_EXAMPLES,
 };
 pub use lab::{LabCheckArgs, LabCommand, LabDirArg, LabDownArgs, LabStatusArgs, LabUpArgs};
@@ -44,7 +44,7 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 #[command(
     name = "peakhour",
     version,
-    about,
+    about = ABOUT,
     long_about = None,
     propagate_version = true,
     after_help = QUICK_START

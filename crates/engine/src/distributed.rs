@@ -13,6 +13,84 @@ use tokio::time::Instant;
 use crate::run::{Observer, RunSettings};
 use crate::{Event, RunClock, SelfSample};
 
+/// How far ahead `--start-at` may be: a day. A start further out is a typo
+/// (`9999-12-31T23:59:59Z` waited 69,890,731 hours; issue 26, item 6), not a
+/// plan, and a shard waiting for it holds its machine for nothing.
+pub const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
+
+/// How far in the past `--start-at` may be: an hour. A shard that late
+/// shares no load with the others (a pod restarted from an old manifest);
+/// a few seconds or minutes late runs, and records how late it began.
+pub const MAX_START_BEHIND: Duration = Duration::from_secs(3600);
+
+/// Why a `--start-at` was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum StartAtError {
+    /// Not an RFC 3339 instant.
+    #[error("--start-at {text:?} is not an RFC 3339 time (2026-05-01T12:00:00Z): {source}")]
+    NotRfc3339 {
+        /// What was given.
+        text: String,
+        /// Why it does not parse.
+        source: chrono::ParseError,
+    },
+    /// Further ahead than [`MAX_START_AHEAD`].
+    #[error(
+        "--start-at {text} is {} from now, more than the {} a shard may wait for its start",
+        roughly(*.ahead), HumanDuration(MAX_START_AHEAD)
+    )]
+    TooFarAhead {
+        /// What was given.
+        text: String,
+        /// How far ahead of now it is.
+        ahead: Duration,
+    },
+    /// Further behind than [`MAX_START_BEHIND`].
+    #[error(
+        "--start-at {text} passed {} ago, more than the {} a shard may start late: \
+         agree on a new start",
+        roughly(*.behind), HumanDuration(MAX_START_BEHIND)
+    )]
+    TooFarBehind {
+        /// What was given.
+        text: String,
+        /// How long ago it was.
+        behind: Duration,
+    },
+}
+
+/// A long wait as a person reads it: whole days past two days (a start
+/// in the year 9999 is millions of days away, not trillions of ms).
+fn roughly(wait: Duration) -> String {
+    match wait.as_secs() / 86_400 {
+        days @ 2.. => format!("{days} days"),
+        _ => HumanDuration(Duration::from_secs(wait.as_secs())).to_string(),
+    }
+}
+
+/// The instant an RFC 3339 `--start-at` names, if it lies within
+/// [`MAX_START_AHEAD`] ahead of `now` and [`MAX_START_BEHIND`] behind it.
+pub fn parse_start_at(text: &str, now: SystemTime) -> Result<SystemTime, StartAtError> {
+    let at =
+        chrono::DateTime::parse_from_rfc3339(text).map_err(|source| StartAtError::NotRfc3339 {
+            text: text.to_owned(),
+            source,
+        })?;
+    let at: SystemTime = at.with_timezone(&chrono::Utc).into();
+    match at.duration_since(now) {
+        Ok(ahead) if ahead > MAX_START_AHEAD => Err(StartAtError::TooFarAhead {
+            text: text.to_owned(),
+            ahead,
+        }),
+        Ok(_) => Ok(at),
+        Err(behind) if behind.duration() > MAX_START_BEHIND => Err(StartAtError::TooFarBehind {
+            text: text.to_owned(),
+            behind: behind.duration(),
+        }),
+        Err(_) => Ok(at),
+    }
+}
+
 /// Waits until `start_at` (wall clock), or until `stop` is raised; returns
 /// how late the logon phase begins when that is more than
 /// [`LATE_START_TOLERANCE_MS`]: a shard that got there after the agreed

@@ -65,6 +65,7 @@ mod live;
 mod pop3_user;
 mod population;
 mod profile_rates;
+pub mod profiles;
 mod reconcile;
 mod recording;
 mod run;
@@ -75,12 +76,15 @@ mod setup_args;
 mod target;
 mod terminal;
 mod user;
+pub mod users_file;
 
 pub use calendar::CalDavEndpoint;
 pub use calendar_init::{CalendarInitError, CalendarInitReport, init_calendars};
 pub use connector::{Connector, NetConnector};
 pub use delivery::{DeliveryTracker, LOST_LIST_CAP, Lost, LostReport, Noticed, bare_message_id};
-pub use distributed::{StartNotice, wait_for_start};
+pub use distributed::{
+    MAX_START_AHEAD, MAX_START_BEHIND, StartAtError, StartNotice, parse_start_at, wait_for_start,
+};
 pub use events::{Counter, Event, EventSink, NOT_ATTEMPTED, Outcome, PANIC};
 pub use folders::ServerFolders;
 pub use groupware::GroupwareCheckError;

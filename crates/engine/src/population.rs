@@ -9,6 +9,11 @@
 //! transaction starts ([`Population::admit`]): a recipient outside it is a
 //! bug, and the run stops rather than send to it.
 //!
+//! Every address of it, and every recipient again, passes the one address
+//! check of `peakhour_workload::address`: an allow-list (a dot-atom local
+//! part without `%` or `!`, a host-name domain) that refuses the percent
+//! hack, source routes, quoted local parts and bang paths (issue 26, item 4).
+//!
 //! On an explicit target, the population's domains must be reserved test
 //! names (RFC 2606 and RFC 6761: `.test`, `.example`, `.invalid`,
 //! `.localhost`, `example.com`, `example.net`, `example.org`) or be named by
@@ -18,6 +23,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use peakhour_workload::Plan;
+use peakhour_workload::address::{AddressError, check_address};
 
 use crate::target::Credentials;
 
@@ -72,13 +78,14 @@ pub enum PopulationError {
         /// The domains that are neither reserved nor allowed, sorted.
         domains: Vec<String>,
     },
-    /// A listed address that is not an address.
-    #[error("user {user}: {address:?} is not a mail address (expected local@domain)")]
+    /// A listed address, or a recipient, that fails the one address check
+    /// ([`check_address`]).
+    #[error("user {user}: {error}")]
     NotAnAddress {
-        /// The 0-based user index.
+        /// The 0-based user index (of the envelope's recipient, for [`Population::admit`]).
         user: u32,
-        /// What was given.
-        address: String,
+        /// What was given and what is wrong with it.
+        error: AddressError,
     },
     /// Two users share an address: the delivery ledger could not tell their copies apart.
     #[error("users {first} and {second} share the address {address}")]
@@ -152,9 +159,8 @@ impl Population {
         for (user, address) in addresses.into_iter().enumerate() {
             let user = u32::try_from(user).unwrap_or(u32::MAX);
             let address = address.trim().to_owned();
-            if split_address(&address).is_none() {
-                return Err(PopulationError::NotAnAddress { user, address });
-            }
+            check_address(&address)
+                .map_err(|error| PopulationError::NotAnAddress { user, error })?;
             if let Some(&first) = index.get(&address.to_ascii_lowercase()) {
                 return Err(PopulationError::Duplicate {
                     address,
@@ -219,8 +225,15 @@ impl Population {
     }
 
     /// Checks, just before an SMTP transaction, that every recipient of its
-    /// envelope is a member of the population.
+    /// envelope is a plain address ([`check_address`], whatever built it) and
+    /// a member of the population.
     pub fn admit(&self, envelope: &[String]) -> Result<(), PopulationError> {
+        for (user, recipient) in envelope.iter().enumerate() {
+            check_address(recipient).map_err(|error| PopulationError::NotAnAddress {
+                user: u32::try_from(user).unwrap_or(u32::MAX),
+                error,
+            })?;
+        }
         match envelope.iter().find(|r| self.user_of(r).is_none()) {
             Some(outside) => Err(PopulationError::Outside {
                 recipient: outside.clone(),
@@ -354,6 +367,29 @@ mod tests {
         assert!(
             matches!(outside, PopulationError::Outside { ref recipient, .. } if recipient == "user4@outside.example.co")
         );
+    }
+
+    #[test]
+    fn issue_26_item_4_a_listed_population_and_an_envelope_take_only_plain_addresses() {
+        for address in [
+            "victim%gmail.com@bench.test",
+            "victim@gmail.com@bench.test",
+            "@gmail.com:victim@bench.test",
+            "\"victim@gmail.com\"@bench.test",
+            "gmail.com!victim@bench.test",
+        ] {
+            let listed = Population::listed(["a@bench.test".to_owned(), address.to_owned()]);
+            assert!(
+                matches!(listed, Err(PopulationError::NotAnAddress { user: 1, .. })),
+                "{address}: {listed:?}"
+            );
+            let population = Population::listed(["a@bench.test".to_owned()]).unwrap();
+            let refused = population.admit(&["a@bench.test".into(), address.into()]);
+            assert!(
+                matches!(refused, Err(PopulationError::NotAnAddress { user: 1, .. })),
+                "{address}"
+            );
+        }
     }
 
     #[test]

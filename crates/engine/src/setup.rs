@@ -17,6 +17,7 @@ use crate::population::{Population, PopulationError};
 use crate::target::{
     Account, Credentials, Endpoint, EndpointError, ServerOptions, Target, security_shortcuts,
 };
+use crate::users_file::UsersFileError;
 
 /// Where the load goes and who logs in, as the command line gave it.
 #[derive(Debug, Clone, Default)]
@@ -107,13 +108,14 @@ pub enum SetupError {
     /// No shared password in the environment and no users file.
     #[error("set the users' password in ${0} (or give --users-file)")]
     NoPassword(String, #[source] std::env::VarError),
-    /// A users file line that does not parse.
-    #[error("{path}:{message}")]
+    /// A users file that does not read as one: a line that is not a user
+    /// or not UTF-8, or no user at all.
+    #[error("{}", error.in_file(path))]
     UsersFile {
         /// The file.
         path: String,
         /// The line and why.
-        message: String,
+        error: UsersFileError,
     },
     /// More users than the lab has.
     #[error(
@@ -145,10 +147,16 @@ impl SetupError {
     /// Whether the command line cannot run as given (bad usage: exit code 2),
     /// rather than the world not being as it expects.
     pub fn is_usage(&self) -> bool {
+        // A file that is there but not text is bad input; one that is not there, the world.
+        if let SetupError::Read { source, .. } = self {
+            return source.kind() == std::io::ErrorKind::InvalidData;
+        }
         matches!(
             self,
             SetupError::Profile(_)
                 | SetupError::Plan(_)
+                | SetupError::UsersFile { .. }
+                | SetupError::UsersFileTooShort { .. }
                 | SetupError::Population(_)
                 | SetupError::Domain(_)
         )
@@ -162,13 +170,10 @@ pub fn load_profile(name: &str) -> Result<Profile, SetupError> {
     }
     let path = Path::new(name);
     if !path.exists() {
-        let names: Vec<&str> = peakhour_workload::builtins()
-            .iter()
-            .map(|b| b.name)
-            .collect();
+        // Every name `run` takes, file profiles too: `run` tries those first.
         return Err(SetupError::NoProfile {
             name: name.to_owned(),
-            builtins: names.join(", "),
+            builtins: crate::profiles::builtin_names(),
         });
     }
     let source = read(path)?;
@@ -319,9 +324,13 @@ fn shared_password(name: &str) -> Result<String, SetupError> {
 
 /// The users file (see [`Account::parse_users`]): the run's whole test population.
 fn read_users_file(path: &Path) -> Result<Vec<Account>, SetupError> {
-    Account::parse_users(&read(path)?).map_err(|message| SetupError::UsersFile {
+    let bytes = std::fs::read(path).map_err(|source| SetupError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    Account::parse_users(bytes).map_err(|error| SetupError::UsersFile {
         path: path.display().to_string(),
-        message,
+        error,
     })
 }
 
@@ -390,6 +399,24 @@ mod tests {
         assert!(text.contains("\"no-such-profile\""), "{text}");
         assert!(text.contains("mmb-medium"), "{text}");
         assert!(!error.is_usage());
+    }
+
+    #[test]
+    fn issue_26_item_7_files_that_are_not_text_are_bad_usage_and_missing_ones_are_not() {
+        let dir = tempfile::tempdir().expect("dir");
+        let profile = dir.path().join("profile.toml");
+        std::fs::write(&profile, b"name = \"p\xff\"\n").expect("write");
+        let error = load_profile(profile.to_str().expect("utf-8")).expect_err("not UTF-8");
+        assert!(error.is_usage(), "{error}");
+        let users = dir.path().join("users.csv");
+        std::fs::write(&users, b"u1@test.example,p\xffw\n").expect("write");
+        let error = read_users_file(&users).expect_err("not UTF-8");
+        assert!(
+            error.is_usage() && error.to_string().contains("users.csv:1:"),
+            "{error}"
+        );
+        let error = read_users_file(&dir.path().join("missing.csv")).expect_err("missing");
+        assert!(!error.is_usage(), "{error}");
     }
 
     #[test]

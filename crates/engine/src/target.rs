@@ -9,6 +9,8 @@ use peakhour_imap::{ImapConnection, ImapError};
 use peakhour_net::{Secret, Security};
 use peakhour_smtp::{AuthPolicy, Flavor, SmtpConnection, SmtpError};
 
+use crate::users_file::{UsersFileError, parse_users_file};
+
 /// How a connection to an endpoint is secured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TlsMode {
@@ -169,56 +171,36 @@ pub struct ServerOptions {
 }
 
 impl Account {
-    /// A users file: `login,password[,address]` per line; `#` comments and
-    /// blank lines are skipped. These users are the run's whole test
-    /// population: mail goes only to their addresses. The address is the
-    /// third column, or the login when the login is an address. A password
-    /// may hold commas; one whose last comma is followed by something like an
-    /// address needs the third column. An error starts with the line's number.
-    pub fn parse_users(text: &str) -> Result<Vec<Account>, String> {
-        let mut users = Vec::new();
-        for (index, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            users.push(Self::parse_line(line).map_err(|why| format!("{}: {why}", index + 1))?);
-        }
-        if users.is_empty() {
-            return Err(" holds no users".into());
-        }
-        Ok(users)
-    }
-
-    /// One line of a users file.
-    pub fn parse_line(line: &str) -> Result<Account, String> {
-        let Some((login, rest)) = line.split_once(',') else {
-            return Err("expected `login,password[,address]`".into());
-        };
-        let login = login.trim();
-        if login.is_empty() {
-            return Err("empty login".into());
-        }
-        let looks_like_address =
-            |s: &str| s.contains('@') && !s.contains(char::is_whitespace) && !s.ends_with('@');
-        let (password, address) = match rest.rsplit_once(',') {
-            Some((password, address)) if looks_like_address(address.trim()) => {
-                (password, address.trim().to_owned())
-            }
-            _ if looks_like_address(login) => (rest, login.to_owned()),
-            _ => {
-                return Err(format!(
-                    "the login {login:?} is not a mail address: add the user's address as a \
-                     third column (login,password,address), so that the run knows where its \
-                     mail goes"
-                ));
-            }
-        };
-        Ok(Account {
-            login: login.to_owned(),
-            password: Secret::new(password.to_owned()),
-            address,
-        })
+    /// The users of a users file (see [`crate::users_file`]): the run's whole
+    /// test population, mail going only to their addresses. The address is
+    /// the third column, or the login when the login is an address.
+    pub fn parse_users(bytes: impl AsRef<[u8]>) -> Result<Vec<Account>, UsersFileError> {
+        let lines = parse_users_file(bytes.as_ref())?;
+        lines
+            .into_iter()
+            .map(|user| {
+                let address = match user.address {
+                    Some(address) => address,
+                    None if user.login.contains('@') => user.login.clone(),
+                    None => {
+                        return Err(UsersFileError::Line {
+                            line: user.line,
+                            why: format!(
+                                "the login {:?} is not a mail address: add the user's address \
+                                 as a third column (login,password,address), so that the run \
+                                 knows where its mail goes",
+                                user.login
+                            ),
+                        });
+                    }
+                };
+                Ok(Account {
+                    login: user.login,
+                    password: user.password,
+                    address,
+                })
+            })
+            .collect()
     }
 }
 
@@ -386,19 +368,19 @@ mod tests {
 
     #[test]
     fn a_users_file_line_gives_login_password_and_address() {
-        let account = Account::parse_line("alice,s3cret,alice@corp.example").unwrap();
-        assert_eq!(account.login, "alice");
-        assert_eq!(account.password.expose(), "s3cret");
-        assert_eq!(account.address, "alice@corp.example");
-        let account = Account::parse_line("bob@x.test,pa,ss").unwrap();
-        assert_eq!(account.address, "bob@x.test");
-        assert_eq!(account.password.expose(), "pa,ss");
-        let error = Account::parse_line("carol,pw").unwrap_err();
-        assert!(error.contains("third column"), "{error}");
-        assert!(Account::parse_line("dave").is_err());
-        let error =
-            Account::parse_users("# users\n\nalice,pw,alice@x.test\ncarol,pw\n").unwrap_err();
+        let accounts = Account::parse_users("alice,s3cret,alice@corp.example\n").unwrap();
+        assert_eq!(accounts[0].login, "alice");
+        assert_eq!(accounts[0].password.expose(), "s3cret");
+        assert_eq!(accounts[0].address, "alice@corp.example");
+        let accounts = Account::parse_users("bob@x.test,\"pa,ss\"\n").unwrap();
+        assert_eq!(accounts[0].address, "bob@x.test");
+        assert_eq!(accounts[0].password.expose(), "pa,ss");
+        let error = Account::parse_users("# users\n\nalice,pw,alice@x.test\ncarol,pw\n")
+            .unwrap_err()
+            .to_string();
         assert!(error.starts_with("4: "), "{error}");
+        assert!(error.contains("third column"), "{error}");
+        assert!(Account::parse_users("dave\n").is_err());
         assert!(Account::parse_users("# none\n").is_err());
     }
 

@@ -41,7 +41,7 @@ pub enum CheckLine {
 #[non_exhaustive]
 pub enum CheckError {
     /// The lab is not healthy, so the check would only find that out slowly.
-    #[error("the lab in {0} is not healthy; see `peakhour lab status --dir {0}`")]
+    #[error("the lab in {0} is not healthy; see `peakhour lab status --lab-dir {0}`")]
     NotHealthy(String),
     /// The user is not one of the lab's.
     #[error("the lab has users 1 to {users}; --user {user} is not one of them")]

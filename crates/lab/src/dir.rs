@@ -159,7 +159,7 @@ fn adopt(root: &Path) -> Result<Manifest, LabError> {
             "it is not empty ({}{}) and is not a peakhour lab (it has no {MANIFEST}). The lab \
              starts only in a new directory, an empty one, or one it made itself, so that it \
              never mixes its files with others or removes them on --purge. Give a new path \
-             with --dir",
+             with --lab-dir",
             listed.join(", "),
             if more > 0 {
                 format!(" and {more} more")

@@ -38,7 +38,7 @@ pub enum LabError {
     DuplicatePort(u16),
     /// The lab is up with other settings than those asked for.
     #[error(
-        "the lab in {dir} is already up with different settings ({running}); run `peakhour lab down --dir {dir}` first to change them"
+        "the lab in {dir} is already up with different settings ({running}); run `peakhour lab down --lab-dir {dir}` first to change them"
     )]
     RunningWithOtherSettings {
         /// The lab directory.
@@ -47,7 +47,7 @@ pub enum LabError {
         running: String,
     },
     /// There is no lab state in the directory.
-    #[error("no lab in {0} (no state.json); start one with `peakhour lab up --dir {0}`")]
+    #[error("no lab in {0} (no state.json); start one with `peakhour lab up --lab-dir {0}`")]
     NoLab(PathBuf),
     /// The state file is unreadable.
     #[error("the lab state {path} is unreadable: {reason}")]

@@ -249,14 +249,14 @@ impl LabStatus {
         let dir = dir.display();
         if !self.healthy {
             return Some(format!(
-                "the lab in {} is not healthy; see `peakhour lab status --dir {dir}`",
+                "the lab in {} is not healthy; see `peakhour lab status --lab-dir {dir}`",
                 self.dir
             ));
         }
         (self.users < users).then(|| {
             format!(
                 "the lab has {} users and the largest step needs {users}; restart it with \
-                 `peakhour lab down --dir {dir} && peakhour lab up --dir {dir} --users {users}`",
+                 `peakhour lab down --lab-dir {dir} && peakhour lab up --lab-dir {dir} --users {users}`",
                 self.users
             )
         })

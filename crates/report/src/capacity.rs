@@ -162,6 +162,96 @@ pub fn write_capacity_csv(steps: &[SweepStep], out: impl Write) -> Result<(), Re
     Ok(())
 }
 
+/// The steps as capacity.html shows them: words for headers instead of
+/// capacity.csv's column names, numbers rounded for reading, and narrow enough
+/// to fit the page (the run directory by its last name, `client_bound` and
+/// `interrupted` folded into the verdict, each action's p95 in a table of its
+/// own: `html_action_table`).
+pub fn html_steps_table(steps: &[SweepStep]) -> (Vec<String>, Vec<Vec<String>>) {
+    let files = steps
+        .first()
+        .is_some_and(|s| s.unit == ThroughputUnit::BytesPerSecond);
+    let header = [
+        if files { "clients" } else { "users" },
+        "verdict",
+        if files {
+            "throughput (bytes/s)"
+        } else {
+            "throughput (actions/s)"
+        },
+        "weighted p95 (ms)",
+        "slowest action's p95 (ms)",
+        "actions",
+        "errors",
+        "server CPU busy (%)",
+        "bottleneck",
+        "run directory",
+    ]
+    .map(String::from)
+    .to_vec();
+    let round = |v: Option<f64>| v.map(crate::number::format_number).unwrap_or_default();
+    let rows = steps
+        .iter()
+        .map(|s| {
+            let mut verdict = s.verdict.as_str().to_string();
+            if s.client_bound {
+                verdict.push_str(", client-bound");
+            }
+            if s.interrupted {
+                verdict.push_str(", interrupted");
+            }
+            let errors = match s.error_ratio() {
+                Some(r) if s.errors > 0 => format!("{} ({:.2}%)", s.errors, r * 100.0),
+                _ => s.errors.to_string(),
+            };
+            let dir = std::path::Path::new(&s.run_dir)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| s.run_dir.clone());
+            vec![
+                s.users.to_string(),
+                verdict,
+                round(Some(s.throughput)),
+                round(s.weighted_p95_ms),
+                round(s.max_action_p95_ms()),
+                s.attempts.to_string(),
+                errors,
+                round(s.cpu_busy_pct),
+                s.bottleneck.clone().unwrap_or_default(),
+                dir,
+            ]
+        })
+        .collect();
+    (header, rows)
+}
+
+/// Each action's p95 per step (ms), for capacity.html: one column per action.
+pub fn html_action_table(steps: &[SweepStep]) -> (Vec<String>, Vec<Vec<String>>) {
+    let actions: std::collections::BTreeSet<&String> =
+        steps.iter().flat_map(|s| s.action_p95_ms.keys()).collect();
+    let files = steps
+        .first()
+        .is_some_and(|s| s.unit == ThroughputUnit::BytesPerSecond);
+    let mut header = vec![if files { "clients" } else { "users" }.to_string()];
+    header.extend(actions.iter().map(|a| a.to_string()));
+    let rows = steps
+        .iter()
+        .map(|s| {
+            let mut row = vec![s.users.to_string()];
+            row.extend(actions.iter().map(|a| {
+                s.action_p95_ms
+                    .get(*a)
+                    .copied()
+                    .flatten()
+                    .map(crate::number::format_number)
+                    .unwrap_or_default()
+            }));
+            row
+        })
+        .collect();
+    (header, rows)
+}
+
 /// `capacity.html` for a sweep's analysis and steps.
 pub fn render_sweep_html(
     title: &str,
@@ -170,7 +260,8 @@ pub fn render_sweep_html(
     basis: P95Basis,
     steps: &[SweepStep],
 ) -> String {
-    let (header, rows) = capacity_table(steps);
+    let (header, rows) = html_steps_table(steps);
+    let (action_header, action_rows) = html_action_table(steps);
     let unit = steps.first().map(|s| s.unit).unwrap_or_default();
     render_capacity_html(&CapacityPage {
         title,
@@ -182,6 +273,8 @@ pub fn render_sweep_html(
         statement: &sweep.statement,
         table_header: &header,
         table_rows: &rows,
+        action_header: &action_header,
+        action_rows: &action_rows,
         notes: &sweep.notes,
     })
 }

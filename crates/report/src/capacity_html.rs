@@ -12,7 +12,7 @@
 
 use std::fmt::Write as _;
 
-use peakhour_analysis::capacity::CapacityAnalysis;
+use peakhour_analysis::capacity::{CapacityAnalysis, CapacityBound};
 
 use crate::html::svg::{OVER_LIMIT, PALETTE, XyPlot, linear_axis};
 use crate::html::{CSS, escape};
@@ -39,6 +39,10 @@ pub struct CapacityPage<'a> {
     pub table_header: &'a [String],
     /// The steps table: one row of cells per step.
     pub table_rows: &'a [Vec<String>],
+    /// Each action's p95 per step: header cells (none: no table).
+    pub action_header: &'a [String],
+    /// Each action's p95 per step: one row per step.
+    pub action_rows: &'a [Vec<String>],
     /// Notes shown at the end (why the sweep stopped, warnings).
     pub notes: &'a [String],
 }
@@ -86,28 +90,13 @@ pub fn render_capacity_html(page: &CapacityPage<'_>) -> String {
     s.push_str(&parameters(a));
 
     if !page.table_header.is_empty() {
-        // capacity.csv's column names as headers: wide, so the table scrolls
-        // on its own rather than the page.
-        s.push_str("<section id=\"steps\"><h2>Steps</h2><div class=\"wide\"><table><tr>");
-        for h in page.table_header {
-            // Let the long column names break at their `_` and `.` only.
-            let breakable = escape(h).replace('_', "_<wbr>").replace('.', ".<wbr>");
-            let _ = write!(s, "<th>{breakable}</th>");
+        s.push_str("<section id=\"steps\"><h2>Steps</h2>");
+        table(&mut s, page.table_header, page.table_rows);
+        if page.action_header.len() > 1 {
+            s.push_str("<h3>p95 of each action (ms)</h3>");
+            table(&mut s, page.action_header, page.action_rows);
         }
-        s.push_str("</tr>");
-        for row in page.table_rows {
-            s.push_str("<tr>");
-            for cell in row {
-                let class = if cell.parse::<f64>().is_ok() || cell.is_empty() {
-                    ""
-                } else {
-                    " class=\"l\""
-                };
-                let _ = write!(s, "<td{class}>{}</td>", escape(cell));
-            }
-            s.push_str("</tr>");
-        }
-        s.push_str("</table></div></section>");
+        s.push_str("</section>");
     }
     let notes: Vec<&String> = page.notes.iter().chain(a.warnings.iter()).collect();
     if !notes.is_empty() {
@@ -119,6 +108,31 @@ pub fn render_capacity_html(page: &CapacityPage<'_>) -> String {
     }
     s.push_str("</body></html>\n");
     s
+}
+
+/// A table whose headers are words (they wrap) and whose text cells wrap, so
+/// that it fits the page; numbers are right-aligned.
+fn table(s: &mut String, header: &[String], rows: &[Vec<String>]) {
+    let numeric = |cell: &String| cell.replace(',', "").parse::<f64>().is_ok() || cell.is_empty();
+    // A column of words is aligned left, its header too; numbers right.
+    let text_column: Vec<bool> = (0..header.len())
+        .map(|i| rows.iter().any(|r| r.get(i).is_some_and(|c| !numeric(c))))
+        .collect();
+    let left = |text: bool| if text { " class=\"l\"" } else { "" };
+    s.push_str("<table class=\"steps\"><tr>");
+    for (h, &text) in header.iter().zip(&text_column) {
+        let _ = write!(s, "<th{}>{}</th>", left(text), escape(h));
+    }
+    s.push_str("</tr>");
+    for row in rows {
+        s.push_str("<tr>");
+        for (i, cell) in row.iter().enumerate() {
+            let text = text_column.get(i).copied().unwrap_or(false);
+            let _ = write!(s, "<td{}>{}</td>", left(text), escape(cell));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</table>");
 }
 
 fn parameters(a: &CapacityAnalysis) -> String {
@@ -235,9 +249,7 @@ fn throughput_chart(page: &CapacityPage<'_>) -> String {
         largest,
         y_largest,
     );
-    if let Some(load) = a.qos.as_ref().and_then(|q| q.load) {
-        plot.vertical(load, &format!("QoS capacity {}", num(load)), false);
-    }
+    qos_marker(&mut plot, a, false);
     plot.line(&curve, FIT, true);
     let measured: Vec<(f64, f64)> = a.points.iter().map(|p| (p.load, p.throughput)).collect();
     plot.line(&measured, MEASURED, false);
@@ -269,6 +281,25 @@ fn throughput_chart(page: &CapacityPage<'_>) -> String {
     plot.finish(&items)
 }
 
+/// The QoS capacity on a chart: a line where it was found between two steps;
+/// where every step passed, only a lower bound: an arrow from the largest load
+/// tested pointing on, labelled `≥`, since the capacity lies somewhere beyond.
+fn qos_marker(plot: &mut XyPlot, a: &CapacityAnalysis, label_at_top: bool) {
+    let Some(q) = &a.qos else { return };
+    match (q.bound, q.load) {
+        (CapacityBound::AllPassed, Some(load)) => plot.lower_bound(
+            "qos-lower-bound",
+            load,
+            &format!("QoS capacity ≥ {} (every step passed)", num(load)),
+            label_at_top,
+        ),
+        (_, Some(load)) => {
+            plot.vertical(load, &format!("QoS capacity {}", num(load)), label_at_top)
+        }
+        (_, None) => {}
+    }
+}
+
 fn p95_chart(page: &CapacityPage<'_>) -> String {
     let a = page.analysis;
     let limit = a.options.qos_p95_ms;
@@ -288,9 +319,7 @@ fn p95_chart(page: &CapacityPage<'_>) -> String {
         y_largest,
     );
     plot.reference("qos-line", limit, &format!("QoS p95 ≤ {} ms", num(limit)));
-    if let Some(load) = a.qos.as_ref().and_then(|q| q.load) {
-        plot.vertical(load, &format!("QoS capacity {}", num(load)), true);
-    }
+    qos_marker(&mut plot, a, true);
     let points: Vec<(f64, f64)> = a
         .points
         .iter()
@@ -337,6 +366,8 @@ mod tests {
             statement: &["It carries 50 users.".to_string()],
             table_header: &header,
             table_rows: &rows,
+            action_header: &[],
+            action_rows: &[],
             notes: &["stopped early".to_string()],
         });
         assert!(html.starts_with("<!DOCTYPE html>"));

@@ -185,3 +185,66 @@ fn capacity_html_uses_the_shared_charts_and_style() {
         )
     );
 }
+
+#[test]
+fn issue_31_item_9_capacity_html_draws_a_lower_bound_as_one_and_its_steps_fit() {
+    // Every step within QoS: the capacity is only known to be at least 40.
+    let outcome = SweepOutcome {
+        steps: [(10, 5.0, 120.0), (20, 9.5, 300.0), (40, 16.0, 800.0)]
+            .iter()
+            .map(|&(u, x, p)| step(u, x, p))
+            .collect(),
+        ..SweepOutcome::default()
+    };
+    let settings = SweepSettings {
+        profile: "mmb-medium".into(),
+        basis: P95Basis::Weighted,
+        qos_p95_ms: None,
+    };
+    let all_passed = SweepAnalysis::compute(&settings, &outcome)
+        .unwrap()
+        .unwrap();
+    let html = render_sweep_html("t", "s", &all_passed, P95Basis::Weighted, &outcome.steps);
+    // Drawn as a bound, with an arrow, in both charts; never as a capacity line.
+    assert_eq!(
+        html.matches("<g id=\"qos-lower-bound\"").count(),
+        2,
+        "{html}"
+    );
+    assert_eq!(html.matches("class=\"boundhead\"").count(), 2);
+    assert!(html.contains("QoS capacity ≥ 40"), "{html}");
+    assert!(!html.contains(">QoS capacity 40<"), "{html}");
+
+    // Found between two steps, it is a line at its value.
+    let (outcome, sweep) = sweep();
+    let html = render_sweep_html("t", "s", &sweep, P95Basis::Weighted, &outcome.steps);
+    assert!(!html.contains("qos-lower-bound"));
+    assert!(html.contains(">QoS capacity "));
+
+    // The steps table speaks words and fits the page: no capacity.csv column
+    // names, no scrolling box, each action's p95 in a table of its own.
+    let steps = &html[html.find("<section id=\"steps\"").unwrap()..];
+    let steps = &steps[..steps.find("</section>").unwrap()];
+    for raw in [
+        "cpu_busy_pct",
+        "throughput_actions_per_s",
+        "max_action_p95_ms",
+        "run_dir",
+        "p95_ms.",
+    ] {
+        assert!(!steps.contains(raw), "{raw} in {steps}");
+    }
+    for words in [
+        "server CPU busy (%)",
+        "throughput (actions/s)",
+        "run directory",
+    ] {
+        assert!(
+            steps.contains(&format!("{words}</th>")),
+            "{words} missing: {steps}"
+        );
+    }
+    assert!(!steps.contains("overflow") && !steps.contains("class=\"wide\""));
+    assert!(steps.contains("<h3>p95 of each action (ms)</h3>"));
+    assert!(steps.contains("<th>send</th>"));
+}

@@ -440,3 +440,54 @@ fn report_renders_in_headless_chromium() {
         std::fs::copy(&png, keep).unwrap();
     }
 }
+
+/// The `<svg id="ID">` element of a page.
+fn svg_by_id<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html.find(&format!("<svg id=\"{id}\"")).unwrap();
+    let end = start + html[start..].find("</svg>").unwrap();
+    &html[start..end]
+}
+
+/// The value of `attr="..."` in the first element of `svg` that begins with `tag`.
+fn attribute<'a>(svg: &'a str, tag: &str, attr: &str) -> &'a str {
+    let element = &svg[svg.find(tag).unwrap_or_else(|| panic!("no {tag}"))..];
+    let element = &element[..element.find('>').unwrap()];
+    let value = &element[element.find(&format!(" {attr}=\"")).unwrap() + attr.len() + 3..];
+    &value[..value.find('"').unwrap()]
+}
+
+#[test]
+fn issue_31_item_9_users_chart_rises_through_the_ramp_up_and_the_drain_is_shaded() {
+    // The fixture's logon is one 3 s interval with all 10 users logged on at its
+    // end, and its drain lasted 7 ms: the run the issue saw flat from 0:00, with
+    // no drain to be seen.
+    let html = html_of(&load("run-small"), true);
+    let svg = svg_by_id(&html, "timeline-users");
+    let points: Vec<(f64, f64)> = attribute(svg, "<polyline class=\"series\"", "points")
+        .split(' ')
+        .map(|p| {
+            let (x, y) = p.split_once(',').unwrap();
+            (x.parse().unwrap(), y.parse().unwrap())
+        })
+        .collect();
+    let lowest = points.iter().map(|p| p.1).fold(f64::MIN, f64::max);
+    let highest = points.iter().map(|p| p.1).fold(f64::MAX, f64::min);
+    // At 0:00 (the plot's left edge) no user is logged on yet ...
+    let logon = svg.find("class=\"band logon\"").unwrap();
+    let left: f64 = attribute(&svg[logon - 6..], "<rect", "x").parse().unwrap();
+    assert_eq!(points[0], (left, lowest), "{points:?}");
+    // ... and the full count comes only at the end of the logon phase.
+    let logon_width: f64 = attribute(&svg[logon - 6..], "<rect", "width")
+        .parse()
+        .unwrap();
+    let full = points.iter().find(|p| p.1 == highest).unwrap();
+    assert!((full.0 - (left + logon_width)).abs() < 0.2, "{points:?}");
+
+    // The drain is a band wide enough to see, with its name.
+    let drain = svg.find("class=\"band drain\"").unwrap();
+    let width: f64 = attribute(&svg[drain - 6..], "<rect", "width")
+        .parse()
+        .unwrap();
+    assert!(width >= 5.0, "drain band {width} px wide");
+    assert!(svg.contains(">drain</text>"), "{svg}");
+}

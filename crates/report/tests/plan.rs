@@ -481,6 +481,45 @@ fn matrix_html_is_laid_out_as_seed_003() {
     assert!(html.contains("runs/matrix/cpus0.5-mem1g"));
 }
 
+#[test]
+fn issue_31_item_9_matrix_html_draws_its_grids_as_charts() {
+    let html = render_matrix_html(&matrix());
+    // Weighted p95 and CPU, each against CPUs and against memory.
+    for id in [
+        "matrix-weighted_p95_ms-by-cpus",
+        "matrix-weighted_p95_ms-by-memory",
+        "matrix-cpu_pct-by-cpus",
+        "matrix-cpu_pct-by-memory",
+    ] {
+        assert!(html.contains(&format!("<svg id=\"{id}\"")), "{id} missing");
+    }
+    // Against CPUs, one line per memory size, each through its two cells.
+    let start = html
+        .find("<svg id=\"matrix-weighted_p95_ms-by-cpus\"")
+        .unwrap();
+    let svg = &html[start..start + html[start..].find("</svg>").unwrap()];
+    assert_eq!(
+        svg.matches("<polyline class=\"series\"").count(),
+        2,
+        "{svg}"
+    );
+    for line in svg.split("<polyline class=\"series\"").skip(1) {
+        let points = line
+            .split("points=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        assert_eq!(points.split(' ').count(), 2, "{points}");
+    }
+    assert!(
+        svg.contains(">1 GiB</text>") && svg.contains(">4 GiB</text>"),
+        "{svg}"
+    );
+    assert_self_contained(&html);
+}
+
 /// Every `A ± B` printed in `text`, with binary units (B, KiB, MiB, GiB)
 /// turned into bytes, so that the two sides compare.
 fn printed_uncertainties(text: &str) -> Vec<(f64, f64, String)> {

@@ -13,9 +13,29 @@ pub enum RunDirError {
         /// Why.
         source: std::io::Error,
     },
-    /// A new run's directory holds a finished run already.
-    #[error("{} already holds a run; choose another --out", .0.display())]
-    Taken(PathBuf),
+    /// A new run's directory holds a run already (finished or killed).
+    #[error(
+        "{} already holds a run ({file}); choose another --out: nothing was overwritten",
+        dir.display()
+    )]
+    Taken {
+        /// The directory.
+        dir: PathBuf,
+        /// The run's file that says so.
+        file: String,
+    },
+    /// A new run's directory holds files a run does not write.
+    #[error(
+        "{} is not empty and is not a peakhour run directory (it holds {file}); choose a new \
+         or empty directory for --out: nothing was overwritten",
+        dir.display()
+    )]
+    NotARunDir {
+        /// The directory.
+        dir: PathBuf,
+        /// One of the files (or directories) a run does not write.
+        file: String,
+    },
     /// A directory chosen for new results already holds the file `marker`
     /// (a `tasks.json`, a `matrix.json`, a sweep's `capacity.csv`).
     #[error("{} already holds {marker}; choose another --out", dir.display())]
@@ -85,15 +105,18 @@ pub enum RunDirError {
     /// Shards that are not of one run, or whose histograms do not add.
     #[error("merging shards: {0}")]
     Merge(#[from] peakhour_analysis::MergeError),
-    /// The merge's output directory already holds a run.
-    #[error("{} already holds a run; choose another --out", .0.display())]
-    OutputHoldsRun(PathBuf),
     /// A plan written by this version did not read back as TOML.
     #[error("config.toml: the plan's TOML does not read back: {0}")]
     PlanToml(#[from] toml::de::Error),
 }
 
 impl RunDirError {
+    /// Whether the command line cannot run as given (bad usage: exit code
+    /// 2): an `--out` that is taken.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, Self::Taken { .. } | Self::NotARunDir { .. })
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.into();
         move |source| Self::Io { path, source }

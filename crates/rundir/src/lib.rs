@@ -40,6 +40,7 @@
 #![deny(missing_docs)]
 
 mod atomic;
+mod claim;
 mod config;
 mod error;
 pub mod host;
@@ -100,6 +101,21 @@ pub enum RunFile {
 }
 
 impl RunFile {
+    /// Every file a run directory may hold.
+    pub const ALL: [RunFile; 11] = [
+        Self::Config,
+        Self::Summary,
+        Self::Record,
+        Self::Intervals,
+        Self::Errors,
+        Self::Hlog,
+        Self::Monitor,
+        Self::MonitorSummary,
+        Self::Host,
+        Self::Report,
+        Self::Journal,
+    ];
+
     /// The file's name in the directory.
     pub fn name(self) -> &'static str {
         match self {
@@ -177,13 +193,12 @@ impl RunDir {
     }
 
     /// The directory of a new run: `out`, or `runs/RUN_ID`; created, and
-    /// refused when it already holds a finished run.
+    /// refused when it holds a run or files peakhour does not write
+    /// ([`RunDir::check_unused`]).
     pub fn start(out: Option<&Path>, run_id: &str) -> Result<Self, RunDirError> {
         let path = out.map_or_else(|| PathBuf::from(RUNS_DIR).join(run_id), Path::to_path_buf);
+        RunDir::check_unused(&path)?;
         let dir = Self::new(path);
-        if dir.holds_run() {
-            return Err(RunDirError::Taken(dir.path));
-        }
         std::fs::create_dir_all(&dir.path).map_err(|source| RunDirError::Create {
             path: dir.path.clone(),
             source,

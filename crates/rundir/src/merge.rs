@@ -61,10 +61,9 @@ const MONITOR_FILES: [RunFile; 3] = [RunFile::Monitor, RunFile::MonitorSummary, 
 /// from the lowest shard that has them; then the results and the report are
 /// written as a run writes them.
 pub fn merge_runs(shards: &[PathBuf], out: &Path) -> Result<MergedRun, RunDirError> {
+    // Before anything is read, recovered or written (issue 26, item 5).
+    RunDir::check_unused(out)?;
     let out = RunDir::create(out)?;
-    if out.holds_run() {
-        return Err(RunDirError::OutputHoldsRun(out.path().to_owned()));
-    }
     let mut recovered = Vec::new();
     let mut records = Vec::with_capacity(shards.len());
     for path in shards {

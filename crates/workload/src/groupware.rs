@@ -14,7 +14,7 @@ use crate::error::ProfileError;
 use crate::plan::Plan;
 use crate::profile::{ActionKind, Profile, unplaced};
 use crate::rng::{Rng, domain};
-use crate::units::HumanDuration;
+use crate::units::{HumanDuration, Readable};
 
 /// The most events `init` may put into one calendar.
 pub const MAX_INITIAL_EVENTS: i64 = 10_000;
@@ -250,7 +250,10 @@ pub(crate) fn validate(profile: &Profile, file: &str, src: &str) -> Result<(), P
             return Err(err(
                 download.leave_on_server.span(),
                 "actions.download_mail.leave_on_server",
-                format!("must be a fraction between 0 and 1 (got {fraction})"),
+                format!(
+                    "must be a fraction between 0 and 1 (got {})",
+                    Readable(fraction)
+                ),
             ));
         }
     }
@@ -269,7 +272,7 @@ fn validate_invitations(
             "actions.create_event.invitations",
             format!(
                 "must be a fraction between 0 and 1 (got {})",
-                share.get_ref()
+                Readable(*share.get_ref())
             ),
         ));
     }
@@ -280,7 +283,7 @@ fn validate_invitations(
         return Err(err(
             m.span(),
             "actions.create_event.attendees_mode",
-            format!("must be between 1 and 1000 (got {mode})"),
+            format!("must be between 1 and 1000 (got {})", Readable(mode)),
         ));
     }
     if let Some(median) = &create.attendees_median
@@ -290,8 +293,9 @@ fn validate_invitations(
             median.span(),
             "actions.create_event.attendees_median",
             format!(
-                "must be between attendees_mode ({mode}) and 1000 (got {})",
-                median.get_ref()
+                "must be between attendees_mode ({}) and 1000 (got {})",
+                Readable(mode),
+                Readable(*median.get_ref())
             ),
         ));
     }

@@ -19,6 +19,8 @@
 //! - [`files`] is the file-server side: NetBench's disk mix (seed 004) as a file profile
 //!   with seeded per-client scripts, and the dbench/NBENCH load-file parser.
 //!
+//! - [`address`] is the one check every test address passes before it reaches an envelope.
+//!
 //! - [`derive`](mod@derive) writes the planner's derived profiles: one action alone, or the Inbox
 //!   topped up.
 //!
@@ -26,6 +28,7 @@
 
 #![deny(missing_docs)]
 
+pub mod address;
 mod builtin;
 pub mod derive;
 mod error;
@@ -56,4 +59,4 @@ pub use profile::{
 };
 pub use schedule::{Schedule, ScheduledAction};
 pub use shard::{Shard, ShardError};
-pub use units::{ByteSize, HumanDuration};
+pub use units::{ByteSize, HumanDuration, Readable};

@@ -188,7 +188,7 @@ fn with_overrides(profile: &Profile, overrides: &Overrides) -> Result<Profile, P
         if !speed.is_finite() || speed <= 0.0 {
             return Err(PlanError::Override {
                 option: "speed",
-                message: format!("must be greater than 0 (got {speed})"),
+                message: format!("must be greater than 0 (got {})", crate::Readable(speed)),
             });
         }
         profile.speed = toml::Spanned::new(0..0, speed);

@@ -14,7 +14,7 @@ use toml::Spanned;
 
 use crate::error::ProfileError;
 pub use crate::groupware::{CalendarSpec, ChangeEvent, CreateEvent, DownloadMail, PollCalendar};
-use crate::units::{ByteSize, HumanDuration};
+use crate::units::{ByteSize, HumanDuration, Readable};
 
 /// One user-visible operation, as in seed 002 Table 3 ("User Action").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -628,6 +628,7 @@ impl Profile {
         let lists_per = non_negative(&self.lists.per_users, "lists.per_users", file, src)?;
         positive_f(&self.lists.members, "lists.members", file, src)?;
         pattern(&self.lists.name, "lists.name", file, src)?;
+        self.validate_addresses(file, src)?;
 
         self.validate_actions(file, src)?;
         self.validate_recipients(file, src, lists_per)?;
@@ -649,6 +650,36 @@ impl Profile {
             ));
         }
         self.check_bounds(file, src)
+    }
+
+    /// The users' and the lists' addresses, as their patterns give them, pass
+    /// the one address check ([`crate::address::check_address`]): a pattern
+    /// such as `user{n}%gmail.com` or `@gmail.com:user{n}` is refused here,
+    /// before any run (issue 26, item 4). The number does not change the
+    /// verdict (digits are allowed wherever `{n}` stands), so one is tried.
+    fn validate_addresses(&self, file: &str, src: &str) -> Result<(), ProfileError> {
+        let domain = &self.users.domain;
+        if let Err(fault) = crate::address::check_domain(domain) {
+            let message = format!("{domain:?} is not a mail domain: it {fault}");
+            return Err(ProfileError::at(file, src, None, "users.domain", message));
+        }
+        for (name, field) in [
+            (&self.users.name, "users.name"),
+            (&self.lists.name, "lists.name"),
+        ] {
+            let address = format!("{}@{domain}", name.get_ref().replace("{n}", "1"));
+            if let Err(error) = crate::address::check_address(&address) {
+                let message = format!("`{}` gives {error}", name.get_ref());
+                return Err(ProfileError::at(
+                    file,
+                    src,
+                    Some(name.span()),
+                    field,
+                    message,
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Every action has a frequency in the profile's mode, and a page size of at least 1.
@@ -684,7 +715,7 @@ impl Profile {
                                 return Err(err(
                                     p.span(),
                                     &format!("{base}.per_day"),
-                                    format!("must be a count of 0 or more (got {v})"),
+                                    format!("must be a count of 0 or more (got {})", Readable(v)),
                                 ));
                             }
                         }
@@ -752,7 +783,7 @@ impl Profile {
             return Err(err(
                 self.recipients.average.span(),
                 "recipients.average",
-                format!("must be at least 1 (got {avg})"),
+                format!("must be at least 1 (got {})", Readable(avg)),
             ));
         }
         let lf = *self.recipients.list_fraction.get_ref();
@@ -760,7 +791,7 @@ impl Profile {
             return Err(err(
                 self.recipients.list_fraction.span(),
                 "recipients.list_fraction",
-                format!("must be between 0 and 1 (got {lf})"),
+                format!("must be between 0 and 1 (got {})", Readable(lf)),
             ));
         }
         if lf > 0.0 && lists_per == 0 {
@@ -776,9 +807,10 @@ impl Profile {
                 self.recipients.average.span(),
                 "recipients.average",
                 format!(
-                    "{avg} is too small: lists alone add {} on average and every message has \
+                    "{} is too small: lists alone add {} on average and every message has \
                      at least one direct recipient",
-                    lf * self.lists.members.get_ref()
+                    Readable(avg),
+                    Readable(lf * self.lists.members.get_ref())
                 ),
             ));
         }
@@ -787,7 +819,8 @@ impl Profile {
                 self.recipients.average.span(),
                 "recipients.average",
                 format!(
-                    "spread = \"fixed\" needs a whole number of direct recipients (got {direct})"
+                    "spread = \"fixed\" needs a whole number of direct recipients (got {})",
+                    Readable(direct)
                 ),
             ));
         }
@@ -883,9 +916,10 @@ impl Profile {
         };
         let number = |v: &Spanned<f64>, field: &str, max: f64| {
             let x = *v.get_ref();
-            (x <= max)
-                .then_some(())
-                .ok_or_else(|| too_big(v.span(), field, x.to_string(), max.to_string()))
+            (x <= max).then_some(()).ok_or_else(|| {
+                let (x, max) = (Readable(x), Readable(max));
+                too_big(v.span(), field, x.to_string(), max.to_string())
+            })
         };
         let duration = |v: &Spanned<HumanDuration>, field: &str, max: Duration| {
             let x = v.get_ref().0;
@@ -1072,7 +1106,7 @@ fn positive_f(v: &Spanned<f64>, field: &str, file: &str, src: &str) -> Result<f6
             src,
             Some(v.span()),
             field,
-            format!("must be greater than 0 (got {x})"),
+            format!("must be greater than 0 (got {})", Readable(x)),
         ));
     }
     Ok(x)

@@ -8,6 +8,24 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
+/// A number as a person reads it in an error: as written for everyday sizes,
+/// in scientific notation when it is huge or tiny, so that `per_day = 1e308`
+/// shows as `1e308` and not as 309 digits (issue 26, item 9).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Readable(pub f64);
+
+impl fmt::Display for Readable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let x = self.0;
+        let magnitude = x.abs();
+        if x.is_finite() && x != 0.0 && !(1e-4..1e15).contains(&magnitude) {
+            write!(f, "{x:e}")
+        } else {
+            write!(f, "{x}")
+        }
+    }
+}
+
 /// A length of time written like `"8h"`, `"30m"`, `"90s"`, `"250ms"` or `"1h30m"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct HumanDuration(pub Duration);

@@ -85,3 +85,95 @@ fn issue_11_absurd_profile_numbers_are_refused_at_their_field() {
         );
     }
 }
+
+#[test]
+fn issue_26_item_9_a_huge_number_in_a_profile_reads_as_written_not_as_309_digits() {
+    let cases = [
+        (
+            MINIMAL.replace("per_day = 10", "per_day = 1e308"),
+            "actions.send.per_day",
+            "1e308",
+        ),
+        (
+            format!("{MINIMAL}\n[qos]\np95_ms = 1e300\n"),
+            "qos.p95_ms",
+            "1e300",
+        ),
+        (
+            MINIMAL.replace("average = 2", "average = 1e200"),
+            "recipients.average",
+            "1e200",
+        ),
+        (
+            MINIMAL.replace("day = \"8h\"", "day = \"8h\"\nspeed = 5e100"),
+            "speed",
+            "5e100",
+        ),
+    ];
+    for (src, field, shown) in cases {
+        let e = parse_err(&src);
+        let text = e.to_string();
+        assert_eq!(e.field(), field, "{text}");
+        let (line, _) = e.line_column().expect("a place");
+        assert!(text.starts_with(&format!("bad.toml:{line}:")), "{text}");
+        assert!(text.contains(shown), "{text}");
+        assert!(text.len() < 200, "no 300-digit number: {text}");
+    }
+}
+
+#[test]
+fn issue_26_item_4_a_name_pattern_that_routes_elsewhere_is_refused_at_its_key() {
+    let cases = [
+        (
+            "[users]\ncount = 10",
+            "[users]\ncount = 10\nname = \"user{n}%gmail.com\"",
+            "users.name",
+            "'%'",
+        ),
+        (
+            "[users]\ncount = 10",
+            "[users]\ncount = 10\nname = \"@gmail.com:user{n}\"",
+            "users.name",
+            "more than one @",
+        ),
+        (
+            "[users]\ncount = 10",
+            "[users]\ncount = 10\nname = \"gmail.com!user{n}\"",
+            "users.name",
+            "'!'",
+        ),
+        (
+            "[users]\ncount = 10",
+            "[users]\ncount = 10\nname = \"\\\"u{n}@gmail.com\\\"\"",
+            "users.name",
+            "more than one @",
+        ),
+        (
+            "[users]\ncount = 10",
+            "[users]\ncount = 10\ndomain = \"gmail.com@bench.test\"",
+            "users.domain",
+            "'@'",
+        ),
+        (
+            "[recipients]",
+            "[lists]\nname = \"list{n}%gmail.com\"\n\n[recipients]",
+            "lists.name",
+            "'%'",
+        ),
+    ];
+    for (from, to, field, says) in cases {
+        let src = MINIMAL.replace(from, to);
+        assert_ne!(src, MINIMAL);
+        let e = parse_err(&src);
+        let text = e.to_string();
+        assert_eq!(e.field(), field, "{text}");
+        assert!(text.contains(says), "{text}");
+        if field != "users.domain" {
+            let (line, _) = e.line_column().expect("a place");
+            assert!(
+                src.lines().nth(line - 1).unwrap().contains("name ="),
+                "{text}"
+            );
+        }
+    }
+}

@@ -39,7 +39,7 @@ size = "4KB"
 #[test]
 fn builtin_is_listed_and_parses() {
     let names: Vec<_> = file_builtins().iter().map(|b| b.name).collect();
-    assert_eq!(names, ["netbench-disk-mix"]);
+    assert_eq!(names, ["netbench-disk-mix", "netbench-disk-mix-short"]);
     let p = netbench();
     assert_eq!(p.name, "netbench-disk-mix");
     assert_eq!(p.description, file_builtins()[0].description);
@@ -47,6 +47,34 @@ fn builtin_is_listed_and_parses() {
         file_builtin("nope"),
         Err(PlanError::UnknownBuiltin(_))
     ));
+}
+
+#[test]
+fn issue_31_item_3_the_short_disk_mix_runs_the_same_script_in_about_a_minute() {
+    let full = netbench();
+    let short = file_builtin("netbench-disk-mix-short")
+        .unwrap()
+        .profile()
+        .unwrap();
+    // The same operations with the same weights and sizes: only the length differs.
+    let script = |p: &FileProfile| {
+        let text = p.to_toml().unwrap();
+        text[text.find("[[script]]").unwrap()..].to_owned()
+    };
+    assert_eq!(script(&short), script(&full));
+    assert_eq!(
+        short.client.think_time.get_ref(),
+        full.client.think_time.get_ref()
+    );
+    // 5 s of start delay and 5 iterations of 30 pieces of work after 2 s of thought.
+    assert_eq!(
+        full.least_length(),
+        std::time::Duration::from_secs(5 + 5 * 30 * 2)
+    );
+    assert_eq!(
+        short.least_length(),
+        std::time::Duration::from_secs(1 + 3 * 10 * 2)
+    );
 }
 
 #[test]

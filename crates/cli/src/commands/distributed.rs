@@ -1,29 +1,20 @@
-//! Distributed runs: the shard and start of `run`, `merge`, `k8s job`.
-//! The work is in the libraries (`peakhour_workload::Shard`, the engine's
-//! start, `peakhour_rundir::merge_runs`, `peakhour_deploy::k8s`).
+//! Distributed runs: `merge` and `k8s job` (a run's shard and start are
+//! checked with its other options). The work is in the libraries
+//! (`peakhour_rundir::merge_runs`, `peakhour_deploy::k8s`).
 
 use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::Context as _;
-use peakhour_deploy::k8s::{JobRequest, JobSpec, job_manifests, parse_start_at};
-use peakhour_workload::Shard;
+use peakhour_deploy::k8s::{JobRequest, JobSpec, job_manifests};
 
-use crate::args::{K8sCommand, K8sJobArgs, MergeArgs, ShardArgs};
-
-/// The shard and start a `run` was given: `--shard I/N`, or `--shards N`
-/// with the index from `JOB_COMPLETION_INDEX`; a sharded run needs
-/// `--start-at`, which also names the run the shards share.
-pub(super) fn shard_and_start(args: &ShardArgs) -> anyhow::Result<(Shard, Option<SystemTime>)> {
-    let start_at = args.start_at.as_deref().map(parse_start_at).transpose()?;
-    let job_index = std::env::var("JOB_COMPLETION_INDEX").ok();
-    let has_start = start_at.is_some();
-    let shard = Shard::choose(args.shard, args.shards, job_index.as_deref(), has_start)?;
-    Ok((shard, start_at))
-}
+use crate::args::{K8sCommand, K8sJobArgs, MergeArgs};
 
 pub(super) fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let merged = peakhour_rundir::merge_runs(&args.shards, &args.out)?;
+    let merged = match peakhour_rundir::merge_runs(&args.shards, &args.out) {
+        Ok(merged) => merged,
+        Err(error) => return crate::config::usage_exit(error.into()),
+    };
     for note in merged.notes() {
         eprintln!("{note}");
     }

@@ -12,22 +12,25 @@ use peakhour_lab::{
 use crate::args::{LabCheckArgs, LabCommand, LabUpArgs};
 
 pub(crate) fn run(command: LabCommand) -> anyhow::Result<ExitCode> {
+    if let Some(note) = command.lab_dir().deprecation_note() {
+        eprintln!("{note}");
+    }
     match command {
         LabCommand::Up(args) => up(args),
         LabCommand::Down(args) => {
-            let lab = Lab::new(&args.dir.dir);
+            let lab = Lab::new(args.dir.dir());
             let report = lab.down(args.purge)?;
             for warning in report.not_ours.iter().chain(&report.warnings) {
                 eprintln!("warning: {warning}");
             }
-            print!("{}", report.text(&args.dir.dir));
+            print!("{}", report.text(args.dir.dir()));
             if !report.remaining.is_empty() {
                 anyhow::bail!("lab processes still running: {:?}", report.remaining);
             }
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Status(args) => {
-            let status = Lab::new(&args.dir.dir).status()?;
+            let status = Lab::new(args.dir.dir()).status()?;
             if args.json {
                 print_json(&status)?;
             } else {
@@ -83,7 +86,7 @@ fn up(args: LabUpArgs) -> anyhow::Result<ExitCode> {
         limits,
         with: args.with.into_iter().collect(),
         mail_server: args.mail_server,
-        ..LabConfig::new(&args.dir.dir)
+        ..LabConfig::new(args.dir.dir())
     };
     let report = Lab::up(&config).context("cannot start the lab")?;
     if args.json {
@@ -106,7 +109,7 @@ fn print_json(status: &LabStatus) -> anyhow::Result<()> {
 
 /// `lab check`: one message through the lab, every step timed as it ends.
 fn check(args: &LabCheckArgs) -> anyhow::Result<ExitCode> {
-    let status = Lab::new(&args.dir.dir).status()?;
+    let status = Lab::new(args.dir.dir()).status()?;
     let mut show = |line: CheckLine| println!("{line}");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -2,17 +2,16 @@
 
 use std::process::ExitCode;
 
-use peakhour_workload::{Overrides, Plan, builtin, builtins};
+use peakhour_engine::profiles;
+use peakhour_workload::{Overrides, Plan};
 
 use super::target::load_profile;
-use crate::args::ProfilesCommand;
+use crate::args::{ProfilesCommand, RunShape};
 
 pub(crate) fn run(command: ProfilesCommand) -> anyhow::Result<ExitCode> {
     match command {
         ProfilesCommand::List => {
-            for profile in builtins() {
-                println!("{:<16} {}", profile.name, profile.description);
-            }
+            print!("{}", profiles::list_text(&RunShape::default_phases()));
         }
         ProfilesCommand::Show {
             name,
@@ -28,8 +27,8 @@ pub(crate) fn run(command: ProfilesCommand) -> anyhow::Result<ExitCode> {
                     ..Overrides::default()
                 };
                 print!("{}", Plan::resolve(&profile, &overrides)?.to_toml()?);
-            } else if let Ok(builtin) = builtin(&name) {
-                print!("{}", builtin.source);
+            } else if let Some(builtin) = profiles::builtin_profile(&name) {
+                print!("{}", profiles::show_text(&builtin));
             } else {
                 // A file: check it parses, then show it as written.
                 load_profile(&name)?;

@@ -142,7 +142,7 @@ impl Prepared {
         }
 
         // Shards share their run's name, made from the agreed start.
-        let (shard, start_at) = super::distributed::shard_and_start(&args.distributed)?;
+        let (shard, start_at) = (config.shard, config.start_at);
         let run_id = peakhour_rundir::dir_name(
             start_at.unwrap_or_else(std::time::SystemTime::now),
             DirKind::Run {

@@ -224,7 +224,7 @@ fn check_lab(args: &SweepArgs, max_users: u32) -> anyhow::Result<()> {
     let status = Lab::new(dir).status().with_context(|| {
         format!(
             "--target lab needs a running lab with at least {max_users} users: \
-             peakhour lab up --dir {} --users {max_users}",
+             peakhour lab up --lab-dir {} --users {max_users}",
             dir.display()
         )
     })?;

@@ -30,7 +30,7 @@ use peakhour_workload::{HumanDuration, Mode, Overrides, Profile};
 
 use super::planner::{load_average, output_dir, write};
 use super::sweep::child::{Children, run_child, target_args};
-use super::target::{ResolvedTarget, load_profile, resolve_plan, resolve_target};
+use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::TasksArgs;
 
 /// Everything the tasks share.
@@ -132,10 +132,13 @@ impl Setup {
         let plan = resolve_plan(&profile, users_only, &resolved)?;
         let actions: Vec<String> = plan.actions().iter().map(|a| a.name().to_owned()).collect();
         let tasks = choose_tasks(&args.tasks, &actions).context("--tasks")?;
-        let population = TaskPopulation {
-            target: resolved.target.clone(),
-            addresses: Arc::new((0..users).map(|u| plan.address(u)).collect()),
-        };
+        // The deliver task mails the population: checked as a run's is.
+        let checked = check_population(&plan, &resolved, &args.target.allow_domain)?;
+        let addresses = (0..users)
+            .map(|u| checked.address(u))
+            .collect::<Result<_, _>>()?;
+        let (target, addresses) = (resolved.target.clone(), Arc::new(addresses));
+        let population = TaskPopulation { target, addresses };
         let (server_cpus, server_memory) = peakhour_lab::server_capacity(resolved.lab.as_ref());
         let dir = output_dir(args.out.as_deref(), "tasks", &profile.name, "tasks.json")?;
         Ok(Self {

@@ -18,7 +18,8 @@ pub struct ShardArgs {
     #[arg(long, value_name = "N")]
     pub shards: Option<u32>,
     /// Begin the logon phase at this instant (RFC 3339, e.g. 2026-05-01T12:00:00Z):
-    /// every shard waits for it. A shard that gets there late says so.
+    /// every shard waits for it. A shard that gets there late says so. At most 24h
+    /// ahead and 1h in the past; further is refused (exit 2).
     #[arg(long, value_name = "TIME")]
     pub start_at: Option<String>,
 }
@@ -29,7 +30,8 @@ pub struct MergeArgs {
     /// The shards' run directories.
     #[arg(value_name = "SHARD_DIR", required = true, num_args = 1..)]
     pub shards: Vec<PathBuf>,
-    /// The merged run directory.
+    /// The merged run directory. It must be new or empty: a directory that holds a run,
+    /// or files peakhour does not write, is refused (exit 2) and nothing is overwritten.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
 }

@@ -21,10 +21,9 @@ pub struct FileArgs {
     /// CIFS). Instead of --target.
     #[arg(long, value_name = "PATH", conflicts_with = "smb")]
     pub dir: Option<PathBuf>,
-    /// An SMB 2/3 share, `smb://[LOGIN@]HOST[:PORT]/SHARE`. LOGIN may hold {n} (the client's
-    /// number); without it client n logs in as user{n}. Passwords: --users-file (one
-    /// `login,password` line per client) or the shared one in --password-env.
-    #[arg(long, value_name = "URL")]
+    /// An SMB 2/3 share (its help text: `help::smb_url_help`, which keeps `{n}` from
+    /// becoming a line break).
+    #[arg(long, value_name = "URL", help = super::help::smb_url_help())]
     pub smb: Option<String>,
     /// With --dir: how the client's page cache is kept out of the figures: `auto` (bypass
     /// it on network file systems, keep it on local ones), `bypass` or `keep`.

@@ -2,6 +2,18 @@
 //! command. They are shown by `--help`, and by `peakhour man` in the pages.
 //! Lines stay under 80 columns so that the help column does not rewrap them.
 
+/// `peakhour --help` opens with this: the question peakhour answers for its
+/// user and the two commands to start with (not the crate's own description,
+/// which clap would take by default).
+pub(super) const ABOUT: &str = "\
+peakhour answers one question about a mail, groupware or file server: how many
+users can it carry through its peak hour, how fast will it answer them, and
+what runs out first?
+
+Start with:
+  peakhour lab up --users 200        # real Postfix and Dovecot on loopback
+  peakhour run --users 200 --speed 60  # 200 simulated users against the lab";
+
 /// `peakhour --help`: the usual order of commands.
 pub(super) const QUICK_START: &str = "\
 Quick start (the lab: Postfix and Dovecot on loopback; see docs/lab.md):
@@ -119,6 +131,24 @@ Examples:
   peakhour completions bash > /etc/bash_completion.d/peakhour
   peakhour completions zsh > /usr/local/share/zsh/site-functions/_peakhour
   peakhour completions fish > ~/.config/fish/completions/peakhour.fish";
+
+/// `--smb`. Built as styled text because clap turns a literal `{n}` in help
+/// text into a line break (`replace_newline_var`, with no escape): an empty
+/// style between `{` and `n}` keeps the pattern apart, and is invisible both on
+/// a terminal and once clap strips the styling for a pipe, a completion script
+/// or a man page.
+pub(super) fn smb_url_help() -> clap::builder::StyledStr {
+    let mut text = clap::builder::StyledStr::new();
+    let reset = clap::builder::styling::Reset.render().to_string();
+    text.push_str(
+        &"An SMB 2/3 share, `smb://[LOGIN@]HOST[:PORT]/SHARE`. LOGIN may hold {n} (the \
+          client's number); without it client n logs in as user{n}. Passwords: \
+          --users-file (one `login,password` line per client) or the shared one in \
+          --password-env."
+            .replace("{n}", &format!("{{{reset}n}}")),
+    );
+    text
+}
 
 /// `peakhour man --help`
 pub(super) const MAN_EXAMPLES: &str = "\

@@ -1,6 +1,6 @@
 //! `peakhour lab ...`: the lab's commands and their arguments.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
@@ -25,17 +25,50 @@ pub enum LabCommand {
     Check(LabCheckArgs),
 }
 
-/// `--dir`, which every lab command takes.
+impl LabCommand {
+    /// The lab directory the command names.
+    pub fn lab_dir(&self) -> &LabDirArg {
+        match self {
+            LabCommand::Up(args) => &args.dir,
+            LabCommand::Down(args) => &args.dir,
+            LabCommand::Status(args) => &args.dir,
+            LabCommand::Check(args) => &args.dir,
+        }
+    }
+}
+
+/// `--lab-dir`, which every lab command takes, as `init`, `run`, `sweep` and
+/// `monitor` do.
 #[derive(Debug, Args)]
 pub struct LabDirArg {
     /// The lab's private directory (configuration, logs, queue, mail store).
     #[arg(
-        long,
+        long = "lab-dir",
         value_name = "DIR",
         default_value = ".peakhour/lab",
         env = "PEAKHOUR_LAB_DIR"
     )]
-    pub dir: PathBuf,
+    lab_dir: PathBuf,
+    /// The old spelling of --lab-dir, kept working for scripts that type it: hidden
+    /// from help, and noted on stderr (`deprecation_note`). When given, it wins
+    /// (over $PEAKHOUR_LAB_DIR, which fills --lab-dir). It conflicts with nothing:
+    /// clap counts $PEAKHOUR_LAB_DIR as --lab-dir given, and would refuse the pair.
+    #[arg(long = "dir", value_name = "DIR", hide = true)]
+    deprecated_dir: Option<PathBuf>,
+}
+
+impl LabDirArg {
+    /// The lab's directory, from whichever spelling was given.
+    pub fn dir(&self) -> &Path {
+        self.deprecated_dir.as_deref().unwrap_or(&self.lab_dir)
+    }
+
+    /// What to print on stderr when the deprecated `--dir` was used.
+    pub fn deprecation_note(&self) -> Option<&'static str> {
+        self.deprecated_dir.is_some().then_some(
+            "note: `lab --dir` is deprecated and will be removed; use --lab-dir, as init and run do",
+        )
+    }
 }
 
 /// `peakhour lab up`
@@ -144,8 +177,9 @@ pub struct LabCheckArgs {
     /// The lab's directory.
     #[command(flatten)]
     pub dir: LabDirArg,
-    /// The user (by number) the test message is sent to.
-    #[arg(long, value_name = "N", default_value_t = 42)]
+    /// The user (by number) the test message is sent to; user 1, the lab's first, by
+    /// default, so that a lab of any size has it.
+    #[arg(long, value_name = "N", default_value_t = 1)]
     pub user: u32,
     /// Use STARTTLS (verified against the lab's CA) on every connection.
     #[arg(long)]

@@ -60,7 +60,8 @@ pub struct TargetArgs {
     #[arg(long, value_name = "URL")]
     pub pop3: Option<String>,
     /// CSV of `login,password[,address]` lines, one per simulated user, in user order: the
-    /// run's whole test population. The address is the login when the login is one.
+    /// run's whole test population. The address is the login when the login is one. A
+    /// password with a comma or a quote goes in double quotes ("pa,ss").
     #[arg(long, value_name = "FILE")]
     pub users_file: Option<PathBuf>,
     /// The environment variable holding the password every user shares (explicit targets
@@ -138,6 +139,26 @@ pub struct InitArgs {
     pub via: String,
 }
 
+/// `--duration` when not given.
+const DEFAULT_DURATION: &str = "120s";
+/// `--ramp-up` when not given.
+const DEFAULT_RAMP_UP: &str = "20s";
+/// `--drain` when not given.
+const DEFAULT_DRAIN: &str = "20s";
+
+impl RunShape {
+    /// The phases a run takes when none is given: what `profiles list` says a
+    /// profile's run takes.
+    pub fn default_phases() -> peakhour_engine::profiles::DefaultPhases {
+        let parse = |text| parse_duration(text).unwrap_or_default();
+        peakhour_engine::profiles::DefaultPhases {
+            ramp_up: parse(DEFAULT_RAMP_UP),
+            duration: parse(DEFAULT_DURATION),
+            drain: parse(DEFAULT_DRAIN),
+        }
+    }
+}
+
 /// How a run is shaped in time and judged: shared by `run` and every step of `sweep`.
 #[derive(Debug, Args)]
 pub struct RunShape {
@@ -148,13 +169,13 @@ pub struct RunShape {
     #[arg(long, value_name = "X")]
     pub speed: Option<f64>,
     /// The measured steady phase.
-    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_DURATION, value_parser = parse_duration)]
     pub duration: std::time::Duration,
     /// Users log on staggered over this long before measuring starts.
-    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_RAMP_UP, value_parser = parse_duration)]
     pub ramp_up: std::time::Duration,
     /// After the steady phase: time allowed for in-flight actions and for deliveries to arrive.
-    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_DRAIN, value_parser = parse_duration)]
     pub drain: std::time::Duration,
     /// Seed for schedules, recipients and message content (recorded in the results).
     #[arg(long, value_name = "N")]
@@ -204,7 +225,9 @@ pub struct RunArgs {
     /// The run's shape in time, and its QoS limit.
     #[command(flatten)]
     pub shape: RunShape,
-    /// The run directory (default: runs/TIME-PROFILE-USERSu, TIME in UTC).
+    /// The run directory (default: runs/TIME-PROFILE-USERSu, TIME in UTC). It must be new
+    /// or empty: a directory that holds a run, or files peakhour does not write, is
+    /// refused (exit 2) and nothing in it is overwritten.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Server monitor: the shortest window of the high average (highest sustained mean).

@@ -1,7 +1,10 @@
 //! `peakhour run` and `peakhour init`: their raw arguments checked into the
 //! settings they run with.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
+
+use peakhour_engine::parse_start_at;
+use peakhour_workload::Shard;
 
 use super::{
     MAX_ACTION_TIMEOUT, MAX_DAY, MAX_DRAIN, MAX_DURATION, MAX_HIGH_AVERAGE_WINDOW,
@@ -109,13 +112,48 @@ pub struct RunConfig {
     pub groups: Vec<String>,
     /// The monitor's `--node-exporter URL`, checked to parse.
     pub node_exporter: Option<String>,
+    /// `--shard I/N`, or `--shards N` with the index from
+    /// `JOB_COMPLETION_INDEX`; the whole population without either.
+    pub shard: Shard,
+    /// `--start-at`, within [`peakhour_engine::MAX_START_AHEAD`] ahead and
+    /// [`peakhour_engine::MAX_START_BEHIND`] behind the time of the check.
+    pub start_at: Option<SystemTime>,
 }
 
 impl RunConfig {
     /// Checks every option of `run` that has bounds; the profile, the target
     /// and the population are checked when they are read.
     pub fn check(args: &RunArgs) -> Result<RunConfig, UsageError> {
+        let job_index = std::env::var("JOB_COMPLETION_INDEX").ok();
+        RunConfig::check_at(args, SystemTime::now(), job_index.as_deref())
+    }
+
+    /// [`RunConfig::check`] at `now`, with `job_index` as
+    /// `JOB_COMPLETION_INDEX` (a Kubernetes Indexed Job's) says it.
+    pub fn check_at(
+        args: &RunArgs,
+        now: SystemTime,
+        job_index: Option<&str>,
+    ) -> Result<RunConfig, UsageError> {
+        // Before the profile, the target or a connection: never over another's files.
+        if let Some(out) = &args.out {
+            peakhour_rundir::RunDir::check_unused(out).map_err(|e| UsageError(e.to_string()))?;
+        }
+        let distributed = &args.distributed;
+        let start_at = (distributed.start_at.as_deref())
+            .map(|text| parse_start_at(text, now))
+            .transpose()
+            .map_err(|e| UsageError(e.to_string()))?;
+        let shard = Shard::choose(
+            distributed.shard,
+            distributed.shards,
+            job_index,
+            start_at.is_some(),
+        )
+        .map_err(|e| UsageError(e.to_string()))?;
         Ok(RunConfig {
+            shard,
+            start_at,
             users: args
                 .users
                 .map(|users| count_within("users", users, 1, MAX_USERS))
@@ -272,6 +310,59 @@ mod tests {
             let error = RunConfig::check(&run_args(argv)).expect_err("out of bounds");
             assert!(error.0.contains(expected), "{argv:?}: {error}");
         }
+    }
+
+    #[test]
+    fn issue_26_item_6_a_start_too_far_ahead_or_behind_is_refused_with_the_time_and_the_bound() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_780_000_000);
+        let check = |at: &str| RunConfig::check_at(&run_args(&["--start-at", at]), now, None);
+        let error = check("9999-12-31T23:59:59Z").expect_err("years ahead");
+        assert!(error.0.contains("9999-12-31T23:59:59Z"), "{error}");
+        assert!(error.0.contains("24h"), "the bound: {error}");
+        let in_the_past = chrono_text(now - Duration::from_secs(2 * 3600));
+        let error = check(&in_the_past).expect_err("two hours ago");
+        assert!(
+            error.0.contains(&in_the_past) && error.0.contains("1h"),
+            "{error}"
+        );
+        // Within the bounds: an hour ahead, half an hour late.
+        for at in [
+            now + Duration::from_secs(3600),
+            now - Duration::from_secs(1800),
+        ] {
+            let config = check(&chrono_text(at)).expect("within bounds");
+            assert_eq!(config.start_at, Some(at));
+        }
+    }
+
+    #[test]
+    fn issue_26_item_7_a_bad_start_or_a_shard_without_one_is_a_usage_error() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_780_000_000);
+        let error = RunConfig::check_at(&run_args(&["--start-at", "tomorrow"]), now, None)
+            .expect_err("not RFC 3339");
+        assert!(
+            error.0.contains("RFC 3339") && error.0.contains("tomorrow"),
+            "{error}"
+        );
+        let error = RunConfig::check_at(&run_args(&["--shard", "0/2"]), now, None)
+            .expect_err("no common start");
+        assert!(error.0.contains("--start-at"), "{error}");
+        let error =
+            RunConfig::check_at(&run_args(&["--shards", "2"]), now, None).expect_err("no index");
+        assert!(error.0.contains("JOB_COMPLETION_INDEX"), "{error}");
+        let at = chrono_text(now + Duration::from_secs(60));
+        let config = RunConfig::check_at(
+            &run_args(&["--shards", "2", "--start-at", &at]),
+            now,
+            Some("1"),
+        )
+        .expect("an indexed shard");
+        assert_eq!((config.shard.index(), config.shard.count()), (1, 2));
+    }
+
+    /// `at` in RFC 3339, whole seconds.
+    fn chrono_text(at: SystemTime) -> String {
+        chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
     }
 
     #[test]

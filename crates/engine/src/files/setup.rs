@@ -71,13 +71,13 @@ pub enum FileSetupError {
         /// Why.
         why: String,
     },
-    /// A line of the users file that is not `login,password`.
-    #[error("{path}:{line}: expected `login,password`")]
+    /// A users file that does not read as one (see [`crate::users_file`]).
+    #[error("{}", error.in_file(&path.display()))]
     UsersFile {
         /// The users file.
         path: PathBuf,
-        /// The line, from 1.
-        line: usize,
+        /// The line and why.
+        error: crate::users_file::UsersFileError,
     },
     /// No target at all.
     #[error("a file profile needs --dir PATH, --smb URL or --target lab")]
@@ -407,32 +407,28 @@ fn split_login(url: &str) -> (Option<String>, String) {
     }
 }
 
-/// The SMB users of a `--users-file`: `login,password` per line (a password may hold
-/// commas), `#` comments and blank lines skipped; client `n` is the `n`th.
+/// The SMB users of a `--users-file`, in the mail runs' format
+/// ([`crate::users_file`]: CSV, a password with a comma quoted); client `n` is
+/// the `n`th, and a third column, if any, is ignored (a file server has no mail).
 pub fn read_file_users(path: &Path) -> Result<Vec<Account>, FileSetupError> {
-    let text = read(path)?;
-    let mut users = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let bad = || FileSetupError::UsersFile {
+    let bytes = std::fs::read(path).map_err(|source| FileSetupError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let lines =
+        crate::users_file::parse_users_file(&bytes).map_err(|error| FileSetupError::UsersFile {
             path: path.to_owned(),
-            line: index + 1,
-        };
-        let (login, password) = line.split_once(',').ok_or_else(bad)?;
-        if login.trim().is_empty() {
-            return Err(bad());
-        }
-        users.push(Account {
-            login: login.trim().to_owned(),
-            password: Secret::new(password.to_owned()),
+            error,
+        })?;
+    Ok(lines
+        .into_iter()
+        .map(|user| Account {
             // A file server has no mail: the address is only the user's name.
-            address: login.trim().to_owned(),
-        });
-    }
-    Ok(users)
+            address: user.login.clone(),
+            login: user.login,
+            password: user.password,
+        })
+        .collect())
 }
 
 impl FileProgress {
@@ -549,10 +545,10 @@ mod tests {
     }
 
     #[test]
-    fn a_users_file_gives_one_login_per_client_and_keeps_commas_in_passwords() {
+    fn a_users_file_gives_one_login_per_client_and_keeps_quoted_commas_in_passwords() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("users.csv");
-        std::fs::write(&path, "# smb users\nalice,pa,ss\n\nbob,word\n").unwrap();
+        std::fs::write(&path, "# smb users\nalice,\"pa,ss\"\n\nbob,word\n").unwrap();
         let users = read_file_users(&path).unwrap();
         assert_eq!(users.len(), 2);
         assert_eq!(users[0].login, "alice");
@@ -560,7 +556,10 @@ mod tests {
         std::fs::write(&path, "no-comma\n").unwrap();
         assert!(matches!(
             read_file_users(&path),
-            Err(FileSetupError::UsersFile { line: 1, .. })
+            Err(FileSetupError::UsersFile {
+                error: crate::users_file::UsersFileError::Line { line: 1, .. },
+                ..
+            })
         ));
     }
 }

@@ -87,12 +87,15 @@ svg .reference { stroke: var(--fail); stroke-dasharray: 5 4; stroke-width: 1.2; 
 svg .reflabel { text-anchor: end; fill: var(--fail); font-size: 10px; }
 svg .band.logon { fill: #ddf4ff; }
 svg .band.steady { fill: #ffffff; }
-svg .band.drain { fill: #eeeeee; }
+svg .band.drain { fill: #e4e4e4; }
 svg .series.fit { stroke-dasharray: 6 4; }
 svg .ring { fill: none; stroke-width: 2.5; }
 svg .mark { text-anchor: middle; }
 svg .marker { stroke: var(--fail); stroke-width: 1; stroke-dasharray: 2 3; }
 svg .markerlabel { fill: var(--fail); font-size: 10px; }
+svg .boundarrow { stroke: var(--fail); stroke-width: 2; }
+svg .boundhead { fill: var(--fail); }
+table.steps td.l { max-width: 280px; overflow-wrap: anywhere; }
 .statement { background: #f6f8fa; border-left: 4px solid #0072b2; padding: 8px 14px; }
 .notes li { color: var(--muted); }
 .wide { overflow-x: auto; }

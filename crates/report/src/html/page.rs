@@ -484,7 +484,11 @@ fn throughput(out: &mut String, s: &Summary, monitor: Option<&MonitorView>) {
 struct IntervalSeries {
     /// Midpoint of each interval, seconds.
     mid: Vec<f64>,
-    users: Vec<f64>,
+    /// Users logged on, as `(time_s, users)` at each interval's end (the
+    /// recorder's value is the one in force then), from 0 at the first
+    /// interval's start: plotted at the midpoints, a ramp-up inside one
+    /// interval looked like every user logged on at 0:00.
+    users: Vec<(f64, f64)>,
     actions_per_s: Vec<f64>,
     errors_per_s: Vec<f64>,
     p95_ms: BTreeMap<String, Vec<f64>>,
@@ -519,7 +523,10 @@ impl IntervalSeries {
             let start = i.start.as_secs_f64();
             let len = i.length.as_secs_f64();
             s.mid.push(start + len / 2.0);
-            s.users.push(f64::from(i.users_logged_on));
+            if s.users.is_empty() {
+                s.users.push((start, 0.0));
+            }
+            s.users.push((start + len, f64::from(i.users_logged_on)));
             let mut count = 0u64;
             let mut errors = 0u64;
             for name in &names {
@@ -600,7 +607,7 @@ fn timelines(out: &mut String, input: &ReportInput<'_>, series: &IntervalSeries)
         "users",
         vec![Line {
             label: "users logged on".into(),
-            points: points(&series.users),
+            points: series.users.clone(),
             area: true,
         }],
         None,

@@ -106,26 +106,7 @@ impl Timeline<'_> {
         let mut s = String::new();
         open_svg(&mut s, self.id, height, self.title);
         chart_title(&mut s, LEFT, self.title, self.unit);
-        for band in self.bands {
-            // A phase too short to see (a drain that reconciled at once)
-            // still gets a sliver, so every phase shows.
-            let (x0, x1) = (x(band.start_s), x(band.end_s).max(x(band.start_s) + 2.0));
-            let _ = write!(
-                s,
-                r#"<rect class="band {}" x="{x0:.1}" y="{TOP}" width="{:.1}" height="{plot_h}"/>"#,
-                band.class,
-                x1 - x0,
-            );
-            if x1 - x0 >= 30.0 {
-                let _ = write!(
-                    s,
-                    r#"<text class="bandlabel" x="{:.1}" y="{:.1}">{}</text>"#,
-                    x0 + 3.0,
-                    TOP + 11.0,
-                    band.label
-                );
-            }
-        }
+        draw_bands(&mut s, self.bands, x, LEFT + plot_w, plot_h);
         y_grid(&mut s, y_max, y, LEFT + plot_w);
         // Time ticks.
         let step = nice_ceiling(end / 8.0, 1.0);
@@ -201,6 +182,38 @@ impl Timeline<'_> {
         legend(&mut s, swatches, LEFT, height);
         s.push_str("</svg>");
         s
+    }
+}
+
+/// The phases as shaded bands across the plot, each with its name. A phase
+/// too short to see (a drain that reconciled at once) still gets a band wide
+/// enough to see and its name, so every phase shows.
+fn draw_bands(s: &mut String, bands: &[Band], x: impl Fn(f64) -> f64, right: f64, plot_h: f64) {
+    for band in bands {
+        let (mut x0, mut x1) = (x(band.start_s), x(band.end_s));
+        if x1 - x0 < 6.0 {
+            // Widened inside the plot: a drain at the end grows to its left.
+            x1 = (x0 + 6.0).min(right);
+            x0 = x1 - 6.0;
+        }
+        let _ = write!(
+            s,
+            r#"<rect class="band {}" x="{x0:.1}" y="{TOP}" width="{:.1}" height="{plot_h}"/>"#,
+            band.class,
+            x1 - x0,
+        );
+        // A narrow band's label ends at its right edge, over the phase before it.
+        let (label_x, anchor) = if x1 - x0 >= 30.0 {
+            (x0 + 3.0, "start")
+        } else {
+            (x1 - 2.0, "end")
+        };
+        let _ = write!(
+            s,
+            r#"<text class="bandlabel" x="{label_x:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
+            TOP + 11.0,
+            band.label
+        );
     }
 }
 
@@ -408,6 +421,31 @@ impl XyPlot {
             self.svg,
             r#"<line class="marker" x1="{xx:.1}" x2="{xx:.1}" y1="{TOP}" y2="{bottom:.1}"/><text class="markerlabel" x="{:.1}" y="{label_y:.1}">{}</text>"#,
             xx + 3.0,
+            escape(label)
+        );
+    }
+
+    /// A lower bound at `x`: a dashed line with an arrow pointing to larger
+    /// values across the rest of the plot, and its label (`≥ …`) beside it.
+    pub(crate) fn lower_bound(&mut self, id: &str, x: f64, label: &str, label_at_top: bool) {
+        let xx = self.x(x);
+        let bottom = XY_HEIGHT - XY_BOTTOM;
+        let arrow_y = if label_at_top {
+            TOP + 20.0
+        } else {
+            bottom - 20.0
+        };
+        let label_y = arrow_y - 6.0;
+        let tip = (xx + 60.0).min(WIDTH - RIGHT);
+        let _ = write!(
+            self.svg,
+            r#"<g id="{id}" class="lowerbound"><line class="marker" x1="{xx:.1}" x2="{xx:.1}" y1="{TOP}" y2="{bottom:.1}"/><line class="boundarrow" x1="{xx:.1}" x2="{:.1}" y1="{arrow_y:.1}" y2="{arrow_y:.1}"/><polygon class="boundhead" points="{tip:.1},{arrow_y:.1} {:.1},{:.1} {:.1},{:.1}"/><text class="markerlabel" x="{:.1}" y="{label_y:.1}" text-anchor="end">{}</text></g>"#,
+            tip - 8.0,
+            tip - 9.0,
+            arrow_y - 5.0,
+            tip - 9.0,
+            arrow_y + 5.0,
+            xx - 4.0,
             escape(label)
         );
     }

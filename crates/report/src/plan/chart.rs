@@ -118,6 +118,8 @@ pub(crate) fn paired_bars(id: &str, title: &str, unit: &str, pairs: &[Pair]) -> 
 pub(crate) struct XyLine {
     pub(crate) label: String,
     pub(crate) points: Vec<(f64, f64)>,
+    /// Mark each point with a dot: measured cells, not a model's straight line.
+    pub(crate) dots: bool,
 }
 
 /// Lines over a linear x axis from 0, with an optional horizontal reference
@@ -203,12 +205,21 @@ pub(crate) fn xy_chart(
             .filter(|p| p.0.is_finite() && p.1.is_finite())
             .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.1)))
             .collect();
+        let colour = PALETTE[i % PALETTE.len()];
         let _ = write!(
             s,
-            r#"<polyline class="series" stroke="{}" points="{}"/>"#,
-            PALETTE[i % PALETTE.len()],
+            r#"<polyline class="series" stroke="{colour}" points="{}"/>"#,
             path.join(" ")
         );
+        if line.dots {
+            for point in &path {
+                let (cx, cy) = point.split_once(',').unwrap_or_default();
+                let _ = write!(
+                    s,
+                    r#"<circle fill="{colour}" cx="{cx}" cy="{cy}" r="3.5"/>"#
+                );
+            }
+        }
     }
     let items: Vec<(&str, &str)> = lines
         .iter()

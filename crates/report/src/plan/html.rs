@@ -261,6 +261,7 @@ fn resource_chart(plan: &Plan) -> String {
                 (0.0, plan.base.cpu_cores),
                 (x_end, plan.base.cpu_cores + x_end * plan.per_user.cpu_cores),
             ],
+            dots: false,
         };
         return xy_chart(
             "plan-resources",
@@ -292,6 +293,7 @@ fn resource_chart(plan: &Plan) -> String {
             XyLine {
                 label: e.resource.as_str().to_owned(),
                 points: vec![(0.0, pct(0.0)), (x_end, pct(x_end))],
+                dots: false,
             }
         })
         .collect();
@@ -494,6 +496,70 @@ fn names(matrix: &Matrix, pick: impl Fn(&Trend) -> bool, memory: bool) -> String
     }
 }
 
+/// The grids as charts, as seed 003 drew them: each metric against CPUs with a
+/// line per memory size, and against memory with a line per CPU count.
+fn matrix_charts(m: &Matrix) -> String {
+    let value = |cpus: f64, memory: u64, metric: &str| {
+        m.cells
+            .iter()
+            .find(|c| c.cpus == cpus && c.memory_bytes == memory)
+            .and_then(|c| c.metrics.get(metric).copied())
+    };
+    let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+    let mut s = String::from("<div id=\"matrix-charts\">");
+    for (metric, title, unit) in [
+        (METRIC_WEIGHTED_P95_MS, "Weighted p95", "ms"),
+        (METRIC_CPU_PCT, "CPU utilization", "%"),
+    ] {
+        let by_cpus: Vec<XyLine> = m
+            .memory_bytes
+            .iter()
+            .map(|&mem| XyLine {
+                label: bytes(mem as f64),
+                points: m
+                    .cpus
+                    .iter()
+                    .filter_map(|&c| value(c, mem, metric).map(|v| (c, v)))
+                    .collect(),
+                dots: true,
+            })
+            .collect();
+        let by_memory: Vec<XyLine> = m
+            .cpus
+            .iter()
+            .map(|&c| XyLine {
+                label: cpus_label(c),
+                points: m
+                    .memory_bytes
+                    .iter()
+                    .filter_map(|&mem| value(c, mem, metric).map(|v| (gib(mem), v)))
+                    .collect(),
+                dots: true,
+            })
+            .collect();
+        s.push_str(&xy_chart(
+            &format!("matrix-{metric}-by-cpus"),
+            &format!("{title} against CPUs, a line per memory size"),
+            unit,
+            "CPUs",
+            &by_cpus,
+            None,
+            None,
+        ));
+        s.push_str(&xy_chart(
+            &format!("matrix-{metric}-by-memory"),
+            &format!("{title} against memory, a line per CPU count"),
+            unit,
+            "memory (GiB)",
+            &by_memory,
+            None,
+            None,
+        ));
+    }
+    s.push_str("</div>");
+    s
+}
+
 /// `matrix.html`: seed 003's layout: the CPUs × memory grids of weighted
 /// p95 and CPU utilization, Table 3 (what increases and what decreases
 /// with more memory and with more CPUs), the detail per metric, and every
@@ -524,6 +590,7 @@ pub fn render_matrix_html(m: &Matrix) -> String {
             html_table("grid", &header, &grid_rows(m, metric))
         );
     }
+    s.push_str(&matrix_charts(m));
     let is = |d: Direction| move |t: &Trend| t.direction == d;
     let table3 = vec![
         vec![

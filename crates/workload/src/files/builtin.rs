@@ -21,11 +21,25 @@ impl FileBuiltin {
     }
 }
 
-const FILE_BUILTINS: &[FileBuiltin] = &[FileBuiltin {
-    name: "netbench-disk-mix",
-    description: "NetBench 5.01 disk mix as Mindcraft ran it: 20 MB workspace, 1+3+1 iterations, 5 s start delay, 2 s think time (seed 004)",
-    source: include_str!("../../profiles/netbench-disk-mix.toml"),
-}];
+const FILE_BUILTINS: &[FileBuiltin] = &[
+    FileBuiltin {
+        name: "netbench-disk-mix",
+        description: "NetBench 5.01 disk mix as Mindcraft ran it: 20 MB workspace, 1+3+1 iterations, 5 s start delay, 2 s think time (seed 004)",
+        // One script for both disk mixes: the parameters, then the shared script.
+        source: concat!(
+            include_str!("../../profiles/netbench-disk-mix.toml"),
+            include_str!("../../profiles/netbench-disk-mix-script.toml")
+        ),
+    },
+    FileBuiltin {
+        name: "netbench-disk-mix-short",
+        description: "netbench-disk-mix cut short for a first try: 4 MB workspace, 1+1+1 iterations of 10 pieces of work, 1 s start delay, 2 s think time (seed 004's script)",
+        source: concat!(
+            include_str!("../../profiles/netbench-disk-mix-short.toml"),
+            include_str!("../../profiles/netbench-disk-mix-script.toml")
+        ),
+    },
+];
 
 /// Every built-in file profile.
 pub fn file_builtins() -> &'static [FileBuiltin] {

@@ -257,6 +257,28 @@ impl FileProfile {
         Ok(profile)
     }
 
+    /// The least time one client's run of the profile takes: its longest start delay
+    /// and the think time before every piece of work of every iteration. Operations,
+    /// making the workspace and cleaning up come on top, so a run takes longer.
+    pub fn least_length(&self) -> std::time::Duration {
+        let iterations = [
+            &self.iterations.ramp_up,
+            &self.iterations.measured,
+            &self.iterations.ramp_down,
+        ]
+        .iter()
+        .map(|n| u32::try_from(*n.get_ref()).unwrap_or(0))
+        .fold(0u32, u32::saturating_add);
+        let works = iterations
+            .saturating_mul(u32::try_from(*self.client.work_per_iteration.get_ref()).unwrap_or(0));
+        let thinking = self.client.think_time.get_ref().0.checked_mul(works);
+        self.client
+            .start_delay
+            .get_ref()
+            .0
+            .saturating_add(thinking.unwrap_or(std::time::Duration::MAX))
+    }
+
     /// Writes the profile as TOML (without comments); [`FileProfile::parse`] reads it back.
     pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
         toml::to_string(self)
