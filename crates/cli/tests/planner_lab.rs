@@ -80,8 +80,14 @@ fn open_dir() -> tempfile::TempDir {
 /// actions and the session tasks with their costs, and `peakhour plan
 /// --users 1000,5000,10000` prints the sizing table and names the first
 /// resource to run out. Every task runs briefly (3 s at 2 workstations).
+///
+/// Issue 25, item 5, must show, on the same run (a lab capped at this
+/// machine's own 2 cores, so unshaped, on a machine shared with other
+/// builds and load tests): network per task of `send` and `read` above
+/// zero, counted at peakhour's own sockets, and a plan that prints no ±
+/// larger than its figure.
 #[test]
-fn issue_13_tasks_rank_mmb_medium_then_a_plan_for_10000_users() {
+fn issue_13_and_25_item_5_tasks_rank_mmb_medium_then_an_honest_plan_for_10000_users() {
     // A lab in a cgroup (capped at this machine's 2 cores): its CPU is the
     // cgroup's, read every sample. Without one the CPU comes from the
     // process groups, whose reads the monitor spreads over up to 10 samples
@@ -161,6 +167,15 @@ fn issue_13_tasks_rank_mmb_medium_then_a_plan_for_10000_users() {
             assert!(t[cost].as_f64().unwrap() >= 0.0, "{cost}: {t}");
         }
     }
+    // Issue 25: the network a task costs is the bytes peakhour's clients
+    // moved for it, never 0 ± the neighbours' loopback traffic.
+    for name in ["send", "read"] {
+        let t = &list[names.iter().position(|n| *n == name).unwrap()];
+        assert_eq!(t["net_source"], "client", "{t}");
+        let net = t["net_kib_per_task"].as_f64().unwrap();
+        let sd = t["net_kib_per_task_sd"].as_f64().unwrap();
+        assert!(net > 0.0 && net > sd, "{name}: {net} ± {sd} KiB per task");
+    }
     let logon = &list[names.iter().position(|n| *n == "logon").unwrap()];
     assert!(logon["server_cpu_ms_per_task"].as_f64().unwrap() > 0.0);
     // The idle sessions gave the memory model its points (0, half, all).
@@ -224,7 +239,19 @@ fn plan_for_10000_users(tasks_json: &Path, out: &Path) {
         printed.contains(&format!("first to run out: {first} at")),
         "{printed}"
     );
-    assert!(plan["max_users_at_qos"]["users"].as_u64().unwrap() > 0);
+    // Issue 25: the QoS capacity is modelled only from a CPU per user above
+    // its noise. Tasks of 3 s on a busy machine may not give one (6 idle
+    // sessions held 3 s cost 30 ± 100 ms per session-hour there); then the
+    // plan says so instead of modelling noise.
+    if plan["per_user"]["significance"]["cpu_cores"] == "significant" {
+        assert!(plan["max_users_at_qos"]["users"].as_u64().unwrap() > 0);
+    } else {
+        assert!(plan["max_users_at_qos"].is_null(), "{plan}");
+        assert!(
+            printed.contains("max users at QoS is not modelled"),
+            "{printed}"
+        );
+    }
     let rates: Vec<&str> = plan["rates"]
         .as_array()
         .unwrap()
@@ -237,6 +264,76 @@ fn plan_for_10000_users(tasks_json: &Path, out: &Path) {
         "{rates:?}"
     );
     assert!(plan_dir.join("plan.html").exists() && plan_dir.join("plan.csv").exists());
+    // Issue 25: no figure within its own ±1 standard error is printed as a
+    // figure, on the terminal or in plan.html.
+    let html = std::fs::read_to_string(plan_dir.join("plan.html")).unwrap();
+    for (what, text) in [("terminal", &printed), ("plan.html", &html)] {
+        for (value, sd, line) in printed_uncertainties(text) {
+            assert!(value > sd, "{what} prints {value} ± {sd}: {line}");
+        }
+    }
+    // The network per user is measured, so it is significant, and grows
+    // with the users (it was the idle machine's traffic at every count).
+    assert_eq!(
+        plan["per_user"]["significance"]["net_kib_per_s"],
+        "significant"
+    );
+    let net: Vec<f64> = plan["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["net_kib_per_s"].as_f64().unwrap())
+        .collect();
+    assert!(net[0] < net[1] && net[1] < net[2], "{net:?}");
+}
+
+/// Every `A ± B` printed in `text`, binary units (B, KiB, MiB, GiB) turned
+/// into bytes so that the two sides compare.
+fn printed_uncertainties(text: &str) -> Vec<(f64, f64, String)> {
+    const UNITS: [(&str, f64); 4] = [
+        ("GiB", 1_073_741_824.0),
+        ("MiB", 1_048_576.0),
+        ("KiB", 1024.0),
+        ("B", 1.0),
+    ];
+    fn number_at_end(s: &str) -> Option<f64> {
+        let s = s.trim_end();
+        let (s, scale) = UNITS
+            .iter()
+            .find_map(|(u, k)| s.strip_suffix(u).map(|r| (r.trim_end(), *k)))
+            .unwrap_or((s, 1.0));
+        let start = s
+            .rfind(|c: char| !(c.is_ascii_digit() || c == '.' || c == ',' || c == '-'))
+            .map_or(0, |i| i + 1);
+        s[start..]
+            .replace(',', "")
+            .parse::<f64>()
+            .ok()
+            .map(|v| v * scale)
+    }
+    fn number_at_start(s: &str) -> Option<f64> {
+        let s = s.trim_start();
+        let end = s
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
+            .unwrap_or(s.len());
+        let v: f64 = s[..end].replace(',', "").parse().ok()?;
+        let rest = s[end..].trim_start();
+        let scale = UNITS[..3]
+            .iter()
+            .find_map(|(u, k)| rest.starts_with(u).then_some(*k))
+            .unwrap_or(1.0);
+        Some(v * scale)
+    }
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let parts: Vec<&str> = line.split('±').collect();
+        for pair in parts.windows(2) {
+            if let (Some(a), Some(b)) = (number_at_end(pair[0]), number_at_start(pair[1])) {
+                out.push((a, b, line.to_owned()));
+            }
+        }
+    }
+    out
 }
 
 #[test]

@@ -76,7 +76,7 @@ pub use probe::PortProbe;
 pub use process::{ProcessId, ProcessInfo};
 pub use shape::{server_capacity, shape_label};
 pub use state::{ComponentStatus, Endpoints, LabStatus, LimitsStatus};
-pub use watch::{SAMBA_GROUP, Watching, local_config, mail_probes_in};
+pub use watch::{SAMBA_GROUP, Watching, client_wire_bytes, local_config, mail_probes_in};
 
 /// The JSON schema [`LabStatus`] follows (`peakhour lab status --json`);
 /// the tests check real output against it.

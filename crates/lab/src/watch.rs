@@ -69,7 +69,18 @@ pub fn local_config(
         }
     }
     config.groups.extend(extra);
+    // A mail run's clients count their bytes (peakhour_net::wire_bytes); the
+    // monitor on its own runs no load, and SMB clients are not counted.
+    if watching == Watching::OnlyPeakhour {
+        config.client_bytes = Some(client_wire_bytes);
+    }
     config
+}
+
+/// This process's protocol clients' bytes, as the monitor reads them.
+pub fn client_wire_bytes() -> (u64, u64) {
+    let wire = peakhour_net::wire_bytes();
+    (wire.sent, wire.received)
 }
 
 /// The mail probes `given` (`--postfix-queue`, `--dovecot-port`), each one

@@ -71,6 +71,10 @@ pub const LAB_CPU_PCT: &str = "lab_cpu_pct";
 pub const LAB_CPU_THROTTLED_PCT: &str = "lab_cpu_throttled_pct";
 /// Memory charged to the lab's cgroup (page cache included), KiB.
 pub const LAB_MEMORY_KB: &str = "lab_memory_kb";
+/// Bytes peakhour's own clients wrote to servers per second (`crate::ClientNetSample`).
+pub const CLIENT_NET_SENT_BYTES_PER_S: &str = "client_net_sent_bytes_per_s";
+/// Bytes peakhour's own clients read from servers per second.
+pub const CLIENT_NET_RECEIVED_BYTES_PER_S: &str = "client_net_received_bytes_per_s";
 
 /// Makes a kernel or user name safe inside a column name: ASCII letters and
 /// digits are kept (lowercased), everything else becomes `_`.

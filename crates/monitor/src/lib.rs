@@ -43,6 +43,7 @@
 pub mod analysis;
 mod beside;
 mod cgroup;
+mod client_net;
 pub mod columns;
 mod cost;
 mod csv;
@@ -68,6 +69,7 @@ pub use beside::{BesideNote, MonitorRun, MonitorThread, add_steady_findings};
 pub use cgroup::{
     CgroupCounters, CgroupFiles, CgroupLayout, CgroupSample, cgroup_sample, parse_cgroup_counters,
 };
+pub use client_net::{ClientBytesFn, ClientNetSample};
 pub use cost::{MonitorCost, cpu_timed, process_cpu_time, thread_cpu_time};
 pub use csv::CsvWriter;
 pub use error::MonitorError;

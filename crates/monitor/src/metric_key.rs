@@ -161,6 +161,10 @@ fields! {
         LabCpuThrottledPct => (columns::LAB_CPU_THROTTLED_PCT, Percent, "lab cgroup throttled %"),
         /// Memory charged to the lab's cgroup.
         LabMemoryKb => (columns::LAB_MEMORY_KB, Kibibytes, "lab cgroup memory"),
+        /// Bytes peakhour's own clients sent to servers per second.
+        ClientNetSentBytesPerS => (columns::CLIENT_NET_SENT_BYTES_PER_S, BytesPerSecond, "peakhour bytes sent/s"),
+        /// Bytes peakhour's own clients received from servers per second.
+        ClientNetReceivedBytesPerS => (columns::CLIENT_NET_RECEIVED_BYTES_PER_S, BytesPerSecond, "peakhour bytes received/s"),
     }
 }
 

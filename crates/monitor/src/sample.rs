@@ -6,6 +6,7 @@
 //! instead of a negative or huge number.
 
 use crate::cgroup::CgroupSample;
+use crate::client_net::ClientNetSample;
 use crate::metric_key::{CoreField, DiskField, GroupField, MetricKey, NetField, SystemField};
 
 /// Shares of CPU time over one interval, in percent; they add up to 100.
@@ -201,6 +202,9 @@ pub struct Sample {
     /// A shaped lab's cgroup, when the source was given one (its columns
     /// follow `monitor_cpu_us`; without a cgroup they are absent).
     pub cgroup: Option<CgroupSample>,
+    /// peakhour's own network bytes, when the source was given a way to
+    /// read them (their columns come last; without it they are absent).
+    pub client_net: Option<ClientNetSample>,
 }
 
 impl Sample {
@@ -257,6 +261,9 @@ impl Sample {
         out.extend(mail.map(|(f, v)| (MetricKey::system(f), v)));
         if let Some(cgroup) = &self.cgroup {
             cgroup.metrics(&mut out);
+        }
+        if let Some(client) = &self.client_net {
+            client.metrics(&mut out);
         }
         out
     }

@@ -14,9 +14,13 @@
 //!   so the neighbours' I/O is not charged to the server; **disk I/Os** can
 //!   only come from the machine's block devices, so the server is charged
 //!   their share in proportion to its share of the bytes read (written).
-//! * **Network**: the machine's interfaces, loopback counted once (every
+//! * **Network**: the bytes peakhour's own clients sent and received
+//!   (`client_net_*`, counted at their sockets), which is what the server's
+//!   NIC carries for the load whoever else shares the machine; where a
+//!   table has no such columns (an older run, a monitor without the load in
+//!   its process), the machine's interfaces, loopback counted once (every
 //!   byte between the client and the lab crosses `lo` as one send and one
-//!   receive).
+//!   receive), which on a shared machine carry the neighbours' traffic too.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -24,7 +28,7 @@ use std::time::Duration;
 use peakhour_analysis::Summary;
 use peakhour_analysis::plan::{
     HighAverageValue, LatencyMeasurement, METRIC_CPU_PCT, METRIC_WEIGHTED_P95_MS, MemoryFit,
-    MemoryPoint, PlanError, Series, TaskRun, TaskUnit, WindowMeasurement, fit_memory,
+    MemoryPoint, NetSource, PlanError, Series, TaskRun, TaskUnit, WindowMeasurement, fit_memory,
 };
 
 use crate::analysis::{TimeWindow, high_average};
@@ -184,10 +188,20 @@ pub fn window_mean(table: &MetricTable, values: &[f64], window: TimeWindow) -> O
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-/// Network KiB/s per sample: every interface's bytes in + out, loopback's
-/// once.
-fn net_kib_per_s(table: &MetricTable) -> Vec<f64> {
+/// Network KiB/s per sample: peakhour's own bytes sent + received when the
+/// table has them, else every interface's bytes in + out, loopback's once.
+fn net_kib_per_s(table: &MetricTable) -> (Vec<f64>, NetSource) {
     let rows = table.times().len();
+    let client: Vec<Vec<f64>> = [
+        SystemField::ClientNetSentBytesPerS,
+        SystemField::ClientNetReceivedBytesPerS,
+    ]
+    .iter()
+    .filter_map(|f| table.column(&system(*f).column()))
+    .collect();
+    if client.iter().flatten().any(|v| v.is_finite()) {
+        return (row_sum(&client, rows, 1.0 / 1024.0), NetSource::Client);
+    }
     let keys: Vec<MetricKey> = table
         .names()
         .iter()
@@ -204,7 +218,7 @@ fn net_kib_per_s(table: &MetricTable) -> Vec<f64> {
     let mut columns = pick(false, NetField::RxBytesPerS);
     columns.extend(pick(false, NetField::TxBytesPerS));
     columns.extend(pick(true, NetField::TxBytesPerS));
-    row_sum(&columns, rows, 1.0 / 1024.0)
+    (row_sum(&columns, rows, 1.0 / 1024.0), NetSource::Interfaces)
 }
 
 /// The samples of `values` inside `window`, as a series.
@@ -281,7 +295,8 @@ pub fn measure_window(table: &MetricTable, window: TimeWindow) -> WindowMeasurem
     };
     let disk_read_kib = integrate(&read_kib, period);
     let disk_write_kib = integrate(&write_kib, period);
-    let net = series_in(table, &net_kib_per_s(table), window);
+    let (net, net_source) = net_kib_per_s(table);
+    let net = series_in(table, &net, window);
     let samples = cpu.values.len() as f64;
     WindowMeasurement {
         window_s: samples * period,
@@ -295,6 +310,7 @@ pub fn measure_window(table: &MetricTable, window: TimeWindow) -> WindowMeasurem
             disk_write_kib,
         ),
         net_kib: integrate(&net, period),
+        net_source,
         cpu_pct: cpu,
         disk_kib_per_s,
         net_kib_per_s: net,
@@ -423,6 +439,45 @@ pub fn matrix_cell_metrics(
         metrics.insert("mail_queue_at_end".to_owned(), q as f64);
     }
     metrics
+}
+
+/// The standard deviation of the samples over the steady window of the
+/// matrix metrics the monitor gives (`cpu_pct` as % of `cpus`,
+/// `memory_used_bytes`, `run_queue`, `cpu_throttled_pct`): how much each
+/// moved within the cell, against which a change between cells is judged.
+pub fn matrix_cell_spread(
+    summary: &Summary,
+    table: &MetricTable,
+    interval: Duration,
+    cpus: f64,
+) -> BTreeMap<String, f64> {
+    let window = steady_window(summary, interval);
+    let sd = |values: &[f64], scale: f64| {
+        series_in(table, values, window)
+            .mean_sd()
+            .filter(|(_, _, n)| *n > 1)
+            .map(|(_, sd, _)| sd * scale)
+    };
+    let mut out = BTreeMap::new();
+    let mut put = |name: &str, v: Option<f64>| {
+        if let Some(v) = v {
+            out.insert(name.to_owned(), v);
+        }
+    };
+    put(METRIC_CPU_PCT, sd(&server_cpu_pct(table), 1.0 / cpus));
+    put("memory_used_bytes", sd(&server_memory_bytes(table), 1.0));
+    for (name, field) in [
+        ("run_queue", SystemField::RunQueue),
+        ("cpu_throttled_pct", SystemField::LabCpuThrottledPct),
+    ] {
+        put(
+            name,
+            table
+                .column(&system(field).column())
+                .and_then(|v| sd(&v, 1.0)),
+        );
+    }
+    out
 }
 
 /// A run of `completed` tasks (unit: one task) from `workstations`, its

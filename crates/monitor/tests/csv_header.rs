@@ -64,6 +64,7 @@ fn full_sample() -> Sample {
         },
         monitor_cpu_us: Some(250.0),
         cgroup: None,
+        client_net: None,
     }
 }
 

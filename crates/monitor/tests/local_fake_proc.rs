@@ -161,6 +161,7 @@ fn two_reads_of_a_fake_proc_give_exact_rates() {
             not_dovecot: false,
         },
         cgroup: None,
+        client_bytes: None,
     })
     .unwrap();
     let t0 = Instant::now();
@@ -281,6 +282,7 @@ fn a_cyrus_lab_is_watched_as_cyrus_with_no_dovecot_columns() {
             not_dovecot: true,
         },
         cgroup: None,
+        client_bytes: None,
     })
     .unwrap();
     let t0 = Instant::now();

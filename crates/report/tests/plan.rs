@@ -10,6 +10,7 @@ use peakhour_analysis::plan::{
     PlanRequest, Price, QosModel, Series, SweepCapacity, TaskRun, TaskSet, TaskUnit,
     WindowMeasurement, derive_task_cost, fit_memory,
 };
+use peakhour_analysis::plan::{NetSource, Significance};
 use peakhour_report::plan::{
     MATRIX_SCHEMA, PLAN_CSV_HEADER, PLAN_SCHEMA, RELATIONSHIPS_CSV_HEADER, TASKS_CSV_HEADER,
     TASKS_SCHEMA, matrix_json, plan_json, render_matrix_html, render_matrix_terminal,
@@ -77,6 +78,7 @@ fn run(
             disk_read_ios: disk_kib / 16.0,
             disk_write_ios: disk_kib / 8.0,
             net_kib,
+            net_source: NetSource::Client,
             cpu_pct: wobble(cpu_s / 60.0 * 100.0, 60),
             disk_kib_per_s: wobble(disk_kib / 60.0, 60),
             net_kib_per_s: wobble(net_kib / 60.0, 60),
@@ -217,6 +219,7 @@ fn matrix() -> Matrix {
         .collect(),
         bottleneck: Some(if cpu > 90.0 { "cpu" } else { "none" }.to_owned()),
         run_dir: Some(format!("runs/matrix/cpus{cpus}-mem{gib}g")),
+        spread: [("weighted_p95_ms".to_owned(), 5.0)].into_iter().collect(),
     };
     Matrix::build(
         "mmb-medium",
@@ -316,6 +319,7 @@ fn plan_json_satisfies_its_schema_with_and_without_a_host() {
     with_sweep.qos.sweep = Some(SweepCapacity {
         users: 4000.0,
         source: "sweep qos capacity".to_owned(),
+        lower_bound: false,
     });
     let json = plan_json(&Plan::compute(&set, &with_sweep).unwrap()).unwrap();
     assert_eq!(validate(PLAN_SCHEMA, &json), Vec::<String>::new());
@@ -514,4 +518,154 @@ fn issue_31_item_9_matrix_html_draws_its_grids_as_charts() {
         "{svg}"
     );
     assert_self_contained(&html);
+}
+
+/// Every `A ± B` printed in `text`, with binary units (B, KiB, MiB, GiB)
+/// turned into bytes, so that the two sides compare.
+fn printed_uncertainties(text: &str) -> Vec<(f64, f64, String)> {
+    fn number_at_end(s: &str) -> Option<f64> {
+        let s = s.trim_end();
+        let (s, scale) = [
+            ("GiB", 1024f64.powi(3)),
+            ("MiB", 1024f64.powi(2)),
+            ("KiB", 1024.0),
+            ("B", 1.0),
+        ]
+        .iter()
+        .find_map(|(u, k)| s.strip_suffix(u).map(|r| (r.trim_end(), *k)))
+        .unwrap_or((s, 1.0));
+        let start = s
+            .rfind(|c: char| !(c.is_ascii_digit() || c == '.' || c == ',' || c == '-'))
+            .map_or(0, |i| i + 1);
+        s[start..]
+            .replace(',', "")
+            .parse::<f64>()
+            .ok()
+            .map(|v| v * scale)
+    }
+    fn number_at_start(s: &str) -> Option<f64> {
+        let s = s.trim_start();
+        let end = s
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
+            .unwrap_or(s.len());
+        let v: f64 = s[..end].replace(',', "").parse().ok()?;
+        let rest = s[end..].trim_start();
+        let scale = [
+            ("GiB", 1024f64.powi(3)),
+            ("MiB", 1024f64.powi(2)),
+            ("KiB", 1024.0),
+        ]
+        .iter()
+        .find_map(|(u, k)| rest.starts_with(u).then_some(*k))
+        .unwrap_or(1.0);
+        Some(v * scale)
+    }
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let parts: Vec<&str> = line.split('±').collect();
+        for pair in parts.windows(2) {
+            if let (Some(a), Some(b)) = (number_at_end(pair[0]), number_at_start(pair[1])) {
+                out.push((a, b, line.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+/// A plan from tasks whose network and memory are noise (as on a busy,
+/// shared machine: network counted on its interfaces, memory fitted with
+/// R² well under 0.5).
+fn noisy_plan() -> Plan {
+    let mut set = task_set();
+    for t in &mut set.tasks {
+        t.net_kib_per_task = 0.0;
+        t.net_kib_per_task_sd = 55_492.0;
+    }
+    set.memory = Some(
+        fit_memory(
+            &[(0.0, 200.0), (30.0, 215.0), (60.0, 203.0)]
+                .iter()
+                .map(|&(sessions, mib)| MemoryPoint {
+                    sessions,
+                    bytes: mib * 1024.0 * 1024.0,
+                })
+                .collect::<Vec<_>>(),
+        )
+        .unwrap(),
+    );
+    Plan::compute(&set, &request(true)).unwrap()
+}
+
+#[test]
+fn issue_25_item_5_no_printed_plus_minus_exceeds_its_figure_in_any_output() {
+    let plan = noisy_plan();
+    assert_eq!(
+        plan.per_user.significance.net_kib_per_s,
+        Significance::NotSignificant
+    );
+    let terminal = render_plan_terminal(&plan);
+    let html = render_plan_html(&plan);
+    for (what, text) in [("terminal", &terminal), ("html", &html)] {
+        let pairs = printed_uncertainties(text);
+        assert!(!pairs.is_empty(), "{what}: no ± at all:\n{text}");
+        for (value, sd, line) in pairs {
+            assert!(value > sd, "{what} prints {value} ± {sd}: {line}");
+        }
+        assert!(text.contains("not significant"), "{what}:\n{text}");
+    }
+    // The headline comes first: the first resource, which only a
+    // significant estimate may name, and the memory model set aside.
+    let lines: Vec<&str> = terminal.lines().collect();
+    assert!(
+        lines[1].starts_with("» first to run out: cpu at"),
+        "{terminal}"
+    );
+    assert!(
+        terminal.contains("memory per session is not used"),
+        "{terminal}"
+    );
+    assert!(html.contains("<section id=\"headline\">"), "{html}");
+    // plan.json: the numbers stay, typed as not significant, and valid.
+    let json = plan_json(&plan).unwrap();
+    assert_eq!(validate(PLAN_SCHEMA, &json), Vec::<String>::new());
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        doc["per_user"]["significance"]["net_kib_per_s"],
+        "not_significant"
+    );
+    assert_eq!(
+        doc["rows"][0]["significance"]["memory_bytes"],
+        "not_significant"
+    );
+    assert_eq!(doc["rows"][0]["memory_to_install_bytes"], Value::Null);
+    assert_eq!(doc["memory_model_used"], false);
+    // plan.csv: a significance column per figure.
+    let mut csv = Vec::new();
+    write_plan_csv(&plan, &mut csv).unwrap();
+    let csv = String::from_utf8(csv).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let col = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+    assert_eq!(col("net_kib_per_s_significant"), "false");
+    assert_eq!(col("cpu_cores_significant"), "true");
+}
+
+#[test]
+fn issue_25_item_5_a_matrix_with_changes_within_noise_says_so_and_satisfies_its_schema() {
+    let m = matrix();
+    let noisy: Vec<MatrixCell> = m
+        .cells
+        .iter()
+        .cloned()
+        .map(|mut c| {
+            c.spread.insert("weighted_p95_ms".to_owned(), 1e6);
+            c
+        })
+        .collect();
+    let m = Matrix::build(&m.profile, m.users, noisy, m.threshold_pct).unwrap();
+    let json = matrix_json(&m).unwrap();
+    assert!(json.contains("\"not_significant\""), "{json}");
+    assert_eq!(validate(MATRIX_SCHEMA, &json), Vec::<String>::new());
+    let terminal = render_matrix_terminal(&m);
+    assert!(terminal.contains("no significant change"), "{terminal}");
 }

@@ -5,9 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use peakhour_analysis::plan::latency_spread;
 use peakhour_analysis::plan::{LatencyMeasurement, MatrixCell, TaskRun};
 use peakhour_monitor::MetricTable;
-use peakhour_monitor::server::{matrix_cell_metrics, steady_window, task_run};
+use peakhour_monitor::server::{matrix_cell_metrics, matrix_cell_spread, steady_window, task_run};
 
 use crate::names::{DirKind, RUNS_DIR, dir_name};
 use crate::{RunDir, RunDirError};
@@ -103,12 +104,21 @@ impl RunDir {
     ) -> Result<MatrixCell, RunDirError> {
         let summary = self.read_summary()?;
         let table = self.monitor_of_run()?;
+        let mut spread = matrix_cell_spread(&summary, &table, interval, cpus);
+        // The p95s' spread needs the intervals; a run without its record
+        // still gives a cell, judged by the threshold alone.
+        if let Ok(record) = self.read_record()
+            && let Ok(latency) = latency_spread(&record, &summary.score.weights)
+        {
+            spread.extend(latency);
+        }
         Ok(MatrixCell {
             cpus,
             memory_bytes,
             metrics: matrix_cell_metrics(&summary, &table, interval, cpus),
             bottleneck: summary.bottleneck.as_ref().map(|b| b.resource.clone()),
             run_dir: Some(self.path().display().to_string()),
+            spread,
         })
     }
 

@@ -23,6 +23,16 @@
 //! Comparing the ends rather than fitting a slope keeps one odd cell in the
 //! middle (seed 003's 1-CPU/512 MB run) from deciding the answer, and says
 //! the same thing on a 2 × 2 grid as on a larger one.
+//!
+//! **Beyond noise** (issue 25). Where a cell knows a metric's standard
+//! deviation ([`MatrixCell::spread`]: the monitor samples' over the steady
+//! window, a p95's over bootstrap resamples of the run's intervals), a line
+//! that moves by the threshold but by no more than the two ends' combined
+//! standard deviations, √(sd_first² + sd_last²), is *no significant change*
+//! ([`Direction::NotSignificant`]) rather than a rise or a fall. Cells where
+//! the server used less than [`LOW_UTILISATION_PCT`] of its CPUs are named
+//! in the warnings: a load that light leaves nothing for more CPUs or
+//! memory to change.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -46,6 +56,13 @@ pub const METRIC_WEIGHTED_P95_MS: &str = "weighted_p95_ms";
 /// was limited to: the second grid (seed 003's Table 2).
 pub const METRIC_CPU_PCT: &str = "cpu_pct";
 
+/// A cell whose server used less than this share of its CPUs (percent) ran
+/// too light a load for its shape to matter: at 20% an M/M/1 queue's wait
+/// is a quarter of the service time, so response times barely depend on
+/// the CPUs, and memory pressure is as unlikely. The matrix names such
+/// cells in its warnings.
+pub const LOW_UTILISATION_PCT: f64 = 20.0;
+
 /// One shape of the grid and what the run on it measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MatrixCell {
@@ -61,6 +78,11 @@ pub struct MatrixCell {
     pub bottleneck: Option<String>,
     /// The run directory, for the reader to open.
     pub run_dir: Option<String>,
+    /// Metric name → its standard deviation where known (the monitor
+    /// samples' over the steady window; a p95's over bootstrap resamples of
+    /// the run's intervals).
+    #[serde(default)]
+    pub spread: BTreeMap<String, f64>,
 }
 
 /// Rises, falls, stays, or no agreement.
@@ -75,6 +97,9 @@ pub enum Direction {
     Stays,
     /// The lines disagree (no strict majority).
     Mixed,
+    /// Moves by the threshold, but within the ends' combined standard
+    /// deviations: the measurements cannot tell it from noise.
+    NotSignificant,
 }
 
 impl Direction {
@@ -85,6 +110,7 @@ impl Direction {
             Direction::Falls => "falls",
             Direction::Stays => "stays",
             Direction::Mixed => "mixed",
+            Direction::NotSignificant => "no significant change",
         }
     }
 }
@@ -105,6 +131,9 @@ pub struct LineTrend {
     pub last: f64,
     /// [`change_pct`] of the two.
     pub change_pct: f64,
+    /// √(sd_first² + sd_last²), when both ends know their spread.
+    #[serde(default)]
+    pub noise: Option<f64>,
     /// Its direction.
     pub direction: Direction,
 }
@@ -187,18 +216,26 @@ fn median(v: &mut [f64]) -> Option<f64> {
     })
 }
 
+/// A point of a line: (size, metric, its standard deviation if known).
+type LinePoint = (f64, f64, Option<f64>);
+
 /// The trend of `metric` along one axis: `lines` are (held value, points
-/// (size, metric) in any order).
-fn trend(lines: Vec<(f64, Vec<(f64, f64)>)>, threshold_pct: f64) -> Trend {
+/// in any order).
+fn trend(lines: Vec<(f64, Vec<LinePoint>)>, threshold_pct: f64) -> Trend {
     let mut out = Vec::new();
     for (held, mut points) in lines {
         if points.len() < 2 {
             continue;
         }
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let (from, first) = points[0];
-        let (to, last) = points[points.len() - 1];
+        let (from, first, first_sd) = points[0];
+        let (to, last, last_sd) = points[points.len() - 1];
         let change = change_pct(first, last);
+        let noise = first_sd.zip(last_sd).map(|(a, b)| a.hypot(b));
+        let mut direction = direction_of(change, threshold_pct);
+        if direction != Direction::Stays && noise.is_some_and(|n| (last - first).abs() <= n) {
+            direction = Direction::NotSignificant;
+        }
         out.push(LineTrend {
             held,
             from,
@@ -206,17 +243,23 @@ fn trend(lines: Vec<(f64, Vec<(f64, f64)>)>, threshold_pct: f64) -> Trend {
             first,
             last,
             change_pct: change,
-            direction: direction_of(change, threshold_pct),
+            noise,
+            direction,
         });
     }
     let mut changes: Vec<f64> = out.iter().map(|l| l.change_pct).collect();
     let direction = if out.is_empty() {
         Direction::Stays
     } else {
-        [Direction::Rises, Direction::Falls, Direction::Stays]
-            .into_iter()
-            .find(|d| 2 * out.iter().filter(|l| l.direction == *d).count() > out.len())
-            .unwrap_or(Direction::Mixed)
+        [
+            Direction::Rises,
+            Direction::Falls,
+            Direction::Stays,
+            Direction::NotSignificant,
+        ]
+        .into_iter()
+        .find(|d| 2 * out.iter().filter(|l| l.direction == *d).count() > out.len())
+        .unwrap_or(Direction::Mixed)
     };
     Trend {
         direction,
@@ -264,6 +307,7 @@ impl Matrix {
                 cpus.len() * memory.len()
             ));
         }
+        warnings.extend(low_utilisation_warning(&cells));
         let metrics: BTreeSet<&String> = cells.iter().flat_map(|c| c.metrics.keys()).collect();
         let relationships = metrics
             .into_iter()
@@ -290,6 +334,29 @@ impl Matrix {
     }
 }
 
+/// The warning naming the cells that ran below [`LOW_UTILISATION_PCT`].
+fn low_utilisation_warning(cells: &[MatrixCell]) -> Option<String> {
+    let light: Vec<String> = cells
+        .iter()
+        .filter_map(|c| {
+            let cpu = *c.metrics.get(METRIC_CPU_PCT)?;
+            (cpu < LOW_UTILISATION_PCT).then(|| {
+                format!(
+                    "{} CPUs × {} MiB ({cpu:.0}% CPU)",
+                    c.cpus,
+                    c.memory_bytes / (1024 * 1024)
+                )
+            })
+        })
+        .collect();
+    (!light.is_empty()).then(|| {
+        format!(
+            "{} ran the server below {LOW_UTILISATION_PCT}% of its CPUs: too light a load for more CPUs or memory to change much, so relationships there cannot be judged; give more --users or a higher --speed",
+            light.join(", ")
+        )
+    })
+}
+
 fn relationship(
     cells: &[MatrixCell],
     cpus: &[f64],
@@ -298,13 +365,14 @@ fn relationship(
     threshold_pct: f64,
 ) -> Relationship {
     let value = |c: &MatrixCell| c.metrics.get(metric).copied().filter(|v| v.is_finite());
+    let sd = |c: &MatrixCell| c.spread.get(metric).copied().filter(|v| v.is_finite());
     let memory_lines = cpus
         .iter()
         .map(|&cpu| {
             let points = cells
                 .iter()
                 .filter(|c| c.cpus == cpu)
-                .filter_map(|c| Some((c.memory_bytes as f64, value(c)?)))
+                .filter_map(|c| Some((c.memory_bytes as f64, value(c)?, sd(c))))
                 .collect();
             (cpu, points)
         })
@@ -315,7 +383,7 @@ fn relationship(
             let points = cells
                 .iter()
                 .filter(|c| c.memory_bytes == mem)
-                .filter_map(|c| Some((c.cpus, value(c)?)))
+                .filter_map(|c| Some((c.cpus, value(c)?, sd(c))))
                 .collect();
             (mem as f64, points)
         })
@@ -325,4 +393,53 @@ fn relationship(
         with_more_memory: trend(memory_lines, threshold_pct),
         with_more_cpus: trend(cpu_lines, threshold_pct),
     }
+}
+
+/// The standard deviation of each action's p95 (`p95_ms.<action>`) and of
+/// the weighted p95 (`weighted_p95_ms`) of a run, over bootstrap resamples
+/// of its steady intervals (`peakhour compare`'s resampling: the same
+/// blocks, seed and count). `weights` are the score's; the weighted p95's
+/// spread treats the actions' p95s as independent. Empty with fewer than
+/// two steady intervals, where resampling says nothing.
+pub fn latency_spread(
+    record: &crate::RunRecord,
+    weights: &BTreeMap<String, f64>,
+) -> Result<BTreeMap<String, f64>, crate::AnalysisError> {
+    use crate::bootstrap::{IntervalBlocks, resample_picks};
+    let blocks = IntervalBlocks::of(record)?;
+    let mut out = BTreeMap::new();
+    if blocks.len() < 2 {
+        return Ok(out);
+    }
+    let picks = resample_picks(&[blocks.len()]).remove(0);
+    let mut scratch = Vec::new();
+    let (mut weighted_var, mut weight_sum) = (0.0, 0.0);
+    let names: BTreeSet<String> = record
+        .steady_intervals()
+        .flat_map(|i| i.actions.keys().cloned())
+        .collect();
+    for name in names {
+        let values: Vec<f64> = picks
+            .iter()
+            .filter_map(|pick| blocks.quantile_ms(&name, 0.95, pick, &mut scratch))
+            .collect();
+        if values.len() < 2 {
+            continue;
+        }
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        if let Some(&w) = weights.get(&name) {
+            weighted_var += (w * sd).powi(2);
+            weight_sum += w;
+        }
+        out.insert(format!("p95_ms.{name}"), sd);
+    }
+    if weight_sum > 0.0 {
+        out.insert(
+            METRIC_WEIGHTED_P95_MS.to_owned(),
+            weighted_var.sqrt() / weight_sum,
+        );
+    }
+    Ok(out)
 }

@@ -33,11 +33,13 @@ mod model;
 mod price;
 mod qos;
 mod rates;
+mod significance;
 mod tasks;
 
 pub use matrix::{
-    DEFAULT_RELATIONSHIP_THRESHOLD_PCT, Direction, LineTrend, MATRIX_FORMAT_VERSION,
-    METRIC_CPU_PCT, METRIC_WEIGHTED_P95_MS, Matrix, MatrixCell, Relationship, Trend, change_pct,
+    DEFAULT_RELATIONSHIP_THRESHOLD_PCT, Direction, LOW_UTILISATION_PCT, LineTrend,
+    MATRIX_FORMAT_VERSION, METRIC_CPU_PCT, METRIC_WEIGHTED_P95_MS, Matrix, MatrixCell,
+    Relationship, Trend, change_pct, latency_spread,
 };
 pub use memory::{MemoryFit, MemoryPoint, fit_memory};
 pub use model::{
@@ -46,14 +48,18 @@ pub use model::{
 };
 pub use price::{Price, PricePerformance, price_performance};
 pub use qos::{
-    MaxUsersAtQos, QOS_PERCENTILE_TAIL, QosMethod, QosModel, SweepCapacity, erlang_c,
-    queue_wait_p95_ms,
+    DISAGREEMENT_PCT, MaxUsersAtQos, QOS_PERCENTILE_TAIL, QosMethod, QosModel, SweepCapacity,
+    erlang_c, queue_wait_p95_ms,
 };
 pub use rates::{ProfileRates, per_user_rates};
+pub use significance::{
+    EXTRAPOLATION_FACTOR, Extrapolation, MIN_MEMORY_R_SQUARED, Significance, Significances,
+    memory_fit_verdict,
+};
 pub use tasks::{
     BaselineSummary, DEFAULT_STRESSFUL_FACTOR, HighAverageFn, HighAverageValue, IdleBaseline,
-    LatencyMeasurement, MIN_HIGH_AVERAGE_WINDOW_S, Series, TASKS_FORMAT_VERSION, TaskCost, TaskRun,
-    TaskSet, TaskUnit, WindowMeasurement, derive_task_cost, stressful_flags,
+    LatencyMeasurement, MIN_HIGH_AVERAGE_WINDOW_S, NetSource, Series, TASKS_FORMAT_VERSION,
+    TaskCost, TaskRun, TaskSet, TaskUnit, WindowMeasurement, derive_task_cost, stressful_flags,
 };
 
 /// What can go wrong in planning.

@@ -7,12 +7,15 @@ use serde::{Deserialize, Serialize};
 
 use super::qos::{QosInputs, model_users};
 use super::{
-    MaxUsersAtQos, MemoryFit, PlanError, Price, PricePerformance, QosMethod, QosModel, TaskSet,
-    TaskUnit, check, price_performance,
+    EXTRAPOLATION_FACTOR, Extrapolation, MaxUsersAtQos, MemoryFit, NetSource, PlanError, Price,
+    PricePerformance, QosMethod, QosModel, Significance, Significances, TaskSet, TaskUnit, check,
+    memory_fit_verdict, price_performance,
 };
 
-/// Version of the `plan.json` format.
-pub const PLAN_FORMAT_VERSION: u32 = 1;
+/// Version of the `plan.json` format. 2 (issue 25): every figure carries its
+/// significance, `first_exhausted` only names a significant resource, and
+/// the plan opens with a `headline`.
+pub const PLAN_FORMAT_VERSION: u32 = 2;
 
 /// The share of a resource's capacity a plan may use: 0.7 leaves 30% for
 /// bursts above the average peak hour, the way seed 001 warns that "at
@@ -171,9 +174,43 @@ pub struct PerUserDemand {
     pub net_kib_per_s_sd: f64,
     /// Actions (per-task tasks) per second.
     pub actions_per_s: f64,
+    /// Which of these figures stand above their uncertainty.
+    pub significance: Significances,
 }
 
 impl PerUserDemand {
+    /// Judges each figure against its standard error; memory is not
+    /// significant when its model is not used (`memory_used` false).
+    fn judged(mut self, memory_used: bool) -> Self {
+        self.significance = Significances {
+            cpu_cores: Significance::of(self.cpu_cores, self.cpu_cores_sd),
+            memory_bytes: self.memory_bytes.map(|m| {
+                let s = Significance::of(m, self.memory_sd_bytes.unwrap_or(0.0));
+                if memory_used {
+                    s
+                } else {
+                    Significance::NotSignificant
+                }
+            }),
+            disk_iops: Significance::of(self.disk_iops, 0.0),
+            disk_kib_per_s: Significance::of(self.disk_kib_per_s, self.disk_kib_per_s_sd),
+            net_kib_per_s: Significance::of(self.net_kib_per_s, self.net_kib_per_s_sd),
+        };
+        self
+    }
+
+    /// The significance of resource `r`'s figure.
+    pub fn significance_of(&self, r: Resource) -> Significance {
+        let s = &self.significance;
+        match r {
+            Resource::Cpu => s.cpu_cores,
+            Resource::Memory => s.memory_bytes.unwrap_or_default(),
+            Resource::DiskIops => s.disk_iops,
+            Resource::DiskBandwidth => s.disk_kib_per_s,
+            Resource::Network => s.net_kib_per_s,
+        }
+    }
+
     fn amount(&self, r: Resource) -> Option<(f64, f64)> {
         match r {
             Resource::Cpu => Some((self.cpu_cores, self.cpu_cores_sd)),
@@ -224,6 +261,9 @@ pub struct PlanRow {
     pub host_utilization_pct: BTreeMap<String, f64>,
     /// Every host resource stays within the headroom (host given).
     pub fits_host: Option<bool>,
+    /// Which figures of the row stand above their uncertainty; cores and
+    /// memory to install follow CPU and memory.
+    pub significance: Significances,
 }
 
 /// When one host resource runs out.
@@ -249,6 +289,9 @@ pub struct Exhaustion {
     pub users_high: Option<u64>,
     /// Users at which use reaches the whole capacity.
     pub users_at_capacity: u64,
+    /// Whether the per-user use stands above its uncertainty: only a
+    /// significant resource can be named the first to run out.
+    pub significance: Significance,
 }
 
 /// The plan: the content of `plan.json`.
@@ -282,8 +325,20 @@ pub struct Plan {
     pub rows: Vec<PlanRow>,
     /// Every host resource that can run out, first to last.
     pub exhaustion: Vec<Exhaustion>,
-    /// The first of them.
+    /// The first of them whose per-user use is significant; `None` when
+    /// none is (the headline then says so instead of naming one).
     pub first_exhausted: Option<Exhaustion>,
+    /// What a reader must see first, in sentences: what runs out first (or
+    /// that nothing measured can say), an extrapolation beyond
+    /// [`EXTRAPOLATION_FACTOR`] × the largest measured point, a memory model
+    /// not used, a model and a measurement that disagree.
+    pub headline: Vec<String>,
+    /// How far the plan reaches beyond the sessions measured, when beyond
+    /// [`EXTRAPOLATION_FACTOR`] ×.
+    pub extrapolation: Option<Extrapolation>,
+    /// Whether the memory model sizes memory (R² and the slope's
+    /// significance, [`memory_fit_verdict`]).
+    pub memory_model_used: bool,
     /// The QoS capacity on the host.
     pub max_users_at_qos: Option<MaxUsersAtQos>,
     /// Seed 004's price/performance.
@@ -372,10 +427,11 @@ fn base_demand(tasks: &TaskSet) -> PerUserDemand {
         memory_sd_bytes: tasks.memory.as_ref().map(|m| m.base_sd_bytes),
         disk_iops: b.disk_ios_per_s,
         disk_kib_per_s: b.disk_kib_per_s,
-        disk_kib_per_s_sd: 0.0,
+        disk_kib_per_s_sd: b.disk_kib_per_s_sd,
         net_kib_per_s: b.net_kib_per_s,
-        net_kib_per_s_sd: 0.0,
+        net_kib_per_s_sd: b.net_kib_per_s_sd,
         actions_per_s: 0.0,
+        significance: Significances::default(),
     }
 }
 
@@ -417,6 +473,7 @@ fn exhaustion(
                 users_low: at(headroom * capacity, u + sd),
                 users_high: (u - sd > 0.0).then(|| at(headroom * capacity, u - sd)),
                 users_at_capacity: at(capacity, u),
+                significance: per_user.significance_of(r),
             })
         })
         .collect();
@@ -431,6 +488,7 @@ fn row(
     per_user: &PerUserDemand,
     req: &PlanRequest,
     fit: Option<&MemoryFit>,
+    memory_used: bool,
 ) -> PlanRow {
     let n = users as f64;
     let sessions = n * req.sessions_per_user;
@@ -448,14 +506,31 @@ fn row(
         cores_to_install: ((cpu / req.headroom).ceil() as u64).max(1),
         memory_peak_bytes: memory.map(|m| m.0),
         memory_peak_sd_bytes: memory.map(|m| m.1),
-        memory_to_install_bytes: memory.map(|m| memory_to_install(m.0, req.headroom)),
+        memory_to_install_bytes: memory
+            .filter(|_| memory_used)
+            .map(|m| memory_to_install(m.0, req.headroom)),
         disk_iops: lin(base.disk_iops, per_user.disk_iops),
         disk_kib_per_s: lin(base.disk_kib_per_s, per_user.disk_kib_per_s),
-        disk_kib_per_s_sd: n * per_user.disk_kib_per_s_sd,
+        disk_kib_per_s_sd: sd(base.disk_kib_per_s_sd, per_user.disk_kib_per_s_sd),
         net_kib_per_s: lin(base.net_kib_per_s, per_user.net_kib_per_s),
-        net_kib_per_s_sd: n * per_user.net_kib_per_s_sd,
+        net_kib_per_s_sd: sd(base.net_kib_per_s_sd, per_user.net_kib_per_s_sd),
         host_utilization_pct: BTreeMap::new(),
         fits_host: None,
+        significance: Significances::default(),
+    };
+    r.significance = Significances {
+        cpu_cores: Significance::of(r.cpu_cores, r.cpu_cores_sd),
+        memory_bytes: r.memory_peak_bytes.map(|m| {
+            let s = Significance::of(m, r.memory_peak_sd_bytes.unwrap_or(0.0));
+            if memory_used {
+                s
+            } else {
+                Significance::NotSignificant
+            }
+        }),
+        disk_iops: Significance::of(r.disk_iops, 0.0),
+        disk_kib_per_s: Significance::of(r.disk_kib_per_s, r.disk_kib_per_s_sd),
+        net_kib_per_s: Significance::of(r.net_kib_per_s, r.net_kib_per_s_sd),
     };
     if let Some(host) = &req.host {
         let mut fits = true;
@@ -513,7 +588,9 @@ fn max_users_at_qos(
         }
     }
     let weighted_alone = (w > 0.0).then(|| wp95 / w);
-    let model = req.host.as_ref().map(|host| {
+    // A CPU per user within its own noise would model any number of users.
+    let cpu_significant = per_user.significance.cpu_cores.is_significant();
+    let model = req.host.as_ref().filter(|_| cpu_significant).map(|host| {
         let q = QosInputs {
             host_cores: host.cores,
             base_cores: base.cpu_cores,
@@ -530,7 +607,10 @@ fn max_users_at_qos(
                 "cpu queueing".to_owned()
             },
         );
-        for e in exhaustion.iter().filter(|e| e.resource != Resource::Cpu) {
+        let caps = exhaustion
+            .iter()
+            .filter(|e| e.resource != Resource::Cpu && e.significance.is_significant());
+        for e in caps {
             if (e.users_at_capacity as f64) < best.0 {
                 best = (e.users_at_capacity as f64, e.resource.as_str().to_owned());
             }
@@ -549,16 +629,21 @@ fn max_users_at_qos(
         (None, None) => return None,
     };
     let model_users = model.as_ref().map(|m| m.0);
+    let model_vs_sweep_pct = match (model_users, sweep) {
+        (Some(m), Some(s)) if s.users > 0.0 && m != u64::MAX => {
+            Some(100.0 * (m as f64 - s.users) / s.users)
+        }
+        _ => None,
+    };
     Some(MaxUsersAtQos {
         users,
         method,
         limited_by,
         model_users,
         sweep_users: sweep.map(|s| s.users),
-        model_vs_sweep_pct: match (model_users, sweep) {
-            (Some(m), Some(s)) if s.users > 0.0 && m != u64::MAX => {
-                Some(100.0 * (m as f64 - s.users) / s.users)
-            }
+        model_vs_sweep_pct,
+        trust: match (model_users, sweep, model_vs_sweep_pct) {
+            (Some(m), Some(s), Some(pct)) => super::qos::which_to_trust(m, s, pct),
             _ => None,
         },
         weighted_p95_alone_ms: weighted_alone,
@@ -572,21 +657,34 @@ impl Plan {
     pub fn compute(tasks: &TaskSet, req: &PlanRequest) -> Result<Plan, PlanError> {
         validate(req)?;
         let mut warnings = Vec::new();
-        let (per_user, rates) = per_user_demand(tasks, req, &mut warnings);
-        let base = base_demand(tasks);
-        if tasks.memory.is_none() {
-            warnings.push(
+        let mut headline = Vec::new();
+        let fit = tasks.memory.as_ref();
+        let memory_verdict = fit.map(memory_fit_verdict);
+        let memory_model_used = matches!(memory_verdict, Some(Ok(())));
+        match &memory_verdict {
+            None => warnings.push(
                 "no memory model in the tasks (no idle-session points): memory is not planned"
                     .to_owned(),
-            );
+            ),
+            Some(Err(why)) => headline.push(why.clone()),
+            Some(Ok(())) => {}
+        }
+        let (per_user, rates) = per_user_demand(tasks, req, &mut warnings);
+        let per_user = per_user.judged(memory_model_used);
+        let base = base_demand(tasks).judged(memory_model_used);
+        if tasks
+            .tasks
+            .iter()
+            .any(|t| t.net_source == NetSource::Interfaces)
+        {
+            warnings.push("network was counted on the machine's interfaces for some tasks (a tasks.json from before issue 25): on a shared machine they carry other traffic too; run peakhour tasks again to count peakhour's own bytes".to_owned());
         }
         let mut users = req.users.clone();
         users.sort_unstable();
         users.dedup();
-        let fit = tasks.memory.as_ref();
         let rows: Vec<PlanRow> = users
             .iter()
-            .map(|&n| row(n, &base, &per_user, req, fit))
+            .map(|&n| row(n, &base, &per_user, req, fit, memory_model_used))
             .collect();
         let exhaustion = req
             .host
@@ -609,14 +707,37 @@ impl Plan {
             }
             _ => None,
         };
-        if let (Some(fit), Some(last)) = (fit, users.last()) {
-            let largest = fit.points.iter().map(|p| p.sessions).fold(0.0, f64::max);
-            let sessions = *last as f64 * req.sessions_per_user;
-            if sessions > 2.0 * largest {
-                warnings.push(format!(
-                    "memory at {sessions} sessions extrapolates the fit far beyond the largest measured point ({largest} sessions)"
-                ));
-            }
+        let extrapolation = extrapolation(tasks, req, users.last().copied());
+        if let Some(e) = &extrapolation {
+            headline.push(format!(
+                "extrapolated: the plan reaches {:.0} sessions, {:.0} × the {:.0} the tasks held at once; beyond {EXTRAPOLATION_FACTOR} × what was measured the figures rest on the straight-line model, not on measurement",
+                e.planned_sessions, e.factor, e.largest_measured_sessions
+            ));
+        }
+        let first_exhausted = exhaustion
+            .iter()
+            .find(|e| e.significance.is_significant())
+            .cloned();
+        match (&req.host, &first_exhausted) {
+            (Some(_), Some(e)) => headline.insert(
+                0,
+                format!(
+                    "first to run out: {} at {} users",
+                    e.resource.as_str(),
+                    e.users
+                ),
+            ),
+            (Some(_), None) => headline.insert(
+                0,
+                "nothing measured can say what runs out first: no resource's use per user stands above its uncertainty (measure the tasks longer, with more workstations, or on a quieter machine)".to_owned(),
+            ),
+            _ => {}
+        }
+        if !per_user.significance.cpu_cores.is_significant() && req.qos.sweep.is_none() {
+            warnings.push("max users at QoS is not modelled: the CPU per user is within its uncertainty of zero".to_owned());
+        }
+        if let Some(trust) = max_users.as_ref().and_then(|m| m.trust.clone()) {
+            headline.push(trust);
         }
         let unused_tasks = tasks
             .tasks
@@ -638,14 +759,44 @@ impl Plan {
             per_user,
             memory_model: tasks.memory.clone(),
             rows,
-            first_exhausted: exhaustion.first().cloned(),
+            first_exhausted,
             exhaustion,
+            headline,
+            extrapolation,
+            memory_model_used,
             max_users_at_qos: max_users,
             price_performance,
             assumptions: assumptions(tasks, req),
             warnings,
         })
     }
+}
+
+/// How far the plan's largest user count reaches beyond the most sessions
+/// the tasks held at once; `None` within [`EXTRAPOLATION_FACTOR`] ×.
+fn extrapolation(
+    tasks: &TaskSet,
+    req: &PlanRequest,
+    largest: Option<u64>,
+) -> Option<Extrapolation> {
+    let measured = tasks
+        .memory
+        .as_ref()
+        .map(|f| f.points.iter().map(|p| p.sessions).fold(0.0, f64::max))
+        .or_else(|| {
+            tasks
+                .tasks
+                .iter()
+                .map(|t| f64::from(t.workstations))
+                .reduce(f64::max)
+        })?;
+    let planned = largest? as f64 * req.sessions_per_user;
+    let factor = planned / measured.max(1.0);
+    (factor > EXTRAPOLATION_FACTOR).then_some(Extrapolation {
+        largest_measured_sessions: measured,
+        planned_sessions: planned,
+        factor,
+    })
 }
 
 fn method_name(m: QosMethod) -> &'static str {

@@ -91,6 +91,9 @@ pub struct SweepCapacity {
     pub users: f64,
     /// Where the number comes from, e.g. `sweep qos capacity (interpolated)`.
     pub source: String,
+    /// Every step passed, so the capacity is at least `users`.
+    #[serde(default)]
+    pub lower_bound: bool,
 }
 
 impl SweepCapacity {
@@ -107,6 +110,7 @@ impl SweepCapacity {
         Some(Self {
             users: qos.load?,
             source: format!("sweep {file} ({bound})"),
+            lower_bound: qos.bound == CapacityBound::AllPassed,
         })
     }
 }
@@ -161,6 +165,39 @@ pub struct MaxUsersAtQos {
     pub p95_limit_ms: f64,
     /// The model, in one sentence.
     pub method_statement: String,
+    /// When the model and the measurement differ by more than
+    /// [`DISAGREEMENT_PCT`]: both figures, which to trust and why.
+    pub trust: Option<String>,
+}
+
+/// A model and a measurement further apart than this, in percent of the
+/// measurement, are shown side by side with which to trust: the planner
+/// was validated to within 15% (docs/capacity.md), so a larger gap means
+/// the model misses something on this server.
+pub const DISAGREEMENT_PCT: f64 = 15.0;
+
+/// Which of a model's `model` users and a sweep's measured capacity to
+/// trust when they differ by `pct` (model − sweep, percent of the sweep);
+/// `None` within [`DISAGREEMENT_PCT`].
+pub(crate) fn which_to_trust(model: u64, sweep: &SweepCapacity, pct: f64) -> Option<String> {
+    if pct.abs() <= DISAGREEMENT_PCT {
+        return None;
+    }
+    let both = format!(
+        "the model says {model} users and the sweep measured {:.0} ({pct:+.0}%)",
+        sweep.users
+    );
+    Some(if sweep.lower_bound && pct > 0.0 {
+        format!(
+            "{both}; the sweep's figure is only a lower bound (every step passed), so it does not contradict the model: trust the sweep up to {:.0} users and sweep further before relying on the model's {model}",
+            sweep.users
+        )
+    } else {
+        format!(
+            "{both}; trust the sweep: it measured this server carrying the whole mix at once, while the model adds up each task's cost measured alone and misses what users share (processes, caches, indexes) and what they contend for (locks, the disk, the client); use the model for other hosts only scaled by the sweep's ratio ({:.2})",
+            sweep.users / model.max(1) as f64
+        )
+    })
 }
 
 /// Everything the model needs, in the plan's units.

@@ -49,6 +49,19 @@ impl TaskUnit {
     }
 }
 
+/// Where a task's network bytes were counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetSource {
+    /// peakhour's own clients, at their sockets: exactly the load's bytes
+    /// (monitor.csv's `client_net_*`).
+    Client,
+    /// The machine's interfaces: on a shared machine, everyone's traffic
+    /// (what tasks.json files before issue 25 measured).
+    #[default]
+    Interfaces,
+}
+
 /// A sampled series: times in seconds and values, same length; NaN is "no
 /// value". Only the samples inside the steady window belong in it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -150,6 +163,9 @@ pub struct WindowMeasurement {
     pub disk_write_ios: f64,
     /// KiB the server received plus sent.
     pub net_kib: f64,
+    /// Where `net_kib` and `net_kib_per_s` were counted.
+    #[serde(default)]
+    pub net_source: NetSource,
     /// The server's CPU per sample, percent of one core (100 = one core, as
     /// the monitor's `group_*_cpu_pct`).
     pub cpu_pct: Series,
@@ -277,6 +293,9 @@ pub struct TaskCost {
     pub net_kib_per_task: f64,
     /// Standard error of `net_kib_per_task`.
     pub net_kib_per_task_sd: f64,
+    /// Where the network bytes were counted.
+    #[serde(default)]
+    pub net_source: NetSource,
     /// Memory per open session, bytes (session tasks).
     pub memory_per_session_bytes: Option<f64>,
     /// Median response time, ms.
@@ -313,6 +332,20 @@ fn per_task(
     let net = (total - baseline_rate * run.window_s).max(0.0);
     let se = run_se.hypot(baseline_se) * run.window_s;
     (net / tasks, se / tasks)
+}
+
+/// The idle network to take off a run's: the baseline's, unless it was
+/// counted elsewhere (the interfaces, when the run counted its own bytes),
+/// which is not this run's idle, so nothing is taken off.
+fn net_baseline(run: &WindowMeasurement, baseline: &IdleBaseline) -> WindowMeasurement {
+    if baseline.net_source == run.net_source {
+        baseline.clone()
+    } else {
+        WindowMeasurement {
+            net_source: run.net_source,
+            ..WindowMeasurement::default()
+        }
+    }
 }
 
 /// Derives a task's cost from its run, the idle baseline and the CPU
@@ -384,14 +417,15 @@ pub fn derive_task_cost(
     );
     let ios = |w: &WindowMeasurement| w.disk_read_ios + w.disk_write_ios;
     let (disk_ios, _) = per_task(ios(m), ios(baseline), m, baseline, tasks, zero_se, zero_se);
+    let net_baseline = net_baseline(m, baseline);
     let (net_kib, net_kib_sd) = per_task(
         m.net_kib,
-        baseline.net_kib,
+        net_baseline.net_kib,
         m,
         baseline,
         tasks,
         m.net_kib_per_s.standard_error(),
-        baseline.net_kib_per_s.standard_error(),
+        net_baseline.net_kib_per_s.standard_error(),
     );
     let high = |s: &Series| high_average(&s.times_s, &s.values, MIN_HIGH_AVERAGE_WINDOW_S);
     let (cpu_ha, disk_ha, net_ha) = (
@@ -431,6 +465,7 @@ pub fn derive_task_cost(
         disk_ios_per_task: disk_ios,
         net_kib_per_task: net_kib,
         net_kib_per_task_sd: net_kib_sd,
+        net_source: m.net_source,
         memory_per_session_bytes: run.memory_per_session_bytes,
         p50_ms: run.latency.map(|l| l.p50_ms),
         p95_ms: run.latency.map(|l| l.p95_ms),
@@ -452,6 +487,15 @@ pub struct BaselineSummary {
     pub disk_ios_per_s: f64,
     /// Network throughput of the idle server, KiB/s.
     pub net_kib_per_s: f64,
+    /// Standard error of `disk_kib_per_s` (sd/√n of its series).
+    #[serde(default)]
+    pub disk_kib_per_s_sd: f64,
+    /// Standard error of `net_kib_per_s`.
+    #[serde(default)]
+    pub net_kib_per_s_sd: f64,
+    /// Where the idle network was counted.
+    #[serde(default)]
+    pub net_source: NetSource,
     /// Length of the idle window, s.
     pub window_s: f64,
 }
@@ -472,6 +516,9 @@ impl BaselineSummary {
             disk_kib_per_s: per_s(baseline.disk_read_kib + baseline.disk_write_kib),
             disk_ios_per_s: per_s(baseline.disk_read_ios + baseline.disk_write_ios),
             net_kib_per_s: per_s(baseline.net_kib),
+            disk_kib_per_s_sd: baseline.disk_kib_per_s.standard_error(),
+            net_kib_per_s_sd: baseline.net_kib_per_s.standard_error(),
+            net_source: baseline.net_source,
             window_s: baseline.window_s,
         }
     }

@@ -84,6 +84,12 @@ impl TaskMeter<'_> {
             },
             None => LocalConfig::default(),
         };
+        // The tasks' own bytes: the server's network cost, whoever else
+        // shares the machine's interfaces.
+        let config = LocalConfig {
+            client_bytes: Some(peakhour_lab::client_wire_bytes),
+            ..config
+        };
         let source = LocalSource::new(config)?;
         let path = dir.join("monitor.csv");
         let csv = std::fs::File::create(&path).map_err(create(&path))?;

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use super::{SampleFuture, Source};
 use crate::cgroup::{CgroupFiles, CgroupReader};
+use crate::client_net::{ClientBytesFn, ClientNetReader};
 use crate::cost::cpu_timed;
 use crate::error::MonitorError;
 use crate::groups::{GroupSpec, GroupTracker, ProcessCounters, assign_groups};
@@ -34,6 +35,10 @@ pub struct LocalConfig {
     pub mail: MailProbes,
     /// A shaped lab's cgroup, whose own accounting adds the `lab_*` columns.
     pub cgroup: Option<CgroupFiles>,
+    /// Reads peakhour's own network bytes (`peakhour_net::wire_bytes`), for
+    /// the `client_net_*` columns; `None` leaves them out (nothing of
+    /// peakhour's load runs in this process).
+    pub client_bytes: Option<ClientBytesFn>,
 }
 
 impl Default for LocalConfig {
@@ -44,6 +49,7 @@ impl Default for LocalConfig {
             groups: GroupSpec::defaults(),
             mail: MailProbes::default(),
             cgroup: None,
+            client_bytes: None,
         }
     }
 }
@@ -69,6 +75,7 @@ pub struct LocalSource {
     /// When the processes were last read.
     processes_read_at: Option<Instant>,
     cgroup: Option<CgroupReader>,
+    client_net: Option<ClientNetReader>,
     /// Counts Dovecot's connections when its ports are known.
     connections: ConnectionCounter,
     /// A group matches on executable paths or owners: read them for every process.
@@ -130,12 +137,14 @@ impl LocalSource {
             skip: 0,
             processes_read_at: None,
             cgroup: None,
+            client_net: None,
             needs_exe: false,
             needs_user: false,
         };
         source.needs_exe = source.config.groups.iter().any(GroupSpec::needs_exe);
         source.needs_user = source.config.groups.iter().any(GroupSpec::needs_user);
         source.cgroup = source.config.cgroup.clone().map(CgroupReader::new);
+        source.client_net = source.config.client_bytes.map(ClientNetReader::new);
         // `dovecot_processes` follows the `dovecot` group (e.g. scoped to one lab).
         if let Some(dovecot) = source.config.groups.iter().find(|g| g.name == "dovecot") {
             source.dovecot_probe = dovecot.clone();
@@ -314,6 +323,7 @@ impl LocalSource {
         // `now`s, which must be the time between its two reads (the process
         // reads after it can take long on a loaded machine).
         let cgroup = self.cgroup.as_mut().map(|c| c.sample_at(now));
+        let client_net = self.client_net.as_mut().map(|c| c.sample_at(now));
         let counters = self.read_system()?;
         let system = self.prev.advance(now, counters);
 
@@ -348,6 +358,7 @@ impl LocalSource {
             mail,
             monitor_cpu_us: None,
             cgroup,
+            client_net,
         })
     }
 

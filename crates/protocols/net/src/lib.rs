@@ -7,7 +7,8 @@
 //!   counted ([`ErrorKind`]);
 //! * [`Pump`], the one loop that runs a core over a stream with a deadline;
 //! * the [`Transport`] (plain TCP or rustls TLS, with STARTTLS upgrade) and the
-//!   [`TlsSettings`] (verification on by default);
+//!   [`TlsSettings`] (verification on by default), counting every byte it
+//!   moves ([`wire_bytes`]);
 //! * the [`Timed`] value every command returns, [`Secret`] for passwords, and
 //!   the C:/S: [`transcript`] format the protocol crates test their cores with.
 //!
@@ -22,10 +23,12 @@ mod timing;
 mod tls;
 pub mod transcript;
 mod transport;
+mod wire;
 
 pub use pump::{MAX_READ, Pump, PumpError};
 pub use sans_io::{ErrorKind, Progress, ProtocolCore};
 pub use secret::Secret;
 pub use timing::{Stopwatch, Timed};
 pub use tls::{TlsError, TlsSettings};
-pub use transport::{Security, Transport, TransportError};
+pub use transport::{CountedTcp, Security, Transport, TransportError};
+pub use wire::{WireBytes, wire_bytes};

@@ -31,7 +31,7 @@ pub enum Transport {
     /// Plain TCP.
     Plain(TcpStream),
     /// TLS over TCP. Boxed: the TLS state is large and most connections are plain.
-    Tls(Box<TlsStream<TcpStream>>),
+    Tls(Box<TlsStream<CountedTcp>>),
     /// Left behind for a moment while a plain stream is being upgraded.
     Upgrading,
 }
@@ -168,7 +168,7 @@ impl Transport {
         };
         let name = server_name(host)?;
         let tls = TlsConnector::from(config)
-            .connect(name, tcp)
+            .connect(name, CountedTcp(tcp))
             .await
             .map_err(|reason| TransportError::Handshake {
                 host: host.to_owned(),
@@ -210,7 +210,7 @@ impl AsyncRead for Transport {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Transport::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Transport::Plain(s) => counted_read(Pin::new(s), cx, buf),
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
             Transport::Upgrading => Poll::Ready(Err(upgrading_error())),
         }
@@ -224,7 +224,7 @@ impl AsyncWrite for Transport {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
-            Transport::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Transport::Plain(s) => counted_write(Pin::new(s), cx, buf),
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
             Transport::Upgrading => Poll::Ready(Err(upgrading_error())),
         }
@@ -244,6 +244,65 @@ impl AsyncWrite for Transport {
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
             Transport::Upgrading => Poll::Ready(Ok(())),
         }
+    }
+}
+
+/// A TCP stream under TLS whose bytes are counted ([`crate::wire_bytes`]),
+/// so that a TLS connection counts what crosses the network, records and
+/// handshake included.
+#[derive(Debug)]
+pub struct CountedTcp(TcpStream);
+
+fn counted_read<S: AsyncRead>(
+    stream: Pin<&mut S>,
+    cx: &mut Context<'_>,
+    buf: &mut ReadBuf<'_>,
+) -> Poll<io::Result<()>> {
+    let before = buf.filled().len();
+    let polled = stream.poll_read(cx, buf);
+    if let Poll::Ready(Ok(())) = polled {
+        crate::wire::count_received(buf.filled().len() - before);
+    }
+    polled
+}
+
+fn counted_write<S: AsyncWrite>(
+    stream: Pin<&mut S>,
+    cx: &mut Context<'_>,
+    buf: &[u8],
+) -> Poll<io::Result<usize>> {
+    let polled = stream.poll_write(cx, buf);
+    if let Poll::Ready(Ok(n)) = polled {
+        crate::wire::count_sent(n);
+    }
+    polled
+}
+
+impl AsyncRead for CountedTcp {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        counted_read(Pin::new(&mut self.get_mut().0), cx, buf)
+    }
+}
+
+impl AsyncWrite for CountedTcp {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        counted_write(Pin::new(&mut self.get_mut().0), cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
     }
 }
 

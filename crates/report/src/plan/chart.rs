@@ -103,7 +103,7 @@ pub(crate) fn paired_bars(id: &str, title: &str, unit: &str, pairs: &[Pair]) -> 
         }
         let _ = write!(
             s,
-            r#"<text class="barnote" x="{:.1}" y="{:.1}">{} ± {}</text>"#,
+            r#"<text class="barnote" x="{:.1}" y="{:.1}">{} (sd {})</text>"#,
             WIDTH - note_w - RIGHT + 8.0,
             y0 + row * 0.6,
             short(p.high_average),

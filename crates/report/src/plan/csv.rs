@@ -17,7 +17,7 @@ pub const TASKS_CSV_HEADER: &str = "rank,name,unit,stressful,workstations,tasks_
 
 /// Header of `plan.csv`, one row per user count (the sizing table). The
 /// `*_pct` columns are the use of the host's capacity, empty without a host.
-pub const PLAN_CSV_HEADER: &str = "users,sessions,actions_per_s,cpu_cores,cpu_cores_sd,cpu_cores_needed,cores_to_install,memory_peak_bytes,memory_peak_sd_bytes,memory_to_install_bytes,disk_iops,disk_kib_per_s,disk_kib_per_s_sd,net_kib_per_s,net_kib_per_s_sd,fits_host,cpu_pct,memory_pct,disk_iops_pct,disk_bandwidth_pct,network_pct";
+pub const PLAN_CSV_HEADER: &str = "users,sessions,actions_per_s,cpu_cores,cpu_cores_sd,cpu_cores_needed,cores_to_install,memory_peak_bytes,memory_peak_sd_bytes,memory_to_install_bytes,disk_iops,disk_kib_per_s,disk_kib_per_s_sd,net_kib_per_s,net_kib_per_s_sd,fits_host,cpu_pct,memory_pct,disk_iops_pct,disk_bandwidth_pct,network_pct,cpu_cores_significant,memory_significant,disk_kib_per_s_significant,net_kib_per_s_significant";
 
 /// The first columns of `matrix.csv`; one column per metric follows, in
 /// name order.
@@ -108,6 +108,16 @@ pub fn write_plan_csv<W: Write>(plan: &Plan, out: &mut W) -> Result<(), ReportEr
         for res in Resource::ALL {
             cells.push(opt(r.host_utilization_pct.get(res.as_str()).copied()));
         }
+        // Whether each figure stands above its standard error
+        // (docs/planner.md, "What is significant"); empty without memory.
+        let s = &r.significance;
+        cells.extend([
+            s.cpu_cores.is_significant().to_string(),
+            s.memory_bytes
+                .map_or_else(String::new, |m| m.is_significant().to_string()),
+            s.disk_kib_per_s.is_significant().to_string(),
+            s.net_kib_per_s.is_significant().to_string(),
+        ]);
         writeln!(out, "{}", cells.join(","))?;
     }
     Ok(())

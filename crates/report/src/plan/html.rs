@@ -17,7 +17,9 @@ use peakhour_analysis::plan::{
 
 use super::chart::{Pair, XyLine, paired_bars, xy_chart};
 use super::terminal::grid_rows;
-use super::{bytes, cpus_label, num, opt_num, pm, sizing_cells, users};
+use super::{
+    NOT_SIGNIFICANT, bytes, cpus_label, judged, mean_sd, num, opt_num, pm, sizing_cells, users,
+};
 use crate::html::svg::nice_ceiling;
 use crate::html::{CSS, escape};
 
@@ -111,7 +113,7 @@ pub fn render_tasks_html(tasks: &TaskSet) -> String {
                 t.rank.to_string(),
                 t.unit.as_str().to_owned(),
                 pm(t.server_cpu_ms_per_task, t.server_cpu_ms_per_task_sd),
-                pm(t.cpu_high_average_pct, t.cpu_high_average_sd),
+                mean_sd(t.cpu_high_average_pct, t.cpu_high_average_sd),
                 format!(
                     "{} ({} / {})",
                     pm(t.disk_kib_per_task, t.disk_kib_per_task_sd),
@@ -190,9 +192,12 @@ fn memory_section(tasks: &TaskSet) -> String {
                     ]
                 })
                 .collect();
+            if let Err(why) = peakhour_analysis::plan::memory_fit_verdict(m) {
+                let _ = write!(s, "<p class=\"warn\">{}</p>", escape(&why));
+            }
             let _ = write!(
                 s,
-                "<p>Seed 000's base + n × per-connection + n × per-thread, fitted by least squares: <b>{} + sessions × {}</b> (± {} per session; residual sd {}; R² {}).</p>{}",
+                "<p>Seed 000's base + n × per-connection + n × per-thread, fitted by least squares: <b>{} + sessions × {}</b> (standard error {} per session; residual sd {}; R² {}).</p>{}",
                 escape(&bytes(m.base_bytes)),
                 escape(&bytes(m.per_session_bytes)),
                 escape(&bytes(m.per_session_sd_bytes)),
@@ -278,9 +283,11 @@ fn resource_chart(plan: &Plan) -> String {
             .unwrap_or(largest),
         1.0,
     );
+    // A resource whose use per user is within its noise has no line to draw.
     let lines: Vec<XyLine> = plan
         .exhaustion
         .iter()
+        .filter(|e| e.significance.is_significant())
         .map(|e| {
             let pct = |n: f64| 100.0 * (e.base + n * e.per_user) / e.capacity;
             XyLine {
@@ -331,14 +338,20 @@ fn exhaustion_table(plan: &Plan) -> String {
                 e.resource.as_str().to_owned(),
                 amount(e.capacity),
                 amount(e.base),
-                format!("{} ± {}", amount(e.per_user), amount(e.per_user_sd)),
-                users(e.users),
-                format!(
-                    "{}–{}",
-                    users(e.users_low),
-                    e.users_high.map_or_else(|| "∞".to_owned(), users)
+                judged(
+                    e.significance,
+                    format!("{} ± {}", amount(e.per_user), amount(e.per_user_sd)),
                 ),
-                users(e.users_at_capacity),
+                judged(e.significance, users(e.users)),
+                judged(
+                    e.significance,
+                    format!(
+                        "{}–{}",
+                        users(e.users_low),
+                        e.users_high.map_or_else(|| "∞".to_owned(), users)
+                    ),
+                ),
+                judged(e.significance, users(e.users_at_capacity)),
             ]
         })
         .collect();
@@ -371,9 +384,16 @@ pub fn render_plan_html(plan: &Plan) -> String {
             num(plan.sessions_per_user)
         ),
     );
+    if !plan.headline.is_empty() {
+        s.push_str("<section id=\"headline\"><h2>Headline</h2><ul>");
+        for line in &plan.headline {
+            let _ = write!(s, "<li>{}</li>", escape(line));
+        }
+        s.push_str("</ul></section>");
+    }
     let _ = write!(
         s,
-        "<section id=\"sizing\"><h2>Sizing table</h2>{}</section><section id=\"resources\"><h2>Resources against users</h2>{}</section>",
+        "<p>± is one standard error; “{NOT_SIGNIFICANT}” marks a figure whose error reaches its value.</p><section id=\"sizing\"><h2>Sizing table</h2>{}</section><section id=\"resources\"><h2>Resources against users</h2>{}</section>",
         sizing_table(plan),
         resource_chart(plan)
     );
@@ -390,7 +410,13 @@ pub fn render_plan_html(plan: &Plan) -> String {
                 exhaustion_table(plan)
             );
         }
-        (Some(_), None) => s.push_str("<p class=\"nodata\">No resource grows with users.</p>"),
+        (Some(_), None) => {
+            let _ = write!(
+                s,
+                "<p class=\"nodata\">Not known: no resource's use per user stands above its uncertainty, so none can be named.</p>{}",
+                exhaustion_table(plan)
+            );
+        }
         (None, _) => s.push_str("<p class=\"nodata\">No host given: nothing to run out.</p>"),
     }
     s.push_str("</section><section id=\"qos\"><h2>Users within the QoS limit</h2>");
@@ -411,8 +437,11 @@ pub fn render_plan_html(plan: &Plan) -> String {
                 escape(&opt_num(q.sweep_users)),
                 escape(&q.method_statement)
             );
+            if let Some(trust) = &q.trust {
+                let _ = write!(s, "<p><b>Which to trust:</b> {}</p>", escape(trust));
+            }
         }
-        None => s.push_str("<p class=\"nodata\">Needs a host or a sweep.</p>"),
+        None => s.push_str("<p class=\"nodata\">Needs a host or a sweep, and a significant CPU per user for the model.</p>"),
     }
     s.push_str("</section><section id=\"price\"><h2>Price/performance</h2>");
     match &plan.price_performance {

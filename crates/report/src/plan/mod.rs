@@ -18,7 +18,7 @@ mod terminal;
 
 use std::path::Path;
 
-use peakhour_analysis::plan::{Matrix, Plan, PlanRow, TaskSet};
+use peakhour_analysis::plan::{Matrix, Plan, PlanRow, Significance, TaskSet};
 
 use crate::number::{DASH, grouped, or_dash};
 
@@ -107,18 +107,38 @@ pub(crate) use crate::number::grouped as num;
 /// peak memory ± its standard deviation, memory to install, CPU cores busy,
 /// cores to install, disk I/Os per second.
 pub(crate) fn sizing_cells(r: &PlanRow) -> Vec<String> {
+    let s = &r.significance;
+    let memory_significant = s.memory_bytes.is_some_and(Significance::is_significant);
     vec![
         users(r.users),
         match (r.memory_peak_bytes, r.memory_peak_sd_bytes) {
-            (Some(m), Some(sd)) => format!("{} ± {}", bytes(m), bytes(sd)),
+            (Some(m), Some(sd)) if memory_significant => format!("{} ± {}", bytes(m), bytes(sd)),
+            (Some(_), _) => NOT_SIGNIFICANT.to_owned(),
             _ => DASH.to_owned(),
         },
-        r.memory_to_install_bytes
-            .map_or_else(|| DASH.to_owned(), |b| bytes(b as f64)),
-        pm(r.cpu_cores, r.cpu_cores_sd),
-        r.cores_to_install.to_string(),
-        num(r.disk_iops),
+        match r.memory_to_install_bytes {
+            Some(b) if memory_significant => bytes(b as f64),
+            Some(_) => NOT_SIGNIFICANT.to_owned(),
+            None if s.memory_bytes.is_some() => NOT_SIGNIFICANT.to_owned(),
+            None => DASH.to_owned(),
+        },
+        judged(s.cpu_cores, pm(r.cpu_cores, r.cpu_cores_sd)),
+        judged(s.cpu_cores, r.cores_to_install.to_string()),
+        judged(s.disk_iops, num(r.disk_iops)),
     ]
+}
+
+/// How a figure within its own uncertainty is printed: not as a number
+/// (docs/planner.md, "What is significant").
+pub(crate) const NOT_SIGNIFICANT: &str = "not significant";
+
+/// `shown` when the figure is significant, else [`NOT_SIGNIFICANT`].
+pub(crate) fn judged(s: Significance, shown: String) -> String {
+    if s.is_significant() {
+        shown
+    } else {
+        NOT_SIGNIFICANT.to_owned()
+    }
 }
 
 /// An optional number; `–` for none.
@@ -126,9 +146,19 @@ pub(crate) fn opt_num(v: Option<f64>) -> String {
     or_dash(v, grouped, DASH)
 }
 
-/// `value ± sd`.
+/// `value ± sd` for a measured figure with its standard error, or
+/// [`NOT_SIGNIFICANT`] when the error reaches the value.
 pub(crate) fn pm(value: f64, sd: f64) -> String {
-    format!("{} ± {}", num(value), num(sd))
+    judged(
+        Significance::of(value, sd),
+        format!("{} ± {}", num(value), num(sd)),
+    )
+}
+
+/// A high average and the standard deviation of its values: a spread, not
+/// an error, so it is not written `±`.
+pub(crate) fn mean_sd(mean: f64, sd: f64) -> String {
+    format!("{} (sd {})", num(mean), num(sd))
 }
 
 /// Bytes in binary units: `512 MiB`, `1.5 GiB`.

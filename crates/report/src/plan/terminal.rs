@@ -7,7 +7,9 @@ use peakhour_analysis::plan::{
     Direction, METRIC_CPU_PCT, METRIC_WEIGHTED_P95_MS, Matrix, Plan, QosMethod, TaskSet, TaskUnit,
 };
 
-use super::{bytes, cpus_label, num, opt_num, pm, sizing_cells, users};
+use super::{
+    NOT_SIGNIFICANT, bytes, cpus_label, judged, mean_sd, num, opt_num, pm, sizing_cells, users,
+};
 
 /// A table with the first column left-aligned and the others right-aligned.
 pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
@@ -81,10 +83,10 @@ pub fn render_tasks_terminal(tasks: &TaskSet) -> String {
                 t.rank.to_string(),
                 t.unit.as_str().to_owned(),
                 pm(t.server_cpu_ms_per_task, t.server_cpu_ms_per_task_sd),
-                pm(t.cpu_high_average_pct, t.cpu_high_average_sd),
-                num(t.disk_kib_per_task),
+                mean_sd(t.cpu_high_average_pct, t.cpu_high_average_sd),
+                pm(t.disk_kib_per_task, t.disk_kib_per_task_sd),
                 num(t.disk_ios_per_task),
-                num(t.net_kib_per_task),
+                pm(t.net_kib_per_task, t.net_kib_per_task_sd),
                 opt_num(t.p50_ms),
                 opt_num(t.p95_ms),
             ]
@@ -104,17 +106,24 @@ pub fn render_tasks_terminal(tasks: &TaskSet) -> String {
             "session-hour tasks cost per session held open for an hour, ranked after the others"
         );
     }
+    let _ = writeln!(
+        out,
+        "± is one standard error; \"{NOT_SIGNIFICANT}\": the error reaches the value, so the measurement cannot tell it from zero"
+    );
     match &tasks.memory {
         Some(m) => {
             let _ = writeln!(
                 out,
-                "memory: {} + sessions × {} (± {} per session; residual {}, R² {})",
+                "memory: {} + sessions × {} (standard error {} per session; residual {}, R² {})",
                 bytes(m.base_bytes),
                 bytes(m.per_session_bytes),
                 bytes(m.per_session_sd_bytes),
                 bytes(m.residual_sd_bytes),
                 num(m.r_squared)
             );
+            if let Err(why) = peakhour_analysis::plan::memory_fit_verdict(m) {
+                let _ = writeln!(out, "  {why}");
+            }
         }
         None => {
             let _ = writeln!(out, "memory: not measured (no idle-session points)");
@@ -136,20 +145,10 @@ pub fn render_plan_terminal(plan: &Plan) -> String {
         plan.tasks_profile,
         num(plan.headroom)
     );
-    let u = &plan.per_user;
-    let _ = writeln!(
-        out,
-        "per user: {} cores, {}, {} I/O/s, {} KiB/s disk, {} KiB/s network, {} actions/s",
-        pm(u.cpu_cores, u.cpu_cores_sd),
-        u.memory_bytes.map_or_else(
-            || "memory not modelled".to_owned(),
-            |m| format!("{} memory", bytes(m))
-        ),
-        num(u.disk_iops),
-        num(u.disk_kib_per_s),
-        num(u.net_kib_per_s),
-        num(u.actions_per_s)
-    );
+    for line in &plan.headline {
+        let _ = writeln!(out, "» {line}");
+    }
+    out.push_str(&per_user_line(plan));
     let _ = writeln!(out);
     let header = [
         "users",
@@ -166,7 +165,11 @@ pub fn render_plan_terminal(plan: &Plan) -> String {
         .iter()
         .map(|r| {
             let mut cells = sizing_cells(r);
-            cells.extend([num(r.disk_kib_per_s), num(r.net_kib_per_s)]);
+            let s = &r.significance;
+            cells.extend([
+                judged(s.disk_kib_per_s, num(r.disk_kib_per_s)),
+                judged(s.net_kib_per_s, num(r.net_kib_per_s)),
+            ]);
             cells
         })
         .collect();
@@ -192,7 +195,10 @@ pub fn render_plan_terminal(plan: &Plan) -> String {
                 );
             }
             None => {
-                let _ = writeln!(out, "no resource runs out (no per-user use measured)");
+                let _ = writeln!(
+                    out,
+                    "first to run out: not known (no resource's use per user is significant)"
+                );
             }
         }
     }
@@ -216,6 +222,9 @@ pub fn render_plan_terminal(plan: &Plan) -> String {
                 pct
             );
         }
+        if let Some(trust) = &q.trust {
+            let _ = writeln!(out, "  {trust}");
+        }
     }
     if let Some(p) = &plan.price_performance {
         let _ = writeln!(
@@ -234,12 +243,34 @@ pub fn render_plan_terminal(plan: &Plan) -> String {
     out
 }
 
+/// The per-user line: each figure, or "not significant".
+fn per_user_line(plan: &Plan) -> String {
+    let u = &plan.per_user;
+    let s = &u.significance;
+    format!(
+        "per user: cores {}, memory {}, I/O/s {}, disk KiB/s {}, network KiB/s {}, {} actions/s\n",
+        judged(s.cpu_cores, pm(u.cpu_cores, u.cpu_cores_sd)),
+        match (u.memory_bytes, s.memory_bytes) {
+            (Some(m), Some(sig)) => judged(
+                sig,
+                format!("{} ± {}", bytes(m), bytes(u.memory_sd_bytes.unwrap_or(0.0)))
+            ),
+            _ => "not modelled".to_owned(),
+        },
+        judged(s.disk_iops, num(u.disk_iops)),
+        judged(s.disk_kib_per_s, pm(u.disk_kib_per_s, u.disk_kib_per_s_sd)),
+        judged(s.net_kib_per_s, pm(u.net_kib_per_s, u.net_kib_per_s_sd)),
+        num(u.actions_per_s)
+    )
+}
+
 fn arrow(d: Direction) -> &'static str {
     match d {
         Direction::Rises => "rises",
         Direction::Falls => "falls",
         Direction::Stays => "stays",
         Direction::Mixed => "mixed",
+        Direction::NotSignificant => "no significant change",
     }
 }
 

@@ -461,6 +461,7 @@ fn lab_sample(rng: &mut Rng, time_s: f64, busy_share: f64, connections: u32) -> 
         },
         monitor_cpu_us: Some(noise(5_000.0, 0.1)),
         cgroup: None,
+        client_net: None,
     }
 }
 
