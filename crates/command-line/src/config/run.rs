@@ -364,7 +364,7 @@ mod tests {
             error.0.contains("RFC 3339") && error.0.contains("tomorrow"),
             "{error}"
         );
-        let error = RunConfig::check_at(&run_args(&["--shard", "0/2"]), now, None)
+        let error = RunConfig::check_at(&run_args(&["--shard", "1/2"]), now, None)
             .expect_err("no common start");
         assert!(error.0.contains("--start-at"), "{error}");
         let error =
