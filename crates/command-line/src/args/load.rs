@@ -109,6 +109,7 @@ impl TargetArgs {
             options: ServerOptions {
                 smtp_auth: self.smtp_auth,
                 folder_prefix: self.folder_prefix.clone(),
+                source_addresses: Vec::new(),
             },
         }
     }
