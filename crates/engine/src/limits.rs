@@ -124,18 +124,18 @@ impl Reach {
 
     fn amount(&self, n: u64) -> String {
         match self.resource {
-            Resource::Memory => format!("{} MiB", group(n / (1024 * 1024))),
-            Resource::Descriptors => format!("{} descriptors", group(n)),
-            Resource::Ports => format!("{} ports", group(n)),
+            Resource::Memory => format!("{} MiB", group(n.div_ceil(1024 * 1024))),
+            Resource::Descriptors | Resource::Ports => group(n),
         }
     }
 }
 
 impl fmt::Display for Reach {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural = if self.users_fit == 1 { "" } else { "s" };
         write!(
             f,
-            "{}: {} needed of {} (room for {} users)",
+            "{}: {} needed, {} available (room for {} user{plural})",
             self.resource,
             self.amount(self.needed),
             self.amount(self.available),
@@ -155,6 +155,9 @@ pub enum Action {
     /// Descriptors or memory (or ports to a remote target) are short: one
     /// process cannot hold the run; it needs this many shards.
     Shard(u32),
+    /// Not even one user fits: what the process holds besides its users
+    /// (the monitor's files, the reserve) already takes the limit.
+    NoRoom,
 }
 
 /// Which limit a run would hit first, by how much, and what to do.
@@ -181,7 +184,7 @@ impl Decision {
             Action::SpreadSources(n) => (1..=n)
                 .map(|i| IpAddr::V4(Ipv4Addr::new(127, 0, 0, i as u8)))
                 .collect(),
-            Action::Fits | Action::Shard(_) => Vec::new(),
+            Action::Fits | Action::Shard(_) | Action::NoRoom => Vec::new(),
         }
     }
 }
@@ -210,6 +213,11 @@ impl fmt::Display for Decision {
                 "; one process cannot hold this run: split it into {n} shards, \
                  `peakhour run --shard I/{n} --start-at TIME ...` for I = 1..{n} on {n} \
                  generators (then `peakhour merge`), or `peakhour k8s job --shards {n} ...`"
+            ),
+            Action::NoRoom => write!(
+                f,
+                "; not even one user fits within {}: raise that limit",
+                first.resource
             ),
         }
     }
@@ -267,6 +275,7 @@ pub fn decide(demand: &Demand, machine: &Machine, loopback: bool) -> Decision {
         .map(|r| demand.users.div_ceil(r.users_fit.max(1)))
         .max();
     let action = match shards {
+        Some(_) if reaches[0].users_fit == 0 => Action::NoRoom,
         Some(n) => Action::Shard(u32::try_from(n).unwrap_or(u32::MAX).max(2)),
         None if !ports.fits() => Action::SpreadSources(sources as u32),
         None => Action::Fits,
@@ -409,7 +418,7 @@ pub fn fit(
     let machine = Machine::read()?;
     let loopback = target.imap.is_loopback() && target.smtp.is_loopback();
     let decision = decide(&Demand::of(plan, shard, protocol), &machine, loopback);
-    if matches!(decision.action, Action::Shard(_)) && !beyond_limits {
+    if matches!(decision.action, Action::Shard(_) | Action::NoRoom) && !beyond_limits {
         return Err(LimitsError::Beyond(Box::new(decision)));
     }
     target.options.source_addresses = decision.source_addresses();
@@ -474,7 +483,7 @@ mod tests {
         let text = decision.to_string();
         for part in [
             "30,000 users",
-            "file descriptors: 31,614 descriptors needed of 20,000",
+            "file descriptors: 31,614 needed, 20,000 available",
             "room for 18,500 users",
             "--shard I/2",
             "k8s job --shards 2",
@@ -500,11 +509,27 @@ mod tests {
         assert_eq!(sources.len(), 3);
         assert_eq!(sources[2], IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3)));
         let text = decision.to_string();
-        assert!(text.contains("60,600 ports needed of 25,408"), "{text}");
+        assert!(text.contains("60,600 needed, 25,408 available"), "{text}");
         assert!(text.contains("3 loopback source addresses"), "{text}");
         // A remote target cannot be reached from 127.0.0.x: shard instead.
         let remote = decide(&demand(60_000), &wide, false);
         assert_eq!(remote.action, Action::Shard(3));
+    }
+
+    #[test]
+    fn issue_25_item_3_a_limit_taken_by_the_reserve_alone_asks_to_raise_it() {
+        let tiny = Machine {
+            descriptors_hard: 50,
+            ..machine()
+        };
+        let decision = decide(&demand(2), &tiny, true);
+        assert_eq!(decision.first().users_fit, 0);
+        assert_eq!(decision.action, Action::NoRoom);
+        let text = decision.to_string();
+        assert!(
+            text.contains("not even one user fits within file descriptors"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -516,12 +541,15 @@ mod tests {
         let decision = decide(&demand(10_000), &small, true);
         let first = *decision.first();
         assert_eq!(first.resource, Resource::Memory);
-        // 60 MiB + 10,000 x 11 KiB = 167 MiB, of 100.
+        // 60 MiB + 10,000 x 11 KiB = 167.4 MiB (shown rounded up), of 100.
         assert_eq!(first.needed, BASE_MEMORY + 10_000 * 11 * 1024);
         assert_eq!(first.users_fit, (40 * 1024 * 1024) / (11 * 1024));
         assert_eq!(decision.action, Action::Shard(3));
         let text = decision.to_string();
-        assert!(text.contains("memory: 167 MiB needed of 100 MiB"), "{text}");
+        assert!(
+            text.contains("memory: 168 MiB needed, 100 MiB available"),
+            "{text}"
+        );
         assert!(text.contains("room for 3,723 users"), "{text}");
         assert!(text.contains("--shard I/3"), "{text}");
     }
