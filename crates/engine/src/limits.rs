@@ -271,7 +271,7 @@ pub fn decide(demand: &Demand, machine: &Machine, loopback: bool) -> Decision {
     let spread = loopback && sources <= u64::from(MAX_LOOPBACK_SOURCES);
     let shards = reaches
         .iter()
-        .filter(|r| !r.fits() && !(r.resource == Resource::Ports && spread))
+        .filter(|r| !(r.fits() || r.resource == Resource::Ports && spread))
         .map(|r| demand.users.div_ceil(r.users_fit.max(1)))
         .max();
     let action = match shards {
@@ -430,7 +430,7 @@ fn group(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
