@@ -75,6 +75,9 @@ pub struct Machine {
 pub struct Demand {
     /// The users this process runs (its shard's).
     pub users: u64,
+    /// The users of the whole run (all its shards): the shards it needs
+    /// are counted from these.
+    pub run_users: u64,
     /// Connections each user holds for the whole run: one IMAP session, or
     /// JMAP's API connection and its EventSource push connection.
     pub held_per_user: u64,
@@ -272,7 +275,12 @@ pub fn decide(demand: &Demand, machine: &Machine, loopback: bool) -> Decision {
     let shards = reaches
         .iter()
         .filter(|r| !(r.fits() || r.resource == Resource::Ports && spread))
-        .map(|r| demand.users.div_ceil(r.users_fit.max(1)))
+        .map(|r| {
+            demand
+                .run_users
+                .max(demand.users)
+                .div_ceil(r.users_fit.max(1))
+        })
         .max();
     let action = match shards {
         Some(_) if reaches[0].users_fit == 0 => Action::NoRoom,
@@ -312,6 +320,7 @@ impl Demand {
         let in_flight = (users as f64 * sends_per_second * SUBMISSION_HOLD_SECONDS).ceil() as u64;
         Demand {
             users,
+            run_users: u64::from(plan.users()),
             held_per_user,
             submissions_in_flight: in_flight.min(users),
         }
@@ -455,6 +464,7 @@ mod tests {
     fn demand(users: u64) -> Demand {
         Demand {
             users,
+            run_users: users,
             held_per_user: 1,
             submissions_in_flight: users / 100,
         }
@@ -514,6 +524,13 @@ mod tests {
         // A remote target cannot be reached from 127.0.0.x: shard instead.
         let remote = decide(&demand(60_000), &wide, false);
         assert_eq!(remote.action, Action::Shard(3));
+        // A shard of a larger run that still does not fit: the shards are
+        // counted for the whole run.
+        let shard = Demand {
+            run_users: 120_000,
+            ..demand(60_000)
+        };
+        assert_eq!(decide(&shard, &wide, false).action, Action::Shard(5));
     }
 
     #[test]
@@ -578,6 +595,7 @@ mod tests {
         assert_eq!(whole.submissions_in_flight, expected.min(1_000));
         let half = Demand::of(&plan, Shard::new(1, 2).expect("shard"), MailProtocol::Jmap);
         assert_eq!((half.users, half.held_per_user), (500, 2));
+        assert_eq!(half.run_users, 1_000);
     }
 
     #[test]
