@@ -425,7 +425,13 @@ pub fn fit(
     beyond_limits: bool,
 ) -> Result<Decision, LimitsError> {
     let machine = Machine::read()?;
-    let loopback = target.imap.is_loopback() && target.smtp.is_loopback();
+    // The sources are IPv4 (127.0.0.x): an IPv6 loopback target (::1) cannot
+    // be reached from them.
+    let v4_loopback = |host: &str| {
+        host.eq_ignore_ascii_case("localhost")
+            || host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+    };
+    let loopback = v4_loopback(&target.imap.host) && v4_loopback(&target.smtp.host);
     let decision = decide(&Demand::of(plan, shard, protocol), &machine, loopback);
     if matches!(decision.action, Action::Shard(_) | Action::NoRoom) && !beyond_limits {
         return Err(LimitsError::Beyond(Box::new(decision)));
