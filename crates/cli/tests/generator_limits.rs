@@ -81,11 +81,12 @@ fn issue_25_item_3_a_run_beyond_the_descriptor_limit_is_refused_with_the_shards(
     let (_dir, lab) = start_lab(2);
     let lab_dir = lab.status.dir.clone();
     let out = tempfile::tempdir().unwrap();
-    // Two users on the lab, with the run's descriptor limit (soft and hard)
-    // lowered to 70: the monitor's share (4) and the reserve (64) leave room
-    // for one user.
+    // Two users on the lab, with the run's descriptor limit lowered to 60
+    // (soft) and 70 (hard): peakhour raises the soft limit to the hard one,
+    // and of those 70 the monitor's share (4) and the reserve (64) leave
+    // room for one user.
     let output = Command::new("prlimit")
-        .args(["--nofile=70:70", PEAKHOUR, "run", "--profile", "mmb-medium"])
+        .args(["--nofile=60:70", PEAKHOUR, "run", "--profile", "mmb-medium"])
         .args(["--lab-dir", &lab_dir, "--users", "2", "--duration", "2s"])
         .args(["--out", out.path().join("run").to_str().unwrap()])
         .output()
