@@ -60,6 +60,13 @@ fn issue_25_item_3_users_connect_from_several_loopback_addresses_when_ports_are_
         "{stderr}"
     );
 
+    // The run's record says where its users connected from.
+    let config = std::fs::read_to_string(run_dir.join("config.toml")).unwrap();
+    assert!(
+        config.contains(r#"source_addresses = ["127.0.0.1", "127.0.0.2", "127.0.0.3"]"#),
+        "{config}"
+    );
+
     let log = std::fs::read_to_string(peakhour_lab::Layout::new(&lab_dir).dovecot_log()).unwrap();
     let mut by_user: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (user, rip) in logins(&log) {
