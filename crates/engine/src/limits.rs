@@ -81,8 +81,10 @@ pub struct Demand {
     /// Connections each user holds for the whole run: one IMAP session, or
     /// JMAP's API connection and its EventSource push connection.
     pub held_per_user: u64,
-    /// SMTP submissions open at once, each its own connection.
-    pub submissions_in_flight: u64,
+    /// SMTP submissions open at once per user (each its own connection):
+    /// the user's sends per second times how long one holds its
+    /// connection, at most one.
+    pub submissions_per_user: f64,
 }
 
 /// One of the machine's limits.
@@ -229,9 +231,8 @@ impl fmt::Display for Decision {
 /// Decides which limit `demand` hits first on `machine` and what to do; a
 /// `loopback` target can be reached from several 127.0.0.x addresses.
 pub fn decide(demand: &Demand, machine: &Machine, loopback: bool) -> Decision {
-    let users = demand.users.max(1);
-    let connections = demand.users * demand.held_per_user + demand.submissions_in_flight;
-    let per_user = |total: u64, fixed: u64| (total.saturating_sub(fixed)) as f64 / users as f64;
+    let per_user = demand.held_per_user as f64 + demand.submissions_per_user;
+    let connections = (demand.users as f64 * per_user).ceil() as u64;
     let fit = |available: u64, fixed: u64, cost: f64| -> u64 {
         if cost <= 0.0 {
             return u64::MAX;
@@ -245,11 +246,7 @@ pub fn decide(demand: &Demand, machine: &Machine, loopback: bool) -> Decision {
         resource: Resource::Descriptors,
         needed: descriptors_needed,
         available: machine.descriptors_hard,
-        users_fit: fit(
-            machine.descriptors_hard,
-            descriptors_fixed,
-            per_user(descriptors_needed, descriptors_fixed),
-        ),
+        users_fit: fit(machine.descriptors_hard, descriptors_fixed, per_user),
     };
     // Bound sockets take their port at bind(), unique per source address
     // whatever the destination, so every connection of a source counts.
@@ -258,7 +255,7 @@ pub fn decide(demand: &Demand, machine: &Machine, loopback: bool) -> Decision {
         resource: Resource::Ports,
         needed: connections,
         available: port_budget,
-        users_fit: fit(port_budget, 0, per_user(connections, 0)),
+        users_fit: fit(port_budget, 0, per_user),
     };
     let memory_needed = BASE_MEMORY + demand.users * BYTES_PER_USER;
     let memory = Reach {
@@ -317,12 +314,11 @@ impl Demand {
             .filter(|r| r.kind == ActionKind::Send)
             .map(|r| r.per_second)
             .sum();
-        let in_flight = (users as f64 * sends_per_second * SUBMISSION_HOLD_SECONDS).ceil() as u64;
         Demand {
             users,
             run_users: u64::from(plan.users()),
             held_per_user,
-            submissions_in_flight: in_flight.min(users),
+            submissions_per_user: (sends_per_second * SUBMISSION_HOLD_SECONDS).min(1.0),
         }
     }
 }
@@ -472,7 +468,7 @@ mod tests {
             users,
             run_users: users,
             held_per_user: 1,
-            submissions_in_flight: users / 100,
+            submissions_per_user: 0.01,
         }
     }
 
@@ -597,8 +593,8 @@ mod tests {
             .map(|r| r.per_second)
             .sum();
         assert!(sends > 0.0);
-        let expected = (1_000.0 * sends * SUBMISSION_HOLD_SECONDS).ceil() as u64;
-        assert_eq!(whole.submissions_in_flight, expected.min(1_000));
+        let expected = (sends * SUBMISSION_HOLD_SECONDS).min(1.0);
+        assert!((whole.submissions_per_user - expected).abs() < 1e-12);
         let half = Demand::of(&plan, Shard::new(1, 2).expect("shard"), MailProtocol::Jmap);
         assert_eq!((half.users, half.held_per_user), (500, 2));
         assert_eq!(half.run_users, 1_000);
