@@ -197,9 +197,10 @@ impl Decision {
 impl fmt::Display for Decision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let first = self.first();
+        let plural = if self.users == 1 { "" } else { "s" };
         write!(
             f,
-            "this generator's limits for {} users: first {}",
+            "this generator's limits for {} user{plural}: first {}",
             group(self.users),
             first
         )?;
