@@ -428,7 +428,10 @@ pub fn fit(
         host.eq_ignore_ascii_case("localhost")
             || host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
     };
-    let loopback = v4_loopback(&target.imap.host) && v4_loopback(&target.smtp.host);
+    let loopback = match protocol {
+        MailProtocol::Imap => v4_loopback(&target.imap.host) && v4_loopback(&target.smtp.host),
+        MailProtocol::Jmap => target.jmap.as_ref().is_some_and(|j| v4_loopback(&j.host)),
+    };
     let decision = decide(&Demand::of(plan, shard, protocol), &machine, loopback);
     if matches!(decision.action, Action::Shard(_) | Action::NoRoom) && !beyond_limits {
         return Err(LimitsError::Beyond(Box::new(decision)));
