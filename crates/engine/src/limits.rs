@@ -160,9 +160,9 @@ pub enum Action {
     /// Descriptors or memory (or ports to a remote target) are short: one
     /// process cannot hold the run; it needs this many shards.
     Shard(u32),
-    /// Not even one user fits: what the process holds besides its users
-    /// (the monitor's files, the reserve) already takes the limit.
-    NoRoom,
+    /// Not even one user fits within this limit: what the process holds
+    /// besides its users (the monitor's files, the reserve) takes it all.
+    NoRoom(Resource),
 }
 
 /// Which limit a run would hit first, by how much, and what to do.
@@ -189,7 +189,7 @@ impl Decision {
             Action::SpreadSources(n) => (1..=n)
                 .map(|i| IpAddr::V4(Ipv4Addr::new(127, 0, 0, i as u8)))
                 .collect(),
-            Action::Fits | Action::Shard(_) | Action::NoRoom => Vec::new(),
+            Action::Fits | Action::Shard(_) | Action::NoRoom(_) => Vec::new(),
         }
     }
 }
@@ -220,10 +220,9 @@ impl fmt::Display for Decision {
                  `peakhour run --shard I/{n} --start-at TIME ...` for I = 1..{n} on {n} \
                  generators (then `peakhour merge`), or `peakhour k8s job --shards {n} ...`"
             ),
-            Action::NoRoom => write!(
+            Action::NoRoom(resource) => write!(
                 f,
-                "; not even one user fits within {}: raise that limit",
-                first.resource
+                "; not even one user fits within {resource}: raise that limit"
             ),
         }
     }
@@ -269,22 +268,25 @@ pub fn decide(demand: &Demand, machine: &Machine, loopback: bool) -> Decision {
     reaches.sort_by_key(|r| r.users_fit);
 
     let sources = connections.div_ceil(port_budget.max(1));
-    let spread = loopback && sources <= u64::from(MAX_LOOPBACK_SOURCES);
-    let shards = reaches
+    let spread = loopback && port_budget > 0 && sources <= u64::from(MAX_LOOPBACK_SOURCES);
+    // The limits more source addresses cannot help with.
+    let blocking: Vec<&Reach> = reaches
         .iter()
         .filter(|r| !(r.fits() || r.resource == Resource::Ports && spread))
-        .map(|r| {
-            demand
-                .run_users
-                .max(demand.users)
-                .div_ceil(r.users_fit.max(1))
-        })
-        .max();
-    let action = match shards {
-        Some(_) if reaches[0].users_fit == 0 => Action::NoRoom,
-        Some(n) => Action::Shard(u32::try_from(n).unwrap_or(u32::MAX).max(2)),
-        None if !ports.fits() => Action::SpreadSources(sources as u32),
-        None => Action::Fits,
+        .collect();
+    let run_users = demand.run_users.max(demand.users);
+    let action = if let Some(full) = blocking.iter().find(|r| r.users_fit == 0) {
+        Action::NoRoom(full.resource)
+    } else if let Some(n) = blocking
+        .iter()
+        .map(|r| run_users.div_ceil(r.users_fit))
+        .max()
+    {
+        Action::Shard(u32::try_from(n).unwrap_or(u32::MAX).max(2))
+    } else if !ports.fits() {
+        Action::SpreadSources(sources as u32)
+    } else {
+        Action::Fits
     };
     Decision {
         users: demand.users,
@@ -433,7 +435,7 @@ pub fn fit(
         MailProtocol::Jmap => target.jmap.as_ref().is_some_and(|j| v4_loopback(&j.host)),
     };
     let decision = decide(&Demand::of(plan, shard, protocol), &machine, loopback);
-    if matches!(decision.action, Action::Shard(_) | Action::NoRoom) && !beyond_limits {
+    if matches!(decision.action, Action::Shard(_) | Action::NoRoom(_)) && !beyond_limits {
         return Err(LimitsError::Beyond(Box::new(decision)));
     }
     target.options.source_addresses = decision.source_addresses();
@@ -540,6 +542,26 @@ mod tests {
     }
 
     #[test]
+    fn issue_25_item_3_more_sources_than_127_0_0_254_means_shards() {
+        // 100 ports per address, 90 counted on: 30,000 connections need 334
+        // addresses, more than 127.0.0.1-254 gives.
+        let narrow = Machine {
+            descriptors_hard: 1_048_576,
+            ports_per_source: 100,
+            ..machine()
+        };
+        let idle = Demand {
+            submissions_per_user: 0.0,
+            ..demand(30_000)
+        };
+        let decision = decide(&idle, &narrow, true);
+        assert_eq!(decision.first().resource, Resource::Ports);
+        assert_eq!(decision.first().needed, 30_000);
+        // 90 users fit one address: 334 shards.
+        assert_eq!(decision.action, Action::Shard(334));
+    }
+
+    #[test]
     fn issue_25_item_3_a_limit_taken_by_the_reserve_alone_asks_to_raise_it() {
         let tiny = Machine {
             descriptors_hard: 50,
@@ -547,7 +569,7 @@ mod tests {
         };
         let decision = decide(&demand(2), &tiny, true);
         assert_eq!(decision.first().users_fit, 0);
-        assert_eq!(decision.action, Action::NoRoom);
+        assert_eq!(decision.action, Action::NoRoom(Resource::Descriptors));
         let text = decision.to_string();
         assert!(
             text.contains("not even one user fits within file descriptors"),
