@@ -92,12 +92,17 @@ fn issue_25_item_3_a_run_beyond_the_descriptor_limit_is_refused_with_the_shards(
     // (soft) and 70 (hard): peakhour raises the soft limit to the hard one,
     // and of those 70 the monitor's share (4) and the reserve (64) leave
     // room for one user.
-    let output = Command::new("prlimit")
-        .args(["--nofile=60:70", PEAKHOUR, "run", "--profile", "mmb-medium"])
-        .args(["--lab-dir", &lab_dir, "--users", "2", "--duration", "2s"])
-        .args(["--out", out.path().join("run").to_str().unwrap()])
-        .output()
-        .unwrap();
+    let run = |extra: &[&str], dir: &str| {
+        Command::new("prlimit")
+            .args(["--nofile=60:70", PEAKHOUR, "run", "--profile", "mmb-medium"])
+            .args(["--lab-dir", &lab_dir, "--users", "2", "--duration", "2s"])
+            .args(["--ramp-up", "1s", "--drain", "1s"])
+            .args(["--out", out.path().join(dir).to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let output = run(&[], "refused");
     let stderr = String::from_utf8_lossy(&output.stderr);
     eprintln!("{stderr}");
     assert_eq!(output.status.code(), Some(2), "{stderr}");
@@ -106,4 +111,20 @@ fn issue_25_item_3_a_run_beyond_the_descriptor_limit_is_refused_with_the_shards(
         "{stderr}"
     );
     assert!(stderr.contains("--shard I/2"), "{stderr}");
+    assert!(
+        !out.path().join("refused").join("config.toml").exists(),
+        "refused before the run directory is written"
+    );
+
+    // --beyond-limits runs it anyway, saying the same numbers.
+    let output = run(&["--beyond-limits"], "anyway");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{stderr}");
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "{:?}: {stderr}",
+        output.status
+    );
+    assert!(stderr.contains("71 needed, 70 available"), "{stderr}");
+    assert!(out.path().join("anyway").join("summary.json").exists());
 }
