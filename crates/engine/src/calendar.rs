@@ -94,6 +94,7 @@ impl CalDavEndpoint {
             },
             tls: implicit.then(|| tls.tls.clone()),
             connect_timeout,
+            source: None,
         }
     }
 }

@@ -64,8 +64,9 @@ pub trait Connector: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Timed<()>, SmtpError>> + Send;
 }
 
-/// The real connector: TCP to the endpoint's host and port, TLS from the
-/// first byte or after STARTTLS as the endpoint's URL says.
+/// The real connector: TCP to the endpoint's host and port (from its source
+/// address when it names one), TLS from the first byte or after STARTTLS as
+/// the endpoint's URL says.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NetConnector;
 
@@ -78,7 +79,8 @@ impl Connector for NetConnector {
         tls: &Arc<rustls::ClientConfig>,
         timeout: Duration,
     ) -> Result<Timed<ImapConnection>, ImapError> {
-        ImapConnection::connect(
+        ImapConnection::connect_from(
+            endpoint.source,
             &endpoint.host,
             endpoint.port,
             endpoint.security(),
@@ -104,7 +106,8 @@ impl Connector for NetConnector {
         tls: &Arc<rustls::ClientConfig>,
         timeout: Duration,
     ) -> Result<Timed<SmtpConnection>, SmtpError> {
-        SmtpConnection::connect(
+        SmtpConnection::connect_from(
+            endpoint.source,
             &endpoint.host,
             endpoint.port,
             flavor,

@@ -45,6 +45,9 @@
 //!   explicit endpoints, the population) into a plan and a target.
 //! * [`session_tasks`] runs the planner's atomic session tasks (a logon, a
 //!   delivery, a search without an index, idle sessions held) at a steady rate.
+//! * [`limits`] says which limit of this machine (file descriptors,
+//!   ephemeral ports per source address, memory) a run would hit first, and
+//!   spreads users over loopback source addresses or refuses with shards.
 //! * [`files`] runs file clients (NetBench's disk mix, dbench trace replay) against a
 //!   directory or an SMB share.
 #![deny(missing_docs)]
@@ -61,6 +64,7 @@ mod folders;
 mod groupware;
 pub mod init;
 mod init_text;
+pub mod limits;
 mod live;
 mod pop3_user;
 mod population;

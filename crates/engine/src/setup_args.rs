@@ -74,6 +74,7 @@ mod tests {
             options: ServerOptions {
                 smtp_auth: AuthPolicy::Plain,
                 folder_prefix: Some("INBOX.".into()),
+                source_addresses: Vec::new(),
             },
         }
     }

@@ -34,6 +34,10 @@ pub struct Endpoint {
     pub port: u16,
     /// TLS mode.
     pub tls: TlsMode,
+    /// The local address to connect from; `None` leaves it to the kernel.
+    /// Set per user from [`ServerOptions::source_addresses`]
+    /// ([`Target::from_source`]).
+    pub source: Option<std::net::IpAddr>,
 }
 
 /// Why an endpoint URL was refused.
@@ -106,6 +110,7 @@ impl Endpoint {
             host: host.to_owned(),
             port,
             tls,
+            source: None,
         })
     }
 
@@ -169,6 +174,11 @@ pub struct ServerOptions {
     /// The prefix of the user's own folders, instead of the one the server
     /// announces with NAMESPACE (`--folder-prefix`).
     pub folder_prefix: Option<String>,
+    /// The local addresses the users connect from, user `i` from the
+    /// `i % len`-th (round-robin); empty: the kernel chooses. Set when one
+    /// address has too few ephemeral ports for the run's connections
+    /// ([`crate::limits`]).
+    pub source_addresses: Vec<std::net::IpAddr>,
 }
 
 impl Account {
@@ -332,6 +342,17 @@ impl Target {
         }
     }
 
+    /// `endpoint` as user `user` (0-based) connects to it: from its source
+    /// address, round-robin over [`ServerOptions::source_addresses`].
+    pub fn from_source(&self, endpoint: &Endpoint, user: u32) -> Endpoint {
+        let sources = &self.options.source_addresses;
+        let source = (!sources.is_empty()).then(|| sources[user as usize % sources.len()]);
+        Endpoint {
+            source,
+            ..endpoint.clone()
+        }
+    }
+
     /// Login and password of user `user` (0-based), given its address from
     /// the population.
     pub fn login<'a>(&'a self, user: u32, address: &'a str) -> (&'a str, &'a Secret<String>) {
@@ -442,7 +463,8 @@ mod tests {
             Endpoint {
                 host: "127.0.0.1".into(),
                 port: 10143,
-                tls: TlsMode::None
+                tls: TlsMode::None,
+                source: None,
             }
         );
         assert_eq!(
@@ -454,7 +476,8 @@ mod tests {
             Endpoint {
                 host: "::1".into(),
                 port: 143,
-                tls: TlsMode::StartTls
+                tls: TlsMode::StartTls,
+                source: None,
             }
         );
         let smtp = ["smtp", "submission", "submissions"];

@@ -500,7 +500,7 @@ impl<C: Connector> User<C> {
     async fn log_on(&self) -> Result<Session<C::Stream>, Failure> {
         let target = &self.shared.target;
         let connector = &self.shared.connector;
-        let endpoint = &target.imap;
+        let endpoint = &target.from_source(&target.imap, self.index);
         let connect_timeout = self.shared.connect_timeout;
         // The connector is not trusted to bound its waits: connecting, the
         // TLS handshake and the greeting get the connect timeout, STARTTLS
@@ -1012,7 +1012,7 @@ impl<C: Connector> User<C> {
         } = self.compose(nth)?;
 
         let target = &shared.target;
-        let endpoint = &target.smtp;
+        let endpoint = &target.from_source(&target.smtp, self.index);
         let connected = smtp_connect_deadline(
             shared.connect_timeout,
             shared.connector.connect_smtp(

@@ -69,6 +69,11 @@ pub struct TargetSection {
     /// greetings and capabilities, never from this host's packages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<String>,
+    /// The local addresses the users connected from, round-robin by user,
+    /// when one address had too few ephemeral ports for the run
+    /// (`peakhour_engine::limits`); absent when the kernel chose.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_addresses: Vec<String>,
 }
 
 /// `[monitor]`.
@@ -129,6 +134,9 @@ impl RunConfig {
             security_shortcuts,
             // The caller says which lab, if any: it knows the lab's directory.
             lab: None,
+            source_addresses: (target.options.source_addresses.iter())
+                .map(ToString::to_string)
+                .collect(),
         };
         let mut config = Self::new(run, target, monitor, plan)?;
         if !allowed_domains.is_empty() {
@@ -179,6 +187,7 @@ impl RunConfig {
             smtp: String::new(),
             security_shortcuts: Vec::new(),
             lab: None,
+            source_addresses: Vec::new(),
         };
         Self {
             run,

@@ -28,6 +28,7 @@ fn config() -> RunConfig {
             smtp: "127.0.0.1:31025".into(),
             security_shortcuts: Vec::new(),
             lab: None,
+            source_addresses: Vec::new(),
         },
         MonitorSection {
             interval: secs(1),

@@ -124,6 +124,7 @@ fn probe_child() {
         smtp: std::env::var("PEAKHOUR_TEST_PROBE_SMTP").unwrap(),
         security_shortcuts: Vec::new(),
         lab: None,
+        source_addresses: Vec::new(),
     };
     let facts = peakhour_rundir::host::collect(Some(&target), &Redactor::default());
     println!("FACTS {}", serde_json::to_string(&facts.servers).unwrap());

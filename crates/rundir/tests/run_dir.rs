@@ -56,6 +56,7 @@ fn config() -> RunConfig {
             smtp: "127.0.0.1:31025 (STARTTLS)".into(),
             security_shortcuts: Vec::new(),
             lab: None,
+            source_addresses: Vec::new(),
         },
         MonitorSection {
             interval: secs(1),

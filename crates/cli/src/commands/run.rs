@@ -140,7 +140,8 @@ impl Prepared {
         let plan = resolve_plan(&profile, overrides, &resolved)?;
         // Mail goes only to the test population, checked before any connection.
         check_population(&plan, &resolved, &config.allow_domains)?;
-        let target = resolved.target.clone();
+        let mut target = resolved.target.clone();
+        eprintln!("{}", config.fit_limits(&plan, args.protocol, &mut target)?);
         if args.protocol == peakhour_engine::MailProtocol::Jmap && target.jmap.is_none() {
             bail!("--protocol jmap needs a JMAP server: a lab --mail-server cyrus, or --jmap URL");
         }

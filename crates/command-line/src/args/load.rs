@@ -109,6 +109,7 @@ impl TargetArgs {
             options: ServerOptions {
                 smtp_auth: self.smtp_auth,
                 folder_prefix: self.folder_prefix.clone(),
+                source_addresses: Vec::new(),
             },
         }
     }
@@ -267,6 +268,12 @@ pub struct RunArgs {
     /// This run as one shard of a distributed run.
     #[command(flatten)]
     pub distributed: super::ShardArgs,
+    /// Run even when this machine's file descriptors or memory cannot hold the run (without
+    /// it, such a run is refused with exit 2 and the number of shards it needs): to see how
+    /// the generator fails at its limits, or when the estimate is known to be pessimistic
+    /// (memory is counted at 11 KiB per user, measured on mmb-medium; docs/capacity.md).
+    #[arg(long)]
+    pub beyond_limits: bool,
 }
 
 /// `peakhour sweep`

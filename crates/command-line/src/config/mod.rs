@@ -63,6 +63,8 @@ pub fn is_usage_cause(cause: &(dyn std::error::Error + 'static)) -> bool {
         || cause
             .downcast_ref::<peakhour_engine::setup::SetupError>()
             .is_some_and(peakhour_engine::setup::SetupError::is_usage)
+        || (cause.downcast_ref::<peakhour_engine::limits::LimitsError>())
+            .is_some_and(peakhour_engine::limits::LimitsError::is_usage)
         || (cause.downcast_ref::<peakhour_rundir::RunDirError>())
             .is_some_and(peakhour_rundir::RunDirError::is_usage)
 }

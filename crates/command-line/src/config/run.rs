@@ -137,9 +137,26 @@ pub struct RunConfig {
     /// `--start-at`, within [`peakhour_engine::MAX_START_AHEAD`] ahead and
     /// [`peakhour_engine::MAX_START_BEHIND`] behind the time of the check.
     pub start_at: Option<SystemTime>,
+    /// `--beyond-limits`: run even when one process cannot hold the run.
+    pub beyond_limits: bool,
 }
 
 impl RunConfig {
+    /// Says which limit of this machine the run of `plan` over `protocol`
+    /// would hit first ([`peakhour_engine::limits`]) and acts on it: spreads
+    /// the users over loopback source addresses in `target` when ports are
+    /// short, or refuses (exit 2) with the shards it needs, unless
+    /// `--beyond-limits`.
+    pub fn fit_limits(
+        &self,
+        plan: &peakhour_workload::Plan,
+        protocol: peakhour_engine::MailProtocol,
+        target: &mut std::sync::Arc<peakhour_engine::Target>,
+    ) -> Result<peakhour_engine::limits::Decision, peakhour_engine::limits::LimitsError> {
+        let target = std::sync::Arc::make_mut(target);
+        peakhour_engine::limits::fit(plan, self.shard, protocol, target, self.beyond_limits)
+    }
+
     /// Checks every option of `run` that has bounds; the profile, the target
     /// and the population are checked when they are read.
     pub fn check(args: &RunArgs) -> Result<RunConfig, UsageError> {
@@ -173,6 +190,7 @@ impl RunConfig {
         Ok(RunConfig {
             shard,
             start_at,
+            beyond_limits: args.beyond_limits,
             users: args
                 .users
                 .map(|users| count_within("users", users, 1, MAX_USERS))

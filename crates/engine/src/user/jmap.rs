@@ -119,6 +119,7 @@ fn dial(endpoint: &Endpoint, target: &Target, connect_timeout: Duration) -> Http
         },
         tls: Some(target.tls.clone()),
         connect_timeout,
+        source: endpoint.source,
     }
 }
 
@@ -167,6 +168,8 @@ impl<C: Connector> User<C> {
             session_lost: true,
             detail: None,
         })?;
+        // From the user's source address: its API and push connections alike.
+        let endpoint = &target.from_source(endpoint, self.index);
         let dial = dial(endpoint, target, self.shared.connect_timeout);
         let options = self.http_options();
         let mut client = JmapClient::new(HttpConnection::new(dial, options.clone()));

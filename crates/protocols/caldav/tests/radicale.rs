@@ -97,6 +97,7 @@ fn client(port: u16, password: &str) -> CalDavClient {
         security: Security::Plain,
         tls: None,
         connect_timeout: Duration::from_secs(5),
+        source: None,
     };
     let options = ConnectionOptions {
         auth: Some(BasicAuth::new(USER, &Secret::new(password.to_owned()))),

@@ -84,13 +84,17 @@ pub struct Endpoint {
     pub tls: Option<Arc<ClientConfig>>,
     /// Time allowed for TCP connect plus TLS handshake.
     pub connect_timeout: Duration,
+    /// The local address to connect from; `None` leaves it to the kernel
+    /// (see [`Transport::connect_from`]).
+    pub source: Option<std::net::IpAddr>,
 }
 
 impl Dial for Endpoint {
     type Stream = Transport;
 
     fn dial(&self) -> impl Future<Output = Result<Transport, TransportError>> + Send {
-        Transport::connect(
+        Transport::connect_from(
+            self.source,
             &self.host,
             self.port,
             self.security,

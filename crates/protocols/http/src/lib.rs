@@ -36,6 +36,7 @@
 //!     security: Security::Plain,
 //!     tls: None,
 //!     connect_timeout: Duration::from_secs(5),
+//!     source: None,
 //! };
 //! let options = ConnectionOptions {
 //!     auth: Some(BasicAuth::new("user1", &Secret::new("pw".to_owned()))),

@@ -57,6 +57,7 @@ fn endpoint(port: u16) -> Endpoint {
         security: Security::Plain,
         tls: None,
         connect_timeout: Duration::from_secs(5),
+        source: None,
     }
 }
 

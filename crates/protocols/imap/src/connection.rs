@@ -71,9 +71,22 @@ impl ImapConnection<Transport> {
         tls: Option<Arc<rustls::ClientConfig>>,
         timeout: Duration,
     ) -> Result<Timed<ImapConnection>, ImapError> {
+        Self::connect_from(None, host, port, security, tls, timeout).await
+    }
+
+    /// [`ImapConnection::connect`] from the local address `source` when given
+    /// (see [`Transport::connect_from`]).
+    pub async fn connect_from(
+        source: Option<std::net::IpAddr>,
+        host: &str,
+        port: u16,
+        security: Security,
+        tls: Option<Arc<rustls::ClientConfig>>,
+        timeout: Duration,
+    ) -> Result<Timed<ImapConnection>, ImapError> {
         let stopwatch = Stopwatch::start();
         let deadline = tokio::time::Instant::now() + timeout;
-        let transport = Transport::connect(host, port, security, tls, timeout).await?;
+        let transport = Transport::connect_from(source, host, port, security, tls, timeout).await?;
         // The greeting gets what is left of the timeout, and a server that
         // never greets is named as such (issue 26: "CONNECT timed out"
         // blamed the TCP connect).

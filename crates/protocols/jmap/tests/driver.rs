@@ -82,6 +82,7 @@ async fn discovers_calls_and_receives_a_push_on_a_second_connection() {
         security: Security::Plain,
         tls: None,
         connect_timeout: Duration::from_secs(5),
+        source: None,
     };
     let options = ConnectionOptions {
         auth: Some(BasicAuth::new("u1", &Secret::new("pw".to_owned()))),

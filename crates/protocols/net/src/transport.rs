@@ -1,4 +1,5 @@
 use std::io;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -6,7 +7,7 @@ use std::time::Duration;
 
 use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
@@ -95,8 +96,26 @@ impl Transport {
         port: u16,
         timeout: Duration,
     ) -> Result<Self, TransportError> {
+        Self::connect_plain_from(None, host, port, timeout).await
+    }
+
+    /// [`Transport::connect_plain`] from the local address `source` when
+    /// given: one generator spreads its connections over several source
+    /// addresses when one address has too few ephemeral ports for them all.
+    pub async fn connect_plain_from(
+        source: Option<IpAddr>,
+        host: &str,
+        port: u16,
+        timeout: Duration,
+    ) -> Result<Self, TransportError> {
         let addr = format!("{host}:{port}");
-        let stream = match tokio::time::timeout(timeout, TcpStream::connect(&addr)).await {
+        let connecting = async {
+            match source {
+                None => TcpStream::connect(&addr).await,
+                Some(source) => connect_bound(source, &addr).await,
+            }
+        };
+        let stream = match tokio::time::timeout(timeout, connecting).await {
             Ok(Ok(stream)) => stream,
             Ok(Err(source)) => return Err(TransportError::Connect { addr, source }),
             Err(_) => {
@@ -118,8 +137,19 @@ impl Transport {
         timeout: Duration,
         config: Arc<ClientConfig>,
     ) -> Result<Self, TransportError> {
+        Self::connect_tls_from(None, host, port, timeout, config).await
+    }
+
+    /// [`Transport::connect_tls`] from the local address `source` when given.
+    pub async fn connect_tls_from(
+        source: Option<IpAddr>,
+        host: &str,
+        port: u16,
+        timeout: Duration,
+        config: Arc<ClientConfig>,
+    ) -> Result<Self, TransportError> {
         let deadline = tokio::time::Instant::now() + timeout;
-        let plain = Self::connect_plain(host, port, timeout).await?;
+        let plain = Self::connect_plain_from(source, host, port, timeout).await?;
         // A server that accepts and never answers the ClientHello is named
         // as such, not as a slow connect.
         tokio::time::timeout_at(deadline, plain.into_tls(host, config))
@@ -142,10 +172,22 @@ impl Transport {
         tls: Option<Arc<ClientConfig>>,
         timeout: Duration,
     ) -> Result<Self, TransportError> {
+        Self::connect_from(None, host, port, security, tls, timeout).await
+    }
+
+    /// [`Transport::connect`] from the local address `source` when given.
+    pub async fn connect_from(
+        source: Option<IpAddr>,
+        host: &str,
+        port: u16,
+        security: Security,
+        tls: Option<Arc<ClientConfig>>,
+        timeout: Duration,
+    ) -> Result<Self, TransportError> {
         match (security, tls) {
-            (Security::Plain, _) => Self::connect_plain(host, port, timeout).await,
+            (Security::Plain, _) => Self::connect_plain_from(source, host, port, timeout).await,
             (Security::ImplicitTls, Some(config)) => {
-                Self::connect_tls(host, port, timeout, config).await
+                Self::connect_tls_from(source, host, port, timeout, config).await
             }
             (Security::ImplicitTls, None) => Err(TransportError::NoTlsConfig),
         }
@@ -197,6 +239,33 @@ impl Transport {
         self.flush().await?;
         Ok(())
     }
+}
+
+/// Connects to `addr` from `source` (port chosen by the kernel): the first
+/// of `addr`'s addresses in `source`'s family.
+async fn connect_bound(source: IpAddr, addr: &str) -> io::Result<TcpStream> {
+    let mut last = None;
+    for remote in tokio::net::lookup_host(addr).await? {
+        if remote.is_ipv4() != source.is_ipv4() {
+            continue;
+        }
+        let socket = if remote.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        socket.bind(SocketAddr::new(source, 0))?;
+        match socket.connect(remote).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::AddrNotAvailable,
+            format!("{addr} has no address in the family of the source address {source}"),
+        )
+    }))
 }
 
 fn upgrading_error() -> io::Error {

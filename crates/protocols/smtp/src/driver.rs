@@ -49,8 +49,22 @@ impl SmtpConnection<Transport> {
         tls: Option<Arc<rustls::ClientConfig>>,
         timeout: Duration,
     ) -> Result<Timed<Self>, SmtpError> {
+        Self::connect_from(None, host, port, flavor, security, tls, timeout).await
+    }
+
+    /// [`SmtpConnection::connect`] from the local address `source` when
+    /// given (see [`Transport::connect_from`]).
+    pub async fn connect_from(
+        source: Option<std::net::IpAddr>,
+        host: &str,
+        port: u16,
+        flavor: Flavor,
+        security: Security,
+        tls: Option<Arc<rustls::ClientConfig>>,
+        timeout: Duration,
+    ) -> Result<Timed<Self>, SmtpError> {
         let stopwatch = Stopwatch::start();
-        let transport = Transport::connect(host, port, security, tls, timeout).await?;
+        let transport = Transport::connect_from(source, host, port, security, tls, timeout).await?;
         let mut connection = Self::new(transport, flavor, timeout);
         connection.greeting(stopwatch).await?;
         Ok(stopwatch.finish(connection))

@@ -507,6 +507,7 @@ fn config(plan: &Plan, shape: &Shape) -> Result<RunConfig, BoxError> {
             smtp: "127.0.0.1:10025".into(),
             security_shortcuts: Vec::new(),
             lab: None,
+            source_addresses: Vec::new(),
         },
         MonitorSection {
             interval: HumanDuration(SAMPLE_PERIOD),
