@@ -167,30 +167,19 @@ pub(crate) fn shard_marks(
     }]
 }
 
-/// Tells a person, through `say`, about a shard's start: when made, that it
-/// waits for `--start-at` (make it where a stop can already be asked for, so
-/// that the wait it announces can be cancelled); as an [`Observer`] beside
-/// the others, that its logon phase began late.
+/// Tells a person, through `say`, about a shard's start: that it waits for
+/// `--start-at` (said when the run begins to wait, after the observers
+/// beside it were told, so that whoever reads the line and then looks at the
+/// live metrics sees the phase `waiting`; and where a stop can already be
+/// asked for, so that the wait it announces can be cancelled), and that its
+/// logon phase began late.
 pub struct StartNotice<F> {
     say: F,
 }
 
 impl<F: FnMut(&str) + Send> StartNotice<F> {
-    /// Says how long the shard waits for `settings.start_at`, if it waits.
-    pub fn new(settings: &RunSettings, mut say: F) -> Self {
-        // Under a second to go is no wait worth a line (nor late either).
-        let waiting = settings.start_at.and_then(|at| {
-            let left = at.duration_since(SystemTime::now()).ok()?;
-            (left >= Duration::from_secs(1)).then_some((at, left))
-        });
-        if let Some((at, left)) = waiting {
-            say(&format!(
-                "waiting {} for --start-at {}",
-                HumanDuration(Duration::from_secs(left.as_secs())),
-                chrono::DateTime::<chrono::Utc>::from(at)
-                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-            ));
-        }
+    /// A notice that speaks through `say`.
+    pub fn new(say: F) -> Self {
         StartNotice { say }
     }
 }
@@ -202,6 +191,20 @@ impl<F: FnMut(&str) + Send> Observer for StartNotice<F> {
     fn started(&mut self, meta: &RunMeta) {
         for note in meta.shards.iter().filter_map(ShardMark::late_note) {
             (self.say)(&format!("warning: {note}"));
+        }
+    }
+    fn waiting(&mut self, until: SystemTime) {
+        // Under a second to go is no wait worth a line (nor late either).
+        let Ok(left) = until.duration_since(SystemTime::now()) else {
+            return;
+        };
+        if left >= Duration::from_secs(1) {
+            (self.say)(&format!(
+                "waiting {} for --start-at {}",
+                HumanDuration(Duration::from_secs(left.as_secs())),
+                chrono::DateTime::<chrono::Utc>::from(until)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+            ));
         }
     }
 }

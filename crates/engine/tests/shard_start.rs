@@ -35,7 +35,7 @@ async fn issue_17_a_shard_cancelled_before_its_start_is_interrupted_empty_and_ne
     // An hour ahead: only the stop can end the wait.
     let settings = shard_settings(SystemTime::now() + Duration::from_secs(3_600));
     let mut said = Vec::new();
-    let notice = StartNotice::new(&settings, |text: &str| said.push(text.to_owned()));
+    let notice = StartNotice::new(|text: &str| said.push(text.to_owned()));
     let (stop_tx, stop) = watch::channel(false);
     stop_tx.send(true).unwrap();
     let mut seen = Seen::default();
@@ -87,7 +87,7 @@ async fn issue_17_a_shard_started_after_its_start_records_how_late_at_least() {
     let mail = fake_mail(&plan);
     let settings = shard_settings(SystemTime::now() - MARGIN);
     let mut said = Vec::new();
-    let notice = StartNotice::new(&settings, |text: &str| said.push(text.to_owned()));
+    let notice = StartNotice::new(|text: &str| said.push(text.to_owned()));
     let (_stop_tx, stop) = watch::channel(false);
     let result = run_with(
         Arc::new(mail.clone()),

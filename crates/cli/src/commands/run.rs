@@ -247,8 +247,9 @@ impl Prepared {
             self.config.monitor_baseline,
             "finishing in-flight actions (at most 2 s), then writing results",
             |stop| async move {
-                let notice = &mut StartNotice::new(&self.settings, |text| eprintln!("{text}"));
-                let observers = &mut Both(notice, observers);
+                // The live metrics say `waiting` before the line does.
+                let notice = &mut StartNotice::new(|text| eprintln!("{text}"));
+                let observers = &mut Both(observers, notice);
                 peakhour_engine::run(
                     self.plan.clone(),
                     self.target.clone(),
