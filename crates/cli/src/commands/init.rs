@@ -15,7 +15,7 @@ use peakhour_workload::Overrides;
 
 use super::target::{check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::InitArgs;
-use crate::config::{CONNECT_TIMEOUT, INIT_COMMAND_TIMEOUT, InitConfig, usage_exit};
+use crate::config::{CONNECT_TIMEOUT, INIT_COMMAND_TIMEOUT, InitConfig, UsageError, usage_exit};
 
 type Prepared = (
     Arc<peakhour_workload::Plan>,
@@ -37,7 +37,7 @@ fn prepare(args: &InitArgs, config: &InitConfig) -> anyhow::Result<Prepared> {
     check_population(&plan, &resolved, &config.allow_domains)?;
     let (target, lab) = (&resolved.target, resolved.lab.as_ref());
     let (via, homes) =
-        choose_via(args.via.as_deref(), target, lab, plan.users()).map_err(anyhow::Error::msg)?;
+        choose_via(args.via.as_deref(), target, lab, plan.users()).map_err(UsageError)?;
     Ok((plan, target.clone(), via, homes))
 }
 
