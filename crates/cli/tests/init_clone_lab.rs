@@ -90,12 +90,12 @@ async fn issue_25_item_2_clones_on_a_lab_are_real_mailboxes_that_a_run_uses() {
     let status = lab.status.clone();
     let lab_dir = status.dir.clone();
 
-    let first = init(&lab_dir, &[]);
+    let first = init(&lab_dir, &["--users", "40"]);
     assert!(
-        first.contains("cloned user1's mailbox on disk: 49 users"),
+        first.contains("cloned user1's mailbox on disk: 39 users"),
         "{first}"
     );
-    assert!(first.contains("0 already there, 10250 added"), "{first}");
+    assert!(first.contains("0 already there, 8200 added"), "{first}");
 
     let source = seen(&status, 1).await;
     assert!(source.folders.len() >= 44, "{:?}", source.folders);
@@ -106,18 +106,23 @@ async fn issue_25_item_2_clones_on_a_lab_are_real_mailboxes_that_a_run_uses() {
             .any(|f| f == &("Folder7".to_owned(), 5, 0))
     );
     assert_eq!(source.bodies.len(), 4);
-    for user in [2, 25, 50] {
-        assert_eq!(seen(&status, user).await, source, "user{user}");
+    for user in [2, 25, 40] {
+        assert!(
+            seen(&status, user).await == source,
+            "user{user} differs from user1"
+        );
     }
 
     // A second init copies nothing; `--via append` finds every message over IMAP.
-    let again = init(&lab_dir, &[]);
+    let again = init(&lab_dir, &["--users", "40"]);
+    assert!(again.contains("nothing to clone on disk"), "{again}");
     assert!(
-        again.contains("0 users") && again.contains("49 already cloned"),
+        again.contains("39 already cloned, 1 checked over IMAP"),
         "{again}"
     );
-    let append = init(&lab_dir, &["--via", "append"]);
-    assert!(append.contains("10250 already there, 0 added"), "{append}");
+    assert!(again.contains("8200 already there, 0 added"), "{again}");
+    let append = init(&lab_dir, &["--users", "40", "--via", "append"]);
+    assert!(append.contains("8200 already there, 0 added"), "{append}");
 
     // A short run on the cloned users: logons, reads and moves, no errors.
     let out = tempfile::tempdir().unwrap();
@@ -138,12 +143,14 @@ async fn issue_25_item_2_clones_on_a_lab_are_real_mailboxes_that_a_run_uses() {
         "5s",
         "--seed",
         "3",
+        "--users",
+        "40",
         "--out",
         run_dir.to_str().unwrap(),
     ]);
     let text = std::fs::read_to_string(run_dir.join("summary.json")).unwrap();
     let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(summary["users"], 50, "{:?}", run.status);
+    assert_eq!(summary["users"], 40, "{:?}", run.status);
     for action in ["check_inbox", "read", "move"] {
         let measured = &summary["actions"][action];
         assert!(
@@ -154,6 +161,25 @@ async fn issue_25_item_2_clones_on_a_lab_are_real_mailboxes_that_a_run_uses() {
     }
     let errors = summary["errors_by_kind"].as_object().unwrap();
     assert!(errors.is_empty(), "{errors:?}");
+
+    // The population grows to 50 (as a capacity search's next step does):
+    // user1 has been changed by the run, so the new source is user41,
+    // filled over IMAP to the profile's starting state, and cloned.
+    let grown = init(&lab_dir, &[]);
+    assert!(
+        grown.contains("cloned user41's mailbox on disk: 9 users"),
+        "{grown}"
+    );
+    assert!(
+        grown.contains("39 already cloned, 1 checked over IMAP"),
+        "{grown}"
+    );
+    let new_source = seen(&status, 41).await;
+    assert_eq!(new_source.folders, source.folders);
+    assert!(
+        seen(&status, 50).await == new_source,
+        "user50 differs from user41"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -164,21 +190,46 @@ async fn issue_25_item_2_maildir_clones_match_and_a_half_done_clone_is_redone() 
     let first = init(&lab_dir, &[]);
     assert!(first.contains("on disk: 11 users"), "{first}");
 
-    // An interrupted clone: user7's home gone, its temporary tree left.
+    // Two interrupted clones: the homes of user7 and user9 gone, their
+    // temporary trees left. The first becomes the new source (filled over
+    // IMAP), the second its clone.
     let homes = std::path::Path::new(&lab_dir).join("mail/bench.test");
-    std::fs::remove_dir_all(homes.join("user7")).unwrap();
-    std::fs::create_dir_all(homes.join(".user7.peakhour-clone/Maildir/cur")).unwrap();
+    for user in ["user7", "user9"] {
+        std::fs::remove_dir_all(homes.join(user)).unwrap();
+        let leftover = homes.join(format!(".{user}.peakhour-clone/Maildir/cur"));
+        std::fs::create_dir_all(leftover).unwrap();
+    }
     let resumed = init(&lab_dir, &[]);
-    assert!(resumed.contains("on disk: 1 users"), "{resumed}");
-    assert!(resumed.contains("10 already cloned"), "{resumed}");
-    assert!(resumed.contains("1 half-done clones redone"), "{resumed}");
+    assert!(
+        resumed.contains("cloned user7's mailbox on disk: 1 users"),
+        "{resumed}"
+    );
+    assert!(
+        resumed.contains("9 already cloned, 1 checked over IMAP"),
+        "{resumed}"
+    );
+    assert!(resumed.contains("2 half-done clones redone"), "{resumed}");
+    assert!(
+        resumed.contains("2050 already there, 410 added"),
+        "{resumed}"
+    );
     assert!(!homes.join(".user7.peakhour-clone").exists());
 
     let source = seen(&status, 1).await;
     assert!(source.folders.len() >= 44, "{:?}", source.folders);
-    for user in [7, 12] {
-        assert_eq!(seen(&status, user).await, source, "user{user}");
-    }
+    // user12 is user1's clone; user9 is user7's, which holds its own mail
+    // (the same folders and counts as user1's, other messages).
+    assert!(
+        seen(&status, 12).await == source,
+        "user12 differs from user1"
+    );
+    let new_source = seen(&status, 7).await;
+    assert_eq!(new_source.folders, source.folders);
+    assert!(new_source.bodies != source.bodies);
+    assert!(
+        seen(&status, 9).await == new_source,
+        "user9 differs from user7"
+    );
 }
 
 #[test]

@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use peakhour_lab::{CloneKey, LabStatus, MailServer, clone_mailbox};
+use peakhour_lab::{
+    CloneKey, LabStatus, MailServer, clear_half_clone, clone_mailbox, is_cloned, message_files,
+};
 use peakhour_workload::Plan;
 use tokio::time::Instant;
 
@@ -41,7 +43,8 @@ pub struct CloneSummary {
     pub cloned: u32,
     /// Users that held this clone already.
     pub already_cloned: u32,
-    /// Users holding other mail, completed over IMAP instead.
+    /// Users holding other mail (the source of an earlier clone, users
+    /// filled over IMAP or by a run), checked and completed over IMAP.
     pub completed_over_imap: u32,
     /// Temporary trees of an interrupted clone, removed and redone.
     pub redone: u32,
@@ -62,19 +65,24 @@ impl CloneSummary {
 
 impl fmt::Display for CloneSummary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.source.is_empty() {
+            f.write_str("nothing to clone on disk (every user holds mail)")?;
+        } else {
+            write!(
+                f,
+                "cloned {}'s mailbox on disk: {} users ({} files, {:.1} MB) in {:.1} s = {:.0} users/s",
+                self.source,
+                self.cloned,
+                self.files,
+                self.bytes as f64 / 1e6,
+                self.seconds,
+                self.users_per_second(),
+            )?;
+        }
         write!(
             f,
-            "cloned {}'s mailbox on disk: {} users ({} files, {:.1} MB) in {:.1} s = {:.0} users/s; \
-             {} already cloned, {} completed over IMAP, {} half-done clones redone",
-            self.source,
-            self.cloned,
-            self.files,
-            self.bytes as f64 / 1e6,
-            self.seconds,
-            self.users_per_second(),
-            self.already_cloned,
-            self.completed_over_imap,
-            self.redone,
+            "; {} already cloned, {} checked over IMAP, {} half-done clones redone",
+            self.already_cloned, self.completed_over_imap, self.redone,
         )
     }
 }
@@ -127,8 +135,35 @@ fn clone_key(plan: &Plan) -> CloneKey {
     ))
 }
 
-/// [`Via::Clone`]: user 0 over IMAP APPEND, a copy of its home for every
-/// other user that holds no mail, IMAP APPEND for those that hold some.
+/// The lab's users sorted for a clone: those that hold no mail (to copy
+/// onto) and all the others (marked clones are skipped by the copy, the
+/// rest are completed over IMAP), by population index and home name.
+fn sort_homes(
+    plan: &Plan,
+    population: &Population,
+    homes: &Path,
+) -> Result<SortedHomes, InitError> {
+    let (mut empty, mut holding, mut redone) = (Vec::new(), Vec::new(), 0);
+    for user in 0..plan.users() {
+        let address = population.address(user)?;
+        let local = address.split('@').next().unwrap_or_default().to_owned();
+        redone += u32::from(clear_half_clone(homes, &local)?);
+        if message_files(&homes.join(&local))? == 0 {
+            empty.push((user, local));
+        } else {
+            holding.push((user, local));
+        }
+    }
+    Ok((empty, holding, redone))
+}
+
+/// Users holding no mail, users holding some, half-done clones cleared.
+type SortedHomes = (Vec<(u32, String)>, Vec<(u32, String)>, u32);
+
+/// [`Via::Clone`]: the first user that holds no mail is filled over IMAP
+/// APPEND (so the source is the profile's starting state, never a mailbox a
+/// run has changed), its home is copied for every other user that holds no
+/// mail, and users holding other mail are completed over IMAP.
 pub(crate) async fn fill_by_clone(
     plan: Arc<Plan>,
     target: Arc<Target>,
@@ -143,62 +178,86 @@ pub(crate) async fn fill_by_clone(
         via: Via::ImapAppend,
         ..settings
     };
-    let mut report = fill_mailboxes(
-        plan.clone(),
-        target.clone(),
-        append.clone(),
-        progress.clone(),
-        vec![0],
-    )
-    .await?;
     let population = Population::new(&plan, &target.credentials)?;
-    let local = |user: u32| {
-        population
-            .address(user)
-            .map(|a| a.split('@').next().unwrap_or_default().to_owned())
-    };
-    let source = local(0)?;
-    let mut users = HashMap::new();
-    for user in 1..plan.users() {
-        users.insert(local(user)?, user);
-    }
-    let targets: Vec<String> = (1..plan.users()).filter_map(|u| local(u).ok()).collect();
+    let (empty, holding, redone) = sort_homes(&plan, &population, &homes)?;
     let key = clone_key(&plan);
-    let copy_started = Instant::now();
-    let (from, on_disk) = (source.clone(), homes.clone());
-    let done = progress.clone();
-    let copied = tokio::task::spawn_blocking(move || {
-        clone_mailbox(&on_disk, &from, &targets, &key, CLONE_THREADS, &|| {
-            done.users_done.fetch_add(1, Ordering::Relaxed);
-        })
-    })
-    .await
-    .map_err(|_| InitError::Panicked {
-        user: source.clone(),
-    })??;
-    let per_user = messages_per_user(&plan);
-    let summary = CloneSummary {
-        source,
-        cloned: copied.cloned,
-        already_cloned: copied.already_filled,
-        completed_over_imap: copied.holding_mail.len() as u32,
-        redone: copied.redone,
-        files: copied.files,
-        bytes: copied.bytes,
-        seconds: copy_started.elapsed().as_secs_f64(),
+    // Marked clones need no IMAP check; the others holding mail get one.
+    let (cloned_before, unmarked): (Vec<_>, Vec<_>) = holding
+        .into_iter()
+        .partition(|(_, local)| is_cloned(&homes.join(local), &key));
+    let mut imap_users: Vec<u32> = unmarked.iter().map(|(user, _)| *user).collect();
+    let mut summary = CloneSummary {
+        already_cloned: cloned_before.len() as u32,
+        redone,
+        ..CloneSummary::default()
     };
-    let holding: Vec<u32> = copied
-        .holding_mail
-        .iter()
-        .filter_map(|name| users.get(name).copied())
-        .collect();
-    let rest = fill_mailboxes(plan.clone(), target, append, progress, holding).await?;
-    let cloned_messages = u64::from(copied.cloned) * per_user;
-    report.users += summary.cloned + summary.already_cloned + rest.users;
-    report.wanted += u64::from(summary.cloned + summary.already_cloned) * per_user + rest.wanted;
-    report.already_there += u64::from(summary.already_cloned) * per_user + rest.already_there;
-    report.added += cloned_messages + rest.added;
-    report.bytes += copied.bytes + rest.bytes;
+    progress
+        .users_done
+        .fetch_add(cloned_before.len() as u64, Ordering::Relaxed);
+    let copied = match empty.split_first() {
+        Some(((source_user, source), targets)) => {
+            let source_only = vec![*source_user];
+            let filled = fill_mailboxes(
+                plan.clone(),
+                target.clone(),
+                append.clone(),
+                progress.clone(),
+                source_only,
+            )
+            .await?;
+            summary.source = source.clone();
+            let copy_started = Instant::now();
+            let targets: Vec<String> = targets.iter().map(|(_, local)| local.clone()).collect();
+            let (from, on_disk, done, key) = (source.clone(), homes, progress.clone(), key);
+            let copied = tokio::task::spawn_blocking(move || {
+                clone_mailbox(&on_disk, &from, &targets, &key, CLONE_THREADS, &|| {
+                    done.users_done.fetch_add(1, Ordering::Relaxed);
+                })
+            })
+            .await
+            .map_err(|_| InitError::Panicked {
+                user: source.clone(),
+            })??;
+            summary.seconds = copy_started.elapsed().as_secs_f64();
+            Some((filled, copied))
+        }
+        None => None,
+    };
+    let mut report = InitReport::default();
+    if let Some((filled, copied)) = copied {
+        let per_user = messages_per_user(&plan);
+        summary.cloned = copied.cloned;
+        summary.already_cloned += copied.already_filled;
+        summary.redone += copied.redone;
+        summary.files = copied.files;
+        summary.bytes = copied.bytes;
+        // Filled between the sort and the copy: completed over IMAP too.
+        let index: HashMap<&str, u32> = empty.iter().map(|(u, l)| (l.as_str(), *u)).collect();
+        imap_users.extend(
+            copied
+                .holding_mail
+                .iter()
+                .filter_map(|l| index.get(l.as_str())),
+        );
+        report = filled;
+        report.users += copied.cloned;
+        report.wanted += u64::from(copied.cloned) * per_user;
+        report.added += u64::from(copied.cloned) * per_user;
+        report.bytes += copied.bytes;
+    }
+    let per_user = messages_per_user(&plan);
+    let already = u64::from(summary.already_cloned) * per_user;
+    report.users += summary.already_cloned;
+    report.wanted += already;
+    report.already_there += already;
+    summary.completed_over_imap = imap_users.len() as u32;
+    imap_users.sort_unstable();
+    let rest = fill_mailboxes(plan.clone(), target, append, progress, imap_users).await?;
+    report.users += rest.users;
+    report.wanted += rest.wanted;
+    report.already_there += rest.already_there;
+    report.added += rest.added;
+    report.bytes += rest.bytes;
     report.elapsed = started.elapsed();
     report.cloned = Some(summary);
     Ok(report)

@@ -122,15 +122,8 @@ fn clone_one(
     report: &Mutex<CloneReport>,
 ) -> Result<(), LabError> {
     let home = homes.join(target);
-    let building = homes.join(format!(".{target}.peakhour-clone"));
-    let retired = homes.join(format!(".{target}.peakhour-old"));
-    let mut redone = 0;
-    for leftover in [&building, &retired] {
-        if leftover.exists() {
-            fs::remove_dir_all(leftover).map_err(|e| LabError::io(leftover, e))?;
-            redone = 1;
-        }
-    }
+    let (building, retired) = clone_trees(homes, target);
+    let redone = u32::from(clear_half_clone(homes, target)?);
     let add = |f: &dyn Fn(&mut CloneReport)| {
         if let Ok(mut r) = report.lock() {
             r.redone += redone;
@@ -165,6 +158,29 @@ fn clone_one(
         r.bytes += bytes;
     });
     Ok(())
+}
+
+/// Where the clone for `target` is built, and where its empty home steps
+/// aside, under `homes`.
+fn clone_trees(homes: &Path, target: &str) -> (PathBuf, PathBuf) {
+    (
+        homes.join(format!(".{target}.peakhour-clone")),
+        homes.join(format!(".{target}.peakhour-old")),
+    )
+}
+
+/// Removes what an interrupted clone for `target` left under `homes`;
+/// whether there was anything.
+pub fn clear_half_clone(homes: &Path, target: &str) -> Result<bool, LabError> {
+    let (building, retired) = clone_trees(homes, target);
+    let mut found = false;
+    for leftover in [&building, &retired] {
+        if leftover.exists() {
+            fs::remove_dir_all(leftover).map_err(|e| LabError::io(leftover, e))?;
+            found = true;
+        }
+    }
+    Ok(found)
 }
 
 /// Files Dovecot leaves only while it works, which a clone must not carry.

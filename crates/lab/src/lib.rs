@@ -68,7 +68,9 @@ mod watch;
 
 pub use cgroup::{CgroupStatus, CgroupVersion};
 pub use check::{CheckError, CheckLine, check_mail_path};
-pub use clone::{CLONE_MARKER, CloneKey, CloneReport, clone_mailbox, is_cloned, message_files};
+pub use clone::{
+    CLONE_MARKER, CloneKey, CloneReport, clear_half_clone, clone_mailbox, is_cloned, message_files,
+};
 pub use config::{
     DEFAULT_DOMAIN, LabConfig, Limits, MAIL_UID, MailServer, Namespace, OptionalServer, Ports,
     Storage, parse_size,
