@@ -121,6 +121,11 @@ fn clone_one(
     key: &CloneKey,
     report: &Mutex<CloneReport>,
 ) -> Result<(), LabError> {
+    if target.is_empty() || target.starts_with('.') || target.contains('/') {
+        return Err(LabError::BadConfig(format!(
+            "cannot clone into {target:?}: not a user's home name"
+        )));
+    }
     let home = homes.join(target);
     let (building, retired) = clone_trees(homes, target);
     let redone = u32::from(clear_half_clone(homes, target)?);
@@ -141,7 +146,13 @@ fn clone_one(
     let (mut files, mut bytes) = (0, 0);
     copy_tree(source_home, &building, &mut files, &mut bytes)?;
     let marker = building.join(CLONE_MARKER);
-    fs::write(&marker, format!("{}\n", key.0)).map_err(|e| LabError::io(&marker, e))?;
+    // create_new: never through a link someone put in its place.
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&marker)
+        .and_then(|mut file| io::Write::write_all(&mut file, format!("{}\n", key.0).as_bytes()))
+        .map_err(|e| LabError::io(&marker, e))?;
     same_owner(source_home, &marker)?;
     // An empty home (a user that logged on but got no mail) steps aside in
     // one rename, the clone takes its place in another.
@@ -196,11 +207,10 @@ fn transient(path: &Path) -> bool {
 /// Copies the tree at `from` to `to` (which must not exist), keeping each
 /// entry's mode and owner (the lab's mail uid).
 fn copy_tree(from: &Path, to: &Path, files: &mut u64, bytes: &mut u64) -> Result<(), LabError> {
-    let meta = fs::metadata(from).map_err(|e| LabError::io(from, e))?;
+    let meta = fs::symlink_metadata(from).map_err(|e| LabError::io(from, e))?;
+    // Root's until it is full: the mail uid cannot slip a link into a
+    // directory this copy is still writing.
     fs::create_dir(to).map_err(|e| LabError::io(to, e))?;
-    fs::set_permissions(to, fs::Permissions::from_mode(meta.mode()))
-        .map_err(|e| LabError::io(to, e))?;
-    same_owner(from, to)?;
     for entry in fs::read_dir(from).map_err(|e| LabError::io(from, e))? {
         let entry = entry.map_err(|e| LabError::io(from, e))?;
         let (path, dest) = (entry.path(), to.join(entry.file_name()));
@@ -208,8 +218,7 @@ fn copy_tree(from: &Path, to: &Path, files: &mut u64, bytes: &mut u64) -> Result
         if kind.is_dir() {
             copy_tree(&path, &dest, files, bytes)?;
         } else if kind.is_file() && !transient(&path) {
-            // fs::copy keeps the mode bits.
-            match fs::copy(&path, &dest) {
+            match copy_file(&path, &dest) {
                 Ok(n) => {
                     *files += 1;
                     *bytes += n;
@@ -222,11 +231,34 @@ fn copy_tree(from: &Path, to: &Path, files: &mut u64, bytes: &mut u64) -> Result
             same_owner(&path, &dest)?;
         }
     }
-    Ok(())
+    fs::set_permissions(to, fs::Permissions::from_mode(meta.mode()))
+        .map_err(|e| LabError::io(to, e))?;
+    same_owner(from, to)
+}
+
+/// Copies one file with its mode bits, refusing to read through a link
+/// (the mail uid owns the source's directories) and to write through one.
+fn copy_file(from: &Path, to: &Path) -> io::Result<u64> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let no_follow = nix::fcntl::OFlag::O_NOFOLLOW.bits();
+    let mut source = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(no_follow)
+        .open(from)?;
+    let mode = source.metadata()?.mode();
+    let mut dest = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode & 0o7777)
+        .open(to)?;
+    let copied = io::copy(&mut source, &mut dest)?;
+    // The mode given at creation passes through the umask: set it whole.
+    dest.set_permissions(fs::Permissions::from_mode(mode & 0o7777))?;
+    Ok(copied)
 }
 
 fn same_owner(model: &Path, path: &Path) -> Result<(), LabError> {
-    let meta = fs::metadata(model).map_err(|e| LabError::io(model, e))?;
+    let meta = fs::symlink_metadata(model).map_err(|e| LabError::io(model, e))?;
     std::os::unix::fs::chown(path, Some(meta.uid()), Some(meta.gid()))
         .map_err(|e| LabError::io(path, e))
 }
