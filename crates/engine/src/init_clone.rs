@@ -135,30 +135,48 @@ fn clone_key(plan: &Plan) -> CloneKey {
     ))
 }
 
-/// The lab's users sorted for a clone: those that hold no mail (to copy
-/// onto) and all the others (marked clones are skipped by the copy, the
-/// rest are completed over IMAP), by population index and home name.
+/// The lab's users sorted for a clone of `key`, half-done clones cleared.
 fn sort_homes(
     plan: &Plan,
     population: &Population,
     homes: &Path,
+    key: &CloneKey,
 ) -> Result<SortedHomes, InitError> {
-    let (mut empty, mut holding, mut redone) = (Vec::new(), Vec::new(), 0);
+    let (mut empty, mut cloned, mut holding, mut redone) = (Vec::new(), Vec::new(), Vec::new(), 0);
     for user in 0..plan.users() {
         let address = population.address(user)?;
         let local = address.split('@').next().unwrap_or_default().to_owned();
         redone += u32::from(clear_half_clone(homes, &local)?);
-        if message_files(&homes.join(&local))? == 0 {
+        let home = homes.join(&local);
+        // A marked clone is not walked: a re-run of thousands stays quick.
+        if is_cloned(&home, key) {
+            cloned.push((user, local));
+        } else if message_files(&home)? == 0 {
             empty.push((user, local));
         } else {
             holding.push((user, local));
         }
     }
-    Ok((empty, holding, redone))
+    Ok(SortedHomes {
+        empty,
+        cloned,
+        holding,
+        redone,
+    })
 }
 
-/// Users holding no mail, users holding some, half-done clones cleared.
-type SortedHomes = (Vec<(u32, String)>, Vec<(u32, String)>, u32);
+/// The lab's users by what their homes hold, by population index and
+/// home name.
+struct SortedHomes {
+    /// No mail: to copy onto.
+    empty: Vec<(u32, String)>,
+    /// This init's clone already.
+    cloned: Vec<(u32, String)>,
+    /// Other mail: to check and complete over IMAP.
+    holding: Vec<(u32, String)>,
+    /// Half-done clones cleared.
+    redone: u32,
+}
 
 /// [`Via::Clone`]: the first user that holds no mail is filled over IMAP
 /// APPEND (so the source is the profile's starting state, never a mailbox a
@@ -179,13 +197,15 @@ pub(crate) async fn fill_by_clone(
         ..settings
     };
     let population = Population::new(&plan, &target.credentials)?;
-    let (empty, holding, redone) = sort_homes(&plan, &population, &homes)?;
     let key = clone_key(&plan);
+    let SortedHomes {
+        empty,
+        cloned: cloned_before,
+        holding,
+        redone,
+    } = sort_homes(&plan, &population, &homes, &key)?;
     // Marked clones need no IMAP check; the others holding mail get one.
-    let (cloned_before, unmarked): (Vec<_>, Vec<_>) = holding
-        .into_iter()
-        .partition(|(_, local)| is_cloned(&homes.join(local), &key));
-    let mut imap_users: Vec<u32> = unmarked.iter().map(|(user, _)| *user).collect();
+    let mut imap_users: Vec<u32> = holding.iter().map(|(user, _)| *user).collect();
     let mut summary = CloneSummary {
         already_cloned: cloned_before.len() as u32,
         redone,
