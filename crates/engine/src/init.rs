@@ -38,6 +38,10 @@ pub enum Via {
     Lmtp,
     /// IMAP APPEND (any server), batched with MULTIAPPEND when offered.
     ImapAppend,
+    /// The lab only: the first user filled with IMAP APPEND, then its home
+    /// copied on disk for every user that holds no mail
+    /// ([`crate::init_clone`]).
+    Clone,
 }
 
 /// Settings of an init.
@@ -53,6 +57,8 @@ pub struct InitSettings {
     /// Every IMAP and LMTP command must complete within this (a MULTIAPPEND
     /// batch of up to 4 MB is one command).
     pub command_timeout: Duration,
+    /// The lab's users' homes (`mail/<domain>`), for [`Via::Clone`].
+    pub homes: Option<std::path::PathBuf>,
 }
 
 /// What an init did.
@@ -73,6 +79,8 @@ pub struct InitReport {
     /// The calendars made over CalDAV, when the profile keeps a calendar
     /// and the target has a CalDAV server.
     pub calendars: Option<crate::CalendarInitReport>,
+    /// What the clone on disk did, for [`Via::Clone`].
+    pub cloned: Option<crate::init_clone::CloneSummary>,
 }
 
 impl InitReport {
@@ -133,6 +141,9 @@ pub enum InitError {
     /// The calendars could not be made (see [`crate::init_calendars`]).
     #[error(transparent)]
     Calendar(#[from] crate::CalendarInitError),
+    /// The clone on disk failed (see [`Via::Clone`]).
+    #[error("cloning the first mailbox on disk: {0}")]
+    Clone(#[from] peakhour_lab::LabError),
     /// A step failed and what the server said held a password of the run
     /// (a refusal quoting the command): the error's text with the
     /// passwords taken out by the run's redaction (issue 26).
@@ -182,16 +193,36 @@ pub async fn init(
     progress: Arc<Progress>,
 ) -> Result<InitReport, InitError> {
     let redactor = target.redactor();
-    fill_mailboxes(plan, target, settings, progress)
+    let filled = if settings.via == Via::Clone {
+        crate::init_clone::fill_by_clone(plan.clone(), target.clone(), settings.clone(), progress)
+            .await
+    } else {
+        let everyone = (0..plan.users()).collect();
+        fill_mailboxes(
+            plan.clone(),
+            target.clone(),
+            settings.clone(),
+            progress,
+            everyone,
+        )
         .await
-        .map_err(|e| e.redacted(&redactor))
+    };
+    let mut report = filled.map_err(|e| e.redacted(&redactor))?;
+    let population = Arc::new(Population::new(&plan, &target.credentials)?);
+    report.calendars = crate::calendar_init::init_calendars(&plan, &target, &population, &settings)
+        .await
+        .map_err(|e| InitError::from(e).redacted(&redactor))?;
+    Ok(report)
 }
 
-async fn fill_mailboxes(
+/// Fills the mailboxes of `users` (indexes into the population), each over
+/// its own connection (`settings.via` is LMTP or IMAP APPEND).
+pub(crate) async fn fill_mailboxes(
     plan: Arc<Plan>,
     target: Arc<Target>,
     settings: InitSettings,
     progress: Arc<Progress>,
+    users_to_fill: Vec<u32>,
 ) -> Result<InitReport, InitError> {
     if settings.via == Via::Lmtp && target.lmtp.is_none() {
         return Err(InitError::NoLmtp);
@@ -208,7 +239,7 @@ async fn fill_mailboxes(
     let permits = Arc::new(Semaphore::new(settings.parallel.max(1)));
     let mut tasks = JoinSet::new();
     let mut users = HashMap::new();
-    for user in 0..plan.users() {
+    for user in users_to_fill.iter().copied() {
         let (plan, population, target, settings, progress, permits) = (
             plan.clone(),
             population.clone(),
@@ -230,7 +261,7 @@ async fn fill_mailboxes(
         users.insert(task.id(), user);
     }
     let mut report = InitReport {
-        users: plan.users(),
+        users: users_to_fill.len() as u32,
         ..InitReport::default()
     };
     let mut first_error = None;
@@ -261,8 +292,6 @@ async fn fill_mailboxes(
         return Err(error);
     }
     report.elapsed = started.elapsed();
-    report.calendars =
-        crate::calendar_init::init_calendars(&plan, &target, &population, &settings).await?;
     Ok(report)
 }
 

@@ -15,6 +15,7 @@ impl fmt::Display for Via {
         f.write_str(match self {
             Via::Lmtp => "LMTP",
             Via::ImapAppend => "IMAP APPEND",
+            Via::Clone => "IMAP APPEND for the first user, cloned on disk for the others",
         })
     }
 }
@@ -25,6 +26,7 @@ impl Via {
         match name {
             "lmtp" => Some(Via::Lmtp),
             "append" => Some(Via::ImapAppend),
+            "clone" => Some(Via::Clone),
             _ => None,
         }
     }
@@ -73,6 +75,9 @@ impl fmt::Display for InitReport {
             self.elapsed.as_secs_f64(),
             self.messages_per_second()
         )?;
+        if let Some(cloned) = &self.cloned {
+            write!(f, "\n{cloned}")?;
+        }
         if let Some(calendars) = &self.calendars {
             write!(f, "\n{calendars}")?;
         }
@@ -115,6 +120,7 @@ mod tests {
             bytes: 2_500_000,
             elapsed: Duration::from_secs(3),
             calendars: None,
+            cloned: None,
         };
         assert_eq!(
             report.to_string(),

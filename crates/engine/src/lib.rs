@@ -38,7 +38,8 @@
 //!   [`MAILBOX_SEARCH_LIMIT`] and the whole reconciliation
 //!   [`RECONCILE_LIMIT`]. A user that cannot go on has its remaining actions
 //!   counted `not-attempted`, and a task that panics is counted (`panic`).
-//! * [`init`] brings mailboxes to a profile's starting state, and words its
+//! * [`init`] brings mailboxes to a profile's starting state ([`init_clone`]:
+//!   on the lab, by copying one filled mailbox on disk), and words its
 //!   progress ([`init_announcement`], the report's `Display`).
 //! * [`StatusLine`] is the live line on stderr that a [`LiveLine`] draws on.
 //! * [`setup`] resolves what a command line names (a profile, the lab or
@@ -63,6 +64,7 @@ pub mod files;
 mod folders;
 mod groupware;
 pub mod init;
+pub mod init_clone;
 mod init_text;
 pub mod limits;
 mod live;

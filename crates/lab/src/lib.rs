@@ -37,12 +37,16 @@
 //! [`LabStatus::mail_probes`], [`LabStatus::cgroup_files`]): which processes
 //! are its servers, where its mail queue is, which cgroup caps it.
 //!
+//! [`clone_mailbox`] fills the lab's mailboxes fast: one user's home, filled
+//! over IMAP, copied on disk for every user that holds no mail (`peakhour init`).
+//!
 //! The packages come from Debian (`scripts/setup.sh` installs them); a missing
 //! one is reported by [`Lab::up`] with the command that installs it.
 #![deny(missing_docs)]
 
 mod cgroup;
 mod check;
+mod clone;
 mod config;
 mod cyrus;
 mod dir;
@@ -64,6 +68,9 @@ mod watch;
 
 pub use cgroup::{CgroupStatus, CgroupVersion};
 pub use check::{CheckError, CheckLine, check_mail_path};
+pub use clone::{
+    CLONE_MARKER, CloneKey, CloneReport, clear_half_clone, clone_mailbox, is_cloned, message_files,
+};
 pub use config::{
     DEFAULT_DOMAIN, LabConfig, Limits, MAIL_UID, MailServer, Namespace, OptionalServer, Ports,
     Storage, parse_size,

@@ -1,5 +1,6 @@
 //! `peakhour init`: fill every mailbox to the profile's starting state.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -8,18 +9,23 @@ use std::time::Duration;
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 use peakhour_engine::init::{InitSettings, Progress, Via, init};
+use peakhour_engine::init_clone::choose_via;
 use peakhour_engine::{init_announcement, messages_per_user};
 use peakhour_workload::Overrides;
 
 use super::target::{check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::InitArgs;
-use crate::config::{CONNECT_TIMEOUT, INIT_COMMAND_TIMEOUT, InitConfig, usage_exit};
+use crate::config::{CONNECT_TIMEOUT, INIT_COMMAND_TIMEOUT, InitConfig, UsageError, usage_exit};
 
-/// The plan and target of an init, with the test population checked.
-fn prepare(
-    args: &InitArgs,
-    config: &InitConfig,
-) -> anyhow::Result<(Arc<peakhour_workload::Plan>, Arc<peakhour_engine::Target>)> {
+type Prepared = (
+    Arc<peakhour_workload::Plan>,
+    Arc<peakhour_engine::Target>,
+    Via,
+    Option<PathBuf>,
+);
+
+/// The plan, target and way in of an init, with the test population checked.
+fn prepare(args: &InitArgs, config: &InitConfig) -> anyhow::Result<Prepared> {
     let profile = load_profile(&args.profile.profile)?;
     let resolved = resolve_target(&args.target)?;
     let overrides = Overrides {
@@ -29,7 +35,10 @@ fn prepare(
     };
     let plan = resolve_plan(&profile, overrides, &resolved)?;
     check_population(&plan, &resolved, &config.allow_domains)?;
-    Ok((plan, resolved.target.clone()))
+    let (target, lab) = (&resolved.target, resolved.lab.as_ref());
+    let (via, homes) =
+        choose_via(args.via.as_deref(), target, lab, plan.users()).map_err(UsageError)?;
+    Ok((plan, target.clone(), via, homes))
 }
 
 pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
@@ -38,16 +47,10 @@ pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
     let prepared = InitConfig::check(&args)
         .map_err(anyhow::Error::from)
         .and_then(|config| prepare(&args, &config).map(|prepared| (config, prepared)));
-    let (config, (plan, target)) = match prepared {
+    let (config, (plan, target, via, homes)) = match prepared {
         Ok(prepared) => prepared,
         Err(error) => return usage_exit(error),
     };
-    let via = Via::from_flag(&args.via).unwrap_or(Via::ImapAppend);
-    if via == Via::Lmtp && target.lmtp.is_none() {
-        anyhow::bail!(
-            "--via lmtp needs an LMTP endpoint: use --target lab, or give --lmtp lmtp://host:port"
-        );
-    }
     let per_user = messages_per_user(&plan);
     eprintln!("{}", init_announcement(&plan, via));
     let progress = Arc::new(Progress::default());
@@ -61,6 +64,7 @@ pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         parallel: config.parallel,
         timeout: CONNECT_TIMEOUT,
         command_timeout: INIT_COMMAND_TIMEOUT,
+        homes,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -134,10 +134,12 @@ pub struct InitArgs {
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub parallel: usize,
     /// How messages get in: `append` (IMAP APPEND, batched with MULTIAPPEND
-    /// when offered) or `lmtp` (LMTP delivery, one transaction per message;
-    /// needs the lab or --lmtp).
-    #[arg(long, value_name = "append|lmtp", default_value = "append", value_parser = ["append", "lmtp"])]
-    pub via: String,
+    /// when offered), `lmtp` (LMTP delivery, one transaction per message;
+    /// needs the lab or --lmtp) or `clone` (a Dovecot lab only: the first
+    /// user over IMAP, its mailbox copied on disk for the others). Default:
+    /// `clone` on a Dovecot lab above 8 users, else `append`.
+    #[arg(long, value_name = "append|lmtp|clone", value_parser = ["append", "lmtp", "clone"])]
+    pub via: Option<String>,
 }
 
 /// `--duration` when not given.
