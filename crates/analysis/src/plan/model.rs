@@ -182,20 +182,14 @@ impl PerUserDemand {
     /// Judges each figure against its standard error; memory is not
     /// significant when its model is not used (`memory_used` false).
     fn judged(mut self, memory_used: bool) -> Self {
-        self.significance = Significances {
-            cpu_cores: Significance::of(self.cpu_cores, self.cpu_cores_sd),
-            memory_bytes: self.memory_bytes.map(|m| {
-                let s = Significance::of(m, self.memory_sd_bytes.unwrap_or(0.0));
-                if memory_used {
-                    s
-                } else {
-                    Significance::NotSignificant
-                }
-            }),
-            disk_iops: Significance::of(self.disk_iops, 0.0),
-            disk_kib_per_s: Significance::of(self.disk_kib_per_s, self.disk_kib_per_s_sd),
-            net_kib_per_s: Significance::of(self.net_kib_per_s, self.net_kib_per_s_sd),
-        };
+        self.significance = Significances::judge(
+            (self.cpu_cores, self.cpu_cores_sd),
+            (self.memory_bytes).map(|m| (m, self.memory_sd_bytes.unwrap_or(0.0))),
+            memory_used,
+            self.disk_iops,
+            (self.disk_kib_per_s, self.disk_kib_per_s_sd),
+            (self.net_kib_per_s, self.net_kib_per_s_sd),
+        );
         self
     }
 
@@ -518,20 +512,14 @@ fn row(
         fits_host: None,
         significance: Significances::default(),
     };
-    r.significance = Significances {
-        cpu_cores: Significance::of(r.cpu_cores, r.cpu_cores_sd),
-        memory_bytes: r.memory_peak_bytes.map(|m| {
-            let s = Significance::of(m, r.memory_peak_sd_bytes.unwrap_or(0.0));
-            if memory_used {
-                s
-            } else {
-                Significance::NotSignificant
-            }
-        }),
-        disk_iops: Significance::of(r.disk_iops, 0.0),
-        disk_kib_per_s: Significance::of(r.disk_kib_per_s, r.disk_kib_per_s_sd),
-        net_kib_per_s: Significance::of(r.net_kib_per_s, r.net_kib_per_s_sd),
-    };
+    r.significance = Significances::judge(
+        (r.cpu_cores, r.cpu_cores_sd),
+        (r.memory_peak_bytes).map(|m| (m, r.memory_peak_sd_bytes.unwrap_or(0.0))),
+        memory_used,
+        r.disk_iops,
+        (r.disk_kib_per_s, r.disk_kib_per_s_sd),
+        (r.net_kib_per_s, r.net_kib_per_s_sd),
+    );
     if let Some(host) = &req.host {
         let mut fits = true;
         for res in Resource::ALL {

@@ -131,3 +131,31 @@ pub struct Significances {
     /// Network throughput.
     pub net_kib_per_s: Significance,
 }
+
+impl Significances {
+    /// Judges each figure, given as (value, ±1 sd), of a resource-use line.
+    /// Memory is significant only when its model is used (`memory_used`);
+    /// storage requests are an exact counter.
+    pub(crate) fn judge(
+        cpu_cores: (f64, f64),
+        memory_bytes: Option<(f64, f64)>,
+        memory_used: bool,
+        disk_iops: f64,
+        disk_kib_per_s: (f64, f64),
+        net_kib_per_s: (f64, f64),
+    ) -> Self {
+        Self {
+            cpu_cores: Significance::of(cpu_cores.0, cpu_cores.1),
+            memory_bytes: memory_bytes.map(|(value, sd)| {
+                if memory_used {
+                    Significance::of(value, sd)
+                } else {
+                    Significance::NotSignificant
+                }
+            }),
+            disk_iops: Significance::of(disk_iops, 0.0),
+            disk_kib_per_s: Significance::of(disk_kib_per_s.0, disk_kib_per_s.1),
+            net_kib_per_s: Significance::of(net_kib_per_s.0, net_kib_per_s.1),
+        }
+    }
+}
