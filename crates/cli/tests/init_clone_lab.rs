@@ -7,33 +7,9 @@
 
 mod common;
 
-use std::time::Duration;
-
-use common::{peakhour, start_lab, start_lab_configured};
-use peakhour_imap::{BodySection, FetchItem, ImapConnection, StatusItem};
+use common::{log_in, peakhour, start_lab, start_lab_configured};
+use peakhour_imap::{BodySection, FetchItem, StatusItem};
 use peakhour_lab::{LabStatus, Storage};
-use peakhour_net::{Secret, Security};
-
-const TIMEOUT: Duration = Duration::from_secs(10);
-
-async fn log_in(status: &LabStatus, user: u32) -> ImapConnection {
-    let port: u16 = status
-        .endpoints
-        .imap
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    let mut imap = ImapConnection::connect("127.0.0.1", port, Security::Plain, None, TIMEOUT)
-        .await
-        .unwrap()
-        .value;
-    imap.login(&status.user(user), &Secret::new(status.password.clone()))
-        .await
-        .unwrap();
-    imap
-}
 
 /// What a user's mailbox holds, as IMAP shows it: every folder with its
 /// message and unseen counts, and the bytes of a few messages.

@@ -7,33 +7,9 @@
 mod common;
 
 use std::collections::HashSet;
-use std::time::Duration;
 
-use common::{peakhour, start_lab};
+use common::{log_in, peakhour, start_lab};
 use peakhour_imap::{FetchItem, ImapConnection, StatusItem, StoreMode};
-use peakhour_lab::LabStatus;
-use peakhour_net::{Secret, Security};
-
-const TIMEOUT: Duration = Duration::from_secs(10);
-
-async fn log_in(status: &LabStatus, user: u32) -> ImapConnection {
-    let port: u16 = status
-        .endpoints
-        .imap
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    let mut imap = ImapConnection::connect("127.0.0.1", port, Security::Plain, None, TIMEOUT)
-        .await
-        .unwrap()
-        .value;
-    imap.login(&status.user(user), &Secret::new(status.password.clone()))
-        .await
-        .unwrap();
-    imap
-}
 
 /// Folder name -> message count, for the folders of mmb-medium's starting state.
 async fn counts(imap: &mut ImapConnection) -> Vec<(String, u32)> {

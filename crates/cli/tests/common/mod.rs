@@ -121,3 +121,28 @@ pub(crate) fn run_bounded(command: &mut Command, hang: std::time::Duration) -> B
     );
     bounded
 }
+
+/// An IMAP session of lab user `user`, logged in over plain IMAP.
+pub(crate) async fn log_in(
+    status: &peakhour_lab::LabStatus,
+    user: u32,
+) -> peakhour_imap::ImapConnection {
+    let port: u16 = status
+        .endpoints
+        .imap
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let timeout = std::time::Duration::from_secs(10);
+    let security = peakhour_net::Security::Plain;
+    let mut imap =
+        peakhour_imap::ImapConnection::connect("127.0.0.1", port, security, None, timeout)
+            .await
+            .unwrap()
+            .value;
+    let password = peakhour_net::Secret::new(status.password.clone());
+    imap.login(&status.user(user), &password).await.unwrap();
+    imap
+}
