@@ -1,5 +1,6 @@
 //! What a run or an init is pointed at: endpoints and credentials.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -343,14 +344,18 @@ impl Target {
     }
 
     /// `endpoint` as user `user` (0-based) connects to it: from its source
-    /// address, round-robin over [`ServerOptions::source_addresses`].
-    pub fn from_source(&self, endpoint: &Endpoint, user: u32) -> Endpoint {
+    /// address, round-robin over [`ServerOptions::source_addresses`]. Without
+    /// source addresses (the usual run) it is `endpoint` itself, not a copy:
+    /// every send of every user comes through here.
+    pub fn from_source<'a>(&self, endpoint: &'a Endpoint, user: u32) -> Cow<'a, Endpoint> {
         let sources = &self.options.source_addresses;
-        let source = (!sources.is_empty()).then(|| sources[user as usize % sources.len()]);
-        Endpoint {
-            source,
-            ..endpoint.clone()
+        if sources.is_empty() {
+            return Cow::Borrowed(endpoint);
         }
+        Cow::Owned(Endpoint {
+            source: Some(sources[user as usize % sources.len()]),
+            ..endpoint.clone()
+        })
     }
 
     /// Login and password of user `user` (0-based), given its address from
