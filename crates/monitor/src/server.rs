@@ -31,8 +31,10 @@ use peakhour_analysis::plan::{
     MemoryPoint, NetSource, PlanError, Series, TaskRun, TaskUnit, WindowMeasurement, fit_memory,
 };
 
-use crate::analysis::{TimeWindow, high_average};
-use crate::{DiskField, Family, Field, GroupField, MetricKey, MetricTable, NetField, SystemField};
+use peakhour_analysis::monitor::{
+    DiskField, Family, Field, GroupField, MetricKey, MetricTable, NetField, SystemField,
+};
+use peakhour_analysis::monitor::{TimeWindow, high_average};
 
 /// The server process groups whose counters stand for the server without a
 /// cgroup.

@@ -5,9 +5,9 @@
 //! Columns are found by their typed [`MetricKey`]s, never by taking names
 //! apart. Pure: the columns and the steady window in, a [`MonitorView`] out.
 
-use peakhour_monitor::analysis::{Columns, TimeWindow, window_stats};
-use peakhour_monitor::{
-    DiskField, Field, GroupField, MetricKey, NetField, SystemField, instances_with,
+use peakhour_analysis::monitor::{
+    Columns, DiskField, Field, GroupField, MetricKey, NetField, SystemField, TimeWindow,
+    instances_with, window_stats,
 };
 
 use crate::html::{MonitorChart, MonitorView, ServerCounter};
@@ -578,7 +578,7 @@ fn median_spacing(times: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use peakhour_monitor::MetricTable;
+    use peakhour_analysis::monitor::MetricTable;
 
     /// A lab-like table over t = 1 ..= 10: two cores, a busy disk and an
     /// idle one, a busy interface and an idle one, the three groups.

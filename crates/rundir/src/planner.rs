@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use peakhour_analysis::monitor::MetricTable;
 use peakhour_analysis::plan::latency_spread;
 use peakhour_analysis::plan::{LatencyMeasurement, MatrixCell, TaskRun};
-use peakhour_monitor::MetricTable;
 use peakhour_monitor::server::{matrix_cell_metrics, matrix_cell_spread, steady_window, task_run};
 
 use crate::names::{DirKind, RUNS_DIR, dir_name};

@@ -116,8 +116,8 @@ impl Series {
     }
 }
 
-/// Seed 001's high average as the monitor computes it
-/// (`peakhour_monitor::analysis::high_average`), as plain numbers.
+/// Seed 001's high average as the monitor's statistics compute it
+/// ([`crate::monitor::high_average`]), as plain numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HighAverageValue {
     /// Mean over the highest sustained window.
@@ -133,11 +133,13 @@ pub struct HighAverageValue {
     pub shorter_than_window: bool,
 }
 
-/// The high-average definition, passed in so that this crate does not
-/// depend on the monitor: `(times_s, values, min_window_s)` → the high
-/// average. The command line passes a closure over
-/// `peakhour_monitor::analysis::high_average`, mapping its `HighAverage`
-/// field by field (`window_s` = `end_s − start_s` + one sample period).
+/// The high-average definition, passed in: `(times_s, values,
+/// min_window_s)` → the high average. It was a parameter so that this crate
+/// did not depend on the monitor; the definition now lives here
+/// ([`crate::monitor::high_average`]), and the command line passes
+/// `peakhour_monitor::server::high_average_value`, which maps its
+/// `HighAverage` field by field (`window_s` = `end_s − start_s` + one
+/// sample period).
 pub type HighAverageFn<'a> = &'a dyn Fn(&[f64], &[f64], f64) -> Option<HighAverageValue>;
 
 /// What the monitor measured on the server over one steady window.

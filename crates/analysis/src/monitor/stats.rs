@@ -1,6 +1,6 @@
 //! Window statistics and the high average.
 
-use peakhour_analysis::quantile::quantile_sorted;
+use crate::quantile::quantile_sorted;
 
 use super::Columns;
 
@@ -49,7 +49,7 @@ pub struct WindowStats {
     /// Arithmetic mean.
     pub mean: f64,
     /// 95th percentile, by peakhour's one definition
-    /// ([`peakhour_analysis::quantile`]: the nearest rank ⌈0.95·n⌉).
+    /// ([`crate::quantile`]: the nearest rank ⌈0.95·n⌉).
     pub p95: f64,
     /// Largest value.
     pub max: f64,

@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use crate::columns;
+use super::columns;
 
 /// What a metric's number means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -354,7 +354,7 @@ impl Field {
 /// [`Family::System`].
 ///
 /// ```
-/// use peakhour_monitor::{DiskField, MetricKey, Unit};
+/// use peakhour_analysis::monitor::{DiskField, MetricKey, Unit};
 ///
 /// let key = MetricKey::disk("dm-0", DiskField::UtilPct);
 /// assert_eq!(key.column(), "disk_dm_0_util_pct");

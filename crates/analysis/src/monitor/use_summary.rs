@@ -11,9 +11,9 @@
 use std::fmt::Write as _;
 
 use super::Columns;
+use super::columns as col;
+use super::metric_key::{DiskField, Field, GroupField, MetricKey, NetField};
 use super::stats::{TimeWindow, window_median, window_stats};
-use crate::columns as col;
-use crate::metric_key::{DiskField, Field, GroupField, MetricKey, NetField};
 
 /// The limits above which an indicator counts as saturated.
 #[derive(Debug, Clone, Copy, PartialEq)]
