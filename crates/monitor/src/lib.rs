@@ -24,9 +24,9 @@
 //! * Beside a load, the monitor samples on a thread of its own
 //!   ([`MonitorThread`]) and adds its findings over the steady phase to the
 //!   run's summary ([`MonitorRun::add_findings`]).
-//! * [`server`] reads a table as the planner needs it: the server's CPU,
-//!   memory, disk and network over a window, the memory model's points, a
-//!   matrix cell's metrics.
+//! * [`server`] reads this machine's cores, memory and load for the
+//!   planner (how a table reads in the planner's terms is
+//!   `peakhour_analysis::monitor::server`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), peakhour_monitor::MonitorError> {

@@ -25,6 +25,7 @@
 pub mod columns;
 mod findings;
 mod metric_key;
+pub mod server;
 mod session;
 mod stats;
 mod table;

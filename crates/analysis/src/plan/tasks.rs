@@ -137,7 +137,7 @@ pub struct HighAverageValue {
 /// min_window_s)` → the high average. It was a parameter so that this crate
 /// did not depend on the monitor; the definition now lives here
 /// ([`crate::monitor::high_average`]), and the command line passes
-/// `peakhour_monitor::server::high_average_value`, which maps its
+/// `crate::monitor::server::high_average_value`, which maps its
 /// `HighAverage` field by field (`window_s` = `end_s − start_s` + one
 /// sample period).
 pub type HighAverageFn<'a> = &'a dyn Fn(&[f64], &[f64], f64) -> Option<HighAverageValue>;
