@@ -51,6 +51,7 @@ mod cost;
 mod csv;
 mod error;
 mod group_conditions;
+mod group_tracker;
 mod groups;
 mod kept_files;
 mod live;
@@ -73,9 +74,10 @@ pub use client_net::{ClientBytesFn, ClientNetSample};
 pub use cost::{cpu_timed, process_cpu_time, thread_cpu_time};
 pub use csv::CsvWriter;
 pub use error::MonitorError;
+pub use group_tracker::{GroupTracker, ProcessCounters};
 pub use groups::{
-    CYRUS_NAMES, Condition, DOVECOT_NAMES, GroupSpec, GroupTracker, LabMailStore, POSTFIX_NAMES,
-    ProcessCounters, ProcessMatcher, RADICALE_NAMES, SAMBA_NAMES, assign_groups,
+    CYRUS_NAMES, Condition, DOVECOT_NAMES, GroupSpec, LabMailStore, POSTFIX_NAMES, ProcessMatcher,
+    RADICALE_NAMES, SAMBA_NAMES, assign_groups,
 };
 pub use mail::{MailProbes, count_files, postfix_queue_sizes};
 pub use monitor::{Monitor, MonitorConfig, StopHandle, signed_secs};
