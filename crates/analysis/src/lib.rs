@@ -68,6 +68,7 @@
 
 pub mod bootstrap;
 pub mod capacity;
+mod describe;
 mod histogram;
 mod merge;
 pub mod monitor;

@@ -7,7 +7,7 @@
 
 use peakhour_analysis::monitor::{
     Columns, DiskField, Field, GroupField, MetricKey, NetField, SystemField, TimeWindow,
-    instances_with, window_stats,
+    instances_with, sample_period, window_stats,
 };
 
 use crate::html::{MonitorChart, MonitorView, ServerCounter};
@@ -497,7 +497,7 @@ impl<'a> Reduction<'a> {
             ),
             (
                 "sample interval",
-                median_spacing(times).map_or_else(
+                sample_period(times).map_or_else(
                     || "unknown".into(),
                     |s| format!("{s:.3} s (median spacing)"),
                 ),
@@ -562,17 +562,6 @@ fn chart(
 
 fn scale(values: Vec<f64>, by: f64) -> Vec<f64> {
     values.into_iter().map(|x| x * by).collect()
-}
-
-/// The median of the positive gaps between sample times.
-fn median_spacing(times: &[f64]) -> Option<f64> {
-    let mut gaps: Vec<f64> = times
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .filter(|d| *d > 0.0)
-        .collect();
-    gaps.sort_by(f64::total_cmp);
-    gaps.get(gaps.len() / 2).copied()
 }
 
 #[cfg(test)]

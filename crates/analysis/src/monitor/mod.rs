@@ -39,7 +39,7 @@ pub use metric_key::{
 pub use session::{MonitorCost, MonitorReport};
 pub use stats::{
     DEFAULT_HIGH_AVERAGE_WINDOW_S, HighAverage, MetricSummary, TimeWindow, WindowStats,
-    high_average, summarize_columns, window_stats,
+    high_average, sample_period, summarize_columns, window_stats,
 };
 pub use table::{DEFAULT_MAX_ROWS, MetricTable, MonitorCsvError};
 pub use use_summary::{Resource, ResourceUse, Thresholds, UseSummary, use_summary};

@@ -34,7 +34,7 @@ use crate::plan::{
 
 use super::{
     DiskField, Family, Field, GroupField, MetricKey, MetricTable, NetField, SystemField,
-    TimeWindow, high_average,
+    TimeWindow, high_average, sample_period,
 };
 
 /// The server process groups whose counters stand for the server without a
@@ -48,7 +48,7 @@ pub fn high_average_value(
     values: &[f64],
     min_window_s: f64,
 ) -> Option<HighAverageValue> {
-    let period = median_spacing(times);
+    let period = sample_period(times).unwrap_or(1.0);
     high_average(times, values, min_window_s).map(|h| HighAverageValue {
         mean: h.mean,
         std_dev: h.std_dev,
@@ -56,19 +56,6 @@ pub fn high_average_value(
         samples: h.samples,
         shorter_than_window: h.shorter_than_window,
     })
-}
-
-fn median_spacing(times: &[f64]) -> f64 {
-    let mut d: Vec<f64> = times
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .filter(|d| *d > 0.0)
-        .collect();
-    if d.is_empty() {
-        return 1.0;
-    }
-    d.sort_by(f64::total_cmp);
-    d[d.len() / 2]
 }
 
 /// The monitor samples that cover a run's steady phase. A sample at `t`
@@ -251,7 +238,7 @@ fn integrate(series: &Series, period: f64) -> f64 {
 /// totals over the window and the per-sample series).
 pub fn measure_window(table: &MetricTable, window: TimeWindow) -> WindowMeasurement {
     let rows = table.times().len();
-    let period = median_spacing(table.times());
+    let period = sample_period(table.times()).unwrap_or(1.0);
     let cpu = series_in(table, &server_cpu_pct(table), window);
     let group_rate = |field: GroupField| {
         row_sum(

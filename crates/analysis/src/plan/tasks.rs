@@ -90,17 +90,8 @@ impl Series {
             .copied()
             .filter(|x| x.is_finite())
             .collect();
-        if v.is_empty() {
-            return None;
-        }
-        let n = v.len() as f64;
-        let mean = v.iter().sum::<f64>() / n;
-        let var = if v.len() > 1 {
-            v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
-        } else {
-            0.0
-        };
-        Some((mean, var.sqrt(), v.len()))
+        let (mean, sd) = crate::describe::mean_sd(&v)?;
+        Some((mean, sd, v.len()))
     }
 
     /// Standard error of the mean: sd / √n (0 with no or one value).
