@@ -7,9 +7,9 @@ use std::time::Duration;
 use crate::{Bottleneck, ResourceHighAverage};
 
 use super::Columns;
-use super::metric_key::{DiskField, Field, GroupField, MetricKey, SystemField};
 use super::stats::{TimeWindow, high_average, window_stats};
 use super::use_summary::{Thresholds, use_summary};
+use super::{DiskField, Field, GroupField, MetricKey, SystemField};
 
 /// The groups a lab run monitors (its mail store's, `dovecot` or `cyrus`,
 /// `postfix` and `peakhour`); other groups come from `--group`.

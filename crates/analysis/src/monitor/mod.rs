@@ -23,6 +23,7 @@
 //! samples were stored.
 
 pub mod columns;
+mod fields;
 mod findings;
 mod metric_key;
 pub mod server;
@@ -31,11 +32,9 @@ mod stats;
 mod table;
 mod use_summary;
 
+pub use fields::{CoreField, DiskField, GroupField, NetField, SystemField, Unit};
 pub use findings::{Findings, findings};
-pub use metric_key::{
-    CoreField, DiskField, Family, Field, GroupField, MetricKey, NetField, SystemField, Unit,
-    instances_with,
-};
+pub use metric_key::{Family, Field, MetricKey, instances_with};
 pub use session::{MonitorCost, MonitorReport};
 pub use stats::{
     DEFAULT_HIGH_AVERAGE_WINDOW_S, HighAverage, MetricSummary, TimeWindow, WindowStats,
