@@ -15,6 +15,8 @@ say "cargo fmt --check"
 cargo fmt --all -- --check
 say "size rules (a thin binary, no function over 120 lines)"
 ./scripts/check-size.sh
+say "edge rules (cargo tree: which crate may depend on which)"
+./scripts/check-edges.sh
 say "cargo clippy -D warnings"
 cargo clippy --locked --workspace --all-targets -- -D warnings
 say "cargo doc -D warnings"

@@ -22,6 +22,10 @@
 //! - **The planner** ([`plan`]): atomic-task costs, the memory model, the
 //!   sizing plan for a user count, and the CPU × memory matrix's
 //!   relationships.
+//! - **The monitor's samples and their statistics** ([`monitor`]): typed
+//!   metric keys, the bounded table of samples and `monitor.csv` read back,
+//!   window statistics, seed 001's high averages, the USE summary that
+//!   names the bottleneck, and the findings the summary carries.
 //! - **Statistics shared by every layer**: the one quantile definition
 //!   ([`quantile`], nearest rank, HdrHistogram's) and the bootstrap of
 //!   `peakhour compare` ([`bootstrap`]).
@@ -64,8 +68,10 @@
 
 pub mod bootstrap;
 pub mod capacity;
+mod describe;
 mod histogram;
 mod merge;
+pub mod monitor;
 pub mod plan;
 pub mod quantile;
 mod record;

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use peakhour_monitor::analysis::{Thresholds, TimeWindow, use_summary};
+use peakhour_analysis::monitor::{Thresholds, TimeWindow, use_summary};
 use peakhour_monitor::{LocalConfig, LocalSource, Monitor, MonitorConfig, cpu_timed};
 
 #[tokio::main(flavor = "current_thread")]

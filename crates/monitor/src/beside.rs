@@ -11,11 +11,12 @@ use peakhour_analysis::Summary;
 use tokio::runtime::Runtime;
 use tokio::time::Instant;
 
-use crate::analysis::{TimeWindow, findings, mail_queue_at_end};
 use crate::error::MonitorError;
-use crate::monitor::{Monitor, MonitorConfig, MonitorReport, signed_secs};
+use crate::monitor::{Monitor, MonitorConfig, signed_secs};
 use crate::source::Source;
-use crate::table::MetricTable;
+use peakhour_analysis::monitor::MetricTable;
+use peakhour_analysis::monitor::MonitorReport;
+use peakhour_analysis::monitor::{TimeWindow, findings, mail_queue_at_end};
 
 /// A runtime and a thread for the monitor alone.
 pub struct MonitorThread {

@@ -25,8 +25,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::metric_key::{MetricKey, SystemField};
 use crate::system::counter_delta;
+use peakhour_analysis::monitor::{MetricKey, SystemField};
 
 /// The cgroup layout, which decides how the files are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,7 @@
 
 use std::time::Instant;
 
-use crate::metric_key::{MetricKey, SystemField};
+use peakhour_analysis::monitor::{MetricKey, SystemField};
 
 /// Reads this process's cumulative (sent, received) bytes.
 pub type ClientBytesFn = fn() -> (u64, u64);

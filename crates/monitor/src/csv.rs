@@ -11,9 +11,9 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::io::Write;
 
-use crate::columns::TIME_S;
 use crate::error::MonitorError;
 use crate::sample::Sample;
+use peakhour_analysis::monitor::columns::TIME_S;
 
 /// Writes samples as CSV rows to any [`Write`].
 #[derive(Debug)]

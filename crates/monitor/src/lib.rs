@@ -11,23 +11,27 @@
 //!   node_exporter for the system part of a remote host.
 //! * A [`Monitor`] is a tokio task that samples a source every interval,
 //!   aligned to the run's start, writes `monitor.csv` through a
-//!   [`CsvWriter`] (columns named by [`MetricKey`], documented in
-//!   `docs/metrics.md`), keeps the samples in a bounded [`MetricTable`], and
-//!   measures its own CPU cost ([`MonitorCost`]).
-//! * [`analysis`] is pure: steady-state mean, p95 and max per metric, seed
-//!   001's *high average* with its standard deviation, and the USE summary
-//!   that names the bottleneck in one line.
+//!   [`CsvWriter`] (columns named by [`MetricKey`](peakhour_analysis::monitor::MetricKey), documented in
+//!   `docs/metrics.md`), keeps the samples in a bounded
+//!   [`MetricTable`](peakhour_analysis::monitor::MetricTable), and
+//!   measures its own CPU cost
+//!   ([`MonitorCost`](peakhour_analysis::monitor::MonitorCost)).
+//! * What the samples mean is pure and lives in the analysis layer
+//!   ([`peakhour_analysis::monitor`]): the typed metric keys, the table,
+//!   steady-state mean, p95 and max per metric, seed 001's *high average*
+//!   with its standard deviation, and the USE summary that names the
+//!   bottleneck in one line. This crate keeps the samplers and their I/O.
 //! * Beside a load, the monitor samples on a thread of its own
 //!   ([`MonitorThread`]) and adds its findings over the steady phase to the
 //!   run's summary ([`MonitorRun::add_findings`]).
-//! * [`server`] reads a table as the planner needs it: the server's CPU,
-//!   memory, disk and network over a window, the memory model's points, a
-//!   matrix cell's metrics.
+//! * [`server`] reads this machine's cores, memory and load for the
+//!   planner (how a table reads in the planner's terms is
+//!   `peakhour_analysis::monitor::server`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), peakhour_monitor::MonitorError> {
 //! use peakhour_monitor::{LocalConfig, LocalSource, Monitor, MonitorConfig};
-//! use peakhour_monitor::analysis::{self, TimeWindow, Thresholds};
+//! use peakhour_analysis::monitor::{self as analysis, TimeWindow, Thresholds};
 //!
 //! let source = LocalSource::new(LocalConfig::default())?;
 //! let csv = std::fs::File::create("monitor.csv").map_err(peakhour_monitor::MonitorError::Write)?;
@@ -40,20 +44,18 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod analysis;
 mod beside;
 mod cgroup;
 mod client_net;
-pub mod columns;
 mod cost;
 mod csv;
 mod error;
 mod group_conditions;
+mod group_tracker;
 mod groups;
 mod kept_files;
 mod live;
 mod mail;
-mod metric_key;
 mod monitor;
 mod mta_log;
 mod procfs;
@@ -63,26 +65,22 @@ mod sockets;
 mod source;
 mod spill;
 mod system;
-mod table;
 
 pub use beside::{BesideNote, MonitorRun, MonitorThread, add_steady_findings};
 pub use cgroup::{
     CgroupCounters, CgroupFiles, CgroupLayout, CgroupSample, cgroup_sample, parse_cgroup_counters,
 };
 pub use client_net::{ClientBytesFn, ClientNetSample};
-pub use cost::{MonitorCost, cpu_timed, process_cpu_time, thread_cpu_time};
+pub use cost::{cpu_timed, process_cpu_time, thread_cpu_time};
 pub use csv::CsvWriter;
 pub use error::MonitorError;
+pub use group_tracker::{GroupTracker, ProcessCounters};
 pub use groups::{
-    CYRUS_NAMES, Condition, DOVECOT_NAMES, GroupSpec, GroupTracker, LabMailStore, POSTFIX_NAMES,
-    ProcessCounters, ProcessMatcher, RADICALE_NAMES, SAMBA_NAMES, assign_groups,
+    CYRUS_NAMES, Condition, DOVECOT_NAMES, GroupSpec, LabMailStore, POSTFIX_NAMES, ProcessMatcher,
+    RADICALE_NAMES, SAMBA_NAMES, assign_groups,
 };
 pub use mail::{MailProbes, count_files, postfix_queue_sizes};
-pub use metric_key::{
-    CoreField, DiskField, Family, Field, GroupField, MetricKey, NetField, SystemField, Unit,
-    instances_with,
-};
-pub use monitor::{Monitor, MonitorConfig, MonitorReport, StopHandle, signed_secs};
+pub use monitor::{Monitor, MonitorConfig, StopHandle, signed_secs};
 pub use mta_log::{LogMark, postfix_delivery_delays};
 #[doc(hidden)]
 pub use procfs::parse_every_proc_file;
@@ -100,4 +98,3 @@ pub use system::{
     CpuCounters, DiskCounters, MemoryCounters, NetCounters, PressureCounters, SystemCounters,
     counter_delta, cpu_shares, system_sample,
 };
-pub use table::{DEFAULT_MAX_ROWS, MetricTable};

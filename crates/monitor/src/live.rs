@@ -1,9 +1,9 @@
-//! The monitor's words for people while it runs and when it stops: the live
-//! line of one sample, what a local source watches, and what sampling cost.
+//! The monitor's words for people while it runs: the live line of one
+//! sample, and what a local source watches. What sampling cost is worded by
+//! `peakhour_analysis::monitor::MonitorReport::cost_line`, beside the data.
 //! The binary draws them; the wording lives here, beside what it describes.
 
 use crate::mail::MailProbes;
-use crate::monitor::MonitorReport;
 use crate::sample::Sample;
 
 impl Sample {
@@ -57,33 +57,6 @@ impl MailProbes {
             what.push_str(&format!(", Dovecot ports {}", ports.join(",")));
         }
         what
-    }
-}
-
-impl MonitorReport {
-    /// What the monitor cost, with its failures and late columns:
-    /// `monitor: 60 samples, 850 µs CPU per sample, 0.09% of one core`.
-    pub fn cost_line(&self) -> String {
-        let mut line = format!(
-            "monitor: {} samples, {:.0} µs CPU per sample, {:.2}% of one core",
-            self.cost.samples,
-            self.cost.mean_sample_us(),
-            self.cost.pct_of_one_core()
-        );
-        if self.errors > 0 {
-            line.push_str(&format!(
-                "; {} samples failed (last: {})",
-                self.errors,
-                self.last_error.as_deref().unwrap_or("?")
-            ));
-        }
-        if !self.dropped_columns.is_empty() {
-            line.push_str(&format!(
-                "; not in the CSV (appeared late): {}",
-                self.dropped_columns.join(", ")
-            ));
-        }
-        line
     }
 }
 

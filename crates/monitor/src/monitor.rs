@@ -9,13 +9,13 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use crate::cost::{CpuTimed, MonitorCost, cpu_timed};
+use crate::cost::{CpuTimed, cpu_timed};
 use crate::csv::CsvWriter;
 use crate::error::MonitorError;
 use crate::sample::Sample;
 use crate::source::Source;
 use crate::spill::Rows;
-use crate::table::{DEFAULT_MAX_ROWS, MetricTable};
+use peakhour_analysis::monitor::{DEFAULT_MAX_ROWS, MetricTable, MonitorCost, MonitorReport};
 
 /// How a [`Monitor`] runs.
 #[derive(Debug, Clone)]
@@ -49,21 +49,6 @@ impl Default for MonitorConfig {
             rows_on_disk: true,
         }
     }
-}
-
-/// What a finished monitor hands back.
-#[derive(Debug, Clone)]
-pub struct MonitorReport {
-    /// Every sample (bounded), as columns.
-    pub table: MetricTable,
-    /// What sampling cost.
-    pub cost: MonitorCost,
-    /// Samples that failed (e.g. node_exporter unreachable for a tick).
-    pub errors: u64,
-    /// The last such failure.
-    pub last_error: Option<String>,
-    /// Metrics that appeared after the CSV header and are not in the file.
-    pub dropped_columns: Vec<String>,
 }
 
 /// Asks a running monitor to stop; cheap to clone and pass around.

@@ -7,7 +7,9 @@
 
 use crate::cgroup::CgroupSample;
 use crate::client_net::ClientNetSample;
-use crate::metric_key::{CoreField, DiskField, GroupField, MetricKey, NetField, SystemField};
+use peakhour_analysis::monitor::{
+    CoreField, DiskField, GroupField, MetricKey, NetField, SystemField,
+};
 
 /// Shares of CPU time over one interval, in percent; they add up to 100.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

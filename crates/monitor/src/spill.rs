@@ -21,7 +21,7 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 
 use crate::error::MonitorError;
-use crate::table::MetricTable;
+use peakhour_analysis::monitor::MetricTable;
 
 /// Rows written to a temporary file, replayed into a table at the end.
 #[derive(Debug)]

@@ -7,9 +7,8 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use peakhour_monitor::{
-    CgroupFiles, CgroupLayout, CsvWriter, LocalConfig, LocalSource, MetricKey, SystemField,
-};
+use peakhour_analysis::monitor::{MetricKey, SystemField};
+use peakhour_monitor::{CgroupFiles, CgroupLayout, CsvWriter, LocalConfig, LocalSource};
 
 fn write(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);

@@ -2,8 +2,9 @@
 //! byte for byte what it was before the typed metric keys built it.
 #![allow(clippy::unwrap_used)]
 
+use peakhour_analysis::monitor::MetricKey;
 use peakhour_monitor::{
-    CpuSample, CpuShares, CsvWriter, DiskSample, GroupSample, MailSample, MetricKey, NetworkSample,
+    CpuSample, CpuShares, CsvWriter, DiskSample, GroupSample, MailSample, NetworkSample,
     QueueSizes, Sample, SystemSample,
 };
 

@@ -7,8 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use peakhour_analysis::Summary;
-use peakhour_monitor::MonitorReport;
-use peakhour_monitor::analysis::{TimeWindow, findings};
+use peakhour_analysis::monitor::{MonitorReport, TimeWindow, findings};
 
 use crate::terminal::{render_monitor, render_terminal, safety_notes};
 

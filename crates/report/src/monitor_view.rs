@@ -5,9 +5,9 @@
 //! Columns are found by their typed [`MetricKey`]s, never by taking names
 //! apart. Pure: the columns and the steady window in, a [`MonitorView`] out.
 
-use peakhour_monitor::analysis::{Columns, TimeWindow, window_stats};
-use peakhour_monitor::{
-    DiskField, Field, GroupField, MetricKey, NetField, SystemField, instances_with,
+use peakhour_analysis::monitor::{
+    Columns, DiskField, Field, GroupField, MetricKey, NetField, SystemField, TimeWindow,
+    instances_with, sample_period, window_stats,
 };
 
 use crate::html::{MonitorChart, MonitorView, ServerCounter};
@@ -497,7 +497,7 @@ impl<'a> Reduction<'a> {
             ),
             (
                 "sample interval",
-                median_spacing(times).map_or_else(
+                sample_period(times).map_or_else(
                     || "unknown".into(),
                     |s| format!("{s:.3} s (median spacing)"),
                 ),
@@ -564,21 +564,10 @@ fn scale(values: Vec<f64>, by: f64) -> Vec<f64> {
     values.into_iter().map(|x| x * by).collect()
 }
 
-/// The median of the positive gaps between sample times.
-fn median_spacing(times: &[f64]) -> Option<f64> {
-    let mut gaps: Vec<f64> = times
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .filter(|d| *d > 0.0)
-        .collect();
-    gaps.sort_by(f64::total_cmp);
-    gaps.get(gaps.len() / 2).copied()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use peakhour_monitor::MetricTable;
+    use peakhour_analysis::monitor::MetricTable;
 
     /// A lab-like table over t = 1 ..= 10: two cores, a busy disk and an
     /// idle one, a busy interface and an idle one, the three groups.

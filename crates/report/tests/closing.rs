@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use peakhour_analysis::Summary;
-use peakhour_monitor::{MetricTable, MonitorCost, MonitorReport};
+use peakhour_analysis::monitor::{MetricTable, MonitorCost, MonitorReport};
 use peakhour_report::{
     TextFormat, render_monitor_session, render_run_end, render_summary_as, render_terminal,
 };

@@ -8,9 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use peakhour_analysis::monitor::{DEFAULT_MAX_ROWS, MetricTable, TimeWindow};
 use peakhour_analysis::{LatencyHistogram, RunRecord, Summary};
-use peakhour_monitor::analysis::TimeWindow;
-use peakhour_monitor::{DEFAULT_MAX_ROWS, MetricTable};
 use peakhour_report::{
     COMPARE_SCHEMA, CompareRun, HostFacts, MonitorView, REPORT_SECTIONS, ReportInput, compare,
     compare_json, monitor_view, render_compare_html, render_compare_markdown, render_compare_text,

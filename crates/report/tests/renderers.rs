@@ -6,12 +6,13 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use peakhour_analysis::monitor::{
+    DEFAULT_MAX_ROWS, MetricTable, TimeWindow, findings, mail_queue_at_end,
+};
 use peakhour_analysis::{
     ActionTiming, DeliveryRecorder, IntervalRecorder, Outcome, Phase, RecorderConfig, RunMeta,
     RunRecord, Summary, counters,
 };
-use peakhour_monitor::analysis::{TimeWindow, findings, mail_queue_at_end};
-use peakhour_monitor::{DEFAULT_MAX_ROWS, MetricTable};
 use peakhour_report::{
     ERRORS_CSV_HEADER, INTERVALS_CSV_HEADER, render_terminal, summary_json, write_errors_csv,
     write_hlog, write_intervals_csv,

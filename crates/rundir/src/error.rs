@@ -86,7 +86,7 @@ pub enum RunDirError {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: peakhour_monitor::MonitorError,
+        source: peakhour_analysis::monitor::MonitorCsvError,
     },
     /// A file could not be rendered.
     #[error("{}: {source}", path.display())]

@@ -61,9 +61,8 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use peakhour_analysis::monitor::{DEFAULT_MAX_ROWS, MetricTable, TimeWindow, findings};
 use peakhour_analysis::{RunRecord, Summary};
-use peakhour_monitor::MetricTable;
-use peakhour_monitor::analysis::{TimeWindow, findings};
 use peakhour_report::{HostFacts, MonitorView, ReportInput};
 use serde::de::DeserializeOwned;
 
@@ -422,7 +421,7 @@ impl RunDir {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(RunDirError::io(path)(e)),
         };
-        MetricTable::from_csv(BufReader::new(file), peakhour_monitor::DEFAULT_MAX_ROWS)
+        MetricTable::from_csv(BufReader::new(file), DEFAULT_MAX_ROWS)
             .map(Some)
             .map_err(|source| RunDirError::Monitor { path, source })
     }

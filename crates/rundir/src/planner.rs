@@ -5,10 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use peakhour_analysis::monitor::MetricTable;
+use peakhour_analysis::monitor::server::{
+    matrix_cell_metrics, matrix_cell_spread, steady_window, task_run,
+};
 use peakhour_analysis::plan::latency_spread;
 use peakhour_analysis::plan::{LatencyMeasurement, MatrixCell, TaskRun};
-use peakhour_monitor::MetricTable;
-use peakhour_monitor::server::{matrix_cell_metrics, matrix_cell_spread, steady_window, task_run};
 
 use crate::names::{DirKind, RUNS_DIR, dir_name};
 use crate::{RunDir, RunDirError};

@@ -39,6 +39,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::PlanError;
+use crate::describe::{mean_sd, median};
 
 /// Version of the `matrix.json` format.
 pub const MATRIX_FORMAT_VERSION: u32 = 1;
@@ -201,19 +202,6 @@ fn direction_of(change: f64, threshold_pct: f64) -> Direction {
     } else {
         Direction::Stays
     }
-}
-
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[mid]
-    } else {
-        (v[mid - 1] + v[mid]) / 2.0
-    })
 }
 
 /// A point of a line: (size, metric, its standard deviation if known).
@@ -426,9 +414,9 @@ pub fn latency_spread(
         if values.len() < 2 {
             continue;
         }
-        let n = values.len() as f64;
-        let mean = values.iter().sum::<f64>() / n;
-        let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        let Some((_, sd)) = mean_sd(&values) else {
+            continue;
+        };
         if let Some(&w) = weights.get(&name) {
             weighted_var += (w * sd).powi(2);
             weight_sum += w;

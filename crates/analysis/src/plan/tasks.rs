@@ -90,17 +90,8 @@ impl Series {
             .copied()
             .filter(|x| x.is_finite())
             .collect();
-        if v.is_empty() {
-            return None;
-        }
-        let n = v.len() as f64;
-        let mean = v.iter().sum::<f64>() / n;
-        let var = if v.len() > 1 {
-            v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
-        } else {
-            0.0
-        };
-        Some((mean, var.sqrt(), v.len()))
+        let (mean, sd) = crate::describe::mean_sd(&v)?;
+        Some((mean, sd, v.len()))
     }
 
     /// Standard error of the mean: sd / √n (0 with no or one value).
@@ -116,8 +107,8 @@ impl Series {
     }
 }
 
-/// Seed 001's high average as the monitor computes it
-/// (`peakhour_monitor::analysis::high_average`), as plain numbers.
+/// Seed 001's high average as the monitor's statistics compute it
+/// ([`crate::monitor::high_average`]), as plain numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HighAverageValue {
     /// Mean over the highest sustained window.
@@ -133,11 +124,13 @@ pub struct HighAverageValue {
     pub shorter_than_window: bool,
 }
 
-/// The high-average definition, passed in so that this crate does not
-/// depend on the monitor: `(times_s, values, min_window_s)` → the high
-/// average. The command line passes a closure over
-/// `peakhour_monitor::analysis::high_average`, mapping its `HighAverage`
-/// field by field (`window_s` = `end_s − start_s` + one sample period).
+/// The high-average definition, passed in: `(times_s, values,
+/// min_window_s)` → the high average. It was a parameter so that this crate
+/// did not depend on the monitor; the definition now lives here
+/// ([`crate::monitor::high_average`]), and the command line passes
+/// `crate::monitor::server::high_average_value`, which maps its
+/// `HighAverage` field by field (`window_s` = `end_s − start_s` + one
+/// sample period).
 pub type HighAverageFn<'a> = &'a dyn Fn(&[f64], &[f64], f64) -> Option<HighAverageValue>;
 
 /// What the monitor measured on the server over one steady window.

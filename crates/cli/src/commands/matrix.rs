@@ -1,7 +1,7 @@
 //! `peakhour matrix`: seed 003's CPU × memory matrix. For every shape a
 //! fresh lab (a new directory, `lab up` with the shape's caps, the same
 //! seed), `init`, one `peakhour run`, `lab down`; a cell's metrics are
-//! `peakhour_monitor::server::matrix_cell_metrics`, the relationships
+//! `peakhour_analysis::monitor::server::matrix_cell_metrics`, the relationships
 //! `peakhour_analysis::plan::Matrix::build`'s, and the files
 //! (`matrix.json`, `matrix.csv`, `matrix-relationships.csv`, `matrix.html`)
 //! `peakhour_report::plan`'s.

@@ -10,7 +10,7 @@
 //!   `idle_session`) are not actions; `peakhour_engine::session_tasks` runs
 //!   them here with the monitor sampling beside them.
 //!
-//! What the monitor saw is read by `peakhour_monitor::server`, a task's cost
+//! What the monitor saw is read by `peakhour_analysis::monitor::server`, a task's cost
 //! is `peakhour_analysis::plan::derive_task_cost`'s, and the files are
 //! `peakhour_report::plan`'s. This file sequences them (docs/planner.md);
 //! `tasks/measure.rs` measures.

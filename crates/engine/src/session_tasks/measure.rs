@@ -1,16 +1,16 @@
 //! The session tasks measured: each run with the server monitor sampling
 //! beside it (`monitor.csv` in the task's directory), and what the monitor
-//! saw read into the planner's terms by `peakhour_monitor::server`. The idle
+//! saw read into the planner's terms by `peakhour_analysis::monitor::server`. The idle
 //! baseline every task's cost is measured against is measured here too.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use peakhour_analysis::plan::{IdleBaseline, LatencyMeasurement, MemoryFit, TaskRun, TaskUnit};
-use peakhour_lab::LabStatus;
-use peakhour_monitor::server::{
+use peakhour_analysis::monitor::server::{
     measure_window, memory_fit, seconds_window, server_rss_bytes, task_run, window_mean,
 };
+use peakhour_analysis::plan::{IdleBaseline, LatencyMeasurement, MemoryFit, TaskRun, TaskUnit};
+use peakhour_lab::LabStatus;
 use peakhour_monitor::{LocalConfig, LocalSource, Monitor, MonitorConfig, MonitorError};
 use tokio::time::Instant;
 

@@ -14,14 +14,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use peakhour_analysis::bootstrap::SplitMix64;
+use peakhour_analysis::monitor::{MetricTable, TimeWindow, findings, mail_queue_at_end};
 use peakhour_analysis::{
     ActionTiming, DeliveryRecorder, IntervalRecorder, Outcome, Phase, PhaseLengths, RecorderConfig,
     RunMeta, RunRecord, Summary, counters,
 };
-use peakhour_monitor::analysis::{TimeWindow, findings, mail_queue_at_end};
 use peakhour_monitor::{
     CpuSample, CpuShares, CsvWriter, DiskSample, GroupSample, MailSample, MemorySample,
-    MetricTable, NetworkSample, QueueSizes, Sample, SystemSample,
+    NetworkSample, QueueSizes, Sample, SystemSample,
 };
 use peakhour_rundir::{MonitorSection, RunConfig, RunDir, RunSection, TargetSection};
 use peakhour_workload::{ActionKind, HumanDuration, Overrides, Plan};
@@ -485,7 +485,7 @@ fn monitor(dir: &RunDir, plan: &Plan, shape: &Shape) -> Result<(MetricTable, u64
         let users = (f64::from(shape.users) * ramp) as u32;
         let sample = lab_sample(&mut rng, t.as_secs_f64(), load, users);
         csv.write_sample(&sample)?;
-        table.push_sample(&sample);
+        table.push(sample.time_s, &sample.metrics());
         rows += 1;
         t += SAMPLE_PERIOD;
     }

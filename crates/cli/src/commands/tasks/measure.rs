@@ -2,16 +2,16 @@
 //! beside it. A profile's actions run as `peakhour run` children; the
 //! session tasks and the idle baseline are measured by
 //! `peakhour_engine::session_tasks::TaskMeter`, and what the monitor saw is
-//! read into the planner's terms by `peakhour_monitor::server`.
+//! read into the planner's terms by `peakhour_analysis::monitor::server`.
 
 use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::bail;
+use peakhour_analysis::monitor::server::high_average_value;
 use peakhour_analysis::plan::{IdleBaseline, MemoryFit, TaskRun, TaskSet, derive_task_cost};
 use peakhour_engine::session_tasks::{AtomicTask, Measured, TaskMeter};
-use peakhour_monitor::server::high_average_value;
 use peakhour_workload::HumanDuration;
 use peakhour_workload::derive::one_action_profile;
 

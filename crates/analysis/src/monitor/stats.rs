@@ -1,6 +1,7 @@
 //! Window statistics and the high average.
 
-use peakhour_analysis::quantile::quantile_sorted;
+use crate::describe::{mean_sd, median};
+use crate::quantile::quantile_sorted;
 
 use super::Columns;
 
@@ -49,7 +50,7 @@ pub struct WindowStats {
     /// Arithmetic mean.
     pub mean: f64,
     /// 95th percentile, by peakhour's one definition
-    /// ([`peakhour_analysis::quantile`]: the nearest rank ⌈0.95·n⌉).
+    /// ([`crate::quantile`]: the nearest rank ⌈0.95·n⌉).
     pub p95: f64,
     /// Largest value.
     pub max: f64,
@@ -76,16 +77,7 @@ pub fn window_stats(times: &[f64], values: &[f64], window: TimeWindow) -> Option
 /// Median of the values whose time is in `window`; `None` if there are none.
 pub(crate) fn window_median(times: &[f64], values: &[f64], window: TimeWindow) -> Option<f64> {
     let (_, mut v) = points(times, values, window);
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[mid]
-    } else {
-        (v[mid - 1] + v[mid]) / 2.0
-    })
+    median(&mut v)
 }
 
 /// Seed 001's high average: the highest sustained level of a metric.
@@ -107,29 +99,17 @@ pub struct HighAverage {
     pub shorter_than_window: bool,
 }
 
-fn mean_std(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let var = if v.len() > 1 {
-        v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
-    } else {
-        0.0
-    };
-    (mean, var.sqrt())
-}
-
-/// Median spacing of sample times: the duration one sample stands for.
-fn sample_period(t: &[f64]) -> f64 {
-    let mut d: Vec<f64> = t
+/// The median spacing of sample times (the upper middle one of an even
+/// count): the duration one sample stands for; `None` with fewer than two
+/// distinct times.
+pub fn sample_period(times: &[f64]) -> Option<f64> {
+    let mut gaps: Vec<f64> = times
         .windows(2)
         .map(|w| w[1] - w[0])
         .filter(|d| *d > 0.0)
         .collect();
-    if d.is_empty() {
-        return 1.0;
-    }
-    d.sort_by(f64::total_cmp);
-    d[d.len() / 2]
+    gaps.sort_by(f64::total_cmp);
+    gaps.get(gaps.len() / 2).copied()
 }
 
 /// The highest mean over any run of consecutive samples covering at least
@@ -151,12 +131,13 @@ pub fn high_average(times: &[f64], values: &[f64], min_window_s: f64) -> Option<
     if n == 0 {
         return None;
     }
-    let dt = sample_period(&t);
+    let dt = sample_period(&t).unwrap_or(1.0);
     let span = |i: usize, j: usize| t[j] - t[i] + dt;
     // Tolerance for spans made of float sums (29 × 1.0 + 1.0 vs 30.0).
     let long_enough = |i: usize, j: usize| span(i, j) >= min_window_s - dt * 1e-6;
     if !long_enough(0, n - 1) {
-        let (mean, std_dev) = mean_std(&x);
+        // `x` is not empty (checked above).
+        let (mean, std_dev) = mean_sd(&x).unwrap_or_default();
         return Some(HighAverage {
             mean,
             std_dev,
@@ -208,7 +189,8 @@ pub fn high_average(times: &[f64], values: &[f64], min_window_s: f64) -> Option<
         j += 1;
         mean = mean_of(i, j);
     }
-    let (mean, std_dev) = mean_std(&x[i..=j]);
+    // A window holds at least its first sample.
+    let (mean, std_dev) = mean_sd(&x[i..=j]).unwrap_or_default();
     Some(HighAverage {
         mean,
         std_dev,

@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use peakhour_analysis::{Bottleneck, ResourceHighAverage};
+use crate::{Bottleneck, ResourceHighAverage};
 
 use super::Columns;
 use super::stats::{TimeWindow, high_average, window_stats};
 use super::use_summary::{Thresholds, use_summary};
-use crate::metric_key::{DiskField, Field, GroupField, MetricKey, SystemField};
+use super::{DiskField, Field, GroupField, MetricKey, SystemField};
 
 /// The groups a lab run monitors (its mail store's, `dovecot` or `cyrus`,
 /// `postfix` and `peakhour`); other groups come from `--group`.
@@ -136,7 +136,7 @@ fn round3(v: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::MetricTable;
+    use crate::monitor::MetricTable;
 
     /// `columns` over t = 1 ..= n, one value per second from `value(name, t)`.
     fn table(n: u32, columns: &[&str], value: impl Fn(&str, f64) -> f64) -> MetricTable {

@@ -1,5 +1,13 @@
-//! Pure analysis of monitor samples: no I/O, no clock, deterministic.
+//! The monitor's samples as data, and their pure analysis: no I/O, no
+//! clock, deterministic. The samplers live in `peakhour-monitor`; what they
+//! produce, and everything computed from it, lives here, so that the report
+//! and the run directory read `monitor.csv` without the samplers' runtime.
 //!
+//! * [`MetricKey`] names every metric by family, instance and field, and
+//!   builds and parses `monitor.csv`'s column names ([`columns`] holds the
+//!   machine-wide ones);
+//! * [`MetricTable`] keeps the samples as bounded columns over one time
+//!   axis, and reads a `monitor.csv` back;
 //! * [`window_stats`]: steady-state mean, p95 and max of a metric over a
 //!   time window;
 //! * [`high_average`]: seed 001's *high average*, the highest mean over any
@@ -8,22 +16,31 @@
 //!   the one-line bottleneck verdict;
 //! * [`mail_queue_at_end`]: what Postfix still held at the last sample;
 //! * [`findings`]: all of it in the run summary's terms (the key metrics'
-//!   high averages and the bottleneck, as `peakhour-analysis` types).
+//!   high averages and the [`Bottleneck`](crate::Bottleneck)).
 //!
 //! Inputs are a time axis and values with NaN for "no value", reached
-//! through the [`Columns`] trait, so this module does not depend on how the
+//! through the [`Columns`] trait, so the statistics do not depend on how the
 //! samples were stored.
 
+pub mod columns;
+mod fields;
 mod findings;
+mod metric_key;
+pub mod server;
+mod session;
 mod stats;
+mod table;
 mod use_summary;
 
+pub use fields::{CoreField, DiskField, GroupField, NetField, SystemField, Unit};
 pub use findings::{Findings, findings};
-
+pub use metric_key::{Family, Field, MetricKey, instances_with};
+pub use session::{MonitorCost, MonitorReport};
 pub use stats::{
     DEFAULT_HIGH_AVERAGE_WINDOW_S, HighAverage, MetricSummary, TimeWindow, WindowStats,
-    high_average, summarize_columns, window_stats,
+    high_average, sample_period, summarize_columns, window_stats,
 };
+pub use table::{DEFAULT_MAX_ROWS, MetricTable, MonitorCsvError};
 pub use use_summary::{Resource, ResourceUse, Thresholds, UseSummary, use_summary};
 
 /// Named metric columns over one time axis.
@@ -41,7 +58,7 @@ pub trait Columns {
 /// that ends with messages queued had deliveries still on their way, so its
 /// unseen copies are not necessarily gone.
 pub fn mail_queue_at_end(cols: &dyn Columns) -> Option<u64> {
-    use crate::columns as col;
+    use self::columns as col;
     let queues: Vec<Vec<f64>> = [
         col::POSTFIX_QUEUE_INCOMING,
         col::POSTFIX_QUEUE_ACTIVE,

@@ -2,7 +2,7 @@
 //!
 //! Names are `snake_case` with the unit as suffix (`_pct`, `_kb`, `_per_s`,
 //! `_ms`, `_us`). Per-core, per-device, per-interface and per-group columns
-//! embed the instance (after [`sanitize`]): [`crate::MetricKey`] builds and
+//! embed the instance (after [`sanitize`]): [`super::MetricKey`] builds and
 //! parses every name, these constants are the machine-wide ones.
 
 /// Time of the sample in seconds since the run's start.
@@ -65,13 +65,13 @@ pub const DOVECOT_PROCESSES: &str = "dovecot_processes";
 pub const DOVECOT_CONNECTIONS: &str = "dovecot_connections";
 /// CPU time the monitor spent on this sample, µs.
 pub const MONITOR_CPU_US: &str = "monitor_cpu_us";
-/// CPU used by a shaped lab's cgroup, 100 = one core (`crate::CgroupFiles`).
+/// CPU used by a shaped lab's cgroup, 100 = one core (`peakhour_monitor::CgroupFiles`).
 pub const LAB_CPU_PCT: &str = "lab_cpu_pct";
 /// Share of wall time the lab's cgroup was throttled by its CPU quota.
 pub const LAB_CPU_THROTTLED_PCT: &str = "lab_cpu_throttled_pct";
 /// Memory charged to the lab's cgroup (page cache included), KiB.
 pub const LAB_MEMORY_KB: &str = "lab_memory_kb";
-/// Bytes peakhour's own clients wrote to servers per second (`crate::ClientNetSample`).
+/// Bytes peakhour's own clients wrote to servers per second (`peakhour_monitor::ClientNetSample`).
 pub const CLIENT_NET_SENT_BYTES_PER_S: &str = "client_net_sent_bytes_per_s";
 /// Bytes peakhour's own clients read from servers per second.
 pub const CLIENT_NET_RECEIVED_BYTES_PER_S: &str = "client_net_received_bytes_per_s";

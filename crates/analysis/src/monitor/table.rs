@@ -11,13 +11,24 @@
 use std::collections::HashMap;
 use std::io::BufRead;
 
-use crate::analysis::Columns;
-use crate::columns::TIME_S;
-use crate::error::MonitorError;
-use crate::sample::Sample;
+use super::Columns;
+use super::columns::TIME_S;
 
 /// Default bound: 48 hours at one sample per second.
 pub const DEFAULT_MAX_ROWS: usize = 172_800;
+
+/// Why `monitor.csv` could not be read back into a [`MetricTable`]. The
+/// words are those the monitor's own errors use for a file it reads.
+#[derive(Debug, thiserror::Error)]
+pub enum MonitorCsvError {
+    /// Reading the file failed.
+    #[error("cannot read monitor.csv: {0}")]
+    Read(#[source] std::io::Error),
+    /// The file is not a `monitor.csv`: no `time_s` first, or a row
+    /// without a time.
+    #[error("cannot parse monitor.csv: {0}")]
+    Parse(String),
+}
 
 /// Samples as named columns over a shared time axis.
 #[derive(Debug, Clone)]
@@ -65,11 +76,6 @@ impl MetricTable {
     /// Every `stride`-th sample is kept (1 until the table first fills).
     pub fn stride(&self) -> u64 {
         self.stride
-    }
-
-    /// Appends a sample.
-    pub fn push_sample(&mut self, sample: &Sample) {
-        self.push(sample.time_s, &sample.metrics());
     }
 
     /// Appends one row of named values.
@@ -140,22 +146,19 @@ impl MetricTable {
     }
 
     /// Reads a `monitor.csv` back (e.g. to analyse a finished run).
-    pub fn from_csv(reader: impl BufRead, max_rows: usize) -> Result<Self, MonitorError> {
+    pub fn from_csv(reader: impl BufRead, max_rows: usize) -> Result<Self, MonitorCsvError> {
         let mut lines = reader.lines();
         let header = match lines.next() {
-            Some(h) => h.map_err(|e| MonitorError::read("monitor.csv", e))?,
+            Some(h) => h.map_err(MonitorCsvError::Read)?,
             None => return Ok(Self::new(max_rows)),
         };
         let names: Vec<String> = header.split(',').map(|s| s.trim().to_owned()).collect();
         if names.first().map(String::as_str) != Some(TIME_S) {
-            return Err(MonitorError::parse(
-                "monitor.csv",
-                "first column is not time_s",
-            ));
+            return Err(MonitorCsvError::Parse("first column is not time_s".into()));
         }
         let mut table = Self::new(max_rows);
         for line in lines {
-            let line = line.map_err(|e| MonitorError::read("monitor.csv", e))?;
+            let line = line.map_err(MonitorCsvError::Read)?;
             if line.trim().is_empty() {
                 continue;
             }
@@ -163,9 +166,7 @@ impl MetricTable {
             let time: f64 = cells
                 .next()
                 .and_then(|t| t.trim().parse().ok())
-                .ok_or_else(|| {
-                    MonitorError::parse("monitor.csv", format!("bad time in {line:?}"))
-                })?;
+                .ok_or_else(|| MonitorCsvError::Parse(format!("bad time in {line:?}")))?;
             let row: Vec<(String, Option<f64>)> = names[1..]
                 .iter()
                 .zip(cells.chain(std::iter::repeat("")))
