@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
-use peakhour_engine::init::{InitSettings, Progress, Via, init};
-use peakhour_engine::init_clone::choose_via;
-use peakhour_engine::{init_announcement, messages_per_user};
+use peakhour_app::init_clone::{choose_via, init};
+use peakhour_app::{InitDone, init_announcement, messages_per_user};
+use peakhour_engine::init::{InitSettings, Progress, Via};
 use peakhour_workload::Overrides;
 
 use super::target::{check_population, load_profile, resolve_plan, resolve_target};
@@ -87,6 +87,6 @@ pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         .context("init panicked (a bug in peakhour)")?
         .context("init failed; what was added stays, and a second init resumes")?;
     bar.finish_and_clear();
-    println!("{report}");
+    println!("{}", InitDone(&report));
     Ok(ExitCode::SUCCESS)
 }

@@ -23,7 +23,7 @@ use tokio::sync::watch;
 use super::signals::EXIT_INTERRUPTED;
 use super::signals::wait_for_signal;
 use crate::args::MonitorArgs;
-use peakhour_engine::StatusLine;
+use peakhour_app::StatusLine;
 
 /// The local source `peakhour_lab::local_config` describes, with the
 /// `--group NAME=REGEX` groups added.

@@ -26,7 +26,7 @@ use crate::args::RunArgs;
 use crate::config::{
     CONNECT_TIMEOUT, MONITOR_INTERVAL, RunConfig as CheckedRunConfig, UsageError, usage_exit,
 };
-use peakhour_engine::StatusLine;
+use peakhour_app::StatusLine;
 use peakhour_lab::LabStatus;
 use peakhour_monitor::MonitorRun;
 

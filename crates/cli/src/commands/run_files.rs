@@ -13,9 +13,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use peakhour_analysis::{Summary, Verdict};
+use peakhour_app::files::{
+    FileTargetSpec, LAB_DEFAULT_CLIENTS, check_lab_users, resolve_file_target,
+};
 use peakhour_engine::files::{
-    FileBoth, FileLiveLine, FileProfileChoice, FileRunSettings, FileTargetSpec, FileWorkload,
-    LAB_DEFAULT_CLIENTS, check_lab_users, resolve_file_target, run_files,
+    FileBoth, FileLiveLine, FileProfileChoice, FileRunSettings, FileWorkload, run_files,
 };
 use peakhour_lab::LabStatus;
 use peakhour_monitor::{MailProbes, Source};
@@ -27,7 +29,7 @@ use super::run::monitored::{add_findings, run_monitored};
 use super::signals::EXIT_INTERRUPTED;
 use crate::args::RunArgs;
 use crate::config::{CONNECT_TIMEOUT, RunConfig as CheckedRunConfig};
-use peakhour_engine::StatusLine;
+use peakhour_app::StatusLine;
 
 /// The file profile `name` names, or `None` for a mail profile.
 pub(crate) fn file_profile(name: &str) -> anyhow::Result<Option<FileProfileChoice>> {

@@ -29,9 +29,10 @@ use peakhour_workload::derive::inbox_topped_up;
 use peakhour_workload::{HumanDuration, Mode, Overrides, Profile};
 
 use super::planner::{load_average, output_dir, write};
-use super::sweep::child::{Children, run_child, target_args};
+use super::sweep::child::{Children, run_child};
 use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::TasksArgs;
+use peakhour_app::ChildTarget;
 
 /// Everything the tasks share.
 struct Setup {
@@ -168,7 +169,7 @@ impl Setup {
         let path = self.dir.join("profiles").join(file);
         write(&path, profile)?;
         let mut child: Vec<OsString> = vec![command.into(), "--profile".into(), path.into()];
-        child.extend(target_args(&self.args.target));
+        child.extend(ChildTarget::of(&self.args.target).flags());
         child.extend(["--seed".into(), self.seed.to_string().into()]);
         child.extend(extra);
         run_child(

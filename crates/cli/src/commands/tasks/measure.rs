@@ -1,7 +1,7 @@
 //! The measuring half of `peakhour tasks`: each task run with the monitor
 //! beside it. A profile's actions run as `peakhour run` children; the
 //! session tasks and the idle baseline are measured by
-//! `peakhour_engine::session_tasks::TaskMeter`, and what the monitor saw is
+//! `peakhour_app::TaskMeter`, and what the monitor saw is
 //! read into the planner's terms by `peakhour_monitor::server`.
 
 use std::ffi::OsString;
@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use anyhow::bail;
 use peakhour_analysis::plan::{IdleBaseline, MemoryFit, TaskRun, TaskSet, derive_task_cost};
-use peakhour_engine::session_tasks::{AtomicTask, Measured, TaskMeter};
+use peakhour_app::{Measured, TaskMeter};
+use peakhour_engine::session_tasks::AtomicTask;
 use peakhour_monitor::server::high_average_value;
 use peakhour_workload::HumanDuration;
 use peakhour_workload::derive::one_action_profile;

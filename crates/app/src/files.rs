@@ -1,20 +1,61 @@
 //! The target of a file run as the command line names it: a directory
 //! (`--dir`), an SMB share (`--smb`, with a shared password or a users
-//! file), or the lab's Samba (`--target lab`, from `lab up --with smb`); and
-//! the run's live line.
+//! file), or the lab's Samba (`--target lab`, from `lab up --with smb`).
+//! The engine takes the resolved [`FileTarget`]; only this layer reads the lab.
 
 use std::path::{Path, PathBuf};
 
-use peakhour_lab::{Lab, LabStatus};
+use peakhour_command_line::TargetSpec;
+use peakhour_engine::Credentials;
+use peakhour_engine::files::{FileSetupError, FileTarget, cache_policy, read_file_users};
+use peakhour_lab::{Lab, LabError, LabStatus};
 use peakhour_net::Secret;
 
-use crate::files::FileEvent;
-use crate::files::run::{FileObserver, FileProgress};
-use crate::files::setup::{FileSetupError, cache_policy, read_file_users};
-use crate::files::target::FileTarget;
-use crate::live::LiveSink;
-use crate::setup::TargetSpec;
-use crate::target::Credentials;
+/// Why a file run's target could not be resolved: the engine's own reasons
+/// ([`FileSetupError`]), or the lab's.
+#[derive(Debug, thiserror::Error)]
+pub enum FileTargetError {
+    /// A reason of the engine's (the directory, the address, the users file).
+    #[error(transparent)]
+    Setup(#[from] FileSetupError),
+    /// `--target lab` without a lab that answers.
+    #[error("--target lab needs a running lab with Samba (peakhour lab up --with smb)")]
+    NoLab(#[source] LabError),
+    /// A lab without Samba.
+    #[error(
+        "the lab in {0} runs no Samba; start it with `peakhour lab up --with smb`, or give --dir or --smb"
+    )]
+    LabWithoutSamba(String),
+    /// The lab runs, but not all of it.
+    #[error("the lab in {dir} is not healthy; see `peakhour lab status --lab-dir {lab_dir}`")]
+    LabUnhealthy {
+        /// The lab's directory, as its status names it.
+        dir: String,
+        /// The directory as given.
+        lab_dir: String,
+    },
+    /// More clients than the lab has users.
+    #[error(
+        "the lab has {lab} users and {clients} clients were asked for; restart it with more --users"
+    )]
+    LabTooSmall {
+        /// The lab's users.
+        lab: u32,
+        /// The clients asked for.
+        clients: u32,
+    },
+}
+
+impl FileTargetError {
+    /// Whether the command line cannot run as given (bad usage: exit code 2),
+    /// rather than the target (or the lab) not being there.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            FileTargetError::Setup(error) => error.is_usage(),
+            _ => false,
+        }
+    }
+}
 
 /// The file-server flags that name a target.
 #[derive(Debug, Clone, Default)]
@@ -32,7 +73,7 @@ pub struct FileTargetSpec {
 pub fn resolve_file_target(
     files: &FileTargetSpec,
     target: &TargetSpec,
-) -> Result<(FileTarget, Option<LabStatus>), FileSetupError> {
+) -> Result<(FileTarget, Option<LabStatus>), FileTargetError> {
     if let Some(root) = &files.dir {
         let cache = cache_policy(&files.cache).unwrap_or_default();
         return Ok((FileTarget::dir(root, cache)?, None));
@@ -49,20 +90,21 @@ pub fn resolve_file_target(
         };
         return Ok((FileTarget::smb(url, credentials)?, None));
     }
-    let lab_dir = target.lab_dir.as_deref().ok_or(FileSetupError::NoTarget)?;
+    let no_target = FileTargetError::Setup(FileSetupError::NoTarget);
+    let lab_dir = target.lab_dir.as_deref().ok_or(no_target)?;
     let (status, url) = lab_samba(lab_dir)?;
     let share = FileTarget::lab_share(&url, Secret::new(status.password.clone()));
     Ok((share, Some(status)))
 }
 
 /// The lab's status and its Samba share's address, if it runs Samba and is healthy.
-fn lab_samba(lab_dir: &Path) -> Result<(LabStatus, String), FileSetupError> {
-    let status = Lab::new(lab_dir).status().map_err(FileSetupError::NoLab)?;
+fn lab_samba(lab_dir: &Path) -> Result<(LabStatus, String), FileTargetError> {
+    let status = Lab::new(lab_dir).status().map_err(FileTargetError::NoLab)?;
     let Some(url) = status.endpoints.smb.clone() else {
-        return Err(FileSetupError::LabWithoutSamba(status.dir));
+        return Err(FileTargetError::LabWithoutSamba(status.dir));
     };
     if !status.healthy {
-        return Err(FileSetupError::LabUnhealthy {
+        return Err(FileTargetError::LabUnhealthy {
             dir: status.dir,
             lab_dir: lab_dir.display().to_string(),
         });
@@ -74,50 +116,13 @@ fn lab_samba(lab_dir: &Path) -> Result<(LabStatus, String), FileSetupError> {
 pub const LAB_DEFAULT_CLIENTS: u32 = 8;
 
 /// The lab has a user for every client (with `--target lab`).
-pub fn check_lab_users(clients: u32, lab: Option<&LabStatus>) -> Result<(), FileSetupError> {
+pub fn check_lab_users(clients: u32, lab: Option<&LabStatus>) -> Result<(), FileTargetError> {
     match lab {
-        Some(lab) if clients > lab.users => Err(FileSetupError::LabTooSmall {
+        Some(lab) if clients > lab.users => Err(FileTargetError::LabTooSmall {
             lab: lab.users,
             clients,
         }),
         _ => Ok(()),
-    }
-}
-
-/// The live line of a file run: [`FileProgress::live_text`] with the bytes
-/// per second since the last line, drawn on a [`LiveSink`]; a client that
-/// stops is noted on a line of its own.
-pub struct FileLiveLine<S> {
-    sink: S,
-    /// The bytes moved at the last line.
-    bytes: u64,
-}
-
-impl<S: LiveSink> FileLiveLine<S> {
-    /// A live line drawn on `sink`.
-    pub fn new(sink: S) -> Self {
-        Self { sink, bytes: 0 }
-    }
-
-    /// The sink, to erase the line before the summary is printed.
-    pub fn sink(&self) -> &S {
-        &self.sink
-    }
-}
-
-impl<S: LiveSink> FileObserver for FileLiveLine<S> {
-    fn event(&mut self, event: &FileEvent) {
-        if let FileEvent::Failed { client, error, .. } = event {
-            self.sink.note(&format!("client {client} stopped: {error}"));
-        }
-    }
-
-    fn tick(&mut self, p: &FileProgress) {
-        let Some(since) = self.sink.due() else { return };
-        let moved = p.bytes.saturating_sub(self.bytes);
-        self.bytes = p.bytes;
-        let rate = moved as f64 / since.as_secs_f64().max(0.001);
-        self.sink.draw(&p.live_text(rate));
     }
 }
 
@@ -129,7 +134,10 @@ mod tests {
     fn no_dir_no_share_and_no_lab_is_no_target() {
         let error = resolve_file_target(&FileTargetSpec::default(), &TargetSpec::default())
             .expect_err("nothing named");
-        assert!(matches!(error, FileSetupError::NoTarget));
+        assert!(matches!(
+            error,
+            FileTargetError::Setup(FileSetupError::NoTarget)
+        ));
         assert!(!error.is_usage());
     }
 
