@@ -7,7 +7,11 @@
 //! (`peakhour-command-line`) parses and checks; this layer resolves what it
 //! names, once; the binary prints and picks the exit code.
 //!
-//! * [`setup`]: a profile's name into a [`Profile`](peakhour_workload::Profile),
+//! * [`request`]: a command line resolved once: [`MailRequest`] (the
+//!   profile, the target and the lab, the plan, the population) and
+//!   [`RunRequest`] (that, the phases, the monitor's settings, the target
+//!   fitted to this machine's limits, where the results go).
+//! * [`setup`]: the steps a request is resolved by: a profile's name into a [`Profile`](peakhour_workload::Profile),
 //!   a [`TargetSpec`](peakhour_command_line::TargetSpec) into endpoints and
 //!   credentials (`--target lab` reads the lab's status), the plan with its
 //!   overrides, and the test population, all checked before any connection.
@@ -28,12 +32,14 @@ pub mod children;
 pub mod files;
 pub mod init_clone;
 pub mod init_text;
+pub mod request;
 pub mod setup;
 mod status_line;
 pub mod task_meter;
 
 pub use children::{ChildTarget, InitRequest, StepPhases, StepRequest, peakhour_command};
 pub use init_text::{InitDone, init_announcement, messages_per_user};
+pub use request::{MailRequest, RequestError, RunRequest};
 pub use status_line::StatusLine;
 pub use task_meter::{MeasureError, Measured, TaskMeter};
 
@@ -47,4 +53,5 @@ pub fn is_usage_cause(cause: &(dyn std::error::Error + 'static)) -> bool {
         || (cause.downcast_ref::<setup::SetupError>()).is_some_and(setup::SetupError::is_usage)
         || (cause.downcast_ref::<files::FileTargetError>())
             .is_some_and(files::FileTargetError::is_usage)
+        || (cause.downcast_ref::<RequestError>()).is_some_and(RequestError::is_usage)
 }
