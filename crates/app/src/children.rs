@@ -125,14 +125,29 @@ pub struct StepPhases {
     pub ramp_up: Duration,
     /// After it, for in-flight actions and deliveries.
     pub drain: Duration,
-    /// The recording interval.
-    pub interval: Duration,
-    /// Every action's deadline.
-    pub action_timeout: Duration,
+    /// The recording interval (`None`: the child's default).
+    pub interval: Option<Duration>,
+    /// Every action's deadline (`None`: the child's default).
+    pub action_timeout: Option<Duration>,
     /// `--day`, if given.
     pub day: Option<Duration>,
     /// `--speed`, if given.
     pub speed: Option<f64>,
+}
+
+impl StepPhases {
+    /// A ramp-up, a steady window and a drain; the rest the child's defaults.
+    pub fn new(ramp_up: Duration, duration: Duration, drain: Duration) -> Self {
+        Self {
+            duration,
+            ramp_up,
+            drain,
+            interval: None,
+            action_timeout: None,
+            day: None,
+            speed: None,
+        }
+    }
 }
 
 /// One `peakhour run` step of a sweep (or of `capacity`): everything the
@@ -164,6 +179,31 @@ pub struct StepRequest {
 }
 
 impl StepRequest {
+    /// A step of `users` users of `profile` against `target` with `phases`,
+    /// written into `out`; no QoS limit, the monitor on this machine with
+    /// its default groups, a mail profile, no live metrics.
+    pub fn new(
+        profile: impl Into<OsString>,
+        target: ChildTarget,
+        (users, seed): (u32, u64),
+        phases: StepPhases,
+        out: &Path,
+    ) -> Self {
+        Self {
+            profile: profile.into(),
+            target,
+            users,
+            seed,
+            phases,
+            qos_p95_ms: None,
+            node_exporter: None,
+            groups: Vec::new(),
+            files: FileArgs::default(),
+            metrics: None,
+            out: out.to_path_buf(),
+        }
+    }
+
     /// The step of a sweep at `users` users, written into `out`.
     pub fn sweep_step(args: &SweepArgs, users: u32, seed: u64, out: &Path) -> Self {
         let shape = &args.shape;
@@ -176,8 +216,8 @@ impl StepRequest {
                 duration: shape.duration.unwrap_or(DEFAULT_DURATION),
                 ramp_up: shape.ramp_up,
                 drain: shape.drain,
-                interval: shape.interval,
-                action_timeout: shape.action_timeout,
+                interval: Some(shape.interval),
+                action_timeout: Some(shape.action_timeout),
                 day: shape.day,
                 speed: shape.speed,
             },
@@ -206,13 +246,14 @@ impl StepRequest {
             duration(p.ramp_up),
             "--drain".into(),
             duration(p.drain),
-            "--interval".into(),
-            duration(p.interval),
-            "--action-timeout".into(),
-            duration(p.action_timeout),
-            "--out".into(),
-            self.out.clone().into(),
         ]);
+        if let Some(interval) = p.interval {
+            out.extend(["--interval".into(), duration(interval)]);
+        }
+        if let Some(timeout) = p.action_timeout {
+            out.extend(["--action-timeout".into(), duration(timeout)]);
+        }
+        out.extend(["--out".into(), self.out.clone().into()]);
         if let Some(day) = p.day {
             out.extend(["--day".into(), duration(day)]);
         }
@@ -293,7 +334,8 @@ fn file_flags(f: &FileArgs) -> Vec<OsString> {
         "--work-per-iteration",
         f.work_per_iteration.map(|n| n.to_string().into()),
     );
-    if f.cache != "auto" {
+    // Empty: not parsed from a command line (`FileArgs::default()`), so the default too.
+    if !f.cache.is_empty() && f.cache != "auto" {
         push("--cache", Some(f.cache.clone().into()));
     }
     if f.keep_workspace {
@@ -406,5 +448,118 @@ mod tests {
                 "auto"
             ]
         );
+    }
+
+    fn sweep_args(flags: &[&str]) -> SweepArgs {
+        use clap::Parser as _;
+        use peakhour_command_line::args::{Cli, Command};
+        let argv = ["peakhour", "sweep"].iter().chain(flags);
+        match Cli::try_parse_from(argv).expect("parses").command {
+            Command::Sweep(args) => args,
+            _ => unreachable!("a sweep"),
+        }
+    }
+
+    /// Issue 29 item 2: a sweep's step is built from a request, and its
+    /// command line is the one the sweep passed before.
+    #[test]
+    fn issue_29_item_2_a_sweep_step_passes_the_same_flags_as_before() {
+        let args = sweep_args(&[
+            "--profile",
+            "mmb-light",
+            "--lab-dir",
+            "/tmp/lab",
+            "--users",
+            "5,10",
+            "--duration",
+            "30s",
+            "--ramp-up",
+            "10s",
+            "--drain",
+            "30s",
+            "--speed",
+            "2",
+            "--group",
+            "mta=exe:postfix",
+            "--allow-domain",
+            "example.org",
+        ]);
+        let step = StepRequest::sweep_step(&args, 10, 7, Path::new("/tmp/sweep/step-10u"));
+        assert_eq!(
+            strings(step.args()),
+            [
+                "run",
+                "--profile",
+                "mmb-light",
+                "--target",
+                "lab",
+                "--lab-dir",
+                "/tmp/lab",
+                "--password-env",
+                "PEAKHOUR_PASSWORD",
+                "--smtp-auth",
+                "auto",
+                "--allow-domain",
+                "example.org",
+                "--users",
+                "10",
+                "--seed",
+                "7",
+                "--duration",
+                "30s",
+                "--ramp-up",
+                "10s",
+                "--drain",
+                "30s",
+                "--interval",
+                "10s",
+                "--action-timeout",
+                "30s",
+                "--out",
+                "/tmp/sweep/step-10u",
+                "--speed",
+                "2",
+                "--group",
+                "mta=exe:postfix",
+            ]
+        );
+        let init = InitRequest {
+            profile: "mmb-light".into(),
+            target: ChildTarget::of(&args.target),
+            users: 10,
+            seed: 7,
+        };
+        let init = strings(init.args());
+        assert_eq!(init[..3], ["init", "--profile", "mmb-light"]);
+        assert_eq!(init[init.len() - 4..], ["--users", "10", "--seed", "7"]);
+    }
+
+    #[test]
+    fn issue_29_item_2_a_step_with_default_phases_leaves_the_rest_to_the_child() {
+        let phases = StepPhases::new(
+            Duration::from_secs(5),
+            Duration::from_secs(60),
+            Duration::from_secs(10),
+        );
+        let step = StepRequest::new(
+            "p.toml",
+            ChildTarget::default(),
+            (3, 1),
+            phases,
+            Path::new("d"),
+        );
+        let args = strings(step.args());
+        for flag in [
+            "--interval",
+            "--action-timeout",
+            "--cache",
+            "--day",
+            "--qos-p95-ms",
+        ] {
+            assert!(!args.iter().any(|a| a == flag), "{flag} in {args:?}");
+        }
+        let at = args.iter().position(|a| a == "--ramp-up").expect("ramp-up");
+        assert_eq!(args[at + 1], "5s");
+        assert_eq!(args.last().map(String::as_str), Some("d"));
     }
 }

@@ -32,7 +32,7 @@ use super::planner::{load_average, output_dir, write};
 use super::sweep::child::{Children, run_child};
 use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::TasksArgs;
-use peakhour_app::ChildTarget;
+use peakhour_app::{ChildTarget, InitRequest};
 
 /// Everything the tasks share.
 struct Setup {
@@ -156,27 +156,19 @@ impl Setup {
         })
     }
 
-    /// Runs `peakhour ARGS`, with our target flags, from a profile written
-    /// to `profiles/FILE`.
+    /// Runs a child `peakhour` with `args` (made by `args` from the path of
+    /// `profile`, written to `profiles/FILE`), its output prefixed with FILE.
     fn child(
         &self,
-        command: &str,
         file: &str,
         profile: String,
-        extra: Vec<OsString>,
+        args: impl FnOnce(PathBuf) -> Vec<OsString>,
         children: &Children,
     ) -> anyhow::Result<std::process::ExitStatus> {
         let path = self.dir.join("profiles").join(file);
         write(&path, profile)?;
-        let mut child: Vec<OsString> = vec![command.into(), "--profile".into(), path.into()];
-        child.extend(ChildTarget::of(&self.args.target).flags());
-        child.extend(["--seed".into(), self.seed.to_string().into()]);
-        child.extend(extra);
-        run_child(
-            &child,
-            &format!("[{}] ", file.trim_end_matches(".toml")),
-            children,
-        )
+        let prefix = format!("[{}] ", file.trim_end_matches(".toml"));
+        run_child(&args(path), &prefix, children)
     }
 
     /// `init` for the largest workstation count; with `inbox`, the Inbox
@@ -191,8 +183,18 @@ impl Setup {
             None => ("init.toml".to_owned(), self.profile.to_toml()?),
         };
         eprintln!("tasks: initializing {largest} mailboxes ({file})");
-        let users = vec!["--users".into(), largest.to_string().into()];
-        let status = self.child("init", &file, profile, users, children)?;
+        let init = |profile: PathBuf| {
+            let target = ChildTarget::of(&self.args.target);
+            let (users, seed) = (largest, self.seed);
+            InitRequest {
+                profile: profile.into(),
+                target,
+                users,
+                seed,
+            }
+            .args()
+        };
+        let status = self.child(&file, profile, init, children)?;
         if !status.success() {
             bail!("init failed ({status}); see its output above");
         }

@@ -4,16 +4,13 @@
 //! `peakhour_app::TaskMeter`, and what the monitor saw is
 //! read into the planner's terms by `peakhour_monitor::server`.
 
-use std::ffi::OsString;
-use std::path::Path;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 use peakhour_analysis::plan::{IdleBaseline, MemoryFit, TaskRun, TaskSet, derive_task_cost};
-use peakhour_app::{Measured, TaskMeter};
+use peakhour_app::{ChildTarget, Measured, StepPhases, StepRequest, TaskMeter};
 use peakhour_engine::session_tasks::AtomicTask;
 use peakhour_monitor::server::high_average_value;
-use peakhour_workload::HumanDuration;
 use peakhour_workload::derive::one_action_profile;
 
 use super::Setup;
@@ -113,20 +110,12 @@ impl Setup {
         }
         let per_day = args.rate * self.profile.day().as_secs_f64();
         let profile = one_action_profile(&self.profile, name, per_day)?;
-        let d = |d: Duration| OsString::from(HumanDuration(d).to_string());
-        let flags: Vec<OsString> = vec![
-            "--users".into(),
-            ws.to_string().into(),
-            "--duration".into(),
-            d(args.duration),
-            "--ramp-up".into(),
-            d(args.ramp_up),
-            "--drain".into(),
-            d(args.drain),
-            "--out".into(),
-            dir.into(),
-        ];
-        let status = self.child("run", &format!("{name}.toml"), profile, flags, children)?;
+        let phases = StepPhases::new(args.ramp_up, args.duration, args.drain);
+        let step = |profile: PathBuf| {
+            let target = ChildTarget::of(&args.target);
+            StepRequest::new(profile, target, (ws, self.seed), phases, dir).args()
+        };
+        let status = self.child(&format!("{name}.toml"), profile, step, children)?;
         if !dir.join("summary.json").exists() {
             bail!("the {name} task ended without results ({status}); see its output above");
         }
