@@ -19,7 +19,7 @@
 //! * [`init_clone`]: `peakhour init`, cloning one filled mailbox on the lab's
 //!   disk ([`init_clone::init`] hands the engine's init that way of filling);
 //!   [`init_text`] words its announcement and closing line.
-//! * [`task_meter`]: the planner's session tasks measured with the monitor
+//! * [`tasks`]: `peakhour tasks` resolved ([`TasksRequest`]); [`task_meter`]: the planner's session tasks measured with the monitor
 //!   beside each ([`TaskMeter`]).
 //! * [`children`]: the `peakhour init` and `peakhour run` children of a
 //!   sweep, `tasks`, `matrix` or `capacity`, built from typed requests
@@ -36,12 +36,14 @@ pub mod request;
 pub mod setup;
 mod status_line;
 pub mod task_meter;
+pub mod tasks;
 
 pub use children::{ChildTarget, InitRequest, StepPhases, StepRequest, peakhour_command};
 pub use init_text::{InitDone, init_announcement, messages_per_user};
 pub use request::{MailRequest, RequestError, RunRequest};
 pub use status_line::StatusLine;
 pub use task_meter::{MeasureError, Measured, TaskMeter};
+pub use tasks::{TasksError, TasksRequest};
 
 /// Whether `cause` (one link of an error's chain) is bad usage, which exits
 /// with code 2: the command line's reasons

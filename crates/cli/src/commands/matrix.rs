@@ -21,9 +21,9 @@ use peakhour_workload::HumanDuration;
 use super::planner::{load_average, output_dir};
 use super::signals::EXIT_INTERRUPTED;
 use super::sweep::child::{Children, run_child};
-use super::target::load_profile;
 use crate::args::MatrixArgs;
 use crate::config::MONITOR_INTERVAL;
+use peakhour_app::setup::load_profile;
 
 pub(crate) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     let profile = load_profile(&args.profile.profile)?;

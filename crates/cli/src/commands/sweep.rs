@@ -25,9 +25,9 @@ use peakhour_workload::HumanDuration;
 
 use self::child::{Children, run_child};
 use super::signals::EXIT_INTERRUPTED;
-use super::target::load_profile;
 use crate::args::SweepArgs;
 use crate::config::DEFAULT_DURATION;
+use peakhour_app::setup::load_profile;
 use peakhour_app::{ChildTarget, InitRequest, StepRequest};
 
 /// The sweep as checked from its arguments.

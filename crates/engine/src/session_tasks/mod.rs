@@ -165,7 +165,7 @@ pub struct Schedule {
 
 /// Logins of the workstations: `(login, password)` per user, and the mail
 /// addresses deliveries go to.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct TaskPopulation {
     /// Where and how the workstations sign in.
     pub target: Arc<Target>,
