@@ -24,6 +24,8 @@
 //! * [`children`]: the `peakhour init` and `peakhour run` children of a
 //!   sweep, `tasks`, `matrix` or `capacity`, built from typed requests
 //!   ([`StepRequest`], [`InitRequest`]).
+//! * [`monitor_source`]: the monitor's local source beside a load, from
+//!   what the lab says to watch and `--group`.
 //! * [`StatusLine`]: the live line on stderr the engine's live lines draw on.
 //! * [`is_usage_cause`]: which errors are bad usage (exit code 2).
 #![deny(missing_docs)]
@@ -32,6 +34,7 @@ pub mod children;
 pub mod files;
 pub mod init_clone;
 pub mod init_text;
+pub mod monitor_source;
 pub mod request;
 pub mod setup;
 mod status_line;
