@@ -82,6 +82,21 @@ impl ChildTarget {
         }
     }
 
+    /// The lab in `dir` (`--target lab --lab-dir DIR`), with the other
+    /// target flags at their defaults (the lab's users and password come
+    /// from its status).
+    pub fn lab(dir: &Path) -> Self {
+        let spec = TargetSpec {
+            lab_dir: Some(dir.to_path_buf()),
+            password_env: "PEAKHOUR_PASSWORD".into(),
+            ..TargetSpec::default()
+        };
+        Self {
+            spec,
+            allow_domains: Vec::new(),
+        }
+    }
+
     /// The flags: [`target_flags`], then every `--allow-domain`.
     pub fn flags(&self) -> Vec<OsString> {
         let mut out = target_flags(&self.spec);
