@@ -39,20 +39,21 @@ pub struct MailRequest {
 }
 
 impl MailRequest {
-    /// Reads the profile `profile` names, resolves `target` (`warn` is told
-    /// each security shortcut it takes, as soon as it is known), the plan
-    /// with `overrides`, and the population with `allow_domains`.
+    /// Reads the profile `profile` names, resolves `target` (`say` is
+    /// given a `warning: ...` line for each security shortcut it takes, as
+    /// soon as it is known), the plan with `overrides`, and the population
+    /// with `allow_domains`.
     pub fn resolve(
         profile: &str,
         target: &TargetSpec,
         overrides: Overrides,
         allow_domains: &[String],
-        warn: &mut dyn FnMut(&str),
+        say: &mut dyn FnMut(String),
     ) -> Result<Self, SetupError> {
         let profile = load_profile(profile)?;
         let resolved = resolve_target(target)?;
         for shortcut in &resolved.shortcuts {
-            warn(shortcut);
+            say(format!("warning: {shortcut}"));
         }
         let plan = resolve_plan(&profile, overrides, &resolved)?;
         // Mail goes only to the test population, checked before any connection.
@@ -112,12 +113,14 @@ pub struct RunRequest {
 }
 
 impl RunRequest {
-    /// Resolves `args` with their checked `config`; `warn` is told each
-    /// security shortcut of the target as soon as it is known.
+    /// Resolves `args` with their checked `config`; `say` is given each
+    /// line for the person starting the run as soon as it is known: a
+    /// warning per security shortcut of the target, then what the
+    /// machine's limits say ([`RunRequest::limits`]).
     pub fn resolve(
         args: &RunArgs,
         config: RunConfig,
-        warn: &mut dyn FnMut(&str),
+        say: &mut dyn FnMut(String),
     ) -> Result<Self, RequestError> {
         let shape = &config.shape;
         let overrides = Overrides {
@@ -129,9 +132,10 @@ impl RunRequest {
         };
         let spec = args.target.spec();
         let (profile, allowed) = (&args.profile.profile, &config.allow_domains);
-        let mail = MailRequest::resolve(profile, &spec, overrides, allowed, warn)?;
+        let mail = MailRequest::resolve(profile, &spec, overrides, allowed, say)?;
         let mut target = mail.resolved.target.clone();
         let limits = config.fit_limits(&mail.plan, args.protocol, &mut target)?;
+        say(limits.to_string());
         if args.protocol == MailProtocol::Jmap && target.jmap.is_none() {
             return Err(RequestError::NoJmap);
         }
@@ -196,5 +200,68 @@ impl RunRequest {
             start_at: self.config.start_at,
             protocol: self.protocol,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+    use peakhour_command_line::args::{Cli, Command};
+
+    use super::*;
+
+    fn run_args(extra: &[&str]) -> RunArgs {
+        let mut argv = vec![
+            "peakhour",
+            "run",
+            "--target",
+            "explicit",
+            "--imap",
+            "imap://127.0.0.1:1143",
+            "--smtp",
+            "smtp://127.0.0.1:1025",
+            // Any variable that is set: the shared password.
+            "--password-env",
+            "PATH",
+            "--users",
+            "3",
+        ];
+        argv.extend(extra);
+        match Cli::try_parse_from(argv).expect("parses").command {
+            Command::Run(args) => args,
+            _ => unreachable!("a run"),
+        }
+    }
+
+    #[test]
+    fn issue_29_item_1_a_run_is_resolved_once_into_one_request() {
+        let args = run_args(&["--seed", "9"]);
+        let config = RunConfig::check(&args).expect("checks");
+        let mut said = Vec::new();
+        let request = RunRequest::resolve(&args, config, &mut |line| said.push(line))
+            .expect("resolves without a connection");
+        assert_eq!(request.mail.plan.users(), 3);
+        assert_eq!(request.mail.plan.seed(), 9);
+        assert_eq!(request.target.imap.port, 1143);
+        assert!(request.mail.resolved.lab.is_none());
+        // The machine's limits are said once they are known.
+        assert_eq!(said, [request.limits.to_string()]);
+        let settings = request.settings("r1".into());
+        assert_eq!(settings.run_id, "r1");
+        assert_eq!(settings.protocol, MailProtocol::Imap);
+        let recorded = request.recorded_config().expect("config.toml");
+        assert_eq!(recorded.target.imap, request.target.imap.to_string());
+    }
+
+    #[test]
+    fn issue_29_item_1_jmap_without_a_jmap_server_is_refused_after_the_limits() {
+        let args = run_args(&["--protocol", "jmap"]);
+        let config = RunConfig::check(&args).expect("checks");
+        let mut said = Vec::new();
+        let error =
+            RunRequest::resolve(&args, config, &mut |line| said.push(line)).expect_err("no --jmap");
+        assert!(matches!(error, RequestError::NoJmap), "{error}");
+        assert!(!error.is_usage());
+        assert_eq!(said.len(), 1, "{said:?}");
     }
 }

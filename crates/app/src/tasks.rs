@@ -62,15 +62,16 @@ pub struct TasksRequest {
 }
 
 impl TasksRequest {
-    /// Resolves `args`; `warn` is told each security shortcut of the target.
-    pub fn resolve(args: &TasksArgs, warn: &mut dyn FnMut(&str)) -> Result<Self, TasksError> {
+    /// Resolves `args`; `say` is given a `warning: ...` line for each
+    /// security shortcut of the target.
+    pub fn resolve(args: &TasksArgs, say: &mut dyn FnMut(String)) -> Result<Self, TasksError> {
         let profile = load_profile(&args.profile.profile)?;
         if profile.mode != Mode::Poisson {
             return Err(TasksError::NotPoisson);
         }
         let resolved = resolve_target(&args.target.spec())?;
         for shortcut in &resolved.shortcuts {
-            warn(shortcut);
+            say(format!("warning: {shortcut}"));
         }
         let mut workstations = args.workstations.clone();
         workstations.sort_unstable();

@@ -35,9 +35,9 @@ fn prepare(args: &InitArgs, config: &InitConfig) -> anyhow::Result<Prepared> {
         &args.target.spec(),
         &config.allow_domains,
     );
-    let warn = &mut |shortcut: &str| eprintln!("warning: {shortcut}");
+    let say = &mut |line: String| eprintln!("{line}");
     let MailRequest { plan, resolved, .. } =
-        MailRequest::resolve(profile, target, overrides, allowed, warn)?;
+        MailRequest::resolve(profile, target, overrides, allowed, say)?;
     let (target, lab) = (&resolved.target, resolved.lab.as_ref());
     let (via, homes) =
         choose_via(args.via.as_deref(), target, lab, plan.users()).map_err(UsageError)?;

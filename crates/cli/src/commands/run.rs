@@ -128,9 +128,8 @@ struct Prepared {
 
 impl Prepared {
     fn new(args: &RunArgs, config: CheckedRunConfig) -> anyhow::Result<Self> {
-        let warn = &mut |shortcut: &str| eprintln!("warning: {shortcut}");
-        let request = RunRequest::resolve(args, config, warn)?;
-        eprintln!("{}", request.limits);
+        let say = &mut |line: String| eprintln!("{line}");
+        let request = RunRequest::resolve(args, config, say)?;
         let (run_id, name) = request.names(std::time::SystemTime::now());
         let dir = RunDir::start(request.out.as_deref(), &name)?;
         dir.write_config(&request.recorded_config()?)?;

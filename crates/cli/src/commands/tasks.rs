@@ -101,8 +101,8 @@ pub(crate) fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
 
 impl Setup {
     fn new(args: TasksArgs) -> anyhow::Result<Self> {
-        let warn = &mut |shortcut: &str| eprintln!("warning: {shortcut}");
-        let request = TasksRequest::resolve(&args, warn)?;
+        let say = &mut |line: String| eprintln!("{line}");
+        let request = TasksRequest::resolve(&args, say)?;
         let name = &request.profile.name;
         let dir = output_dir(args.out.as_deref(), "tasks", name, "tasks.json")?;
         Ok(Self { args, dir, request })
