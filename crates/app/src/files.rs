@@ -1,15 +1,22 @@
 //! The target of a file run as the command line names it: a directory
 //! (`--dir`), an SMB share (`--smb`, with a shared password or a users
 //! file), or the lab's Samba (`--target lab`, from `lab up --with smb`).
-//! The engine takes the resolved [`FileTarget`]; only this layer reads the lab.
+//! [`FileRequest`] resolves a file run's command line once (the target, the
+//! workload with its overrides). The engine takes the resolved
+//! [`FileTarget`]; only this layer reads the lab.
 
 use std::path::{Path, PathBuf};
 
 use peakhour_command_line::TargetSpec;
+use peakhour_command_line::args::RunArgs;
+use peakhour_command_line::config::RunConfig;
 use peakhour_engine::Credentials;
-use peakhour_engine::files::{FileSetupError, FileTarget, cache_policy, read_file_users};
+use peakhour_engine::files::{
+    FileProfileChoice, FileSetupError, FileTarget, FileWorkload, cache_policy, read_file_users,
+};
 use peakhour_lab::{Lab, LabError, LabStatus};
 use peakhour_net::Secret;
+use peakhour_workload::files::FileOverrides;
 
 /// Why a file run's target could not be resolved: the engine's own reasons
 /// ([`FileSetupError`]), or the lab's.
@@ -123,6 +130,54 @@ pub fn check_lab_users(clients: u32, lab: Option<&LabStatus>) -> Result<(), File
             clients,
         }),
         _ => Ok(()),
+    }
+}
+
+/// A file run as the command line names it, resolved: the target (and the
+/// lab behind it), and the workload with its overrides, the lab checked to
+/// have a user for every client.
+#[derive(Debug)]
+pub struct FileRequest {
+    /// The directory, the share or the lab's Samba.
+    pub target: FileTarget,
+    /// The lab's status, with `--target lab`.
+    pub lab: Option<LabStatus>,
+    /// The disk mix or the replay, with its clients.
+    pub workload: FileWorkload,
+}
+
+impl FileRequest {
+    /// Resolves `args` (with their checked `config`) for the file profile `choice`.
+    pub fn resolve(
+        args: &RunArgs,
+        config: &RunConfig,
+        choice: FileProfileChoice,
+    ) -> Result<Self, FileTargetError> {
+        let f = &args.files;
+        let files = FileTargetSpec {
+            dir: f.dir.clone(),
+            smb: f.smb.clone(),
+            cache: f.cache.clone(),
+        };
+        let (target, lab) = resolve_file_target(&files, &args.target.spec())?;
+        let overrides = FileOverrides {
+            clients: (config.users).or(lab.as_ref().map(|l| l.users.min(LAB_DEFAULT_CLIENTS))),
+            seed: config.shape.seed,
+            think_time: f.think_time,
+            start_delay: f.start_delay,
+            workspace_size: f.workspace,
+            ramp_up: f.ramp_up_iterations,
+            measured: f.measured_iterations,
+            ramp_down: f.ramp_down_iterations,
+            work_per_iteration: f.work_per_iteration,
+        };
+        let workload = FileWorkload::resolve(choice, &overrides, f.loadfile.as_deref())?;
+        check_lab_users(workload.clients(), lab.as_ref())?;
+        Ok(Self {
+            target,
+            lab,
+            workload,
+        })
     }
 }
 
