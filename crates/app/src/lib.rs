@@ -10,16 +10,20 @@
 //! * [`request`]: a command line resolved once: [`MailRequest`] (the
 //!   profile, the target and the lab, the plan, the population) and
 //!   [`RunRequest`] (that, the phases, the monitor's settings, the target
-//!   fitted to this machine's limits, where the results go).
-//! * [`setup`]: the steps a request is resolved by: a profile's name into a [`Profile`](peakhour_workload::Profile),
-//!   a [`TargetSpec`](peakhour_command_line::TargetSpec) into endpoints and
+//!   fitted to this machine's limits, where the results go);
+//!   [`files::FileRequest`] for a file run, [`TasksRequest`] for `tasks`.
+//! * [`setup`]: the steps a request is resolved by: a profile's name into
+//!   a [`Profile`](peakhour_workload::Profile), a
+//!   [`TargetSpec`](peakhour_command_line::TargetSpec) into endpoints and
 //!   credentials (`--target lab` reads the lab's status), the plan with its
 //!   overrides, and the test population, all checked before any connection.
-//! * [`files`]: a file run's target (a directory, an SMB share, the lab's Samba).
+//! * [`files`]: a file run's target (a directory, an SMB share, the lab's
+//!   Samba) and workload.
 //! * [`init_clone`]: `peakhour init`, cloning one filled mailbox on the lab's
 //!   disk ([`init_clone::init`] hands the engine's init that way of filling);
 //!   [`init_text`] words its announcement and closing line.
-//! * [`tasks`]: `peakhour tasks` resolved ([`TasksRequest`]); [`task_meter`]: the planner's session tasks measured with the monitor
+//! * [`tasks`]: `peakhour tasks` resolved ([`TasksRequest`]);
+//!   [`task_meter`]: the planner's session tasks measured with the monitor
 //!   beside each ([`TaskMeter`]).
 //! * [`children`]: the `peakhour init` and `peakhour run` children of a
 //!   sweep, `tasks`, `matrix` or `capacity`, built from typed requests
