@@ -18,6 +18,8 @@ mod config {
 
     pub(crate) use peakhour_command_line::config::*;
 
+    use peakhour_app::is_usage_cause;
+
     /// Prints `error` and returns exit code 2 if it is bad usage
     /// ([`is_usage_cause`]). Gives any other error back.
     pub(crate) fn usage_exit(error: anyhow::Error) -> anyhow::Result<ExitCode> {

@@ -18,9 +18,15 @@
 //!    bounds is a [`config::UsageError`] that names the flag and what is
 //!    allowed; the binary prints it and exits with [`config::EXIT_USAGE`].
 //!
+//! [`TargetSpec`] is the target as named (`TargetArgs::spec`), which
+//! `peakhour-app` resolves.
+//!
 //! [`completions`] builds shell completion scripts and roff manual pages
 //! from the same definition, so they cannot drift from the real flags.
 
 pub mod args;
 pub mod completions;
 pub mod config;
+mod target_spec;
+
+pub use target_spec::TargetSpec;

@@ -16,7 +16,7 @@
 //!   channel to one task, which records them with a [`RunRecorder`] (the
 //!   analysis layer's interval and delivery recorders) and shows them to an
 //!   [`Observer`] the caller plugs in ([`LiveLine`], drawn on the binary's
-//!   status line). A run returns
+//!   status line, in `peakhour-app`). A run returns
 //!   a [`RunResult`]: its [`RunRecord`](peakhour_analysis::RunRecord), with
 //!   the metadata, and how it ended.
 //! * Every submitted message is tracked by Message-ID until each recipient has
@@ -38,14 +38,15 @@
 //!   [`MAILBOX_SEARCH_LIMIT`] and the whole reconciliation
 //!   [`RECONCILE_LIMIT`]. A user that cannot go on has its remaining actions
 //!   counted `not-attempted`, and a task that panics is counted (`panic`).
-//! * [`init`] brings mailboxes to a profile's starting state ([`init_clone`]:
-//!   on the lab, by copying one filled mailbox on disk), and words its
-//!   progress ([`init_announcement`], the report's `Display`).
-//! * [`StatusLine`] is the live line on stderr that a [`LiveLine`] draws on.
-//! * [`setup`] resolves what a command line names (a profile, the lab or
-//!   explicit endpoints, the population) into a plan and a target.
+//! * [`init`] brings mailboxes to a profile's starting state over IMAP
+//!   APPEND or LMTP, and takes another way of filling them from its caller
+//!   ([`init::init_with`]: `peakhour-app` clones a mailbox on the lab's disk).
 //! * [`session_tasks`] runs the planner's atomic session tasks (a logon, a
 //!   delivery, a search without an index, idle sessions held) at a steady rate.
+//!
+//! The engine takes resolved endpoints and plans: reading the lab, starting
+//! the monitor and wording the status line belong to `peakhour-app`, the
+//! layer above, so that this crate depends on neither the lab nor the monitor.
 //! * [`limits`] says which limit of this machine (file descriptors,
 //!   ephemeral ports per source address, memory) a run would hit first, and
 //!   spreads users over loopback source addresses or refuses with shards.
@@ -64,8 +65,6 @@ pub mod files;
 mod folders;
 mod groupware;
 pub mod init;
-pub mod init_clone;
-mod init_text;
 pub mod limits;
 mod live;
 mod pop3_user;
@@ -77,10 +76,7 @@ mod recording;
 mod run;
 mod selfcheck;
 pub mod session_tasks;
-pub mod setup;
-mod setup_args;
 mod target;
-mod terminal;
 mod user;
 pub mod users_file;
 
@@ -94,7 +90,6 @@ pub use distributed::{
 pub use events::{Counter, Event, EventSink, NOT_ATTEMPTED, Outcome, PANIC};
 pub use folders::ServerFolders;
 pub use groupware::GroupwareCheckError;
-pub use init_text::{init_announcement, messages_per_user};
 pub use live::{LiveLine, LiveSink, reconciling_text};
 pub use peakhour_smtp::AuthPolicy;
 pub use peakhour_workload::Shard;
@@ -111,5 +106,4 @@ pub use target::{
     Account, Credentials, Endpoint, EndpointError, ServerOptions, Target, TlsMode,
     security_shortcuts,
 };
-pub use terminal::StatusLine;
 pub use user::LATE_AFTER;

@@ -8,12 +8,11 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
-use peakhour_engine::init::{InitSettings, Progress, Via, init};
-use peakhour_engine::init_clone::choose_via;
-use peakhour_engine::{init_announcement, messages_per_user};
+use peakhour_app::init_clone::{choose_via, init};
+use peakhour_app::{InitDone, MailRequest, init_announcement, messages_per_user};
+use peakhour_engine::init::{InitSettings, Progress, Via};
 use peakhour_workload::Overrides;
 
-use super::target::{check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::InitArgs;
 use crate::config::{CONNECT_TIMEOUT, INIT_COMMAND_TIMEOUT, InitConfig, UsageError, usage_exit};
 
@@ -26,15 +25,19 @@ type Prepared = (
 
 /// The plan, target and way in of an init, with the test population checked.
 fn prepare(args: &InitArgs, config: &InitConfig) -> anyhow::Result<Prepared> {
-    let profile = load_profile(&args.profile.profile)?;
-    let resolved = resolve_target(&args.target)?;
     let overrides = Overrides {
         users: config.users,
         seed: args.seed,
         ..Overrides::default()
     };
-    let plan = resolve_plan(&profile, overrides, &resolved)?;
-    check_population(&plan, &resolved, &config.allow_domains)?;
+    let (profile, target, allowed) = (
+        &args.profile.profile,
+        &args.target.spec(),
+        &config.allow_domains,
+    );
+    let say = &mut |line: String| eprintln!("{line}");
+    let MailRequest { plan, resolved, .. } =
+        MailRequest::resolve(profile, target, overrides, allowed, say)?;
     let (target, lab) = (&resolved.target, resolved.lab.as_ref());
     let (via, homes) =
         choose_via(args.via.as_deref(), target, lab, plan.users()).map_err(UsageError)?;
@@ -87,6 +90,6 @@ pub(crate) fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         .context("init panicked (a bug in peakhour)")?
         .context("init failed; what was added stays, and a second init resumes")?;
     bar.finish_and_clear();
-    println!("{report}");
+    println!("{}", InitDone(&report));
     Ok(ExitCode::SUCCESS)
 }

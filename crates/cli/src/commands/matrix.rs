@@ -6,11 +6,9 @@
 //! (`matrix.json`, `matrix.csv`, `matrix-relationships.csv`, `matrix.html`)
 //! `peakhour_report::plan`'s.
 
-use std::ffi::OsString;
 use std::os::unix::fs::DirBuilderExt as _;
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use peakhour_analysis::plan::{DEFAULT_RELATIONSHIP_THRESHOLD_PCT, Matrix, MatrixCell};
@@ -21,9 +19,10 @@ use peakhour_workload::HumanDuration;
 use super::planner::{load_average, output_dir};
 use super::signals::EXIT_INTERRUPTED;
 use super::sweep::child::{Children, run_child};
-use super::target::load_profile;
 use crate::args::MatrixArgs;
 use crate::config::MONITOR_INTERVAL;
+use peakhour_app::setup::load_profile;
+use peakhour_app::{ChildTarget, InitRequest, StepPhases, StepRequest};
 
 pub(crate) fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     let profile = load_profile(&args.profile.profile)?;
@@ -124,39 +123,21 @@ fn init_and_run(
     seed: u64,
     children: &Children,
 ) -> anyhow::Result<peakhour_rundir::RunDir> {
-    let common: Vec<OsString> = vec![
-        "--profile".into(),
-        args.profile.profile.clone().into(),
-        "--target".into(),
-        "lab".into(),
-        "--lab-dir".into(),
-        lab_dir.into(),
-        "--users".into(),
-        args.users.to_string().into(),
-        "--seed".into(),
-        seed.to_string().into(),
-    ];
-    let init: Vec<OsString> = [vec!["init".into()], common.clone()].concat();
-    let status = run_child(&init, "[init] ", children)?;
+    let (profile, target) = (&args.profile.profile, ChildTarget::lab(lab_dir));
+    let init = InitRequest {
+        profile: profile.into(),
+        target: target.clone(),
+        users: args.users,
+        seed,
+    };
+    let status = run_child(&init.args(), "[init] ", children)?;
     if !status.success() {
         bail!("init failed ({status})");
     }
-    let d = |d: Duration| OsString::from(HumanDuration(d).to_string());
-    let mut run: Vec<OsString> = [vec!["run".into()], common].concat();
-    run.extend([
-        "--duration".into(),
-        d(args.duration),
-        "--ramp-up".into(),
-        d(args.ramp_up),
-        "--drain".into(),
-        d(args.drain),
-        "--out".into(),
-        cell_dir.into(),
-    ]);
-    if let Some(speed) = args.speed {
-        run.extend(["--speed".into(), speed.to_string().into()]);
-    }
-    run_child(&run, "[run] ", children)?;
+    let mut phases = StepPhases::new(args.ramp_up, args.duration, args.drain);
+    phases.speed = args.speed;
+    let run = StepRequest::new(profile, target, (args.users, seed), phases, cell_dir);
+    run_child(&run.args(), "[run] ", children)?;
     if !cell_dir.join("summary.json").exists() {
         bail!("the run ended without results");
     }

@@ -15,7 +15,6 @@ mod run;
 mod run_files;
 mod signals;
 mod sweep;
-mod target;
 mod tasks;
 
 use std::process::ExitCode;

@@ -2,8 +2,9 @@
 //! someone else's test), and the monitor's part of `peakhour run`: the local
 //! source's settings. The sources, the findings (key metrics' high averages
 //! and the bottleneck), the live line's text and the cost line are
-//! `peakhour-monitor`'s; this file picks a source from the arguments, draws
-//! the live line and writes the directory.
+//! `peakhour-monitor`'s, the local source beside a load
+//! `peakhour_app::monitor_source`'s; this file picks a source from the
+//! arguments, draws the live line and writes the directory.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -11,11 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-pub(crate) use peakhour_lab::Watching;
-use peakhour_lab::{LabStatus, local_config, mail_probes_in};
-use peakhour_monitor::{
-    GroupSpec, LocalSource, MailProbes, Monitor, MonitorConfig, NodeExporterSource, Sample,
-};
+pub(crate) use peakhour_app::monitor_source::{Watching, local_source};
+use peakhour_lab::mail_probes_in;
+use peakhour_monitor::{MailProbes, Monitor, MonitorConfig, NodeExporterSource, Sample};
 use peakhour_report::render_monitor_session;
 use peakhour_rundir::{DirKind, RunDir, RunFile, default_dir};
 use tokio::sync::watch;
@@ -23,23 +22,7 @@ use tokio::sync::watch;
 use super::signals::EXIT_INTERRUPTED;
 use super::signals::wait_for_signal;
 use crate::args::MonitorArgs;
-use peakhour_engine::StatusLine;
-
-/// The local source `peakhour_lab::local_config` describes, with the
-/// `--group NAME=REGEX` groups added.
-pub(crate) fn local_source(
-    groups: &[String],
-    lab: Option<&LabStatus>,
-    mail: MailProbes,
-    watching: Watching,
-) -> anyhow::Result<LocalSource> {
-    let extra = groups
-        .iter()
-        .map(|spec| GroupSpec::parse(spec).with_context(|| format!("--group {spec:?}")))
-        .collect::<anyhow::Result<_>>()?;
-    let config = local_config(lab, watching, mail, extra);
-    LocalSource::new(config).context("cannot start the local monitor source")
-}
+use peakhour_app::StatusLine;
 
 /// Starts the monitor on the source the arguments name; returns it and what it watches.
 fn start(

@@ -14,8 +14,8 @@ use peakhour_report::plan::{plan_json, render_plan_terminal, tasks_from_json, wr
 use peakhour_rundir::read_qos_capacity;
 use peakhour_workload::Profile;
 
-use super::target::load_profile;
 use crate::args::PlanArgs;
+use peakhour_app::setup::load_profile;
 
 pub(crate) fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.tasks)

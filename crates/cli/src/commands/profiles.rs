@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use peakhour_engine::profiles;
 use peakhour_workload::{Overrides, Plan};
 
-use super::target::load_profile;
 use crate::args::{ProfilesCommand, RunShape};
+use peakhour_app::setup::load_profile;
 
 pub(crate) fn run(command: ProfilesCommand) -> anyhow::Result<ExitCode> {
     match command {

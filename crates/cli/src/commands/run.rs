@@ -9,24 +9,25 @@ pub(super) mod monitored;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use peakhour_analysis::{Summary, Verdict};
+use peakhour_app::RunRequest;
+use peakhour_app::setup::ResolvedTarget;
 use peakhour_engine::{Both, LiveLine, Observer, RunResult, RunSettings, StartNotice, Target};
 use peakhour_monitor::{NodeExporterSource, Source};
 use peakhour_report::render_run_end;
-use peakhour_rundir::{DirKind, RunConfig, RunDir};
-use peakhour_workload::{HumanDuration, Overrides, Plan};
+use peakhour_rundir::RunDir;
+use peakhour_workload::{HumanDuration, Plan};
 use tokio::runtime::Runtime;
 
 use self::monitored::{add_findings, run_monitored};
 use super::monitor::{Watching, local_source};
 use super::signals::EXIT_INTERRUPTED;
-use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
 use crate::args::RunArgs;
 use crate::config::{
     CONNECT_TIMEOUT, MONITOR_INTERVAL, RunConfig as CheckedRunConfig, UsageError, usage_exit,
 };
-use peakhour_engine::StatusLine;
+use peakhour_app::StatusLine;
 use peakhour_lab::LabStatus;
 use peakhour_monitor::MonitorRun;
 
@@ -127,70 +128,23 @@ struct Prepared {
 
 impl Prepared {
     fn new(args: &RunArgs, config: CheckedRunConfig) -> anyhow::Result<Self> {
-        let profile = load_profile(&args.profile.profile)?;
-        let resolved = resolve_target(&args.target)?;
-        let shape = &config.shape;
-        let overrides = Overrides {
-            users: config.users,
-            day: shape.day,
-            speed: shape.speed,
-            seed: shape.seed,
-            window: config.window,
-        };
-        let plan = resolve_plan(&profile, overrides, &resolved)?;
-        // Mail goes only to the test population, checked before any connection.
-        check_population(&plan, &resolved, &config.allow_domains)?;
-        let mut target = resolved.target.clone();
-        eprintln!("{}", config.fit_limits(&plan, args.protocol, &mut target)?);
-        if args.protocol == peakhour_engine::MailProtocol::Jmap && target.jmap.is_none() {
-            bail!("--protocol jmap needs a JMAP server: a lab --mail-server cyrus, or --jmap URL");
-        }
-
-        // Shards share their run's name, made from the agreed start.
-        let (shard, start_at) = (config.shard, config.start_at);
-        let run_id = peakhour_rundir::dir_name(
-            start_at.unwrap_or_else(std::time::SystemTime::now),
-            DirKind::Run {
-                profile: plan.name(),
-                users: plan.users(),
-            },
-        );
-        // Shards of one run write beside each other unless told where.
-        let name = match shard.count() {
-            1 => run_id.clone(),
-            n => format!("{run_id}-shard-{}-of-{n}", shard.number()),
-        };
-        let dir = RunDir::start(args.out.as_deref(), &name)?;
-        let mut recorded = RunConfig::mail(
-            shape.run_section(),
-            config.monitor_section(),
-            &plan,
-            &target,
-            resolved.shortcuts.clone(),
-            &config.allow_domains,
-        )?;
-        recorded.target.lab = resolved.lab.as_ref().map(|lab| lab.dir.clone());
-        dir.write_config(&recorded)?;
-
-        let settings = RunSettings {
-            run_id,
-            ramp_up: shape.ramp_up,
-            duration: shape.duration,
-            drain: shape.drain,
-            action_timeout: shape.action_timeout,
-            connect_timeout: CONNECT_TIMEOUT,
-            client_name: "client.peakhour.test".into(),
-            interval: shape.interval,
-            qos_p95_ms: shape.qos_p95_ms,
-            shard,
-            start_at,
-            protocol: args.protocol,
-        };
+        let say = &mut |line: String| eprintln!("{line}");
+        let request = RunRequest::resolve(args, config, say)?;
+        let (run_id, name) = request.names(std::time::SystemTime::now());
+        let dir = RunDir::start(request.out.as_deref(), &name)?;
+        dir.write_config(&request.recorded_config()?)?;
+        let settings = request.settings(run_id);
+        let RunRequest {
+            config,
+            mail,
+            target,
+            ..
+        } = request;
         Ok(Prepared {
             config,
-            plan,
+            plan: mail.plan,
             target,
-            resolved,
+            resolved: mail.resolved,
             dir,
             settings,
         })

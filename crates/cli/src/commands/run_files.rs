@@ -3,8 +3,9 @@
 //! directory (`--dir`), an SMB share (`--smb`) or the lab's Samba (`--target lab`, from
 //! `lab up --with smb`).
 //!
-//! Glue: `peakhour_engine::files` resolves the profile, the load file, the target and the
-//! workload, runs the clients and words the run's lines; `peakhour-rundir` writes the same
+//! Glue: `peakhour_app::files::FileRequest` resolves the target and the workload
+//! (`peakhour_engine::files` the profile and the load file); the engine runs the clients and
+//! words the run's lines; `peakhour-rundir` writes the same
 //! run directory as a mail run (`config.toml` with a `[files]` table, `summary.json` with
 //! `throughput.bytes_per_second`, `monitor.csv` with a `samba` group, `report.html`).
 //! This module maps the flags onto them and picks the exit code. See docs/files.md.
@@ -13,42 +14,24 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use peakhour_analysis::{Summary, Verdict};
+use peakhour_app::files::FileRequest;
 use peakhour_engine::files::{
-    FileBoth, FileLiveLine, FileProfileChoice, FileRunSettings, FileTargetSpec, FileWorkload,
-    LAB_DEFAULT_CLIENTS, check_lab_users, resolve_file_target, run_files,
+    FileBoth, FileLiveLine, FileProfileChoice, FileRunSettings, run_files,
 };
 use peakhour_lab::LabStatus;
 use peakhour_monitor::{MailProbes, Source};
 use peakhour_rundir::{DirKind, RunConfig, RunDir};
-use peakhour_workload::files::FileOverrides;
 
 use super::monitor::{Watching, local_source};
 use super::run::monitored::{add_findings, run_monitored};
 use super::signals::EXIT_INTERRUPTED;
 use crate::args::RunArgs;
 use crate::config::{CONNECT_TIMEOUT, RunConfig as CheckedRunConfig};
-use peakhour_engine::StatusLine;
+use peakhour_app::StatusLine;
 
 /// The file profile `name` names, or `None` for a mail profile.
 pub(crate) fn file_profile(name: &str) -> anyhow::Result<Option<FileProfileChoice>> {
     Ok(FileProfileChoice::from_name(name)?)
-}
-
-fn overrides(args: &RunArgs, config: &CheckedRunConfig, lab: Option<&LabStatus>) -> FileOverrides {
-    let f = &args.files;
-    FileOverrides {
-        clients: config
-            .users
-            .or(lab.map(|l| l.users.min(LAB_DEFAULT_CLIENTS))),
-        seed: config.shape.seed,
-        think_time: f.think_time,
-        start_delay: f.start_delay,
-        workspace_size: f.workspace,
-        ramp_up: f.ramp_up_iterations,
-        measured: f.measured_iterations,
-        ramp_down: f.ramp_down_iterations,
-        work_per_iteration: f.work_per_iteration,
-    }
 }
 
 /// The monitor's source: this machine, with the lab's groups (its Samba's processes
@@ -66,15 +49,11 @@ pub(crate) fn run(
     config: CheckedRunConfig,
     choice: FileProfileChoice,
 ) -> anyhow::Result<ExitCode> {
-    let files = FileTargetSpec {
-        dir: args.files.dir.clone(),
-        smb: args.files.smb.clone(),
-        cache: args.files.cache.clone(),
-    };
-    let (target, lab) = resolve_file_target(&files, &args.target.spec())?;
-    let overrides = overrides(args, &config, lab.as_ref());
-    let workload = FileWorkload::resolve(choice, &overrides, args.files.loadfile.as_deref())?;
-    check_lab_users(workload.clients(), lab.as_ref())?;
+    let FileRequest {
+        target,
+        lab,
+        workload,
+    } = FileRequest::resolve(args, &config, choice)?;
     let run_id = peakhour_rundir::dir_name(
         std::time::SystemTime::now(),
         DirKind::Run {

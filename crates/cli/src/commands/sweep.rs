@@ -11,7 +11,6 @@
 
 pub(super) mod child;
 
-use std::ffi::OsString;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
@@ -24,11 +23,12 @@ use peakhour_report::capacity::{SweepPlan, price_line, render_sweep_text, step_l
 use peakhour_rundir::SweepDir;
 use peakhour_workload::HumanDuration;
 
-use self::child::{Children, common_args, run_args, run_child};
+use self::child::{Children, run_child};
 use super::signals::EXIT_INTERRUPTED;
-use super::target::load_profile;
 use crate::args::SweepArgs;
 use crate::config::DEFAULT_DURATION;
+use peakhour_app::setup::load_profile;
+use peakhour_app::{ChildTarget, InitRequest, StepRequest};
 
 /// The sweep as checked from its arguments.
 struct Plan {
@@ -86,10 +86,13 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
     );
     if !args.no_init && !plan.files {
         let max_users = plan.steps[plan.steps.len() - 1];
-        let mut init: Vec<OsString> = vec!["init".into()];
-        init.extend(common_args(&args));
-        init.extend(["--users".into(), max_users.to_string().into()]);
-        init.extend(["--seed".into(), seed.to_string().into()]);
+        let init = InitRequest {
+            profile: args.profile.profile.clone().into(),
+            target: ChildTarget::of(&args.target),
+            users: max_users,
+            seed,
+        }
+        .args();
         eprintln!("sweep: initializing {max_users} mailboxes once, for the largest step");
         let status = run_child(&init, "[init] ", &children)?;
         if children.interrupted() {
@@ -131,7 +134,7 @@ fn run_steps(args: &SweepArgs, plan: &Plan, children: &Children) -> anyhow::Resu
             steps.len(),
             step_dir.display()
         );
-        let child_args = run_args(args, users, plan.seed, &step_dir);
+        let child_args = StepRequest::sweep_step(args, users, plan.seed, &step_dir).args();
         let status = run_child(&child_args, &prefix, children)?;
         let code = status.code();
         let Some(step) = dir.read_step(users)? else {

@@ -20,32 +20,24 @@ mod measure;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
-use peakhour_engine::session_tasks::{AtomicTask, TaskPopulation, choose_tasks};
+use peakhour_engine::session_tasks::AtomicTask;
 use peakhour_report::plan::{render_tasks_terminal, tasks_json, write_tasks_files};
+use peakhour_workload::HumanDuration;
 use peakhour_workload::derive::inbox_topped_up;
-use peakhour_workload::{HumanDuration, Mode, Overrides, Profile};
 
 use super::planner::{load_average, output_dir, write};
-use super::sweep::child::{Children, run_child, target_args};
-use super::target::{ResolvedTarget, check_population, load_profile, resolve_plan, resolve_target};
+use super::sweep::child::{Children, run_child};
 use crate::args::TasksArgs;
+use peakhour_app::{ChildTarget, InitRequest, TasksRequest};
 
 /// Everything the tasks share.
 struct Setup {
     args: TasksArgs,
-    profile: Profile,
-    resolved: ResolvedTarget,
     dir: PathBuf,
-    tasks: Vec<AtomicTask>,
-    /// Sorted, without repeats; the last is the largest.
-    workstations: Vec<u32>,
-    seed: u64,
-    population: TaskPopulation,
-    server_cpus: f64,
-    server_memory: Option<u64>,
+    /// The profile, target, tasks, workstations, seed, population and server.
+    request: TasksRequest,
 }
 
 pub(crate) fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
@@ -54,18 +46,18 @@ pub(crate) fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(setup.dir.join("profiles"))
         .with_context(|| format!("cannot create {}", setup.dir.display()))?;
     let children = Children::install("tasks")?;
-    let names: Vec<&str> = setup.tasks.iter().map(AtomicTask::name).collect();
+    let names: Vec<&str> = setup.request.tasks.iter().map(AtomicTask::name).collect();
     eprintln!(
         "tasks {}: profile {}, tasks {}, workstations {:?} at {} task/s each, {} steady per task (after {} ramp-up), baseline {}; server {} CPUs",
         setup.dir.display(),
-        setup.profile.name,
+        setup.request.profile.name,
         names.join(", "),
-        setup.workstations,
+        setup.request.workstations,
         args.rate,
         HumanDuration(args.duration),
         HumanDuration(args.ramp_up),
         HumanDuration(args.baseline),
-        setup.server_cpus
+        setup.request.server_cpus
     );
     if !args.no_init {
         setup.init(None, &children)?;
@@ -83,7 +75,7 @@ pub(crate) fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
     let idle = meter.idle_baseline(&baseline_dir, args.baseline);
     let (baseline, baseline_memory) = runtime.block_on(idle)?;
     let mut result = None;
-    for &ws in &setup.workstations {
+    for &ws in &setup.request.workstations {
         let set = setup.run_all(ws, &baseline, baseline_memory, &runtime, &children)?;
         if children.interrupted() {
             bail!(
@@ -91,7 +83,7 @@ pub(crate) fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
                 setup.dir.display()
             );
         }
-        if setup.workstations.len() > 1 {
+        if setup.request.workstations.len() > 1 {
             write(
                 &setup.dir.join(format!("tasks-{ws}w.json")),
                 tasks_json(&set)?,
@@ -109,89 +101,52 @@ pub(crate) fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
 
 impl Setup {
     fn new(args: TasksArgs) -> anyhow::Result<Self> {
-        let profile = load_profile(&args.profile.profile)?;
-        if profile.mode != Mode::Poisson {
-            bail!("peakhour tasks needs a poisson-mode profile (rates per day)");
-        }
-        let resolved = resolve_target(&args.target)?;
-        let mut workstations = args.workstations.clone();
-        workstations.sort_unstable();
-        workstations.dedup();
-        let largest = workstations[workstations.len() - 1];
-        let users = resolved
-            .lab
-            .as_ref()
-            .map_or(largest.max(args.sessions), |lab| lab.users);
-        if largest > users {
-            bail!("--workstations {largest} needs that many users; the lab has {users}");
-        }
-        let users_only = Overrides {
-            users: Some(users),
-            ..Overrides::default()
-        };
-        let plan = resolve_plan(&profile, users_only, &resolved)?;
-        let actions: Vec<String> = plan.actions().iter().map(|a| a.name().to_owned()).collect();
-        let tasks = choose_tasks(&args.tasks, &actions).context("--tasks")?;
-        // The deliver task mails the population: checked as a run's is.
-        let checked = check_population(&plan, &resolved, &args.target.allow_domain)?;
-        let addresses = (0..users)
-            .map(|u| checked.address(u))
-            .collect::<Result<_, _>>()?;
-        let (target, addresses) = (resolved.target.clone(), Arc::new(addresses));
-        let population = TaskPopulation { target, addresses };
-        let (server_cpus, server_memory) = peakhour_lab::server_capacity(resolved.lab.as_ref());
-        let dir = output_dir(args.out.as_deref(), "tasks", &profile.name, "tasks.json")?;
-        Ok(Self {
-            seed: args.seed.unwrap_or(peakhour_workload::DEFAULT_SEED),
-            args,
-            profile,
-            resolved,
-            dir,
-            tasks,
-            workstations,
-            population,
-            server_cpus,
-            server_memory,
-        })
+        let say = &mut |line: String| eprintln!("{line}");
+        let request = TasksRequest::resolve(&args, say)?;
+        let name = &request.profile.name;
+        let dir = output_dir(args.out.as_deref(), "tasks", name, "tasks.json")?;
+        Ok(Self { args, dir, request })
     }
 
-    /// Runs `peakhour ARGS`, with our target flags, from a profile written
-    /// to `profiles/FILE`.
+    /// Runs a child `peakhour` with `args` (made by `args` from the path of
+    /// `profile`, written to `profiles/FILE`), its output prefixed with FILE.
     fn child(
         &self,
-        command: &str,
         file: &str,
         profile: String,
-        extra: Vec<OsString>,
+        args: impl FnOnce(PathBuf) -> Vec<OsString>,
         children: &Children,
     ) -> anyhow::Result<std::process::ExitStatus> {
         let path = self.dir.join("profiles").join(file);
         write(&path, profile)?;
-        let mut child: Vec<OsString> = vec![command.into(), "--profile".into(), path.into()];
-        child.extend(target_args(&self.args.target));
-        child.extend(["--seed".into(), self.seed.to_string().into()]);
-        child.extend(extra);
-        run_child(
-            &child,
-            &format!("[{}] ", file.trim_end_matches(".toml")),
-            children,
-        )
+        let prefix = format!("[{}] ", file.trim_end_matches(".toml"));
+        run_child(&args(path), &prefix, children)
     }
 
     /// `init` for the largest workstation count; with `inbox`, the Inbox
     /// topped up to that many messages first.
     fn init(&self, inbox: Option<u64>, children: &Children) -> anyhow::Result<()> {
-        let largest = self.workstations[self.workstations.len() - 1];
+        let largest = self.request.workstations[self.request.workstations.len() - 1];
         let (file, profile) = match inbox {
             Some(n) => (
                 format!("init-inbox-{n}.toml"),
-                inbox_topped_up(&self.profile, n)?,
+                inbox_topped_up(&self.request.profile, n)?,
             ),
-            None => ("init.toml".to_owned(), self.profile.to_toml()?),
+            None => ("init.toml".to_owned(), self.request.profile.to_toml()?),
         };
         eprintln!("tasks: initializing {largest} mailboxes ({file})");
-        let users = vec!["--users".into(), largest.to_string().into()];
-        let status = self.child("init", &file, profile, users, children)?;
+        let init = |profile: PathBuf| {
+            let target = ChildTarget::of(&self.args.target);
+            let (users, seed) = (largest, self.request.seed);
+            InitRequest {
+                profile: profile.into(),
+                target,
+                users,
+                seed,
+            }
+            .args()
+        };
+        let status = self.child(&file, profile, init, children)?;
         if !status.success() {
             bail!("init failed ({status}); see its output above");
         }

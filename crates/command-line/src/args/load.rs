@@ -7,11 +7,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 use peakhour_engine::ServerOptions;
-use peakhour_engine::setup::TargetSpec;
 
 use super::FileArgs;
 use super::help::{IMAP_URL_HELP, LMTP_URL_HELP, SMTP_URL_HELP};
 use super::parse_duration;
+use crate::TargetSpec;
 
 /// Which profile to use: a built-in name or a TOML file.
 #[derive(Debug, Args)]
@@ -92,7 +92,7 @@ pub struct TargetArgs {
 }
 
 impl TargetArgs {
-    /// The target as the engine takes it.
+    /// The target as named, for `peakhour-app` to resolve.
     pub fn spec(&self) -> TargetSpec {
         TargetSpec {
             lab_dir: (self.target == "lab").then(|| self.lab_dir.clone()),

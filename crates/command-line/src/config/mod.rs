@@ -52,7 +52,10 @@ pub fn error_text(error: &(dyn std::error::Error + 'static)) -> String {
 /// Whether `cause` (one link of an error's chain) is bad usage, which exits
 /// with code 2: a [`UsageError`], a profile that does not parse, breaks a
 /// bound or does not resolve with the options given, a users file that does
-/// not read, a test population refused, or an `--out` that is taken.
+/// not read, or an `--out` that is taken. The reasons of the target's
+/// resolution (a test population refused, a users file that does not read
+/// as one) are added by `peakhour_app::is_usage_cause`, the one the binary
+/// asks.
 pub fn is_usage_cause(cause: &(dyn std::error::Error + 'static)) -> bool {
     cause.is::<UsageError>()
         || cause.is::<peakhour_workload::ProfileError>()
@@ -60,9 +63,6 @@ pub fn is_usage_cause(cause: &(dyn std::error::Error + 'static)) -> bool {
         || cause
             .downcast_ref::<peakhour_engine::files::FileSetupError>()
             .is_some_and(peakhour_engine::files::FileSetupError::is_usage)
-        || cause
-            .downcast_ref::<peakhour_engine::setup::SetupError>()
-            .is_some_and(peakhour_engine::setup::SetupError::is_usage)
         || (cause.downcast_ref::<peakhour_engine::limits::LimitsError>())
             .is_some_and(peakhour_engine::limits::LimitsError::is_usage)
         || (cause.downcast_ref::<peakhour_rundir::RunDirError>())

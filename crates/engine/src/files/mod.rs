@@ -21,21 +21,19 @@
 
 mod client;
 mod events;
+mod live;
 mod mix;
 mod ops;
 mod recording;
 mod replay;
-mod resolve;
 mod run;
 mod setup;
 mod target;
 
 pub use events::{FileEvent, OpEvent, OpOutcome};
+pub use live::FileLiveLine;
 pub use recording::{BYTES_READ, BYTES_WRITTEN, UNMEASURED_OPERATIONS};
 pub use replay::LoadFile;
-pub use resolve::{
-    FileLiveLine, FileTargetSpec, LAB_DEFAULT_CLIENTS, check_lab_users, resolve_file_target,
-};
 pub use run::{
     FileBoth, FileObserver, FileProgress, FileRunOutcome, FileRunResult, FileRunSettings,
     FileWorkload, run_files,

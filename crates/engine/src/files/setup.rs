@@ -1,6 +1,6 @@
 //! From what a command line names to a file run ready to start: the profile (a built-in
 //! disk mix, a TOML file, or `nbench`), the load file, the target (a directory, an SMB
-//! address, the lab's share) and the workload with its overrides; and the texts a run
+//! address, the lab's share once `peakhour-app` has read the lab) and the workload with its overrides; and the texts a run
 //! shows about itself (what it is about to do, its live line, how it left the target).
 //! The binary only maps its flags onto these calls.
 
@@ -85,32 +85,6 @@ pub enum FileSetupError {
     /// An SMB share without a password in the environment or a users file.
     #[error("set the SMB password in ${0} (or give --users-file)")]
     NoPassword(String, #[source] std::env::VarError),
-    /// `--target lab` without a lab that answers.
-    #[error("--target lab needs a running lab with Samba (peakhour lab up --with smb)")]
-    NoLab(#[source] peakhour_lab::LabError),
-    /// A lab without Samba.
-    #[error(
-        "the lab in {0} runs no Samba; start it with `peakhour lab up --with smb`, or give --dir or --smb"
-    )]
-    LabWithoutSamba(String),
-    /// The lab runs, but not all of it.
-    #[error("the lab in {dir} is not healthy; see `peakhour lab status --lab-dir {lab_dir}`")]
-    LabUnhealthy {
-        /// The lab's directory, as its status names it.
-        dir: String,
-        /// The directory as given.
-        lab_dir: String,
-    },
-    /// More clients than the lab has users.
-    #[error(
-        "the lab has {lab} users and {clients} clients were asked for; restart it with more --users"
-    )]
-    LabTooSmall {
-        /// The lab's users.
-        lab: u32,
-        /// The clients asked for.
-        clients: u32,
-    },
 }
 
 impl FileSetupError {
@@ -119,12 +93,7 @@ impl FileSetupError {
     pub fn is_usage(&self) -> bool {
         !matches!(
             self,
-            FileSetupError::NoTarget
-                | FileSetupError::NoPassword(..)
-                | FileSetupError::NoLab(_)
-                | FileSetupError::LabWithoutSamba(_)
-                | FileSetupError::LabUnhealthy { .. }
-                | FileSetupError::LabTooSmall { .. }
+            FileSetupError::NoTarget | FileSetupError::NoPassword(..)
         )
     }
 }

@@ -14,12 +14,9 @@
 //!
 //! Each workstation starts tasks at a steady, evenly spaced rate; a task is
 //! timed from its intended start (a late start counts its lateness) and
-//! counted when that start falls inside the steady window. A [`TaskMeter`]
-//! measures each with the server monitor beside it, and the idle baseline.
-
-mod measure;
-
-pub use measure::{MeasureError, Measured, TaskMeter};
+//! counted when that start falls inside the steady window. `peakhour-app`'s
+//! `TaskMeter` measures each with the server monitor beside it, and the idle
+//! baseline: the engine knows no monitor.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -168,7 +165,7 @@ pub struct Schedule {
 
 /// Logins of the workstations: `(login, password)` per user, and the mail
 /// addresses deliveries go to.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct TaskPopulation {
     /// Where and how the workstations sign in.
     pub target: Arc<Target>,

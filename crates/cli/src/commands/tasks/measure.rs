@@ -1,18 +1,16 @@
 //! The measuring half of `peakhour tasks`: each task run with the monitor
 //! beside it. A profile's actions run as `peakhour run` children; the
 //! session tasks and the idle baseline are measured by
-//! `peakhour_engine::session_tasks::TaskMeter`, and what the monitor saw is
+//! `peakhour_app::TaskMeter`, and what the monitor saw is
 //! read into the planner's terms by `peakhour_analysis::monitor::server`.
 
-use std::ffi::OsString;
-use std::path::Path;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 use peakhour_analysis::monitor::server::high_average_value;
 use peakhour_analysis::plan::{IdleBaseline, MemoryFit, TaskRun, TaskSet, derive_task_cost};
-use peakhour_engine::session_tasks::{AtomicTask, Measured, TaskMeter};
-use peakhour_workload::HumanDuration;
+use peakhour_app::{ChildTarget, Measured, StepPhases, StepRequest, TaskMeter};
+use peakhour_engine::session_tasks::AtomicTask;
 use peakhour_workload::derive::one_action_profile;
 
 use super::Setup;
@@ -24,8 +22,8 @@ impl Setup {
     /// The session tasks' meter, with the arguments' phases and rates.
     pub(super) fn meter(&self) -> TaskMeter<'_> {
         TaskMeter {
-            population: &self.population,
-            lab: self.resolved.lab.as_ref(),
+            population: &self.request.population,
+            lab: self.request.resolved.lab.as_ref(),
             ramp_up: self.args.ramp_up,
             duration: self.args.duration,
             drain: self.args.drain,
@@ -46,9 +44,9 @@ impl Setup {
     ) -> anyhow::Result<TaskSet> {
         let mut costs = Vec::new();
         let mut memory: Option<MemoryFit> = None;
-        let several = self.workstations.len() > 1;
+        let several = self.request.workstations.len() > 1;
         let meter = self.meter();
-        for task in &self.tasks {
+        for task in &self.request.tasks {
             if children.interrupted() {
                 break;
             }
@@ -81,17 +79,22 @@ impl Setup {
                 memory = measured.memory;
             }
             let Some(run) = measured.run else { continue };
-            match derive_task_cost(&run, baseline, self.server_cpus, &high_average_value) {
+            match derive_task_cost(
+                &run,
+                baseline,
+                self.request.server_cpus,
+                &high_average_value,
+            ) {
                 Ok(cost) => costs.push(cost),
                 Err(e) => eprintln!("tasks: {} left out: {e}", task.name()),
             }
         }
         Ok(TaskSet::build(
-            &self.profile.name,
+            &self.request.profile.name,
             costs,
             baseline,
-            self.server_cpus,
-            self.server_memory,
+            self.request.server_cpus,
+            self.request.server_memory,
             memory,
         ))
     }
@@ -110,22 +113,14 @@ impl Setup {
             // Each workstation takes rate × span messages out, with room to spare.
             self.init(Some((args.rate * span * 1.5).ceil() as u64 + 5), children)?;
         }
-        let per_day = args.rate * self.profile.day().as_secs_f64();
-        let profile = one_action_profile(&self.profile, name, per_day)?;
-        let d = |d: Duration| OsString::from(HumanDuration(d).to_string());
-        let flags: Vec<OsString> = vec![
-            "--users".into(),
-            ws.to_string().into(),
-            "--duration".into(),
-            d(args.duration),
-            "--ramp-up".into(),
-            d(args.ramp_up),
-            "--drain".into(),
-            d(args.drain),
-            "--out".into(),
-            dir.into(),
-        ];
-        let status = self.child("run", &format!("{name}.toml"), profile, flags, children)?;
+        let per_day = args.rate * self.request.profile.day().as_secs_f64();
+        let profile = one_action_profile(&self.request.profile, name, per_day)?;
+        let phases = StepPhases::new(args.ramp_up, args.duration, args.drain);
+        let step = |profile: PathBuf| {
+            let target = ChildTarget::of(&args.target);
+            StepRequest::new(profile, target, (ws, self.request.seed), phases, dir).args()
+        };
+        let status = self.child(&format!("{name}.toml"), profile, step, children)?;
         if !dir.join("summary.json").exists() {
             bail!("the {name} task ended without results ({status}); see its output above");
         }

@@ -1,34 +1,18 @@
-//! What `peakhour init` tells a person: the announcement, the progress
-//! bar's position, and the closing line. Words and numbers only; the binary
-//! draws them.
+//! What `peakhour init` tells a person: the announcement and the closing
+//! line ([`InitDone`]). Words and numbers only; the binary draws them. The
+//! engine's [`InitReport`] holds the counts, this words them.
 
 use std::fmt;
-use std::sync::atomic::Ordering;
 
+use peakhour_engine::init::{CloneSummary, InitReport, Via};
 use peakhour_workload::Plan;
 
-use crate::init::{InitReport, Progress, Via};
-
-impl fmt::Display for Via {
-    /// `LMTP` or `IMAP APPEND`, as the announcement names the way in.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Via::Lmtp => "LMTP",
-            Via::ImapAppend => "IMAP APPEND",
-            Via::Clone => "IMAP APPEND for the first user, cloned on disk for the others",
-        })
-    }
-}
-
-impl Via {
-    /// The way `--via` names (`append` or `lmtp`); `None` for another name.
-    pub fn from_flag(name: &str) -> Option<Via> {
-        match name {
-            "lmtp" => Some(Via::Lmtp),
-            "append" => Some(Via::ImapAppend),
-            "clone" => Some(Via::Clone),
-            _ => None,
-        }
+/// `LMTP` or `IMAP APPEND`, as the announcement names the way in.
+pub fn via_name(via: Via) -> &'static str {
+    match via {
+        Via::Lmtp => "LMTP",
+        Via::ImapAppend => "IMAP APPEND",
+        Via::Clone => "IMAP APPEND for the first user, cloned on disk for the others",
     }
 }
 
@@ -40,48 +24,69 @@ pub fn messages_per_user(plan: &Plan) -> u64 {
 /// The line that opens an init: how many mailboxes, of what, and how.
 pub fn init_announcement(plan: &Plan, via: Via) -> String {
     format!(
-        "initializing {} mailboxes for {} ({} folders, {} messages each) via {via}",
+        "initializing {} mailboxes for {} ({} folders, {} messages each) via {}",
         plan.users(),
         plan.name(),
         plan.folders().len(),
         messages_per_user(plan),
+        via_name(via),
     )
 }
 
-impl Progress {
-    /// Messages done so far out of `users × per_user`: those added, and
-    /// those the finished users had already (so the bar ends full on a
-    /// re-run that adds nothing).
-    pub fn messages_done(&self, per_user: u64) -> u64 {
-        let added = self.added.load(Ordering::Relaxed);
-        let to_add = self.to_add.load(Ordering::Relaxed);
-        let finished = self.users_done.load(Ordering::Relaxed) * per_user;
-        added + finished.saturating_sub(to_add.min(finished))
-    }
-}
+/// The closing line of an init: `init done: ...` with the counts and the
+/// rate, then the clone's line and the calendars' line when there were any.
+#[derive(Debug, Clone, Copy)]
+pub struct InitDone<'a>(pub &'a InitReport);
 
-impl fmt::Display for InitReport {
-    /// `init done: ...` with the counts and the rate, then the calendars'
-    /// line when calendars were written.
+impl fmt::Display for InitDone<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let report = self.0;
         write!(
             f,
             "init done: {} users, {} messages wanted, {} already there, {} added ({:.1} MB) in {:.1} s = {:.0} messages/s",
-            self.users,
-            self.wanted,
-            self.already_there,
-            self.added,
-            self.bytes as f64 / 1e6,
-            self.elapsed.as_secs_f64(),
-            self.messages_per_second()
+            report.users,
+            report.wanted,
+            report.already_there,
+            report.added,
+            report.bytes as f64 / 1e6,
+            report.elapsed.as_secs_f64(),
+            report.messages_per_second()
         )?;
-        if let Some(cloned) = &self.cloned {
-            write!(f, "\n{cloned}")?;
+        if let Some(cloned) = &report.cloned {
+            write!(f, "\n{}", CloneDone(cloned))?;
         }
-        if let Some(calendars) = &self.calendars {
+        if let Some(calendars) = &report.calendars {
             write!(f, "\n{calendars}")?;
         }
         Ok(())
+    }
+}
+
+/// What the clone on disk did, on one line.
+struct CloneDone<'a>(&'a CloneSummary);
+
+impl fmt::Display for CloneDone<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let summary = self.0;
+        if summary.source.is_empty() {
+            f.write_str("nothing to clone on disk (every user holds mail)")?;
+        } else {
+            write!(
+                f,
+                "cloned {}'s mailbox on disk: {} users ({} files, {:.1} MB) in {:.1} s = {:.0} users/s",
+                summary.source,
+                summary.cloned,
+                summary.files,
+                summary.bytes as f64 / 1e6,
+                summary.seconds,
+                summary.users_per_second(),
+            )?;
+        }
+        write!(
+            f,
+            "; {} already cloned, {} checked over IMAP, {} half-done clones redone",
+            summary.already_cloned, summary.completed_over_imap, summary.redone,
+        )
     }
 }
 
@@ -93,6 +98,8 @@ mod tests {
 
     #[test]
     fn the_bar_counts_messages_already_there_for_users_that_are_done() {
+        use peakhour_engine::init::Progress;
+        use std::sync::atomic::Ordering;
         let progress = Progress::default();
         // Two users of 10 messages done, 5 of them added, 15 already there.
         progress.users_done.store(2, Ordering::Relaxed);
@@ -123,7 +130,7 @@ mod tests {
             cloned: None,
         };
         assert_eq!(
-            report.to_string(),
+            InitDone(&report).to_string(),
             "init done: 4 users, 200 messages wanted, 50 already there, 150 added (2.5 MB) in 3.0 s = 50 messages/s"
         );
     }
@@ -133,7 +140,7 @@ mod tests {
         assert_eq!(Via::from_flag("lmtp"), Some(Via::Lmtp));
         assert_eq!(Via::from_flag("append"), Some(Via::ImapAppend));
         assert_eq!(Via::from_flag("smtp"), None);
-        assert_eq!(Via::ImapAppend.to_string(), "IMAP APPEND");
+        assert_eq!(via_name(Via::ImapAppend), "IMAP APPEND");
     }
 
     #[test]

@@ -2,53 +2,21 @@
 //! built-in name or a TOML file), the target (the lab in a directory, or
 //! explicit endpoints with a shared password or a users file), the plan with
 //! its overrides, and the test population, checked before any connection.
-//! The binary maps its flags onto a [`TargetSpec`] and calls these; nothing
-//! here prints.
+//! The command line names the target as a [`TargetSpec`]; this resolves it
+//! and nothing here prints.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use peakhour_command_line::TargetSpec;
+use peakhour_engine::users_file::UsersFileError;
+use peakhour_engine::{
+    Account, CalDavEndpoint, Credentials, Endpoint, EndpointError, Population, PopulationError,
+    Target, security_shortcuts,
+};
 use peakhour_lab::{Lab, LabError, LabStatus};
 use peakhour_net::{Secret, TlsError, TlsSettings};
 use peakhour_workload::{Overrides, Plan, PlanError, Profile, ProfileError, builtin};
-
-use crate::calendar::CalDavEndpoint;
-use crate::population::{Population, PopulationError};
-use crate::target::{
-    Account, Credentials, Endpoint, EndpointError, ServerOptions, Target, security_shortcuts,
-};
-use crate::users_file::UsersFileError;
-
-/// Where the load goes and who logs in, as the command line gave it.
-#[derive(Debug, Clone, Default)]
-pub struct TargetSpec {
-    /// `Some(dir)` for the lab in `dir` (`--target lab`), `None` for the
-    /// explicit endpoints below.
-    pub lab_dir: Option<PathBuf>,
-    /// `--imap`, `--smtp`, `--lmtp`, `--pop3`: URLs (explicit targets).
-    pub imap: Option<String>,
-    /// See `imap`.
-    pub smtp: Option<String>,
-    /// See `imap`.
-    pub lmtp: Option<String>,
-    /// See `imap`.
-    pub pop3: Option<String>,
-    /// `--caldav`: for any target; the lab's own when it runs one.
-    pub caldav: Option<String>,
-    /// `--jmap`: the JMAP session URL (explicit targets); the lab's own when
-    /// it serves JMAP (a Cyrus lab).
-    pub jmap: Option<String>,
-    /// `--users-file`: the run's whole test population.
-    pub users_file: Option<PathBuf>,
-    /// `--password-env`: the variable holding the shared password.
-    pub password_env: String,
-    /// `--ca-file`: extra trusted CA certificates (the lab's by default).
-    pub ca_file: Option<PathBuf>,
-    /// `--insecure-skip-tls-verify`.
-    pub insecure_skip_tls_verify: bool,
-    /// How the server is driven (`--smtp-auth`, `--folder-prefix`).
-    pub options: ServerOptions,
-}
 
 /// Why a run could not be set up. Nothing has connected yet.
 #[derive(Debug, thiserror::Error)]
@@ -173,7 +141,7 @@ pub fn load_profile(name: &str) -> Result<Profile, SetupError> {
         // Every name `run` takes, file profiles too: `run` tries those first.
         return Err(SetupError::NoProfile {
             name: name.to_owned(),
-            builtins: crate::profiles::builtin_names(),
+            builtins: peakhour_engine::profiles::builtin_names(),
         });
     }
     let source = read(path)?;
@@ -198,29 +166,28 @@ pub struct ResolvedTarget {
     pub shortcuts: Vec<String>,
 }
 
-impl TargetSpec {
-    fn tls(&self, lab_ca: Option<&str>) -> Result<Arc<rustls::ClientConfig>, SetupError> {
-        let settings = TlsSettings {
-            verify: !self.insecure_skip_tls_verify,
-            extra_ca_file: self.ca_file.clone().or_else(|| lab_ca.map(Into::into)),
-            use_system_roots: true,
-        };
-        Ok(settings.client_config()?)
-    }
+/// The TLS settings `spec` names, trusting the lab's CA (`lab_ca`) too.
+fn tls(spec: &TargetSpec, lab_ca: Option<&str>) -> Result<Arc<rustls::ClientConfig>, SetupError> {
+    let settings = TlsSettings {
+        verify: !spec.insecure_skip_tls_verify,
+        extra_ca_file: spec.ca_file.clone().or_else(|| lab_ca.map(Into::into)),
+        use_system_roots: true,
+    };
+    Ok(settings.client_config()?)
+}
 
-    /// The CalDAV server: `--caldav URL` if given (for any target), else the
-    /// lab's own (`endpoints.caldav` of its status), else none.
-    fn caldav(&self, lab: Option<&str>) -> Result<Option<CalDavEndpoint>, SetupError> {
-        self.caldav
-            .as_deref()
-            .or(lab)
-            .map(CalDavEndpoint::parse)
-            .transpose()
-            .map_err(|source| SetupError::Url {
-                flag: "--caldav",
-                source,
-            })
-    }
+/// The CalDAV server: `--caldav URL` if given (for any target), else the
+/// lab's own (`endpoints.caldav` of its status), else none.
+fn caldav(spec: &TargetSpec, lab: Option<&str>) -> Result<Option<CalDavEndpoint>, SetupError> {
+    spec.caldav
+        .as_deref()
+        .or(lab)
+        .map(CalDavEndpoint::parse)
+        .transpose()
+        .map_err(|source| SetupError::Url {
+            flag: "--caldav",
+            source,
+        })
 }
 
 /// The target, with the security shortcuts it takes (for the caller to warn about).
@@ -259,13 +226,13 @@ fn lab_target(spec: &TargetSpec, lab_dir: &Path) -> Result<ResolvedTarget, Setup
         jmap: (e.jmap.as_deref())
             .map(|url| Endpoint::parse(url, &["http"]).map_err(SetupError::LabUrl))
             .transpose()?,
-        caldav: spec.caldav(e.caldav.as_deref())?.map(|mut caldav| {
+        caldav: caldav(spec, e.caldav.as_deref())?.map(|mut caldav| {
             // The lab's Cyrus knows its users as `userN@domain`.
             caldav.login_with_domain = status.mail_server == peakhour_lab::MailServer::Cyrus;
             caldav
         }),
         pop3: Some(endpoint("pop3", &e.pop3)?),
-        tls: spec.tls(Some(&status.ca_file))?,
+        tls: tls(spec, Some(&status.ca_file))?,
         credentials: Credentials::Shared(Secret::new(status.password.clone())),
         options: spec.options.clone(),
     };
@@ -304,9 +271,9 @@ fn explicit_target(spec: &TargetSpec) -> Result<ResolvedTarget, SetupError> {
         )?,
         lmtp: optional("--lmtp", spec.lmtp.as_deref(), &["lmtp"])?,
         jmap: optional("--jmap", spec.jmap.as_deref(), &["http", "https"])?,
-        caldav: spec.caldav(None)?,
+        caldav: caldav(spec, None)?,
         pop3: optional("--pop3", spec.pop3.as_deref(), &["pop3", "pop3s"])?,
-        tls: spec.tls(None)?,
+        tls: tls(spec, None)?,
         credentials,
         options: spec.options.clone(),
     };

@@ -1,306 +1,25 @@
-//! `peakhour init`: bring every mailbox to the profile's starting state —
-//! its folders, and in each the profile's number of messages from its mix.
-//!
-//! * **Idempotent and resumable.** Each user's folders are counted first
-//!   (IMAP STATUS), and only the missing messages are added, in order, so a
-//!   second run adds nothing and an interrupted run continues where it stopped.
-//! * **Fast where it can be.** Messages go in with IMAP APPEND, each folder's
-//!   in MULTIAPPEND batches (RFC 3502) when the server offers it: one command
-//!   and one mailbox transaction for many messages. Into the lab that is about
-//!   four times faster than LMTP delivery, which opens the mailbox, updates
-//!   its indexes and syncs once per message (docs/PERFORMANCE.md). LMTP
-//!   (`user+Folder@domain`, with `lmtp_save_to_detail_mailbox`) remains a
-//!   choice. Users are initialized in parallel.
-//! * **Deterministic.** Message bytes come from the plan's seed, so two labs
-//!   initialized with the same profile and seed hold the same mail.
+//! One user's part of an init: its folders counted (and made), then the
+//! messages it lacks added over IMAP APPEND (MULTIAPPEND batches when
+//! offered) or LMTP.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 use peakhour_imap::{ImapConnection, ImapError, SearchKey, StatusItem};
-use peakhour_smtp::{Flavor, SmtpConnection, SmtpError};
+use peakhour_smtp::{Flavor, SmtpConnection};
 use peakhour_workload::{InitialMessage, MessageGenerator, MessageSpec, Plan};
-use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
-use tokio::time::Instant;
 
+use super::{InitError, InitSettings, Progress, Via};
 use crate::folders::{discover, listed};
-use crate::population::{Population, PopulationError};
+use crate::population::Population;
 use crate::target::Target;
 use crate::user::rfc5322;
 
-/// How messages get into the mailboxes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Via {
-    /// LMTP straight into the store (the lab).
-    Lmtp,
-    /// IMAP APPEND (any server), batched with MULTIAPPEND when offered.
-    ImapAppend,
-    /// The lab only: the first user filled with IMAP APPEND, then its home
-    /// copied on disk for every user that holds no mail
-    /// ([`crate::init_clone`]).
-    Clone,
-}
-
-/// Settings of an init.
-#[derive(Debug, Clone)]
-pub struct InitSettings {
-    /// How messages are written.
-    pub via: Via,
-    /// Users initialized at once (each holds one connection for delivery).
-    pub parallel: usize,
-    /// Connecting, with the TLS handshake, the greeting and STARTTLS, must
-    /// take less than this.
-    pub timeout: Duration,
-    /// Every IMAP and LMTP command must complete within this (a MULTIAPPEND
-    /// batch of up to 4 MB is one command).
-    pub command_timeout: Duration,
-    /// The lab's users' homes (`mail/<domain>`), for [`Via::Clone`].
-    pub homes: Option<std::path::PathBuf>,
-}
-
-/// What an init did.
-#[derive(Debug, Clone, Default)]
-pub struct InitReport {
-    /// Users whose mailboxes were checked.
-    pub users: u32,
-    /// Messages the profile asks for, over all users.
-    pub wanted: u64,
-    /// Messages that were already there.
-    pub already_there: u64,
-    /// Messages added now.
-    pub added: u64,
-    /// Bytes added.
-    pub bytes: u64,
-    /// Wall time (of the mailboxes; the calendars keep their own).
-    pub elapsed: Duration,
-    /// The calendars made over CalDAV, when the profile keeps a calendar
-    /// and the target has a CalDAV server.
-    pub calendars: Option<crate::CalendarInitReport>,
-    /// What the clone on disk did, for [`Via::Clone`].
-    pub cloned: Option<crate::init_clone::CloneSummary>,
-}
-
-impl InitReport {
-    /// Messages added per second.
-    pub fn messages_per_second(&self) -> f64 {
-        self.added as f64 / self.elapsed.as_secs_f64().max(1e-9)
-    }
-}
-
-/// Why an init failed.
-#[derive(Debug, thiserror::Error)]
-pub enum InitError {
-    /// An IMAP step failed for a user. The error carries the command and
-    /// the server's text; `login` is the login actually sent, and `folder`
-    /// the folder the command was about (as the server names it).
-    #[error("{login}: {error}{}", folder_suffix(.folder))]
-    Imap {
-        /// The login sent (from the users file, or the address).
-        login: String,
-        /// The folder the failing command named, if any.
-        folder: Option<String>,
-        /// The error (not a `source`: its text is already in this one's,
-        /// and a chain would print it twice).
-        error: ImapError,
-    },
-    /// An LMTP step failed for a user.
-    #[error("{user}: LMTP: {error}")]
-    Lmtp {
-        /// The user's address (LMTP delivers to addresses).
-        user: String,
-        /// The error.
-        error: SmtpError,
-    },
-    /// LMTP refused a message.
-    #[error("{user}: LMTP refused the message for {folder}: {reply}")]
-    Refused {
-        /// The user.
-        user: String,
-        /// The folder.
-        folder: String,
-        /// The server's reply.
-        reply: String,
-    },
-    /// A user's task panicked (a bug in peakhour).
-    #[error("{user}: the task initializing this mailbox panicked (a bug in peakhour)")]
-    Panicked {
-        /// The user.
-        user: String,
-    },
-    /// The population is unusable (see [`Population::new`]).
-    #[error(transparent)]
-    Population(#[from] PopulationError),
-    /// LMTP was asked for but the target has no LMTP endpoint.
-    #[error(
-        "LMTP delivery needs an LMTP endpoint (the lab has one); use IMAP APPEND for other servers"
-    )]
-    NoLmtp,
-    /// The calendars could not be made (see [`crate::init_calendars`]).
-    #[error(transparent)]
-    Calendar(#[from] crate::CalendarInitError),
-    /// The clone on disk failed (see [`Via::Clone`]).
-    #[error("cloning the first mailbox on disk: {0}")]
-    Clone(#[from] peakhour_lab::LabError),
-    /// A step failed and what the server said held a password of the run
-    /// (a refusal quoting the command): the error's text with the
-    /// passwords taken out by the run's redaction (issue 26).
-    #[error("{0}")]
-    Redacted(String),
-}
-
-impl InitError {
-    /// This error, or its text redacted when the text holds a password.
-    fn redacted(self, redactor: &peakhour_analysis::Redactor) -> Self {
-        let text = self.to_string();
-        let clean = redactor.redact(&text);
-        if clean == text {
-            self
-        } else {
-            Self::Redacted(clean)
-        }
-    }
-}
-
-fn folder_suffix(folder: &Option<String>) -> String {
-    folder
-        .as_ref()
-        .map(|f| format!(" (folder {f:?})"))
-        .unwrap_or_default()
-}
-
-/// Live progress, readable from another task (for a progress bar).
 #[derive(Debug, Default)]
-pub struct Progress {
-    /// Messages the run will add, once known (grows as users are checked).
-    pub to_add: AtomicU64,
-    /// Messages added so far.
-    pub added: AtomicU64,
-    /// Users finished.
-    pub users_done: AtomicU64,
-}
-
-/// Initializes every mailbox of `plan` on `target`. Every wait has a
-/// deadline (see [`InitSettings`]); the first user that fails or panics
-/// ends the init with its error, and what was added stays (init resumes).
-/// The error has passed the run's redaction ([`Target::redactor`]).
-pub async fn init(
-    plan: Arc<Plan>,
-    target: Arc<Target>,
-    settings: InitSettings,
-    progress: Arc<Progress>,
-) -> Result<InitReport, InitError> {
-    let redactor = target.redactor();
-    let filled = if settings.via == Via::Clone {
-        crate::init_clone::fill_by_clone(plan.clone(), target.clone(), settings.clone(), progress)
-            .await
-    } else {
-        let everyone = (0..plan.users()).collect();
-        fill_mailboxes(
-            plan.clone(),
-            target.clone(),
-            settings.clone(),
-            progress,
-            everyone,
-        )
-        .await
-    };
-    let mut report = filled.map_err(|e| e.redacted(&redactor))?;
-    let population = Arc::new(Population::new(&plan, &target.credentials)?);
-    report.calendars = crate::calendar_init::init_calendars(&plan, &target, &population, &settings)
-        .await
-        .map_err(|e| InitError::from(e).redacted(&redactor))?;
-    Ok(report)
-}
-
-/// Fills the mailboxes of `users` (indexes into the population), each over
-/// its own connection (`settings.via` is LMTP or IMAP APPEND).
-pub(crate) async fn fill_mailboxes(
-    plan: Arc<Plan>,
-    target: Arc<Target>,
-    settings: InitSettings,
-    progress: Arc<Progress>,
-    users_to_fill: Vec<u32>,
-) -> Result<InitReport, InitError> {
-    if settings.via == Via::Lmtp && target.lmtp.is_none() {
-        return Err(InitError::NoLmtp);
-    }
-    let population = Arc::new(Population::new(&plan, &target.credentials)?);
-    if population.users() < plan.users() {
-        return Err(PopulationError::NoSuchUser {
-            user: population.users(),
-            users: population.users(),
-        }
-        .into());
-    }
-    let started = Instant::now();
-    let permits = Arc::new(Semaphore::new(settings.parallel.max(1)));
-    let mut tasks = JoinSet::new();
-    let mut users = HashMap::new();
-    for user in users_to_fill.iter().copied() {
-        let (plan, population, target, settings, progress, permits) = (
-            plan.clone(),
-            population.clone(),
-            target.clone(),
-            settings.clone(),
-            progress.clone(),
-            permits.clone(),
-        );
-        let task = tasks.spawn(async move {
-            let _permit = permits.acquire_owned().await;
-            let job = UserJob {
-                plan: &plan,
-                population: &population,
-                target: &target,
-                settings: &settings,
-            };
-            job.run(&progress, user).await
-        });
-        users.insert(task.id(), user);
-    }
-    let mut report = InitReport {
-        users: users_to_fill.len() as u32,
-        ..InitReport::default()
-    };
-    let mut first_error = None;
-    while let Some(joined) = tasks.join_next_with_id().await {
-        let error = match joined {
-            Ok((_, Ok(user))) => {
-                report.wanted += user.wanted;
-                report.already_there += user.already_there;
-                report.added += user.added;
-                report.bytes += user.bytes;
-                continue;
-            }
-            Ok((_, Err(error))) => error,
-            Err(joined) if joined.is_panic() => InitError::Panicked {
-                user: users
-                    .get(&joined.id())
-                    .and_then(|&u| population.address(u).ok())
-                    .unwrap_or_default(),
-            },
-            // Aborted below, after the first failure.
-            Err(_) => continue,
-        };
-        // Stop at the first failure: what was added stays (init resumes).
-        first_error.get_or_insert(error);
-        tasks.abort_all();
-    }
-    if let Some(error) = first_error {
-        return Err(error);
-    }
-    report.elapsed = started.elapsed();
-    Ok(report)
-}
-
-#[derive(Debug, Default)]
-struct UserReport {
-    wanted: u64,
-    already_there: u64,
-    added: u64,
-    bytes: u64,
+pub(super) struct UserReport {
+    pub(super) wanted: u64,
+    pub(super) already_there: u64,
+    pub(super) added: u64,
+    pub(super) bytes: u64,
 }
 
 /// A plausible date for an initial message: spread over the weeks before a
@@ -335,11 +54,11 @@ impl Mailbox {
 }
 
 /// One user's part of an init.
-struct UserJob<'a> {
-    plan: &'a Plan,
-    population: &'a Population,
-    target: &'a Target,
-    settings: &'a InitSettings,
+pub(super) struct UserJob<'a> {
+    pub(super) plan: &'a Plan,
+    pub(super) population: &'a Population,
+    pub(super) target: &'a Target,
+    pub(super) settings: &'a InitSettings,
 }
 
 impl UserJob<'_> {
@@ -423,7 +142,11 @@ impl UserJob<'_> {
     }
 
     /// Brings `user`'s mailbox to the starting state.
-    async fn run(&self, progress: &Progress, user: u32) -> Result<UserReport, InitError> {
+    pub(super) async fn run(
+        &self,
+        progress: &Progress,
+        user: u32,
+    ) -> Result<UserReport, InitError> {
         let UserJob {
             plan,
             population,
@@ -665,25 +388,4 @@ fn detail_address(address: &str, folder: &str) -> String {
     }
     let (local, domain) = address.split_once('@').unwrap_or((address, ""));
     format!("{local}+{folder}@{domain}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn issue_26_item_3_an_init_error_quoting_a_password_is_redacted() {
-        let redactor = peakhour_analysis::Redactor::new(["hunter2"]);
-        let quoting = InitError::Refused {
-            user: "u@bench.test".into(),
-            folder: "INBOX".into(),
-            reply: "550 not for u@bench.test hunter2".into(),
-        };
-        assert_eq!(
-            quoting.redacted(&redactor).to_string(),
-            "u@bench.test: LMTP refused the message for INBOX: 550 not for u@bench.test <redacted>"
-        );
-        let plain = InitError::NoLmtp.redacted(&redactor);
-        assert!(matches!(plain, InitError::NoLmtp));
-    }
 }

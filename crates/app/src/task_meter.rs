@@ -14,7 +14,9 @@ use peakhour_lab::LabStatus;
 use peakhour_monitor::{LocalConfig, LocalSource, Monitor, MonitorConfig, MonitorError};
 use tokio::time::Instant;
 
-use super::{IdleSteps, Schedule, SessionTask, TaskPopulation, hold_idle_sessions, run_pool};
+use peakhour_engine::session_tasks::{
+    IdleSteps, Schedule, SessionTask, TaskPopulation, hold_idle_sessions, run_pool,
+};
 
 /// Why a task could not be measured.
 #[derive(Debug, thiserror::Error)]

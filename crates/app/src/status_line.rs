@@ -1,14 +1,14 @@
 //! The live status line on stderr, for `peakhour run` and `peakhour monitor`:
 //! redrawn in place every second on a terminal, appended every 10 s in a log.
 //! Real time, not the run's: the line is for a person watching. It is the
-//! [`LiveSink`] a [`LiveLine`](crate::LiveLine) draws on in the binary.
+//! [`LiveSink`] the engine's [`LiveLine`](peakhour_engine::LiveLine) draws on.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::LiveSink;
+use peakhour_engine::LiveSink;
 
 /// How early a line may come and still count as due, so that a source ticking
 /// at the same period as the line is not skipped every other time.

@@ -11,21 +11,53 @@
 //! copy on: there init keeps IMAP APPEND or LMTP.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use peakhour_engine::init::{
+    CloneSummary, InitError, InitReport, InitSettings, Progress, Via, fill_everyone,
+    fill_mailboxes, init_with,
+};
+use peakhour_engine::{Population, Target};
 use peakhour_lab::{
-    CloneKey, LabStatus, MailServer, clear_half_clone, clone_mailbox, is_cloned, message_files,
+    CloneKey, LabError, LabStatus, MailServer, clear_half_clone, clone_mailbox, is_cloned,
+    message_files,
 };
 use peakhour_workload::Plan;
 use tokio::time::Instant;
 
-use crate::init::{InitError, InitReport, InitSettings, Progress, Via, fill_mailboxes};
 use crate::messages_per_user;
-use crate::population::Population;
-use crate::target::Target;
+
+/// Initializes every mailbox of `plan` on `target` (the engine's
+/// [`peakhour_engine::init::init`]), cloning on the lab's disk when
+/// `settings.via` is [`Via::Clone`].
+pub async fn init(
+    plan: Arc<Plan>,
+    target: Arc<Target>,
+    settings: InitSettings,
+    progress: Arc<Progress>,
+) -> Result<InitReport, InitError> {
+    init_with(
+        plan,
+        target,
+        settings,
+        progress,
+        |plan, target, settings, progress| async move {
+            if settings.via == Via::Clone {
+                fill_by_clone(plan, target, settings, progress).await
+            } else {
+                fill_everyone(plan, target, settings, progress).await
+            }
+        },
+    )
+    .await
+}
+
+/// The lab's error as the engine's init reports it.
+fn clone_error(error: LabError) -> InitError {
+    InitError::Clone(Box::new(error))
+}
 
 /// Above this many users, `init` on a Dovecot lab clones unless `--via`
 /// says otherwise: below it, the IMAP path is about as fast.
@@ -33,59 +65,6 @@ pub const CLONE_ABOVE_USERS: u32 = 8;
 
 /// Files copied at once: the copy waits on the disk more than the CPU.
 const CLONE_THREADS: usize = 4;
-
-/// What the clone on disk did (the IMAP part is in [`InitReport`]).
-#[derive(Debug, Clone, Default)]
-pub struct CloneSummary {
-    /// The user whose home was copied.
-    pub source: String,
-    /// Users filled by the copy now.
-    pub cloned: u32,
-    /// Users that held this clone already.
-    pub already_cloned: u32,
-    /// Users holding other mail (the source of an earlier clone, users
-    /// filled over IMAP or by a run), checked and completed over IMAP.
-    pub completed_over_imap: u32,
-    /// Temporary trees of an interrupted clone, removed and redone.
-    pub redone: u32,
-    /// Files and bytes copied (messages and Dovecot's indexes).
-    pub files: u64,
-    /// See `files`.
-    pub bytes: u64,
-    /// Seconds the copy took.
-    pub seconds: f64,
-}
-
-impl CloneSummary {
-    /// Users copied per second.
-    pub fn users_per_second(&self) -> f64 {
-        f64::from(self.cloned) / self.seconds.max(1e-9)
-    }
-}
-
-impl fmt::Display for CloneSummary {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.source.is_empty() {
-            f.write_str("nothing to clone on disk (every user holds mail)")?;
-        } else {
-            write!(
-                f,
-                "cloned {}'s mailbox on disk: {} users ({} files, {:.1} MB) in {:.1} s = {:.0} users/s",
-                self.source,
-                self.cloned,
-                self.files,
-                self.bytes as f64 / 1e6,
-                self.seconds,
-                self.users_per_second(),
-            )?;
-        }
-        write!(
-            f,
-            "; {} already cloned, {} checked over IMAP, {} half-done clones redone",
-            self.already_cloned, self.completed_over_imap, self.redone,
-        )
-    }
-}
 
 /// How `init` fills the mailboxes: `flag` is `--via` (`None` when not
 /// given), `lab` the lab's status for `--target lab`. Returns the way and,
@@ -146,12 +125,12 @@ fn sort_homes(
     for user in 0..plan.users() {
         let address = population.address(user)?;
         let local = address.split('@').next().unwrap_or_default().to_owned();
-        redone += u32::from(clear_half_clone(homes, &local)?);
+        redone += u32::from(clear_half_clone(homes, &local).map_err(clone_error)?);
         let home = homes.join(&local);
         // A marked clone is not walked: a re-run of thousands stays quick.
         if is_cloned(&home, key) {
             cloned.push((user, local));
-        } else if message_files(&home)? == 0 {
+        } else if message_files(&home).map_err(clone_error)? == 0 {
             empty.push((user, local));
         } else {
             holding.push((user, local));
@@ -182,14 +161,16 @@ struct SortedHomes {
 /// APPEND (so the source is the profile's starting state, never a mailbox a
 /// run has changed), its home is copied for every other user that holds no
 /// mail, and users holding other mail are completed over IMAP.
-pub(crate) async fn fill_by_clone(
+async fn fill_by_clone(
     plan: Arc<Plan>,
     target: Arc<Target>,
     settings: InitSettings,
     progress: Arc<Progress>,
 ) -> Result<InitReport, InitError> {
     let homes = settings.homes.clone().ok_or_else(|| {
-        peakhour_lab::LabError::BadConfig("--via clone needs the lab's mail directory".into())
+        clone_error(LabError::BadConfig(
+            "--via clone needs the lab's mail directory".into(),
+        ))
     })?;
     let started = Instant::now();
     let append = InitSettings {
@@ -237,7 +218,8 @@ pub(crate) async fn fill_by_clone(
             .await
             .map_err(|_| InitError::Panicked {
                 user: source.clone(),
-            })??;
+            })?
+            .map_err(clone_error)?;
             summary.seconds = copy_started.elapsed().as_secs_f64();
             Some((filled, copied))
         }
