@@ -375,16 +375,20 @@ impl SessionModel {
             Some(Command::Search { uid: false }) => Some("during SEARCH".to_owned()),
             _ => None,
         };
+        let count = self.selected.as_ref().map_or(0, Selected::count);
+        let uid = match &self.selected {
+            Some(selected) if (1..=count).contains(&seq) => selected.slot(seq).uid,
+            _ => None,
+        };
         if let Some(when) = forbidden {
             self.violation(
                 CheckKind::ExpungeNotAllowed,
-                (Some(seq), None),
+                (Some(seq), uid),
                 "no EXPUNGE (RFC 3501 section 7.4.1)".to_owned(),
                 format!("EXPUNGE {when}"),
             );
         }
         self.checks.count(CheckKind::SequenceNotAnnounced);
-        let count = self.selected.as_ref().map_or(0, Selected::count);
         if seq == 0 || seq > count {
             self.violation(
                 CheckKind::SequenceNotAnnounced,
@@ -439,6 +443,15 @@ impl SessionModel {
         self.checks.count(CheckKind::UidChanged);
         self.checks.count(CheckKind::UidOrder);
         self.checks.count(CheckKind::ExpungedMessageReturned);
+        if selected.expunged.contains(&uid) {
+            self.violation(
+                CheckKind::ExpungedMessageReturned,
+                at,
+                format!("nothing: UID {uid} was reported expunged"),
+                format!("FETCH of UID {uid}"),
+            );
+            return;
+        }
         if let Some(known) = selected.slot(seq).uid {
             if known != uid {
                 self.violation(
@@ -448,15 +461,6 @@ impl SessionModel {
                     format!("UID {uid}"),
                 );
             }
-            return;
-        }
-        if selected.expunged.contains(&uid) {
-            self.violation(
-                CheckKind::ExpungedMessageReturned,
-                at,
-                format!("nothing: UID {uid} was reported expunged"),
-                format!("FETCH of UID {uid}"),
-            );
             return;
         }
         if let Some(expected) = selected.uid_order_error(seq, uid) {
