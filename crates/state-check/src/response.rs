@@ -84,12 +84,32 @@ pub(crate) fn read(frame: &Frame) -> Received {
     if status {
         return Received::Status(codes(rest));
     }
-    let bytes = without_modseq(frame);
-    match ResponseCodec::default().decode(&bytes.0) {
-        Ok((_, Response::Data(data))) => from_data(data, bytes.1),
+    let (bytes, modseq) = without_modseq(frame);
+    match ResponseCodec::default().decode(&bytes) {
+        Ok((_, Response::Data(data))) => from_data(data, modseq),
         Ok(_) => Received::Other,
-        Err(_) => Received::Undecodable,
+        Err(_) => match (modseq, modseq_only(&bytes)) {
+            // `* 2 FETCH (MODSEQ (8))` (Dovecot's answer to a silent STORE
+            // under CONDSTORE) leaves an empty list, which imap-codec refuses.
+            (Some(modseq), Some(seq)) => Received::Fetch(Fetched {
+                seq,
+                modseq: Some(modseq),
+                ..Fetched::default()
+            }),
+            _ => Received::Undecodable,
+        },
     }
+}
+
+/// The sequence number of `* n FETCH ()`, the rest of a FETCH that held
+/// only MODSEQ.
+fn modseq_only(bytes: &[u8]) -> Option<u32> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let rest = text.strip_prefix("* ")?;
+    let (seq, rest) = rest.split_once(' ')?;
+    let rest = rest.trim_end();
+    rest.eq_ignore_ascii_case("FETCH ()").then_some(())?;
+    seq.parse().ok()
 }
 
 fn from_data(data: Data<'_>, modseq: Option<u64>) -> Received {
@@ -277,6 +297,10 @@ mod tests {
             panic!()
         };
         assert_eq!((last.uid, last.modseq), (Some(9), Some(12)));
+        let Received::Fetch(only) = read(&frame("* 2 FETCH (MODSEQ (8))\r\n")) else {
+            panic!()
+        };
+        assert_eq!((only.seq, only.modseq), (2, Some(8)));
     }
 
     #[test]

@@ -40,6 +40,12 @@ pub fn fixture(path: &str) -> PathBuf {
 /// at a time (the chunking must not change what is found).
 pub fn replay(path: &Path, chunk: usize) -> Replay {
     let transcript = Transcript::load(path).unwrap_or_else(|e| panic!("{e}"));
+    replay_transcript(&transcript, chunk)
+}
+
+/// Replays a transcript already read (or made up from another one).
+pub fn replay_transcript(transcript: &Transcript, chunk: usize) -> Replay {
+    let path = &transcript.path;
     let mut sessions: BTreeMap<String, SessionModel> = BTreeMap::new();
     let mut options = SessionOptions::default();
     let mut current = "a".to_owned();

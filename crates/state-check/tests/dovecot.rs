@@ -1,0 +1,87 @@
+//! The normal path: real Dovecot sessions (recorded from the lab by
+//! `tests/capture/capture_dovecot.py`) must give no violation, while every
+//! kind of continuous and checkpoint check is actually made.
+
+mod common;
+
+use peakhour_net::transcript::Transcript;
+use peakhour_state_check::CheckKind;
+
+#[test]
+fn issue_27_item_1_real_dovecot_sessions_sharing_a_mailbox_give_no_violation() {
+    let path = common::fixture("dovecot/two_sessions_one_mailbox.txt");
+    let replay = common::replay_both_ways(&path);
+    assert!(replay.violations.is_empty(), "{:#?}", replay.violations);
+    assert_eq!(replay.undecodable, 0);
+    // The checkpoint compared a and b, which both had the mailbox open.
+    assert_eq!(replay.checkpoints, vec![2]);
+    // The transcript exercises these checks; none may go uncounted.
+    for kind in [
+        CheckKind::SequenceNotAnnounced,
+        CheckKind::ExistsShrank,
+        CheckKind::UidChanged,
+        CheckKind::UidOrder,
+        CheckKind::ExpungedMessageReturned,
+        CheckKind::StaticChanged,
+        CheckKind::KeywordNotInFlags,
+        CheckKind::ModseqBackwards,
+        CheckKind::ExpungeNotAllowed,
+        CheckKind::OwnStoreLost,
+        CheckKind::MoveNotExpunged,
+        CheckKind::CheckpointCount,
+        CheckKind::CheckpointUid,
+        CheckKind::CheckpointFlags,
+        CheckKind::CheckpointKeywords,
+        CheckKind::CheckpointRecent,
+    ] {
+        assert!(replay.checks.get(kind) > 0, "{kind} was never checked");
+    }
+}
+
+/// The real transcript with one server line replaced: the model must see
+/// the corruption (a guard that the normal path is checked at all).
+fn corrupted(line: &str, replacement: &str) -> Vec<(CheckKind, String)> {
+    let path = common::fixture("dovecot/two_sessions_one_mailbox.txt");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(text.matches(line).count(), 1, "{line}");
+    let transcript = Transcript::parse(&path, &text.replace(line, replacement))
+        .unwrap_or_else(|e| panic!("{e}"));
+    common::replay_transcript(&transcript, usize::MAX)
+        .violations
+        .into_iter()
+        .map(|v| (v.kind, v.to_string()))
+        .collect()
+}
+
+#[test]
+fn issue_27_item_1_a_flag_dropped_from_a_real_answer_is_caught() {
+    // The answer to a's STORE loses the keyword the STORE added.
+    let found = corrupted(
+        "S: * 1 FETCH (FLAGS (\\\\Flagged \\\\Seen \\\\Recent $Work))\nS: A0004 OK Store",
+        "S: * 1 FETCH (FLAGS (\\\\Flagged \\\\Seen \\\\Recent))\nS: A0004 OK Store",
+    );
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].0, CheckKind::OwnStoreLost, "{found:#?}");
+    assert!(
+        found[0].1.contains("client a") && found[0].1.contains("seq 1, UID 1"),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn issue_27_item_2_a_uid_renumbered_in_a_real_answer_is_caught_at_the_checkpoint() {
+    // b learns message 4's UID only after the EXISTS, so only the other
+    // session can contradict it.
+    let found = corrupted(
+        "S: * 2 FETCH (UID 4 FLAGS (\\\\Recent))",
+        "S: * 2 FETCH (UID 5 FLAGS (\\\\Recent))",
+    );
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].0, CheckKind::CheckpointUid, "{found:#?}");
+    assert!(
+        found[0]
+            .1
+            .contains("expected UID 4 (as a was told), seen UID 5"),
+        "{found:#?}"
+    );
+}
