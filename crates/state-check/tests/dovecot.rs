@@ -41,7 +41,11 @@ fn issue_27_item_1_real_dovecot_sessions_sharing_a_mailbox_give_no_violation() {
 /// The real transcript with one server line replaced: the model must see
 /// the corruption (a guard that the normal path is checked at all).
 fn corrupted(line: &str, replacement: &str) -> Vec<(CheckKind, String)> {
-    let path = common::fixture("dovecot/two_sessions_one_mailbox.txt");
+    corrupted_in("dovecot/two_sessions_one_mailbox.txt", line, replacement)
+}
+
+fn corrupted_in(fixture: &str, line: &str, replacement: &str) -> Vec<(CheckKind, String)> {
+    let path = common::fixture(fixture);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(text.matches(line).count(), 1, "{line}");
     let transcript = Transcript::parse(&path, &text.replace(line, replacement))
@@ -82,6 +86,59 @@ fn issue_27_item_2_a_uid_renumbered_in_a_real_answer_is_caught_at_the_checkpoint
         found[0]
             .1
             .contains("expected UID 4 (as a was told), seen UID 5"),
+        "{found:#?}"
+    );
+}
+
+/// peakhour-imap's own transcripts (the RFCs' examples and Dovecot's
+/// answers to the bytes peakhour's client writes) read without a violation:
+/// the model understands the client it will run beside.
+#[test]
+fn issue_27_item_1_peakhour_imap_transcripts_give_no_violation() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../protocols/imap/tests/transcripts");
+    let transcripts = Transcript::load_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let mut replayed = 0;
+    for transcript in transcripts {
+        let name = transcript.path.display().to_string();
+        if name.contains("hostile") || name.contains("bye") {
+            continue;
+        }
+        let replay = common::replay_with(&transcript, usize::MAX, true);
+        assert!(
+            replay.violations.is_empty(),
+            "{name}: {:#?}",
+            replay.violations
+        );
+        replayed += 1;
+    }
+    assert!(replayed >= 15, "only {replayed} transcripts");
+}
+
+#[test]
+fn issue_27_item_1_a_real_sole_writers_own_changes_hold_without_violation() {
+    // Its STOREs (silent, removing, replacing), a BODY[] FETCH that sets
+    // \Seen again, an APPEND, an EXPUNGE and a MOVE, on one account.
+    let path = common::fixture("dovecot/sole_writer.txt");
+    let replay = common::replay_both_ways(&path);
+    assert!(replay.violations.is_empty(), "{:#?}", replay.violations);
+    assert_eq!(replay.undecodable, 0);
+    assert!(replay.checks.get(CheckKind::OwnStoreLost) >= 8);
+    assert!(replay.checks.get(CheckKind::MoveNotExpunged) >= 1);
+}
+
+#[test]
+fn issue_27_item_1_a_sole_writers_flag_dropped_from_a_real_answer_is_caught() {
+    // The FETCH after a silent STORE of $Todo loses it.
+    let found = corrupted_in(
+        "dovecot/sole_writer.txt",
+        "S: * 2 FETCH (FLAGS (\\\\Flagged \\\\Recent $Todo))\nS: * 3 FETCH (FLAGS",
+        "S: * 2 FETCH (FLAGS (\\\\Flagged \\\\Recent))\nS: * 3 FETCH (FLAGS",
+    );
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].0, CheckKind::OwnStoreLost, "{found:#?}");
+    assert!(
+        found[0].1.contains("expected FLAGS with ($todo"),
         "{found:#?}"
     );
 }

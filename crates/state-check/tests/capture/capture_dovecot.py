@@ -8,7 +8,10 @@ written as PASSWORD. Used once to make tests/fixtures/dovecot/*.txt:
 
     peakhour lab up --lab-dir DIR --port-base 25000
     PASSWORD=$(peakhour lab status --lab-dir DIR --json | jq -r .password) \
-        python3 capture_dovecot.py 127.0.0.1 25143 user1 OUT.txt
+        python3 capture_dovecot.py 127.0.0.1 25143 user1 OUT.txt [shared|sole]
+
+`shared` (the default): a and b share the mailbox. `sole`: one session, the
+account's only writer, whose own changes must hold in every later FETCH.
 """
 
 import os
@@ -17,6 +20,7 @@ import socket
 import sys
 
 HOST, PORT, USER, OUT = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+SCENARIO = sys.argv[5] if len(sys.argv) > 5 else "shared"
 PASSWORD = os.environ["PASSWORD"]
 BOX, ARCHIVE = "StateCheck", "StateCheckArchive"
 lines = []
@@ -122,49 +126,89 @@ def message(n: int) -> bytes:
     ).encode()
 
 
+
+
+def setup():
+    """Session c empties the two mailboxes and appends three messages."""
+    c = Session("c")
+    c.command('LOGIN %s "%s"' % (USER, PASSWORD))
+    c.command("DELETE %s" % BOX)
+    c.command("DELETE %s" % ARCHIVE)
+    c.command("CREATE %s" % BOX)
+    c.command("CREATE %s" % ARCHIVE)
+    for n in (1, 2, 3):
+        c.command("APPEND %s (\\Seen)" % BOX if n == 1 else "APPEND %s" % BOX, message(n))
+    return c
+
+
+def shared():
+    c = setup()
+
+    a, b = Session("a"), Session("b")
+    a.command('LOGIN %s "%s"' % (USER, PASSWORD))
+    b.command('LOGIN %s "%s"' % (USER, PASSWORD))
+    a.command("SELECT %s" % BOX)
+    b.command("SELECT %s (CONDSTORE)" % BOX)
+    a.command("FETCH 1:* (UID FLAGS RFC822.SIZE INTERNALDATE ENVELOPE BODYSTRUCTURE)")
+    b.command("UID FETCH 1:* (UID FLAGS)")
+    # a's own change, with a keyword the mailbox has not seen yet; b hears of it.
+    a.command("STORE 1 +FLAGS (\\Flagged $Work)")
+    b.command("NOOP")
+    # Another client appends while b idles, then a polls.
+    b.idle_until(lambda: c.command("APPEND %s" % BOX, message(4)), b"EXISTS")
+    a.command("NOOP")
+    a.command("FETCH 4 (UID FLAGS BODY.PEEK[])")
+    a.command("FETCH 4 (UID RFC822.SIZE ENVELOPE BODY.PEEK[])")
+    # b deletes message 2; a's FETCH by sequence number gets no EXPUNGE, its NOOP does.
+    b.command("STORE 2 +FLAGS.SILENT (\\Deleted)")
+    b.command("EXPUNGE")
+    a.command("FETCH 1:* (FLAGS)")
+    a.command("NOOP")
+    # a moves its first message away; b hears of it.
+    a.command("UID MOVE 1 %s" % ARCHIVE)
+    b.command("NOOP")
+    b.command("FETCH 1:* (UID FLAGS)")
+    a.command("FETCH 1:* (UID FLAGS)")
+    a.command("CHECK")
+    b.command("CHECK")
+    lines.append("! checkpoint %s" % BOX)
+    c.command("SELECT %s" % ARCHIVE)
+    c.command("FETCH 1:* (UID FLAGS ENVELOPE)")
+    for s in (a, b, c):
+        s.command("LOGOUT")
+
+
+
+def sole():
+    c = setup()
+    c.command("LOGOUT")
+    lines.append("! options sole-writer")
+    a = Session("a")
+    a.command('LOGIN %s "%s"' % (USER, PASSWORD))
+    a.command("SELECT %s" % BOX)
+    a.command("UID FETCH 1:* (UID FLAGS RFC822.SIZE)")
+    a.command("STORE 2 +FLAGS.SILENT (\\Flagged $Todo)")
+    a.command("FETCH 1:* (FLAGS)")
+    a.command("STORE 1 -FLAGS (\\Seen)")
+    # Reading the body sets \Seen again: the model must allow it.
+    a.command("FETCH 1 (BODY[])")
+    a.command("FETCH 1 (FLAGS)")
+    a.command("UID STORE 3 FLAGS (\\Answered)")
+    a.command("FETCH 1:* (UID FLAGS)")
+    a.command("APPEND %s (\\Draft)" % BOX, message(4))
+    a.command("NOOP")
+    a.command("FETCH 4 (UID FLAGS)")
+    a.command("STORE 4 +FLAGS.SILENT (\\Deleted)")
+    a.command("EXPUNGE")
+    a.command("MOVE 2 %s" % ARCHIVE)
+    a.command("FETCH 1:* (UID FLAGS)")
+    a.command("SELECT %s" % ARCHIVE)
+    a.command("FETCH 1:* (UID FLAGS)")
+    a.command("LOGOUT")
+
+
 lines.append("# Real Dovecot sessions recorded by tests/capture/capture_dovecot.py (password replaced).")
-c = Session("c")
-c.command('LOGIN %s "%s"' % (USER, PASSWORD))
-c.command("DELETE %s" % BOX)
-c.command("DELETE %s" % ARCHIVE)
-c.command("CREATE %s" % BOX)
-c.command("CREATE %s" % ARCHIVE)
-for n in (1, 2, 3):
-    c.command("APPEND %s (\\Seen)" % BOX if n == 1 else "APPEND %s" % BOX, message(n))
-
-a, b = Session("a"), Session("b")
-a.command('LOGIN %s "%s"' % (USER, PASSWORD))
-b.command('LOGIN %s "%s"' % (USER, PASSWORD))
-a.command("SELECT %s" % BOX)
-b.command("SELECT %s (CONDSTORE)" % BOX)
-a.command("FETCH 1:* (UID FLAGS RFC822.SIZE INTERNALDATE ENVELOPE BODYSTRUCTURE)")
-b.command("UID FETCH 1:* (UID FLAGS)")
-# a's own change, with a keyword the mailbox has not seen yet; b hears of it.
-a.command("STORE 1 +FLAGS (\\Flagged $Work)")
-b.command("NOOP")
-# Another client appends while b idles, then a polls.
-b.idle_until(lambda: c.command("APPEND %s" % BOX, message(4)), b"EXISTS")
-a.command("NOOP")
-a.command("FETCH 4 (UID FLAGS BODY.PEEK[])")
-a.command("FETCH 4 (UID RFC822.SIZE ENVELOPE BODY.PEEK[])")
-# b deletes message 2; a's FETCH by sequence number gets no EXPUNGE, its NOOP does.
-b.command("STORE 2 +FLAGS.SILENT (\\Deleted)")
-b.command("EXPUNGE")
-a.command("FETCH 1:* (FLAGS)")
-a.command("NOOP")
-# a moves its first message away; b hears of it.
-a.command("UID MOVE 1 %s" % ARCHIVE)
-b.command("NOOP")
-b.command("FETCH 1:* (UID FLAGS)")
-a.command("FETCH 1:* (UID FLAGS)")
-a.command("CHECK")
-b.command("CHECK")
-lines.append("! checkpoint %s" % BOX)
-c.command("SELECT %s" % ARCHIVE)
-c.command("FETCH 1:* (UID FLAGS ENVELOPE)")
-for s in (a, b, c):
-    s.command("LOGOUT")
-
+{"shared": shared, "sole": sole}[SCENARIO]()
 with open(OUT, "w") as f:
     f.write("\n".join(lines) + "\n")
 print("%d lines to %s" % (len(lines), OUT))

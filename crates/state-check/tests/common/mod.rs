@@ -45,6 +45,11 @@ pub fn replay(path: &Path, chunk: usize) -> Replay {
 
 /// Replays a transcript already read (or made up from another one).
 pub fn replay_transcript(transcript: &Transcript, chunk: usize) -> Replay {
+    replay_with(transcript, chunk, false)
+}
+
+/// Replays a transcript; `lenient` skips directives this helper does not know.
+pub fn replay_with(transcript: &Transcript, chunk: usize, lenient: bool) -> Replay {
     let path = &transcript.path;
     let mut sessions: BTreeMap<String, SessionModel> = BTreeMap::new();
     let mut options = SessionOptions::default();
@@ -69,6 +74,8 @@ pub fn replay_transcript(transcript: &Transcript, chunk: usize) -> Replay {
                     replay.checks.add(&outcome.checks);
                     replay.violations.extend(outcome.violations);
                 }
+                // Another reader's directive (peakhour-imap's transcripts).
+                _ if lenient => {}
                 other => panic!("{}:{line}: unknown directive {other}", path.display()),
             },
             Step::Bytes { side, bytes, .. } => {
