@@ -12,7 +12,8 @@ pub enum CheckKind {
     /// and 7.4.1 number messages the client knows of.
     SequenceNotAnnounced,
     /// `* n EXISTS` announced fewer messages than the session holds, with no
-    /// EXPUNGE for the difference (RFC 3501 section 7.3.1).
+    /// EXPUNGE for the difference (only EXPUNGE decreases the count: RFC
+    /// 9051 section 7.4.1).
     ExistsShrank,
     /// A sequence number's UID changed with no EXPUNGE in between.
     UidChanged,
