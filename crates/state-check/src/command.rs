@@ -78,13 +78,13 @@ pub(crate) enum Command {
         set: NumberSet,
         target: String,
     },
+    /// SEARCH (not SORT or THREAD, which RFC 3501 section 7.4.1 does not name).
     Search {
         uid: bool,
     },
     /// CLOSE and UNSELECT: the mailbox is no longer selected.
     Close,
     Idle,
-    Enable(Vec<String>),
     /// Any other command, by name.
     Other(String),
 }
@@ -150,16 +150,10 @@ pub(crate) fn read(frame: &Frame) -> Sent {
             },
             None => Command::Other(name),
         },
-        "SEARCH" | "SORT" | "THREAD" => Command::Search { uid },
+        // Only SEARCH: RFC 3501 section 7.4.1 names it, not SORT or THREAD.
+        "SEARCH" => Command::Search { uid },
         "CLOSE" | "UNSELECT" => Command::Close,
         "IDLE" => Command::Idle,
-        "ENABLE" => Command::Enable(
-            words
-                .rest()
-                .split_ascii_whitespace()
-                .map(str::to_ascii_uppercase)
-                .collect(),
-        ),
         _ => Command::Other(if uid { format!("UID {name}") } else { name }),
     };
     Sent::Command { tag, command }

@@ -32,6 +32,10 @@ struct Pending {
     command: Command,
     /// MOVE: the UIDs it names that the session knew when it was sent.
     moved: Vec<u32>,
+    /// SELECT and EXAMINE: the mailbox is switched when the command becomes
+    /// the one the server answers (a SELECT written behind DONE leaves the
+    /// mailbox alone until IDLE completes), once.
+    switched: bool,
 }
 
 /// Where a message's static items are remembered: per mailbox and
@@ -160,10 +164,6 @@ impl SessionModel {
         };
         let mut moved = Vec::new();
         match &command {
-            Command::Select { mailbox, read_only } => {
-                // SELECT deselects at once, even if it then fails.
-                self.selected = Some(Selected::new(mailbox.clone(), *read_only));
-            }
             Command::Fetch {
                 uid,
                 set,
@@ -188,7 +188,23 @@ impl SessionModel {
             tag,
             command,
             moved,
+            switched: false,
         });
+        self.switch_mailbox();
+    }
+
+    /// A SELECT or EXAMINE that the server now answers deselects the
+    /// mailbox at once, even if it then fails.
+    fn switch_mailbox(&mut self) {
+        if let Some(Pending {
+            command: Command::Select { mailbox, read_only },
+            switched: switched @ false,
+            ..
+        }) = self.pending.first_mut()
+        {
+            *switched = true;
+            self.selected = Some(Selected::new(mailbox.clone(), *read_only));
+        }
     }
 
     fn on_received(&mut self, frame: &Frame) {
@@ -201,6 +217,7 @@ impl SessionModel {
                 if let Some(i) = self.pending.iter().position(|p| p.tag == tag) {
                     let pending = self.pending.remove(i);
                     self.on_completed(pending, ok);
+                    self.switch_mailbox();
                 }
             }
             Received::Exists(n) => self.on_exists(n),

@@ -47,3 +47,9 @@ fn issue_27_item_2_recent_in_a_read_only_session_besides_a_read_write_one_is_all
     let replay = no_violation("recent_in_a_read_only_session_too");
     assert_eq!(replay.checkpoints, vec![2]);
 }
+
+#[test]
+fn issue_27_item_1_news_of_the_old_mailbox_before_a_pipelined_select_is_not_taken_for_the_new_one()
+{
+    no_violation("select_behind_done");
+}
