@@ -48,6 +48,10 @@ pub(crate) struct Overflow(pub(crate) String);
 #[derive(Debug, Default)]
 pub(crate) struct Splitter {
     buf: Vec<u8>,
+    /// Where the message being framed starts in `buf`: bytes before it were
+    /// handed out, and are dropped at the next `push` (not after each
+    /// message, which would move the rest of a big read once per response).
+    start: usize,
     /// Where the search for the next line end resumes.
     scan: usize,
     /// Literals found so far in the message being framed.
@@ -66,6 +70,14 @@ impl Splitter {
     }
 
     pub(crate) fn push(&mut self, bytes: &[u8]) {
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.scan -= self.start;
+            for literal in &mut self.literals {
+                *literal = literal.start - self.start..literal.end - self.start;
+            }
+            self.start = 0;
+        }
         self.buf.extend_from_slice(bytes);
     }
 
@@ -79,6 +91,10 @@ impl Splitter {
                     return Ok(None);
                 }
                 self.scan = literal.end;
+            }
+            if self.start == self.buf.len() {
+                self.release();
+                return Ok(None);
             }
             let line_start = self.scan;
             let Some(lf) = self.buf[line_start..].iter().position(|&b| b == b'\n') else {
@@ -104,15 +120,38 @@ impl Splitter {
                     self.scan = line_end;
                 }
                 None => {
-                    let bytes: Vec<u8> = self.buf.drain(..line_end).collect();
-                    self.scan = 0;
-                    let literals = std::mem::take(&mut self.literals);
+                    let start = self.start;
+                    let bytes = self.buf[start..line_end].to_vec();
+                    let literals = self
+                        .literals
+                        .drain(..)
+                        .map(|l| l.start - start..l.end - start)
+                        .collect();
+                    self.start = line_end;
+                    self.scan = line_end;
                     return Ok(Some(Frame { bytes, literals }));
                 }
             }
         }
     }
 }
+
+impl Splitter {
+    /// Everything was handed out: empty the buffer, and give its memory back
+    /// if a big response grew it (a model lives beside every connection,
+    /// most of them idle).
+    fn release(&mut self) {
+        self.buf.clear();
+        if self.buf.capacity() > RETAINED_MAX {
+            self.buf = Vec::new();
+        }
+        self.start = 0;
+        self.scan = 0;
+    }
+}
+
+/// The largest buffer a splitter keeps once it has handed everything out.
+const RETAINED_MAX: usize = 16 * 1024;
 
 /// The length a line announces at its end (`{12}`, `{12+}`, `~{12}`), if any.
 fn literal_length(line: &[u8]) -> Option<u64> {
@@ -136,7 +175,7 @@ mod tests {
 
     #[test]
     fn a_message_with_literals_is_one_frame_whatever_the_chunks() {
-        let input = b"* 1 FETCH (BODY[] {5}\r\nhello UID 3)\r\nA1 OK done\r\n";
+        let input = b"* 1 FETCH (BODY[] {5}\r\nhello UID 3)\r\nA1 OK done\r\n* 2 FETCH (BODY[] {2}\r\nhi)\r\n";
         for chunk in [1, 3, input.len()] {
             let mut splitter = Splitter::new(1000, 1000);
             let mut frames = Vec::new();
@@ -146,10 +185,12 @@ mod tests {
                     frames.push(frame);
                 }
             }
-            assert_eq!(frames.len(), 2);
+            assert_eq!(frames.len(), 3, "chunks of {chunk}");
             assert_eq!(frames[0].literals, vec![23..28]);
             assert_eq!(&frames[0].bytes[23..28], b"hello");
             assert_eq!(frames[1].first_line(), b"A1 OK done");
+            assert_eq!(frames[2].literals, vec![23..25]);
+            assert_eq!(&frames[2].bytes[23..25], b"hi");
         }
     }
 
