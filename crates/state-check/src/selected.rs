@@ -196,6 +196,48 @@ impl Selected {
             .collect()
     }
 
+    /// The session's own STORE completed: it knows the flags it set even
+    /// when the server did not repeat them (`.SILENT`, RFC 3501 section
+    /// 6.4.6), so a checkpoint compares what the session knows. Flags the
+    /// server did report are already in place, and this changes nothing.
+    pub(crate) fn apply_own_store(
+        &mut self,
+        by_uid: bool,
+        set: &NumberSet,
+        mode: StoreMode,
+        flags: &[String],
+    ) {
+        let (count, max_uid) = (self.count(), self.max_uid);
+        for (slot, seq) in self.slots.iter_mut().zip(1..) {
+            let named = match (by_uid, slot.uid) {
+                (true, Some(uid)) => set.contains(uid, max_uid),
+                (true, None) => false,
+                (false, _) => set.contains(seq, count),
+            };
+            let Some(known) = slot.flags.as_mut().filter(|_| named) else {
+                continue;
+            };
+            let same = |a: &String, b: &String| a.eq_ignore_ascii_case(b);
+            match mode {
+                StoreMode::Add => {
+                    for flag in flags {
+                        if !known.iter().any(|k| same(k, flag)) {
+                            known.insert(flag.clone());
+                        }
+                    }
+                }
+                StoreMode::Remove => known.retain(|k| !flags.iter().any(|f| same(k, f))),
+                StoreMode::Replace => {
+                    let recent = known
+                        .iter()
+                        .find(|k| k.eq_ignore_ascii_case("\\Recent"))
+                        .cloned();
+                    *known = flags.iter().cloned().chain(recent).collect();
+                }
+            }
+        }
+    }
+
     pub(crate) fn seq_of_uid(&self, uid: u32) -> Option<u32> {
         self.slots
             .iter()

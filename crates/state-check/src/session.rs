@@ -292,7 +292,12 @@ impl SessionModel {
                 flags,
                 conditional: false,
                 ..
-            } if ok => self.expect_own_store(uid, &set, mode, &flags),
+            } if ok => {
+                self.expect_own_store(uid, &set, mode, &flags);
+                if let Some(selected) = &mut self.selected {
+                    selected.apply_own_store(uid, &set, mode, &flags);
+                }
+            }
             Command::Move { .. } if ok => self.check_moved(&pending.moved),
             _ => {}
         }

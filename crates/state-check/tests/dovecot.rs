@@ -142,3 +142,35 @@ fn issue_27_item_1_a_sole_writers_flag_dropped_from_a_real_answer_is_caught() {
         "{found:#?}"
     );
 }
+
+#[test]
+fn issue_27_item_2_real_sessions_mixing_150_seeded_commands_give_no_violation() {
+    // Two sessions of one account on one mailbox, a third appending:
+    // FETCH by sequence number and UID, STOREs of flags and keywords,
+    // SEARCH, EXPUNGE, MOVE, NOOP, IDLE, both with CONDSTORE; a checkpoint
+    // every 30 commands. Every kind of check is made.
+    let path = common::fixture("dovecot/mixed_shared.txt");
+    let replay = common::replay_both_ways(&path);
+    assert!(replay.violations.is_empty(), "{:#?}", replay.violations);
+    assert_eq!(replay.undecodable, 0);
+    assert_eq!(replay.checkpoints, vec![2; 5]);
+    assert!(replay.checks.total() > 1000, "{}", replay.checks.total());
+    for kind in CheckKind::ALL {
+        assert!(replay.checks.get(kind) > 0, "{kind} was never checked");
+    }
+}
+
+/// Replays the transcript named by `STATE_CHECK_TRANSCRIPT`: a new
+/// recording of `tests/capture/capture_dovecot.py` must give no violation.
+#[test]
+#[ignore = "needs STATE_CHECK_TRANSCRIPT, a recording to check"]
+fn any_transcript() {
+    let path = std::env::var("STATE_CHECK_TRANSCRIPT").unwrap_or_else(|e| panic!("{e}"));
+    let replay = common::replay_both_ways(std::path::Path::new(&path));
+    assert!(replay.violations.is_empty(), "{:#?}", replay.violations);
+    eprintln!(
+        "{path}: {} checks, {} checkpoints, no violation",
+        replay.checks.total(),
+        replay.checkpoints.len()
+    );
+}

@@ -53,3 +53,15 @@ fn issue_27_item_1_news_of_the_old_mailbox_before_a_pipelined_select_is_not_take
 {
     no_violation("select_behind_done");
 }
+
+#[test]
+fn issue_27_item_2_a_sessions_own_silent_store_counts_as_known_at_a_checkpoint() {
+    let replay = no_violation("silent_store_known_at_checkpoint");
+    assert_eq!(replay.checkpoints, vec![2]);
+    assert!(
+        replay
+            .checks
+            .get(peakhour_state_check::CheckKind::CheckpointFlags)
+            >= 2
+    );
+}

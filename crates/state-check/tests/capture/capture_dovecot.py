@@ -12,9 +12,18 @@ written as PASSWORD. Used once to make tests/fixtures/dovecot/*.txt:
 
 `shared` (the default): a and b share the mailbox. `sole`: one session, the
 account's only writer, whose own changes must hold in every later FETCH.
+`mixed`: a and b share the mailbox for 150 seeded random commands (FETCH by
+sequence number and UID, STORE of flags and keywords, SEARCH, EXPUNGE,
+MOVE, NOOP, IDLE while c appends), with a checkpoint every 30; `SEED=n`
+picks other commands (the committed fixture is seed 27). A new recording is
+checked with
+
+    STATE_CHECK_TRANSCRIPT=OUT.txt cargo test -p peakhour-state-check \
+        --test dovecot -- --ignored any_transcript
 """
 
 import os
+import random
 import re
 import socket
 import sys
@@ -207,8 +216,53 @@ def sole():
     a.command("LOGOUT")
 
 
+def mixed():
+    rng = random.Random(int(os.environ.get("SEED", "27")))
+    c = setup()
+    a, b = Session("a"), Session("b")
+    for s in (a, b):
+        s.command('LOGIN %s "%s"' % (USER, PASSWORD))
+    # Both with CONDSTORE, so that the checkpoint compares MODSEQs too.
+    a.command("SELECT %s (CONDSTORE)" % BOX)
+    b.command("SELECT %s (CONDSTORE)" % BOX)
+    flags = ["\\Seen", "\\Flagged", "\\Answered", "\\Draft", "$Work", "$Todo", "Later"]
+    appended = 3
+    for step in range(1, 151):
+        s = rng.choice((a, b))
+        op = rng.random()
+        if op < 0.2:
+            s.command("FETCH 1:* (UID FLAGS)")
+        elif op < 0.3:
+            s.command("UID FETCH 1:* (FLAGS RFC822.SIZE ENVELOPE)")
+        elif op < 0.55:
+            mode = rng.choice(("+FLAGS", "-FLAGS", "+FLAGS.SILENT", "-FLAGS.SILENT", "FLAGS"))
+            chosen = " ".join(rng.sample(flags, rng.randint(1, 2)))
+            s.command("STORE %d %s (%s)" % (rng.randint(1, 4), mode, chosen))
+        elif op < 0.6:
+            s.command("SEARCH UNSEEN")
+        elif op < 0.7:
+            appended += 1
+            c.command("APPEND %s" % BOX, message(appended))
+        elif op < 0.75:
+            s.command("STORE %d +FLAGS.SILENT (\\Deleted)" % rng.randint(1, 3))
+            s.command("EXPUNGE")
+        elif op < 0.8:
+            s.command("MOVE %d %s" % (rng.randint(1, 3), ARCHIVE))
+        elif op < 0.9:
+            s.command("NOOP")
+        else:
+            appended += 1
+            s.idle_until(lambda: c.command("APPEND %s" % BOX, message(appended)), b"EXISTS")
+        if step % 30 == 0:
+            for s in (a, b):
+                s.command("CHECK")
+            lines.append("! checkpoint %s" % BOX)
+    for s in (a, b, c):
+        s.command("LOGOUT")
+
+
 lines.append("# Real Dovecot sessions recorded by tests/capture/capture_dovecot.py (password replaced).")
-{"shared": shared, "sole": sole}[SCENARIO]()
+{"shared": shared, "sole": sole, "mixed": mixed}[SCENARIO]()
 with open(OUT, "w") as f:
     f.write("\n".join(lines) + "\n")
 print("%d lines to %s" % (len(lines), OUT))
