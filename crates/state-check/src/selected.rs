@@ -198,14 +198,16 @@ impl Selected {
 
     /// The session's own STORE completed: it knows the flags it set even
     /// when the server did not repeat them (`.SILENT`, RFC 3501 section
-    /// 6.4.6), so a checkpoint compares what the session knows. Flags the
-    /// server did report are already in place, and this changes nothing.
+    /// 6.4.6), so a checkpoint compares what the session knows. Messages
+    /// whose flags the answer reported (`reported`, by sequence number) keep
+    /// those: they may hold another session's concurrent change too.
     pub(crate) fn apply_own_store(
         &mut self,
         by_uid: bool,
         set: &NumberSet,
         mode: StoreMode,
         flags: &[String],
+        reported: &[u32],
     ) {
         let (count, max_uid) = (self.count(), self.max_uid);
         for (slot, seq) in self.slots.iter_mut().zip(1..) {
@@ -214,6 +216,7 @@ impl Selected {
                 (true, None) => false,
                 (false, _) => set.contains(seq, count),
             };
+            let named = named && !reported.contains(&seq);
             let Some(known) = slot.flags.as_mut().filter(|_| named) else {
                 continue;
             };

@@ -19,9 +19,10 @@ const STATIC_MESSAGES_MAX: usize = 100_000;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SessionOptions {
     /// No other session changes this account's flags: the session's own
-    /// STOREs must then hold in every later FETCH, not only in the STORE's
-    /// own answer. Leave it false when the profile shares an account
-    /// between sessions (another session's change would be no server bug).
+    /// STOREs must then show in the STORE's answer and hold in every later
+    /// FETCH. Leave it false when the profile shares an account between
+    /// sessions: another session's change, even one made at the same time
+    /// as the STORE, may show in its answer, and is no server bug.
     pub sole_writer: bool,
 }
 
@@ -32,6 +33,9 @@ struct Pending {
     command: Command,
     /// MOVE: the UIDs it names that the session knew when it was sent.
     moved: Vec<u32>,
+    /// STORE: the sequence numbers whose flags its answer reported (the
+    /// others, a silent STORE's, take the flags the session set).
+    reported: Vec<u32>,
     /// SELECT and EXAMINE: the mailbox is switched when the command becomes
     /// the one the server answers (a SELECT written behind DONE leaves the
     /// mailbox alone until IDLE completes), once.
@@ -188,6 +192,7 @@ impl SessionModel {
             tag,
             command,
             moved,
+            reported: Vec::new(),
             switched: false,
         });
         self.switch_mailbox();
@@ -295,7 +300,7 @@ impl SessionModel {
             } if ok => {
                 self.expect_own_store(uid, &set, mode, &flags);
                 if let Some(selected) = &mut self.selected {
-                    selected.apply_own_store(uid, &set, mode, &flags);
+                    selected.apply_own_store(uid, &set, mode, &flags, &pending.reported);
                 }
             }
             Command::Move { .. } if ok => self.check_moved(&pending.moved),
@@ -446,6 +451,14 @@ impl SessionModel {
         let uid = self.selected.as_ref().and_then(|s| s.slot(fetched.seq).uid);
         if let Some(flags) = &fetched.flags {
             self.check_flags(fetched.seq, uid, flags);
+            if let Some(Pending {
+                command: Command::Store { .. },
+                reported,
+                ..
+            }) = self.pending.first_mut()
+            {
+                reported.push(fetched.seq);
+            }
         }
         if let Some(modseq) = fetched.modseq {
             self.check_modseq(fetched.seq, uid, modseq);
@@ -534,9 +547,15 @@ impl SessionModel {
     }
 
     /// What the session's own STOREs let it expect of this message's flags
-    /// now: the STORE in progress, whose answer this is, or (for a sole
-    /// writer) every STORE it made.
+    /// now, for a sole writer: the STORE in progress, whose answer this is,
+    /// or every STORE it made. A session that shares its account expects
+    /// nothing, not even of its STORE's own answer: a STORE another session
+    /// makes at the same time may show in it (Dovecot answers both with
+    /// the flags after both; `tests/fixtures/latitude/concurrent_stores.txt`).
     fn own_expectation(&self, seq: u32, uid: Option<u32>) -> Option<Own> {
+        if !self.options.sole_writer {
+            return None;
+        }
         let selected = self.selected.as_ref()?;
         if let Some(Command::Store {
             uid: by_uid,
@@ -556,10 +575,7 @@ impl SessionModel {
                 return Some(Own::from_store(*mode, flags, |f| selected.can_keep(f)));
             }
         }
-        if self.options.sole_writer {
-            return uid.and_then(|uid| selected.own.get(&uid)).cloned();
-        }
-        None
+        uid.and_then(|uid| selected.own.get(&uid)).cloned()
     }
 
     fn check_modseq(&mut self, seq: u32, uid: Option<u32>, modseq: u64) {

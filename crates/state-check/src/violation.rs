@@ -36,8 +36,8 @@ pub enum CheckKind {
     /// EXPUNGE sent during FETCH, STORE or SEARCH by sequence number, or with
     /// no command in progress (RFC 3501 section 7.4.1).
     ExpungeNotAllowed,
-    /// The session's own STORE is not in the flags its answer (or, when the
-    /// session is the account's only writer, a later FETCH) shows.
+    /// The session is the account's only writer, and its own STORE is not
+    /// in the flags its answer or a later FETCH shows.
     OwnStoreLost,
     /// The session's MOVE completed but a moved message was not reported
     /// expunged from the source (RFC 6851 section 3.3).

@@ -15,7 +15,8 @@ account's only writer, whose own changes must hold in every later FETCH.
 `mixed`: a and b share the mailbox for 150 seeded random commands (FETCH by
 sequence number and UID, STORE of flags and keywords, SEARCH, EXPUNGE,
 MOVE, NOOP, IDLE while c appends), with a checkpoint every 30; `SEED=n`
-picks other commands (the committed fixture is seed 27). A new recording is
+picks other commands (the committed fixture is seed 27); `CONCURRENT=1`
+puts a's and b's FETCH or STORE on the wire together. A new recording is
 checked with
 
     STATE_CHECK_TRANSCRIPT=OUT.txt cargo test -p peakhour-state-check \
@@ -30,6 +31,7 @@ import sys
 
 HOST, PORT, USER, OUT = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 SCENARIO = sys.argv[5] if len(sys.argv) > 5 else "shared"
+CONCURRENT = os.environ.get("CONCURRENT") == "1"
 PASSWORD = os.environ["PASSWORD"]
 BOX, ARCHIVE = "StateCheck", "StateCheckArchive"
 lines = []
@@ -101,17 +103,23 @@ class Session:
         record("C", data)
         self.sock.sendall(data)
 
-    def command(self, text: str, literal: bytes = None):
+    def start(self, text: str, literal: bytes = None):
         self.tag += 1
         tag = "A%04d" % self.tag
         if literal is None:
             self.send(("%s %s\r\n" % (tag, text)).encode())
         else:
             self.send(("%s %s {%d+}\r\n" % (tag, text, len(literal))).encode() + literal + b"\r\n")
+        return tag
+
+    def finish(self, tag: str):
         while True:
             data = self.read_response()
             if data.startswith(tag.encode() + b" "):
                 return data
+
+    def command(self, text: str, literal: bytes = None):
+        return self.finish(self.start(text, literal))
 
     def idle_until(self, action, wanted: bytes):
         """IDLE, run `action` in another session, read until `wanted` arrives."""
@@ -230,7 +238,20 @@ def mixed():
     for step in range(1, 151):
         s = rng.choice((a, b))
         op = rng.random()
-        if op < 0.2:
+        if CONCURRENT and op < 0.55:
+            # Both sessions' commands are on the wire before either answer
+            # is read: the server works on them at the same time.
+            tags = []
+            for t in (a, b):
+                mode = rng.choice(("+FLAGS", "-FLAGS", "+FLAGS.SILENT", "FLAGS"))
+                chosen = " ".join(rng.sample(flags, rng.randint(1, 2)))
+                if rng.random() < 0.5:
+                    tags.append((t, t.start("FETCH 1:* (UID FLAGS)")))
+                else:
+                    tags.append((t, t.start("STORE %d %s (%s)" % (rng.randint(1, 4), mode, chosen))))
+            for t, tag in tags:
+                t.finish(tag)
+        elif op < 0.2:
             s.command("FETCH 1:* (UID FLAGS)")
         elif op < 0.3:
             s.command("UID FETCH 1:* (FLAGS RFC822.SIZE ENVELOPE)")
