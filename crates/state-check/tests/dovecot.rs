@@ -191,3 +191,18 @@ fn issue_27_item_2_real_sessions_storing_at_the_same_time_give_no_violation() {
     assert_eq!(replay.checkpoints, vec![2; 5]);
     assert!(replay.checks.total() > 2000, "{}", replay.checks.total());
 }
+
+#[test]
+fn issue_27_item_1_a_real_sole_writer_mixing_150_seeded_commands_gives_no_violation() {
+    // Session a alone changes flags (c only appends): its own STOREs of
+    // flags and keywords, silent or not, must hold in every later FETCH.
+    let path = common::fixture("dovecot/sole_writer_mixed.txt");
+    let replay = common::replay_both_ways(&path);
+    assert!(replay.violations.is_empty(), "{:#?}", replay.violations);
+    assert_eq!(replay.undecodable, 0);
+    assert!(
+        replay.checks.get(CheckKind::OwnStoreLost) > 100,
+        "{}",
+        replay.checks.get(CheckKind::OwnStoreLost)
+    );
+}

@@ -16,7 +16,8 @@ account's only writer, whose own changes must hold in every later FETCH.
 sequence number and UID, STORE of flags and keywords, SEARCH, EXPUNGE,
 MOVE, NOOP, IDLE while c appends), with a checkpoint every 30; `SEED=n`
 picks other commands (the committed fixture is seed 27); `CONCURRENT=1`
-puts a's and b's FETCH or STORE on the wire together. A new recording is
+puts a's and b's FETCH or STORE on the wire together; `SOLE=1` has session a
+alone, a sole writer, do all the commands. A new recording is
 checked with
 
     STATE_CHECK_TRANSCRIPT=OUT.txt cargo test -p peakhour-state-check \
@@ -32,6 +33,7 @@ import sys
 HOST, PORT, USER, OUT = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 SCENARIO = sys.argv[5] if len(sys.argv) > 5 else "shared"
 CONCURRENT = os.environ.get("CONCURRENT") == "1"
+SOLE = os.environ.get("SOLE") == "1"
 PASSWORD = os.environ["PASSWORD"]
 BOX, ARCHIVE = "StateCheck", "StateCheckArchive"
 lines = []
@@ -227,18 +229,26 @@ def sole():
 def mixed():
     rng = random.Random(int(os.environ.get("SEED", "27")))
     c = setup()
-    a, b = Session("a"), Session("b")
-    for s in (a, b):
-        s.command('LOGIN %s "%s"' % (USER, PASSWORD))
-    # Both with CONDSTORE, so that the checkpoint compares MODSEQs too.
-    a.command("SELECT %s (CONDSTORE)" % BOX)
-    b.command("SELECT %s (CONDSTORE)" % BOX)
+    if SOLE:
+        # One session of the account, the only one to change flags (c only
+        # appends new messages).
+        lines.append("! options sole-writer")
+        a = b = Session("a")
+        a.command('LOGIN %s "%s"' % (USER, PASSWORD))
+        a.command("SELECT %s (CONDSTORE)" % BOX)
+    else:
+        a, b = Session("a"), Session("b")
+        for s in (a, b):
+            s.command('LOGIN %s "%s"' % (USER, PASSWORD))
+        # Both with CONDSTORE, so that the checkpoint compares MODSEQs too.
+        a.command("SELECT %s (CONDSTORE)" % BOX)
+        b.command("SELECT %s (CONDSTORE)" % BOX)
     flags = ["\\Seen", "\\Flagged", "\\Answered", "\\Draft", "$Work", "$Todo", "Later"]
     appended = 3
     for step in range(1, 151):
         s = rng.choice((a, b))
         op = rng.random()
-        if CONCURRENT and op < 0.55:
+        if CONCURRENT and not SOLE and op < 0.55:
             # Both sessions' commands are on the wire before either answer
             # is read: the server works on them at the same time.
             tags = []
@@ -275,10 +285,10 @@ def mixed():
             appended += 1
             s.idle_until(lambda: c.command("APPEND %s" % BOX, message(appended)), b"EXISTS")
         if step % 30 == 0:
-            for s in (a, b):
+            for s in dict.fromkeys((a, b)):
                 s.command("CHECK")
             lines.append("! checkpoint %s" % BOX)
-    for s in (a, b, c):
+    for s in dict.fromkeys((a, b, c)):
         s.command("LOGOUT")
 
 
