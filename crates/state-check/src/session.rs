@@ -14,6 +14,10 @@ use crate::violation::{CheckCounts, CheckKind, Violation};
 /// messages are not remembered (memory stays bounded on a 24-hour run).
 const STATIC_MESSAGES_MAX: usize = 100_000;
 
+/// Messages a session's model tracks at most: an EXISTS above it (a hostile
+/// or broken server) stops the model rather than its memory.
+const MESSAGES_MAX: u32 = 1_000_000;
+
 /// How the session uses its account, which decides what its own changes
 /// let the model expect.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -134,6 +138,9 @@ impl SessionModel {
         }
         self.from_server.push(bytes);
         loop {
+            if self.lost_track.is_some() {
+                break;
+            }
             match self.from_server.next_frame() {
                 Ok(Some(frame)) => self.on_received(&frame),
                 Ok(None) => break,
@@ -368,6 +375,12 @@ impl SessionModel {
     }
 
     fn on_exists(&mut self, n: u32) {
+        if n > MESSAGES_MAX {
+            self.lost_track = Some(format!(
+                "the server announced {n} messages; the model tracks at most {MESSAGES_MAX}"
+            ));
+            return;
+        }
         let Some(selected) = &mut self.selected else {
             return;
         };
