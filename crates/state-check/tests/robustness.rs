@@ -30,7 +30,7 @@ fn issue_27_item_1_corrupted_real_transcripts_never_panic_the_model() {
                 continue;
             };
             let mut bytes = bytes.clone();
-            if rng.next() % 4 == 0 && !bytes.is_empty() {
+            if rng.next().is_multiple_of(4) && !bytes.is_empty() {
                 let at = (rng.next() % bytes.len() as u64) as usize;
                 bytes[at] = (rng.next() % 256) as u8;
             }
