@@ -16,6 +16,7 @@ use imap_codec::imap_types::fetch::MessageDataItem;
 use imap_codec::imap_types::flag::FlagFetch;
 use imap_codec::imap_types::response::{Data, Response};
 
+use crate::command::NumberSet;
 use crate::framing::Frame;
 
 /// Response codes the model tracks, from any status response.
@@ -26,6 +27,9 @@ pub(crate) struct Codes {
     pub(crate) permanent_flags: Option<Vec<String>>,
     /// `[READ-ONLY]`.
     pub(crate) read_only: bool,
+    /// `[COPYUID validity source destination]`: the source UIDs, which the
+    /// server says it copied (or, for MOVE, moved).
+    pub(crate) copied: Option<NumberSet>,
 }
 
 /// One message of a FETCH response.
@@ -253,6 +257,12 @@ fn codes(text: &str) -> Codes {
         "UIDVALIDITY" => codes.uid_validity = args.trim().parse().ok(),
         "UIDNEXT" => codes.uid_next = args.trim().parse().ok(),
         "READ-ONLY" => codes.read_only = true,
+        "COPYUID" => {
+            codes.copied = args
+                .split_ascii_whitespace()
+                .nth(1)
+                .and_then(NumberSet::parse)
+        }
         "PERMANENTFLAGS" => {
             codes.permanent_flags = Some(
                 args.trim_matches(|c| c == '(' || c == ')')

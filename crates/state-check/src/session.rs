@@ -37,6 +37,8 @@ struct Pending {
     command: Command,
     /// MOVE: the UIDs it names that the session knew when it was sent.
     moved: Vec<u32>,
+    /// MOVE: the source UIDs its `[COPYUID]` says were moved.
+    copied: Option<NumberSet>,
     /// STORE: the sequence numbers whose flags its answer reported (the
     /// others, a silent STORE's, take the flags the session set).
     reported: Vec<u32>,
@@ -199,6 +201,7 @@ impl SessionModel {
             tag,
             command,
             moved,
+            copied: None,
             reported: Vec::new(),
             switched: false,
         });
@@ -223,11 +226,19 @@ impl SessionModel {
         match response::read(frame) {
             Received::Continuation | Received::Other => {}
             Received::Undecodable => self.undecodable += 1,
-            Received::Status(codes) => self.on_codes(&codes),
+            Received::Status(codes) => {
+                self.on_codes(&codes);
+                if let (Some(copied), Some(pending)) = (codes.copied, self.pending.first_mut()) {
+                    pending.copied = Some(copied);
+                }
+            }
             Received::Tagged { tag, ok, codes } => {
                 self.on_codes(&codes);
                 if let Some(i) = self.pending.iter().position(|p| p.tag == tag) {
-                    let pending = self.pending.remove(i);
+                    let mut pending = self.pending.remove(i);
+                    if codes.copied.is_some() {
+                        pending.copied = codes.copied;
+                    }
                     self.on_completed(pending, ok);
                     self.switch_mailbox();
                 }
@@ -310,7 +321,11 @@ impl SessionModel {
                     selected.apply_own_store(uid, &set, mode, &flags, &pending.reported);
                 }
             }
-            Command::Move { .. } if ok => self.check_moved(&pending.moved),
+            Command::Move { .. } if ok => {
+                if let Some(copied) = &pending.copied {
+                    self.check_moved(&pending.moved, copied);
+                }
+            }
             _ => {}
         }
     }
@@ -351,17 +366,25 @@ impl SessionModel {
         }
     }
 
-    /// After the session's MOVE completed: every moved message it knew
-    /// must have been reported expunged (RFC 6851 section 3.3).
-    fn check_moved(&mut self, moved: &[u32]) {
+    /// After the session's MOVE completed: every message it named, knew
+    /// and the server's `[COPYUID]` says it moved must have been reported
+    /// expunged (RFC 6851 section 3.3). Without COPYUID (no UIDPLUS) the
+    /// model cannot tell a moved message from one another session had
+    /// expunged already, whose EXPUNGE the server may still defer.
+    fn check_moved(&mut self, moved: &[u32], copied: &NumberSet) {
         let Some(selected) = &self.selected else {
             return;
         };
+        let moved: Vec<u32> = moved
+            .iter()
+            .copied()
+            .filter(|&uid| copied.contains(uid, u32::MAX))
+            .collect();
         let still: Vec<(u32, u32)> = moved
             .iter()
             .filter_map(|&uid| selected.seq_of_uid(uid).map(|seq| (seq, uid)))
             .collect();
-        for _ in moved {
+        for _ in &moved {
             self.checks.count(CheckKind::MoveNotExpunged);
         }
         for (seq, uid) in still {

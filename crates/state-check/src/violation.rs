@@ -39,8 +39,8 @@ pub enum CheckKind {
     /// The session is the account's only writer, and its own STORE is not
     /// in the flags its answer or a later FETCH shows.
     OwnStoreLost,
-    /// The session's MOVE completed but a moved message was not reported
-    /// expunged from the source (RFC 6851 section 3.3).
+    /// The session's MOVE completed but a message its `[COPYUID]` says was
+    /// moved was not reported expunged from the source (RFC 6851 section 3.3).
     MoveNotExpunged,
     /// Checkpoint: sessions of one mailbox count different numbers of messages.
     CheckpointCount,

@@ -65,3 +65,14 @@ fn issue_27_item_2_a_sessions_own_silent_store_counts_as_known_at_a_checkpoint()
 fn issue_27_item_1_another_sessions_concurrent_store_showing_in_a_store_answer_is_allowed() {
     no_violation("concurrent_stores");
 }
+
+#[test]
+fn issue_27_item_1_a_move_leaving_a_message_it_did_not_move_is_allowed() {
+    let replay = no_violation("move_of_a_message_another_session_expunged");
+    assert_eq!(
+        replay
+            .checks
+            .get(peakhour_state_check::CheckKind::MoveNotExpunged),
+        1
+    );
+}
