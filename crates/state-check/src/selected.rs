@@ -34,26 +34,32 @@ pub(crate) struct Own {
 }
 
 impl Own {
-    /// What one STORE's answer must show.
-    pub(crate) fn from_store(
+    /// The expectation after one more STORE of `flags` (folded, only those
+    /// that stick) on a message whose flags were `known` (folded).
+    pub(crate) fn apply(
+        &mut self,
         mode: StoreMode,
-        flags: &[String],
-        can_keep: impl Fn(&str) -> bool,
-    ) -> Self {
-        let flags: BTreeSet<String> = flags
-            .iter()
-            .map(|f| fold(f))
-            .filter(|f| f != "\\recent" && can_keep(f))
-            .collect();
+        flags: &BTreeSet<String>,
+        known: Option<BTreeSet<String>>,
+    ) {
         match mode {
-            StoreMode::Add | StoreMode::Replace => Own {
-                must_have: flags,
-                must_not: BTreeSet::new(),
-            },
-            StoreMode::Remove => Own {
-                must_have: BTreeSet::new(),
-                must_not: flags,
-            },
+            StoreMode::Add => {
+                self.must_have.extend(flags.iter().cloned());
+                self.must_not.retain(|f| !flags.contains(f));
+            }
+            StoreMode::Remove => {
+                self.must_not.extend(flags.iter().cloned());
+                self.must_have.retain(|f| !flags.contains(f));
+            }
+            StoreMode::Replace => {
+                self.must_have = flags.clone();
+                self.must_not = known
+                    .unwrap_or_default()
+                    .into_iter()
+                    .chain(std::mem::take(&mut self.must_not))
+                    .filter(|f| !flags.contains(f) && f != "\\recent")
+                    .collect();
+            }
         }
     }
 
@@ -248,11 +254,22 @@ impl Selected {
             .and_then(|i| u32::try_from(i + 1).ok())
     }
 
-    pub(crate) fn flags_of_uid(&self, uid: u32) -> Option<&BTreeSet<String>> {
-        self.slots
+    /// The flags of a STORE that must stick, folded: not `\Recent`, and in
+    /// PERMANENTFLAGS ([`Selected::can_keep`]).
+    pub(crate) fn lasting(&self, flags: &[String]) -> BTreeSet<String> {
+        flags
             .iter()
-            .find(|s| s.uid == Some(uid))
-            .and_then(|s| s.flags.as_ref())
+            .map(|f| fold(f))
+            .filter(|f| f != "\\recent" && self.can_keep(f))
+            .collect()
+    }
+
+    /// The flags the session knows of the message at `seq`, folded.
+    pub(crate) fn folded_flags(&self, seq: u32) -> Option<BTreeSet<String>> {
+        self.slot(seq)
+            .flags
+            .as_ref()
+            .map(|flags| flags.iter().map(|f| fold(f)).collect())
     }
 
     /// Whether a STORE of `flag` (folded) must stick: it is in

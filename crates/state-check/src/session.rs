@@ -335,34 +335,13 @@ impl SessionModel {
         let Some(selected) = &mut self.selected else {
             return;
         };
-        let flags: BTreeSet<String> = flags
-            .iter()
-            .map(|f| fold(f))
-            .filter(|f| f != "\\recent" && selected.can_keep(f))
-            .collect();
+        let flags = selected.lasting(flags);
         for uid in selected.uids_in(uid, set) {
             let known = selected
-                .flags_of_uid(uid)
-                .map(|flags| flags.iter().map(|f| fold(f)).collect::<BTreeSet<String>>());
-            let own = selected.own.entry(uid).or_insert_with(Own::default);
-            match mode {
-                StoreMode::Add => {
-                    own.must_have.extend(flags.iter().cloned());
-                    own.must_not.retain(|f| !flags.contains(f));
-                }
-                StoreMode::Remove => {
-                    own.must_not.extend(flags.iter().cloned());
-                    own.must_have.retain(|f| !flags.contains(f));
-                }
-                StoreMode::Replace => {
-                    own.must_have = flags.clone();
-                    own.must_not = known
-                        .unwrap_or_default()
-                        .into_iter()
-                        .filter(|f| !flags.contains(f) && f != "\\recent")
-                        .collect();
-                }
-            }
+                .seq_of_uid(uid)
+                .and_then(|seq| selected.folded_flags(seq));
+            let own = selected.own.entry(uid).or_default();
+            own.apply(mode, &flags, known);
         }
     }
 
@@ -593,13 +572,14 @@ impl SessionModel {
             return None;
         }
         let selected = self.selected.as_ref()?;
+        let before = uid.and_then(|uid| selected.own.get(&uid)).cloned();
         if let Some(Command::Store {
             uid: by_uid,
             set,
             mode,
             flags,
-            silent: false,
             conditional: false,
+            ..
         }) = self.in_progress()
         {
             let named = match (by_uid, uid) {
@@ -608,10 +588,15 @@ impl SessionModel {
                 (false, _) => set.contains(seq, selected.count()),
             };
             if named {
-                return Some(Own::from_store(*mode, flags, |f| selected.can_keep(f)));
+                // This answer shows the STORE in progress on top of the
+                // ones before it (a silent STORE may be answered too:
+                // Cyrus does under CONDSTORE).
+                let mut own = before.unwrap_or_default();
+                own.apply(*mode, &selected.lasting(flags), selected.folded_flags(seq));
+                return Some(own);
             }
         }
-        uid.and_then(|uid| selected.own.get(&uid)).cloned()
+        before
     }
 
     fn check_modseq(&mut self, seq: u32, uid: Option<u32>, modseq: u64) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Records real sessions against a lab's Dovecot as one C:/S: transcript.
+"""Records real sessions against a lab's Dovecot (or Cyrus) as one C:/S: transcript.
 
 Three sessions of one account (a, b: the two under test; c: another client
 that appends), interleaved in one deterministic order, with `! session`
@@ -21,7 +21,7 @@ alone, a sole writer, do all the commands. A new recording is
 checked with
 
     STATE_CHECK_TRANSCRIPT=OUT.txt cargo test -p peakhour-state-check \
-        --test dovecot -- --ignored any_transcript
+        --test real_servers -- --ignored any_transcript
 """
 
 import os
