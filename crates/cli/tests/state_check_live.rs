@@ -73,16 +73,8 @@ fn message(n: u32) -> Vec<u8> {
     .into_bytes()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_27_item_1_peakhours_own_sessions_sharing_a_mailbox_give_no_violation() {
-    let (_dir, lab) = start_lab(2);
-    let status = &lab.status;
-    let mut found = Vec::new();
-    let (mut a, mut b, mut c) = (
-        Watched::open(status, "a").await,
-        Watched::open(status, "b").await,
-        Watched::open(status, "c").await,
-    );
+/// Two sessions on one mailbox, a third appending: what a busy account does.
+async fn share_a_mailbox(a: &mut Watched, b: &mut Watched, c: &mut Watched) {
     c.imap.create("Shared").await.unwrap();
     c.imap.create("Shared.Archive").await.unwrap();
     for n in 1..=3 {
@@ -164,7 +156,7 @@ async fn issue_27_item_1_peakhours_own_sessions_sharing_a_mailbox_give_no_violat
         .await
         .unwrap();
     b.imap.noop().await.unwrap();
-    for session in [&mut a, &mut b] {
+    for session in [&mut *a, &mut *b] {
         session
             .imap
             .fetch("1:*", &[FetchItem::Uid, FetchItem::Flags], false)
@@ -172,6 +164,19 @@ async fn issue_27_item_1_peakhours_own_sessions_sharing_a_mailbox_give_no_violat
             .unwrap();
         session.imap.noop().await.unwrap();
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_27_item_1_peakhours_own_sessions_sharing_a_mailbox_give_no_violation() {
+    let (_dir, lab) = start_lab(2);
+    let status = &lab.status;
+    let (mut a, mut b, mut c) = (
+        Watched::open(status, "a").await,
+        Watched::open(status, "b").await,
+        Watched::open(status, "c").await,
+    );
+    share_a_mailbox(&mut a, &mut b, &mut c).await;
+    let mut found = Vec::new();
     for session in [&mut a, &mut b, &mut c] {
         session.drain(&mut found);
     }
