@@ -95,6 +95,20 @@ fn issue_27_item_1_a_reused_uid_is_caught() {
 }
 
 #[test]
+fn issue_27_item_1_uids_not_ascending_with_sequence_numbers_are_caught() {
+    assert_eq!(
+        only_violation("uid_order_descending"),
+        violation(
+            CheckKind::UidOrder,
+            "a",
+            (Some(2), Some(3)),
+            "UID > 5 (UID of seq 1)",
+            "UID 3"
+        )
+    );
+}
+
+#[test]
 fn issue_27_item_1_a_fetch_of_an_expunged_message_is_caught() {
     assert_eq!(
         only_violation("expunged_message_returned"),
