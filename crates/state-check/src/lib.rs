@@ -12,6 +12,10 @@
 //!   selected mailbox (count, sequence-to-UID map, UIDVALIDITY, flags and
 //!   keywords, MODSEQ, static items of fetched messages, the session's own
 //!   STOREs and MOVEs) and returns each [`Violation`] a response reveals.
+//!   peakhour-imap records the bytes in that order
+//!   (`ImapConnection::record_wire`, `take_wire`). [`SessionOptions`] says
+//!   whether the session is its account's only writer, which decides what
+//!   its own STOREs let the model expect.
 //! * [`checkpoint`] compares the [`Snapshot`]s of the sessions that have one
 //!   mailbox open, taken when each is quiet ([`SessionModel::snapshot`]).
 //! * Every check has a [`CheckKind`], and [`CheckCounts`] counts how often
