@@ -88,11 +88,15 @@ pub(crate) fn read(frame: &Frame) -> Received {
     if status {
         return Received::Status(codes(rest));
     }
-    let (bytes, modseq) = without_modseq(frame);
-    match ResponseCodec::default().decode(&bytes) {
+    let stripped = without_modseq(frame);
+    let (bytes, modseq) = match &stripped {
+        Some((bytes, modseq)) => (bytes.as_slice(), Some(*modseq)),
+        None => (frame.bytes.as_slice(), None),
+    };
+    match ResponseCodec::default().decode(bytes) {
         Ok((_, Response::Data(data))) => from_data(data, modseq),
         Ok(_) => Received::Other,
-        Err(_) => match (modseq, modseq_only(&bytes)) {
+        Err(_) => match (modseq, modseq_only(bytes)) {
             // `* 2 FETCH (MODSEQ (8))` (Dovecot's answer to a silent STORE
             // under CONDSTORE) leaves an empty list, which imap-codec refuses.
             (Some(modseq), Some(seq)) => Received::Fetch(Fetched {
@@ -198,33 +202,35 @@ fn digest(bytes: Option<&[u8]>) -> String {
     }
 }
 
-/// The response with `MODSEQ (n)` taken out of its text parts, and `n`.
-fn without_modseq(frame: &Frame) -> (Vec<u8>, Option<u64>) {
-    let mut out = Vec::with_capacity(frame.bytes.len());
-    let mut modseq = None;
+/// The response with `MODSEQ (n)` taken out of its text parts, and `n`;
+/// `None` (and no copy) when it holds none, as most responses do.
+fn without_modseq(frame: &Frame) -> Option<(Vec<u8>, u64)> {
     let parts = frame.text_parts();
+    let (at, (range, modseq)) = parts
+        .iter()
+        .enumerate()
+        .find_map(|(i, part)| find_modseq(&frame.bytes[part.clone()]).map(|found| (i, found)))?;
+    let mut out = Vec::with_capacity(frame.bytes.len());
     for (i, part) in parts.iter().enumerate() {
         let text = &frame.bytes[part.clone()];
-        match find_modseq(text) {
-            Some((range, value)) if modseq.is_none() => {
-                modseq = Some(value);
-                let (mut start, mut end) = (range.start, range.end);
-                // Take one separating space with it, so the list stays valid.
-                if text.get(end) == Some(&b' ') {
-                    end += 1;
-                } else if start > 0 && text[start - 1] == b' ' {
-                    start -= 1;
-                }
-                out.extend_from_slice(&text[..start]);
-                out.extend_from_slice(&text[end..]);
+        if i == at {
+            let (mut start, mut end) = (range.start, range.end);
+            // Take one separating space with it, so the list stays valid.
+            if text.get(end) == Some(&b' ') {
+                end += 1;
+            } else if start > 0 && text[start - 1] == b' ' {
+                start -= 1;
             }
-            _ => out.extend_from_slice(text),
+            out.extend_from_slice(&text[..start]);
+            out.extend_from_slice(&text[end..]);
+        } else {
+            out.extend_from_slice(text);
         }
         if let Some(literal) = frame.literals.get(i) {
             out.extend_from_slice(&frame.bytes[literal.clone()]);
         }
     }
-    (out, modseq)
+    Some((out, modseq))
 }
 
 /// `MODSEQ (digits)` in `text`: its range and value.
