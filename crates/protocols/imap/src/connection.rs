@@ -165,6 +165,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapConnection<S> {
         self.pump.core.mailbox()
     }
 
+    /// Starts or stops recording the connection's bytes in wire order
+    /// ([`ClientCore::record_wire`]), for a state-check model of the session.
+    pub fn record_wire(&mut self, on: bool) {
+        self.pump.core.record_wire(on);
+    }
+
+    /// The bytes recorded since the last call ([`ClientCore::take_wire`]).
+    pub fn take_wire(&mut self) -> Vec<crate::core::Wire> {
+        self.pump.core.take_wire()
+    }
+
     /// Runs any request and returns its reply; the typed methods below are
     /// built on it.
     ///

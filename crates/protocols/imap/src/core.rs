@@ -39,6 +39,26 @@ thread_local! {
     static SHELL: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
+/// Bytes that went over the wire, as [`ClientCore::record_wire`] records
+/// them. A password the client sent is in `Sent`: never log these.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Wire {
+    /// Bytes the core handed out to write.
+    Sent(Vec<u8>),
+    /// Bytes handed to the core, as they were read.
+    Received(Vec<u8>),
+}
+
+// By hand: `Sent` may hold a LOGIN password, which must never be printed.
+impl std::fmt::Debug for Wire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Wire::Sent(bytes) => write!(f, "Sent({} bytes)", bytes.len()),
+            Wire::Received(bytes) => write!(f, "Received({} bytes)", bytes.len()),
+        }
+    }
+}
+
 /// Something the server told us.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
@@ -197,6 +217,9 @@ pub struct ClientCore {
     bye: Option<String>,
     /// The server closed the connection; what is buffered is all there is.
     input_closed: bool,
+    /// Every byte written and read, in wire order, while recording
+    /// ([`ClientCore::record_wire`]); `None` when not recording.
+    wire: Option<Vec<Wire>>,
 }
 
 impl ClientCore {
@@ -214,11 +237,15 @@ impl ClientCore {
             events: VecDeque::new(),
             bye: None,
             input_closed: false,
+            wire: None,
         }
     }
 
     /// Hands server bytes to the client; call [`ClientCore::next`] afterwards.
     pub fn enqueue_input(&mut self, bytes: &[u8]) {
+        if let Some(wire) = &mut self.wire {
+            wire.push(Wire::Received(bytes.to_vec()));
+        }
         self.framer.enqueue(bytes);
     }
 
@@ -462,7 +489,7 @@ impl ClientCore {
             return Err(self.closed_error());
         }
         if let Some(bytes) = self.writable() {
-            return Ok(Progress::Output(bytes));
+            return Ok(self.output(bytes));
         }
         loop {
             if let Some(event) = self.events.pop_front() {
@@ -478,9 +505,32 @@ impl ClientCore {
                 return Err(self.fail(error));
             }
             if let Some(bytes) = self.writable() {
-                return Ok(Progress::Output(bytes));
+                return Ok(self.output(bytes));
             }
         }
+    }
+
+    /// Bytes to write, recorded first when recording.
+    fn output(&mut self, bytes: Vec<u8>) -> Progress<Event> {
+        if let Some(wire) = &mut self.wire {
+            wire.push(Wire::Sent(bytes.clone()));
+        }
+        Progress::Output(bytes)
+    }
+
+    /// Starts (or stops, dropping what was recorded) recording every byte
+    /// the core hands out to write and every byte handed to it, in wire
+    /// order: what a state-check model (`peakhour-state-check`) of this
+    /// session reads. Take them with [`ClientCore::take_wire`] after each
+    /// command; they are kept until then.
+    pub fn record_wire(&mut self, on: bool) {
+        self.wire = on.then(Vec::new);
+    }
+
+    /// The bytes recorded since the last call, in wire order (empty when
+    /// not recording).
+    pub fn take_wire(&mut self) -> Vec<Wire> {
+        self.wire.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     fn fail(&mut self, error: ImapError) -> ImapError {
@@ -1163,6 +1213,39 @@ mod tests {
             items: vec![FetchItem::Uid],
             uid,
         }
+    }
+
+    #[test]
+    fn issue_27_item_1_the_wire_is_recorded_in_order_when_asked() {
+        let mut core = ClientCore::new(Limits::default());
+        core.enqueue_input(b"* OK [CAPABILITY IMAP4rev1 IDLE] hi\r\n");
+        assert!(core.take_wire().is_empty(), "recorded before asked");
+        core.record_wire(true);
+        assert!(matches!(
+            core.next(),
+            Ok(Progress::Event(Event::Greeting { .. }))
+        ));
+        core.send(&Request::Noop).unwrap();
+        assert!(matches!(core.next(), Ok(Progress::Output(_))));
+        core.enqueue_input(b"* 3 EXISTS\r\n");
+        core.enqueue_input(b"A0001 OK done\r\n");
+        while !matches!(core.next().unwrap(), Progress::NeedMoreInput) {}
+        assert_eq!(
+            core.take_wire(),
+            vec![
+                Wire::Sent(b"A0001 NOOP\r\n".to_vec()),
+                Wire::Received(b"* 3 EXISTS\r\n".to_vec()),
+                Wire::Received(b"A0001 OK done\r\n".to_vec()),
+            ]
+        );
+        assert!(core.take_wire().is_empty());
+        core.record_wire(false);
+        core.enqueue_input(b"* 4 EXISTS\r\n");
+        assert!(core.take_wire().is_empty());
+        assert_eq!(
+            format!("{:?}", Wire::Sent(b"secret".to_vec())),
+            "Sent(6 bytes)"
+        );
     }
 
     #[test]

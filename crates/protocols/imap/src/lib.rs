@@ -37,7 +37,7 @@ mod request;
 mod types;
 
 pub use crate::connection::{Idle, ImapConnection};
-pub use crate::core::{ClientCore, Event, Reply};
+pub use crate::core::{ClientCore, Event, Reply, Wire};
 pub use crate::error::{ImapError, Refusal};
 pub use crate::framer::Limits;
 pub use crate::request::Request;
