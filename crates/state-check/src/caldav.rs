@@ -210,6 +210,11 @@ impl CalDavSessionModel {
                                 format!("ETag {expected}"),
                                 format!("ETag {seen}"),
                             ));
+                            // Which of the two is true is unknown: the next
+                            // read starts afresh, so one contradiction is
+                            // reported once.
+                            self.known.remove(href);
+                            return;
                         }
                     }
                 }

@@ -26,6 +26,9 @@ pub const ADDED_BY_MAIL_SYSTEM: &[&str] = &[
     "arc-authentication-results",
     "authentication-results",
     "received-spf",
+    // Cyrus's lmtpd marks each delivery with these two.
+    "x-cyrus-session-id",
+    "x-sieve",
 ];
 
 /// Header fields whose value must arrive as submitted (lower case).
