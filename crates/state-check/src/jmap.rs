@@ -443,14 +443,10 @@ impl JmapSessionModel {
         chain.updated.extend(strings(args.get("updated")));
         chain.destroyed.extend(strings(args.get("destroyed")));
         if more {
-            // An intermediate state may well be one from before the
-            // session's change: it is not a "current" state.
-            self.step += 1;
-            let step = self.step;
-            let book = self.book(kind);
-            book.chains.insert(new.to_owned(), chain);
-            let entry = book.states.entry(new.to_owned()).or_insert((step, step));
-            entry.1 = step;
+            // An intermediate state is a past one, of a time the session
+            // cannot place (it may be from before the session's own
+            // changes): it is not recorded as seen now, only followed.
+            self.book(kind).chains.insert(new.to_owned(), chain);
             return found;
         }
         self.told_state(kind, new, &mut found);

@@ -16,6 +16,11 @@ page), then the audit's `Email/get` of every message's `mailboxIds`, a
 clean-up that destroys every message, and the clean-up's audit. Each line
 is {"request": .., "response": ..}, or {"audit": ..} / {"cleanup": ..}.
 
+`jmap-mixed`: 80 seeded random calls (`SEED=n`, 27 by default) of one
+session: import into a random mailbox, flag, move, destroy, get, and
+`Email/changes` from a random earlier state, whole or two changes a page;
+then the audit's `Email/get`.
+
 `caldav`: PUT a new event, GET it, PUT it again with If-Match, a
 calendar-multiget REPORT, DELETE, GET (404) and the REPORT again; each line
 is one exchange as CalDavExchange has it (the multistatus read here).
@@ -79,6 +84,78 @@ def message(run, nth, to):
         "\r\n"
         "Quarterly figures attached as discussed.\r\n" % (to, nth, nth, run, run, nth)
     ).encode()
+
+
+def jmap_mixed(base, user, out):
+    """SEED-seeded random session: 80 calls of import, flag, move, destroy,
+    get and /changes from a random earlier state (paged or whole)."""
+    import random
+
+    rng = random.Random(int(os.environ.get("SEED", "27")))
+    http = Http(base, user)
+    _, _, body = http.call("GET", base + "/.well-known/jmap")
+    session = json.loads(body)
+    account = next(iter(session["accounts"]))
+    api = session["apiUrl"]
+    upload = session["uploadUrl"].replace("{accountId}", account)
+    lines = []
+    using = ["urn:ietf:params:jmap:core", "urn:ietf:params:jmap:mail"]
+
+    def call(*calls):
+        request = {"using": using, "methodCalls": [list(c) for c in calls]}
+        _, _, body = http.call("POST", api, json.dumps(request).encode(), {"Content-Type": "application/json"})
+        response = json.loads(body)
+        lines.append({"request": request, "response": response})
+        return response["methodResponses"]
+
+    boxes = call(["Mailbox/get", {"accountId": account, "ids": None}, "0"])[0][1]["list"]
+    box_ids = [b["id"] for b in boxes]
+    states = [boxes and call(["Email/get", {"accountId": account, "ids": [], "properties": ["id"]}, "0"])[0][1]["state"]]
+    where = {}
+    for nth in range(80):
+        op = rng.choice(["import", "import", "flag", "move", "move", "destroy", "get", "changes", "changes"])
+        if op == "import" or not where:
+            _, _, body = http.call("POST", upload, message("mixed", 100 + nth, user), {"Content-Type": "message/rfc822"})
+            box = rng.choice(box_ids)
+            answer = call(["Email/import", {"accountId": account, "emails": {"m": {
+                "blobId": json.loads(body)["blobId"], "mailboxIds": {box: True}}}}, "0"])[0]
+            if answer[0] == "Email/import" and answer[1].get("created"):
+                where[answer[1]["created"]["m"]["id"]] = box
+        elif op == "flag":
+            email = rng.choice(sorted(where))
+            call(["Email/set", {"accountId": account, "update": {email: {"keywords/$flagged": rng.choice([True, None])}}}, "0"])
+        elif op == "move":
+            email = rng.choice(sorted(where))
+            to = rng.choice([b for b in box_ids if b != where[email]])
+            call(["Email/set", {"accountId": account, "update": {email: {"mailboxIds/" + where[email]: None, "mailboxIds/" + to: True}}}, "0"])
+            where[email] = to
+        elif op == "destroy":
+            email = rng.choice(sorted(where))
+            call(["Email/set", {"accountId": account, "destroy": [email]}, "0"])
+            del where[email]
+        elif op == "get":
+            ids = rng.sample(sorted(where), min(3, len(where)))
+            answer = call(["Email/get", {"accountId": account, "ids": ids, "properties": ["id", "mailboxIds", "keywords"]}, "0"])[0]
+            states.append(answer[1].get("state"))
+        else:
+            since = rng.choice([s for s in states if s])
+            paged = rng.random() < 0.5
+            for _ in range(100):
+                args = {"accountId": account, "sinceState": since}
+                if paged:
+                    args["maxChanges"] = 2
+                answer = call(["Email/changes", args, "0"])[0]
+                if answer[0] != "Email/changes" or not answer[1]["hasMoreChanges"]:
+                    break
+                since = answer[1]["newState"]
+    everything = call(
+        ["Email/query", {"accountId": account}, "0"],
+        ["Email/get", {"accountId": account, "#ids": {"resultOf": "0", "name": "Email/query", "path": "/ids"}, "properties": ["id", "mailboxIds"]}, "1"],
+    )
+    lines.append({"audit": everything[1][1]})
+    with open(out, "w") as f:
+        for line in lines:
+            f.write(scrub(json.dumps(line, sort_keys=True)) + "\n")
 
 
 def jmap(base, user, out):
@@ -250,4 +327,4 @@ def imap_find(host, port, user, run):
 
 
 if __name__ == "__main__":
-    {"jmap": jmap, "caldav": caldav, "delivery": delivery}[sys.argv[1]](*sys.argv[2:])
+    {"jmap": jmap, "jmap-mixed": jmap_mixed, "caldav": caldav, "delivery": delivery}[sys.argv[1]](*sys.argv[2:])
