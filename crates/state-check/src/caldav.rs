@@ -148,6 +148,11 @@ impl CalDavSessionModel {
         }
         for entry in &exchange.report {
             let href = path_of(&entry.href);
+            if href.ends_with('/') {
+                // A collection (PROPFIND Depth 1 lists the calendar itself):
+                // its ETag changes with every event in it.
+                continue;
+            }
             match entry.status {
                 404 | 410 => self.read_gone(&href, &mut found),
                 status if success(status) => self.read(&href, entry.etag.as_deref(), &mut found),

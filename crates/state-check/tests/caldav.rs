@@ -271,3 +271,38 @@ fn issue_27_item_3_one_stale_etag_in_the_real_session_is_caught() {
         format!("ETag {}", first_etag.unwrap_or_default())
     );
 }
+
+fn replay_file(path: &Path) -> (Vec<Violation>, CalDavSessionModel) {
+    let mut model = CalDavSessionModel::new("a", SOLE);
+    let exchanges = recording(&path.to_string_lossy());
+    (run(&mut model, &exchanges), model)
+}
+
+#[test]
+fn issue_27_item_3_a_real_cyrus_session_of_80_seeded_requests_gives_no_violation() {
+    let (found, model) = replay_file(Path::new("cyrus_caldav_mixed.jsonl"));
+    assert_eq!(found, vec![]);
+    let checks = model.checks();
+    for kind in [
+        CheckKind::CaldavEtagMismatch,
+        CheckKind::CaldavDeletedReturned,
+        CheckKind::CaldavIfMatchRefused,
+    ] {
+        assert!(checks.get(kind) > 0, "{kind} not checked: {checks:?}");
+    }
+}
+
+/// A recording not committed (`STATE_CHECK_CALDAV=FILE`, an absolute path),
+/// made by `capture_groupware.py caldav-mixed` with another seed.
+#[test]
+#[ignore = "needs STATE_CHECK_CALDAV=recording.jsonl"]
+fn any_caldav_recording() {
+    let path = std::env::var("STATE_CHECK_CALDAV").expect("STATE_CHECK_CALDAV");
+    let (found, model) = replay_file(Path::new(&path));
+    println!(
+        "{path}: {} checks: {:?}",
+        model.checks().total(),
+        model.checks()
+    );
+    assert_eq!(found, vec![]);
+}

@@ -25,6 +25,10 @@ then the audit's `Email/get`.
 calendar-multiget REPORT, DELETE, GET (404) and the REPORT again; each line
 is one exchange as CalDavExchange has it (the multistatus read here).
 
+`caldav-mixed`: 80 seeded requests (`SEED=n`) over five events of one
+collection: PUT (new, with the If-Match last seen, or a stale one), GET,
+DELETE, calendar-multiget and calendar-query REPORTs, PROPFIND Depth 1.
+
 `delivery`: submits one message in peakhour's shape over SMTP, then finds
 it over IMAP (SEARCH HEADER X-Peakhour-Run, FETCH RFC822.SIZE
 BODY.PEEK[HEADER]); writes {"submitted": .., "found": [..]}.
@@ -291,6 +295,79 @@ def caldav(collection, user, out):
             f.write(scrub(json.dumps(line, sort_keys=True)) + "\n")
 
 
+QUERY = (
+    '<?xml version="1.0" encoding="utf-8"?>\n'
+    '<C:calendar-query xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav">'
+    "<D:prop><D:getetag/></D:prop><C:filter><C:comp-filter name=\"VCALENDAR\">"
+    '<C:comp-filter name="VEVENT"/></C:comp-filter></C:filter></C:calendar-query>'
+)
+
+
+def caldav_mixed(collection, user, out):
+    """SEED-seeded: 80 requests over five events: PUT (new, or with the
+    If-Match last seen, sometimes a stale one), GET, DELETE, multiget and
+    calendar-query REPORTs, PROPFIND Depth 1."""
+    import random
+
+    rng = random.Random(int(os.environ.get("SEED", "27")))
+    http = Http(collection, user)
+    collection = collection.rstrip("/") + "/"
+    path = re.sub(r"^https?://[^/]+", "", collection)
+    stamp = int(time.time())
+    hrefs = [path + "mixed-%d-%d.ics" % (stamp, n) for n in range(5)]
+    etags = {}
+    lines = []
+
+    def exchange(method, target, body=None, headers=None):
+        status, answer_headers, answer = http.call(method, target, body, headers)
+        etag = next((v for k, v in answer_headers.items() if k.lower() == "etag"), None)
+        report = multistatus(answer) if status == 207 else []
+        lines.append({"method": method, "href": re.sub(r"^https?://[^/]+", "", target),
+                      "if_match": (headers or {}).get("If-Match"), "status": status, "etag": etag,
+                      "report": report})
+        return status, etag, report
+
+    ics = {"Content-Type": "text/calendar; charset=utf-8"}
+    xml = {"Content-Type": "application/xml; charset=utf-8", "Depth": "1"}
+    for nth in range(80):
+        href = rng.choice(hrefs)
+        uid = href.rsplit("/", 1)[1][:-4]
+        op = rng.choice(["put", "put", "get", "get", "delete", "multiget", "query", "propfind"])
+        if op == "put":
+            headers = dict(ics)
+            if href in etags and rng.random() < 0.8:
+                headers["If-Match"] = etags[href] if rng.random() < 0.8 else '"stale"'
+            status, etag, _ = exchange("PUT", href, (EVENT % (uid, "v%d" % nth)).encode(), headers)
+            if 200 <= status < 300:
+                etags.pop(href, None)
+                if etag:
+                    etags[href] = etag
+        elif op == "get":
+            status, etag, _ = exchange("GET", href)
+            if status == 200 and etag:
+                etags[href] = etag
+        elif op == "delete":
+            headers = {"If-Match": etags[href]} if href in etags and rng.random() < 0.5 else {}
+            status, _, _ = exchange("DELETE", href, None, headers)
+            if 200 <= status < 300:
+                etags.pop(href, None)
+        else:
+            if op == "multiget":
+                body = MULTIGET.replace("<D:href>%s</D:href>", "".join("<D:href>%s</D:href>" % h for h in hrefs))
+                _, _, report = exchange("REPORT", collection, body.encode(), xml)
+            elif op == "query":
+                _, _, report = exchange("REPORT", collection, QUERY.encode(), xml)
+            else:
+                body = b'<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:getetag/></D:prop></D:propfind>'
+                _, _, report = exchange("PROPFIND", collection, body, xml)
+            for entry in report:
+                if entry["etag"]:
+                    etags[re.sub(r"^https?://[^/]+", "", entry["href"])] = entry["etag"]
+    with open(out, "w") as f:
+        for line in lines:
+            f.write(scrub(json.dumps(line, sort_keys=True)) + "\n")
+
+
 def delivery(smtp, imap, user, out):
     run = "capture%d" % int(time.time())
     submitted = message(run, 1, user)
@@ -327,4 +404,4 @@ def imap_find(host, port, user, run):
 
 
 if __name__ == "__main__":
-    {"jmap": jmap, "jmap-mixed": jmap_mixed, "caldav": caldav, "delivery": delivery}[sys.argv[1]](*sys.argv[2:])
+    {"jmap": jmap, "jmap-mixed": jmap_mixed, "caldav": caldav, "caldav-mixed": caldav_mixed, "delivery": delivery}[sys.argv[1]](*sys.argv[2:])
