@@ -306,3 +306,27 @@ fn any_caldav_recording() {
     );
     assert_eq!(found, vec![]);
 }
+
+#[test]
+fn issue_27_item_3_real_radicale_sessions_give_no_violation() {
+    let (found, model) = replay_file(Path::new("radicale_caldav.jsonl"));
+    assert_eq!(found, vec![]);
+    let checks = model.checks();
+    assert_eq!(checks.get(CheckKind::CaldavEtagMismatch), 3, "{checks:?}");
+    assert_eq!(checks.get(CheckKind::CaldavIfMatchRefused), 2, "{checks:?}");
+    assert_eq!(
+        checks.get(CheckKind::CaldavDeletedReturned),
+        2,
+        "{checks:?}"
+    );
+    let (found, model) = replay_file(Path::new("radicale_caldav_mixed.jsonl"));
+    assert_eq!(found, vec![]);
+    let checks = model.checks();
+    for kind in [
+        CheckKind::CaldavEtagMismatch,
+        CheckKind::CaldavDeletedReturned,
+        CheckKind::CaldavIfMatchRefused,
+    ] {
+        assert!(checks.get(kind) > 0, "{kind} not checked: {checks:?}");
+    }
+}

@@ -1,15 +1,22 @@
-//! Delivery checks: a copy delivered by the Cyrus lab (Postfix, then LMTP)
-//! is the message submitted, and each corruption of it is caught.
+//! Delivery checks: a copy delivered by the Cyrus or the Dovecot lab
+//! (Postfix, then LMTP) is the message submitted, and each corruption of it
+//! is caught.
 
 use std::path::Path;
 
 use peakhour_state_check::{CheckKind, FoundCopy, SubmittedMessage, Violation, check_delivery};
 use serde_json::Value;
 
-/// The recording: (the submitted message, the copies found).
+/// The Cyrus recording: (the submitted message, the copies found).
 fn recording() -> (Vec<u8>, Vec<FoundCopy>) {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/groupware/cyrus_delivery.json");
+    recorded("cyrus_delivery.json")
+}
+
+/// A recording (`capture_groupware.py delivery`).
+fn recorded(name: &str) -> (Vec<u8>, Vec<FoundCopy>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/groupware")
+        .join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
     let found = v["found"]
@@ -195,4 +202,33 @@ fn issue_27_item_4_a_copy_never_found_is_left_to_the_reconciliation() {
     );
     assert_eq!(outcome.violations, vec![]);
     assert_eq!(outcome.checks.total(), 0);
+}
+
+#[test]
+fn issue_27_item_4_a_real_delivery_through_postfix_and_dovecot_gives_no_violation() {
+    // Dovecot's LMTP adds Return-Path, Delivered-To and Received; Postfix
+    // its own Received.
+    let (message, found) = recorded("dovecot_delivery.json");
+    assert_eq!(found.len(), 1);
+    let outcome = check_delivery(
+        "user3@bench.test",
+        &SubmittedMessage::from_message(&message),
+        &found,
+    );
+    assert_eq!(outcome.violations, vec![]);
+    assert_eq!(outcome.checks.total(), 6);
+    // One byte more than the trace fields explain is caught.
+    let bigger = FoundCopy {
+        size: found[0].size + 1,
+        ..found[0].clone()
+    };
+    let outcome = check_delivery(
+        "user3@bench.test",
+        &SubmittedMessage::from_message(&message),
+        &[bigger],
+    );
+    assert_eq!(
+        one(outcome.violations).kind,
+        CheckKind::DeliverySizeMismatch
+    );
 }
