@@ -111,6 +111,7 @@ pub fn audit(account: &str, sessions: &[(&str, &JmapExpectations)], found: &Valu
         };
         match (wanted, messages.get(id)) {
             (Some(mailbox), Some(mailboxes)) => {
+                outcome.checks.count(CheckKind::AuditMissing);
                 outcome.checks.count(CheckKind::AuditWrongMailbox);
                 if !mailboxes.iter().any(|m| m == mailbox) {
                     outcome.violations.push(violation(

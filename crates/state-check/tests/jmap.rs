@@ -111,6 +111,7 @@ fn issue_27_item_3_a_real_cyrus_jmap_session_gives_no_violation() {
     assert_eq!(outcome.violations, vec![]);
     assert_eq!(outcome.checks.get(CheckKind::AuditMailboxCount), 1);
     assert_eq!(outcome.checks.get(CheckKind::AuditWrongMailbox), 1);
+    assert_eq!(outcome.checks.get(CheckKind::AuditMissing), 1);
     assert_eq!(outcome.checks.get(CheckKind::AuditLeftBehind), 1);
 
     // The clean-up destroys everything; nothing is left.
@@ -479,6 +480,7 @@ fn issue_27_item_3_a_real_cyrus_session_of_80_seeded_calls_gives_no_violation() 
         CheckKind::JmapCreatedNotFound,
         CheckKind::AuditMailboxCount,
         CheckKind::AuditWrongMailbox,
+        CheckKind::AuditMissing,
         CheckKind::AuditLeftBehind,
     ] {
         assert!(checks.get(kind) > 0, "{kind} not checked: {checks:?}");
@@ -500,4 +502,24 @@ fn any_jmap_recording() {
     let (found, checks) = replay_and_audit(&lines);
     println!("{path}: {} checks: {checks:?}", checks.total());
     assert_eq!(found, vec![]);
+}
+
+#[test]
+fn issue_27_item_3_jmap_and_caldav_violations_print_their_object_not_a_mailbox() {
+    let line = violation(
+        CheckKind::JmapChangesMissing,
+        "a",
+        "Email M1",
+        "in updated of Email/changes since \"s1\"",
+        "left out",
+    )
+    .to_string();
+    assert_eq!(
+        line,
+        "jmap_changes_missing: client a, Email M1: expected in updated of Email/changes since \"s1\", seen left out"
+    );
+    assert_eq!(CheckKind::JmapChangesMissing.protocol().name(), "jmap");
+    assert_eq!(CheckKind::CaldavEventLost.protocol().name(), "caldav");
+    assert_eq!(CheckKind::DeliveryDuplicated.protocol().name(), "delivery");
+    assert_eq!(CheckKind::UidOrder.protocol().name(), "imap");
 }
