@@ -19,7 +19,9 @@ is {"request": .., "response": ..}, or {"audit": ..} / {"cleanup": ..}.
 `jmap-mixed`: 80 seeded random calls (`SEED=n`, 27 by default) of one
 session: import into a random mailbox, flag, move, destroy, get, and
 `Email/changes` from a random earlier state, whole or two changes a page;
-then the audit's `Email/get`.
+then the audit's `Email/get`. `SHARED=1`: two sessions of the account
+(each line's "session", a or b) take the calls in turn at random, each
+acting on what either made (a shared account).
 
 `caldav`: PUT a new event, GET it, PUT it again with If-Match, a
 calendar-multiget REPORT, DELETE, GET (404) and the REPORT again; each line
@@ -96,6 +98,10 @@ def jmap_mixed(base, user, out):
     import random
 
     rng = random.Random(int(os.environ.get("SEED", "27")))
+    # SHARED=1: two sessions, a and b, of the one account take turns at
+    # random (their own generator, so the calls stay those of the seed).
+    shared = os.environ.get("SHARED") == "1"
+    turns = random.Random(int(os.environ.get("SEED", "27")) + 1000)
     http = Http(base, user)
     _, _, body = http.call("GET", base + "/.well-known/jmap")
     session = json.loads(body)
@@ -109,7 +115,10 @@ def jmap_mixed(base, user, out):
         request = {"using": using, "methodCalls": [list(c) for c in calls]}
         _, _, body = http.call("POST", api, json.dumps(request).encode(), {"Content-Type": "application/json"})
         response = json.loads(body)
-        lines.append({"request": request, "response": response})
+        line = {"request": request, "response": response}
+        if shared:
+            line["session"] = turns.choice("ab")
+        lines.append(line)
         return response["methodResponses"]
 
     boxes = call(["Mailbox/get", {"accountId": account, "ids": None}, "0"])[0][1]["list"]
