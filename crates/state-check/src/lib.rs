@@ -27,16 +27,33 @@
 //! and nothing expects `\Recent` (IMAP4rev2 dropped it). A check that cannot
 //! tell a server bug from allowed behaviour is left out; README.md names
 //! them.
+//!
+//! Beside IMAP, the same [`Violation`] and [`CheckKind`] serve JMAP
+//! ([`JmapSessionModel`], fed each request and response as JSON, and the
+//! after-run [`audit()`]), CalDAV ([`CalDavSessionModel`], fed each
+//! [`CalDavExchange`]) and delivery ([`check_delivery`], a submission
+//! against the copies the reconciliation found).
 #![deny(missing_docs)]
 
+mod audit;
+mod caldav;
 mod command;
+mod delivery;
 mod framing;
+mod jmap;
 mod response;
 mod selected;
 mod session;
 mod snapshot;
 mod violation;
 
+pub use crate::audit::{AuditOutcome, audit, audit_cleanup};
+pub use crate::caldav::{CalDavExchange, CalDavOptions, CalDavSessionModel, ReportEntry};
+pub use crate::delivery::{
+    ADDED_BY_MAIL_SYSTEM, DeliveryOutcome, FoundCopy, SubmittedMessage, TRACKED_FIELDS,
+    check_delivery,
+};
+pub use crate::jmap::{JmapExpectations, JmapOptions, JmapSessionModel};
 pub use crate::session::{SessionModel, SessionOptions};
 pub use crate::snapshot::{CheckpointOutcome, MessageView, Snapshot, SnapshotError, checkpoint};
-pub use crate::violation::{CheckCounts, CheckKind, Violation};
+pub use crate::violation::{CheckCounts, CheckKind, Protocol, Violation};

@@ -56,11 +56,79 @@ pub enum CheckKind {
     /// Checkpoint: more than one session sees a message as `\Recent`
     /// (RFC 3501 section 2.3.2).
     CheckpointRecent,
+    /// JMAP: a `/set` or `/import` that changed something answered a
+    /// `newState` equal to a state from before the change, or a later answer
+    /// went back to such a state (RFC 8620 section 5.1: the state MUST
+    /// change when the data changes).
+    JmapStateUnchanged,
+    /// JMAP: a `/changes` answer from a state before the session's own
+    /// change left that change out (RFC 8620 section 5.2).
+    JmapChangesMissing,
+    /// JMAP: an id the session created, and nobody destroyed, came back in
+    /// an `Email/get`'s `notFound`.
+    JmapCreatedNotFound,
+    /// Audit after a run: a message is not in exactly one mailbox (peakhour's
+    /// profiles move messages, never copy them).
+    AuditMailboxCount,
+    /// Audit after a run: a message is not in the mailbox a session last
+    /// moved it to (or created it in).
+    AuditWrongMailbox,
+    /// Audit after a run: a message a session created or moved, and no
+    /// session destroyed, is gone.
+    AuditMissing,
+    /// Audit after a run: a message a session destroyed, or any message
+    /// after the clean-up, is still there.
+    AuditLeftBehind,
+    /// CalDAV: a GET or REPORT showed another ETag than the one the session's
+    /// own PUT returned or it last saw, with nobody else writing.
+    CaldavEtagMismatch,
+    /// CalDAV: an event the session put and did not delete answered 404.
+    CaldavEventLost,
+    /// CalDAV: an event the session deleted came back in a GET or REPORT.
+    CaldavDeletedReturned,
+    /// CalDAV: a PUT or DELETE with `If-Match` naming the current ETag (the
+    /// session is the only writer) was refused with 412 (RFC 7232 section 3.1).
+    CaldavIfMatchRefused,
+    /// Delivery: one submitted message found more than once in a
+    /// recipient's mailbox.
+    DeliveryDuplicated,
+    /// Delivery: a delivered copy's Message-ID, Subject, `X-Peakhour-Run`
+    /// or `X-Peakhour-Id` differs from what was submitted.
+    DeliveryHeaderChanged,
+    /// Delivery: a delivered copy's size is not the submitted size plus the
+    /// header fields the MTA may add (Received, Return-Path, Delivered-To,
+    /// DKIM-Signature, ...).
+    DeliverySizeMismatch,
+}
+
+/// The protocol a check belongs to (reports group kinds by it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Protocol {
+    /// IMAP sessions and checkpoints.
+    Imap,
+    /// JMAP sessions and the audit after a run.
+    Jmap,
+    /// CalDAV sessions.
+    CalDav,
+    /// Delivered copies against their submission.
+    Delivery,
+}
+
+impl Protocol {
+    /// The protocol's name in reports (`caldav`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Imap => "imap",
+            Protocol::Jmap => "jmap",
+            Protocol::CalDav => "caldav",
+            Protocol::Delivery => "delivery",
+        }
+    }
 }
 
 impl CheckKind {
     /// Every kind, in a stable order (for counters and reports).
-    pub const ALL: [CheckKind; 17] = [
+    pub const ALL: [CheckKind; 31] = [
         CheckKind::SequenceNotAnnounced,
         CheckKind::ExistsShrank,
         CheckKind::UidChanged,
@@ -78,6 +146,20 @@ impl CheckKind {
         CheckKind::CheckpointKeywords,
         CheckKind::CheckpointModseq,
         CheckKind::CheckpointRecent,
+        CheckKind::JmapStateUnchanged,
+        CheckKind::JmapChangesMissing,
+        CheckKind::JmapCreatedNotFound,
+        CheckKind::AuditMailboxCount,
+        CheckKind::AuditWrongMailbox,
+        CheckKind::AuditMissing,
+        CheckKind::AuditLeftBehind,
+        CheckKind::CaldavEtagMismatch,
+        CheckKind::CaldavEventLost,
+        CheckKind::CaldavDeletedReturned,
+        CheckKind::CaldavIfMatchRefused,
+        CheckKind::DeliveryDuplicated,
+        CheckKind::DeliveryHeaderChanged,
+        CheckKind::DeliverySizeMismatch,
     ];
 
     /// The kind's name in reports and JSON (`uid_order`).
@@ -100,6 +182,34 @@ impl CheckKind {
             CheckKind::CheckpointKeywords => "checkpoint_keywords",
             CheckKind::CheckpointModseq => "checkpoint_modseq",
             CheckKind::CheckpointRecent => "checkpoint_recent",
+            CheckKind::JmapStateUnchanged => "jmap_state_unchanged",
+            CheckKind::JmapChangesMissing => "jmap_changes_missing",
+            CheckKind::JmapCreatedNotFound => "jmap_created_not_found",
+            CheckKind::AuditMailboxCount => "audit_mailbox_count",
+            CheckKind::AuditWrongMailbox => "audit_wrong_mailbox",
+            CheckKind::AuditMissing => "audit_missing",
+            CheckKind::AuditLeftBehind => "audit_left_behind",
+            CheckKind::CaldavEtagMismatch => "caldav_etag_mismatch",
+            CheckKind::CaldavEventLost => "caldav_event_lost",
+            CheckKind::CaldavDeletedReturned => "caldav_deleted_returned",
+            CheckKind::CaldavIfMatchRefused => "caldav_if_match_refused",
+            CheckKind::DeliveryDuplicated => "delivery_duplicated",
+            CheckKind::DeliveryHeaderChanged => "delivery_header_changed",
+            CheckKind::DeliverySizeMismatch => "delivery_size_mismatch",
+        }
+    }
+
+    /// The protocol the check belongs to.
+    pub fn protocol(self) -> Protocol {
+        use CheckKind::*;
+        match self {
+            JmapStateUnchanged | JmapChangesMissing | JmapCreatedNotFound | AuditMailboxCount
+            | AuditWrongMailbox | AuditMissing | AuditLeftBehind => Protocol::Jmap,
+            CaldavEtagMismatch | CaldavEventLost | CaldavDeletedReturned | CaldavIfMatchRefused => {
+                Protocol::CalDav
+            }
+            DeliveryDuplicated | DeliveryHeaderChanged | DeliverySizeMismatch => Protocol::Delivery,
+            _ => Protocol::Imap,
         }
     }
 
@@ -150,7 +260,8 @@ pub struct Violation {
     pub kind: CheckKind,
     /// The session that was told the contradicting value (its client id).
     pub client: String,
-    /// The mailbox.
+    /// The mailbox (IMAP, delivery), or the object the check is about for
+    /// JMAP (`Email M1a2`, `Email state`) and CalDAV (the event's href).
     pub mailbox: String,
     /// The message's sequence number in that session, when one applies.
     pub seq: Option<u32>,
@@ -165,6 +276,14 @@ pub struct Violation {
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let number = |n: Option<u32>| n.map_or_else(|| "-".to_owned(), |n| n.to_string());
+        if matches!(self.kind.protocol(), Protocol::Jmap | Protocol::CalDav) {
+            // No mailbox, sequence number or UID: the object says it all.
+            return write!(
+                f,
+                "{}: client {}, {}: expected {}, seen {}",
+                self.kind, self.client, self.mailbox, self.expected, self.seen
+            );
+        }
         write!(
             f,
             "{}: client {}, mailbox {:?}, seq {}, UID {}: expected {}, seen {}",
