@@ -471,6 +471,11 @@ pub struct Summary {
     /// the logon latency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logon_storm: Option<crate::LogonStorm>,
+    /// The state checks (`run --check-state`): checks and violations by
+    /// kind, the first violations, the checkpoints and their pause; absent
+    /// when they were off. Any violation fails the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_checks: Option<crate::StateChecks>,
 }
 
 pub(crate) fn day_window() -> String {
@@ -575,6 +580,16 @@ impl Summary {
                 },
             );
         }
+        // A server that contradicts itself fails whatever its latencies.
+        if let Some(failure) = record.state_checks.as_ref().and_then(|s| s.failure()) {
+            qos.failures.insert(
+                0,
+                QosFailure {
+                    subject: "state".to_owned(),
+                    reason: failure,
+                },
+            );
+        }
         let (client, client_bound_reasons) = client_check(meta, &cpu, &lag);
         let figures = WindowFigures::of(meta, &steady, &action_summaries, &counter_totals)?;
         let verdict = if qos.failures.is_empty() {
@@ -622,6 +637,7 @@ impl Summary {
             peak_actions_per_hour: figures.peak_total,
             window_rates: figures.rates,
             logon_storm: figures.storm,
+            state_checks: record.state_checks.as_ref().map(|s| s.for_summary()),
         })
     }
 }

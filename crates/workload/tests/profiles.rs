@@ -356,8 +356,11 @@ fn issue_27_item_2_sessions_per_account_shares_an_account_among_users() {
     let accounts: Vec<u32> = (0..5).map(|u| plan.account_of(u)).collect();
     assert_eq!(accounts, [0, 0, 2, 2, 4]);
     // The default: every user its own account.
-    let plan = Plan::resolve(&Profile::parse("ok.toml", MINIMAL).unwrap(), &Overrides::default())
-        .expect("resolves");
+    let plan = Plan::resolve(
+        &Profile::parse("ok.toml", MINIMAL).unwrap(),
+        &Overrides::default(),
+    )
+    .expect("resolves");
     assert_eq!((plan.sessions_per_account(), plan.account_of(7)), (1, 7));
 }
 

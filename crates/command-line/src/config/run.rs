@@ -22,6 +22,12 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(120);
 /// measured window (issue 25: 10 minutes).
 pub const WINDOW_LENGTH: Duration = Duration::from_secs(600);
 
+/// The shortest time between two state-check checkpoints: each one stops
+/// every session of an account for a NOOP.
+pub(crate) const MIN_CHECK_STATE_INTERVAL: Duration = Duration::from_secs(1);
+/// The longest time between two checkpoints.
+pub(crate) const MAX_CHECK_STATE_INTERVAL: Duration = Duration::from_secs(3600);
+
 /// A run's shape in time and its QoS limit, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Shape {
@@ -108,6 +114,7 @@ impl Shape {
             drain: HumanDuration(self.drain),
             interval: HumanDuration(self.interval),
             action_timeout: HumanDuration(self.action_timeout),
+            check_state: None,
         }
     }
 }
@@ -139,6 +146,9 @@ pub struct RunConfig {
     pub start_at: Option<SystemTime>,
     /// `--beyond-limits`: run even when one process cannot hold the run.
     pub beyond_limits: bool,
+    /// `--check-state[=INTERVAL]`: the IMAP state checks, a checkpoint every
+    /// interval; `None` when off.
+    pub check_state: Option<Duration>,
 }
 
 impl RunConfig {
@@ -191,6 +201,17 @@ impl RunConfig {
             shard,
             start_at,
             beyond_limits: args.beyond_limits,
+            check_state: args
+                .check_state
+                .map(|every| {
+                    duration_within(
+                        "check-state",
+                        every,
+                        MIN_CHECK_STATE_INTERVAL,
+                        MAX_CHECK_STATE_INTERVAL,
+                    )
+                })
+                .transpose()?,
             users: args
                 .users
                 .map(|users| count_within("users", users, 1, MAX_USERS))
