@@ -584,7 +584,8 @@ impl<C: Connector> User<C> {
         let can_idle = imap.capabilities().has("IDLE");
         // state checks: a model for this session, in its account's group
         let client = format!("{}#{}", self.address, self.logons + 1);
-        let mut state = (self.shared.state_checks.as_ref()).map(|h| h.session(self.index, account, client));
+        let mut state =
+            (self.shared.state_checks.as_ref()).map(|h| h.session(self.index, account, client));
         crate::state_checks::feed(state.as_mut(), &mut imap);
         Ok(Session {
             params: Arc::new(params),
@@ -696,8 +697,12 @@ impl<C: Connector> User<C> {
 
     /// state checks: holds the checkpoint asked for, if any; how long it took.
     async fn hold_checkpoint(&mut self) -> Duration {
-        let Some(s) = self.session.as_mut() else { return Duration::ZERO };
-        let Some(checker) = s.state.as_mut() else { return Duration::ZERO };
+        let Some(s) = self.session.as_mut() else {
+            return Duration::ZERO;
+        };
+        let Some(checker) = s.state.as_mut() else {
+            return Duration::ZERO;
+        };
         let (pause, failed) = crate::state_checks::hold(checker, &mut s.imap).await;
         if let Some(error) = failed {
             self.background_failure(error.into());

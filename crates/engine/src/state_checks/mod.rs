@@ -137,9 +137,9 @@ impl StateCheckHub {
     /// How long user `user` has been held at checkpoints: its schedule
     /// stands still meanwhile, so every later intended start moves by it.
     pub fn shift(&self, user: u32) -> Duration {
-        self.shifts
-            .get(user as usize)
-            .map_or(Duration::ZERO, |s| Duration::from_nanos(s.load(Ordering::Relaxed)))
+        self.shifts.get(user as usize).map_or(Duration::ZERO, |s| {
+            Duration::from_nanos(s.load(Ordering::Relaxed))
+        })
     }
 
     /// The checker of a new session of user `user`, logged on to the account
