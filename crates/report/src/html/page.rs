@@ -130,6 +130,14 @@ fn warnings(out: &mut String, input: &ReportInput<'_>) {
             escape(&s.client_bound_reasons.join("; "))
         ));
     }
+    if let Some(checks) = &s.state_checks {
+        let line = format!("<b>State checks:</b> {}.", escape(&checks.line()));
+        if checks.violations > 0 {
+            bad.push(line);
+        } else {
+            notes.push(line);
+        }
+    }
     let errors: u64 = s.errors_by_kind.values().sum();
     if errors > 0 {
         let kinds: Vec<String> = s
