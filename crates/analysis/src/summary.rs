@@ -580,16 +580,7 @@ impl Summary {
                 },
             );
         }
-        // A server that contradicts itself fails whatever its latencies.
-        if let Some(failure) = record.state_checks.as_ref().and_then(|s| s.failure()) {
-            qos.failures.insert(
-                0,
-                QosFailure {
-                    subject: "state".to_owned(),
-                    reason: failure,
-                },
-            );
-        }
+        qos.failures.splice(0..0, state_failure(record));
         let (client, client_bound_reasons) = client_check(meta, &cpu, &lag);
         let figures = WindowFigures::of(meta, &steady, &action_summaries, &counter_totals)?;
         let verdict = if qos.failures.is_empty() {
@@ -640,6 +631,16 @@ impl Summary {
             state_checks: record.state_checks.as_ref().map(|s| s.for_summary()),
         })
     }
+}
+
+/// A server that contradicted itself fails the run, whatever its latencies:
+/// the state checks' violations named (`run --check-state`).
+fn state_failure(record: &RunRecord) -> Option<QosFailure> {
+    let reason = record.state_checks.as_ref()?.failure()?;
+    Some(QosFailure {
+        subject: "state".to_owned(),
+        reason,
+    })
 }
 
 /// What the steady-state intervals add up to.

@@ -551,8 +551,7 @@ pub async fn run_with<C: Connector>(
         halt: halt.clone(),
         progress: progress.clone(),
         protocol: settings.protocol,
-        // state checks: the run's coordinator, and its ticker until the steady phase ends
-        state_checks: crate::state_checks::start(&settings, plan.users(), clock.steady_end),
+        state_checks: crate::state_checks::start(&settings, plan.users(), clock.steady_end), // state checks: the run's coordinator and ticker
     });
     let state_checks = shared.state_checks.clone(); // state checks
     let mut head = crate::recording::run_meta(&plan, &settings, started_at, true);
@@ -618,10 +617,7 @@ pub async fn run_with<C: Connector>(
         panics: ended.panics + search_panics,
     };
     let mut record = recorder.finish(&plan, &population, &settings, &outcome)?;
-    record.meta.shards = shard_marks;
-    if let Some(mark) = record.meta.shards.first_mut() {
-        mark.interrupted = outcome.interrupted;
-    }
+    crate::distributed::mark_record(&mut record, shard_marks, outcome.interrupted);
     record.delivery.cross_shard = delivery.cross_shard(&population);
     // Which protocol each action spoke (update_calendar: CalDAV or IMAP;
     // the mail actions JMAP in a run over JMAP).
