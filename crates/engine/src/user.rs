@@ -606,7 +606,7 @@ impl<C: Connector> User<C> {
             return self.jmap_wait_until(due, stop).await;
         }
         loop {
-            due += self.hold_checkpoint().await; // state checks
+            due += self.hold_checkpoint(stop).await; // state checks
             // Mail announced while a command ran (an untagged EXISTS) is fetched
             // now: IDLE would not announce it again.
             let unseen_arrivals = self.session.as_ref().is_some_and(|s| {
@@ -696,14 +696,14 @@ impl<C: Connector> User<C> {
     }
 
     /// state checks: holds the checkpoint asked for, if any; how long it took.
-    async fn hold_checkpoint(&mut self) -> Duration {
+    async fn hold_checkpoint(&mut self, stop: &mut watch::Receiver<bool>) -> Duration {
         let Some(s) = self.session.as_mut() else {
             return Duration::ZERO;
         };
         let Some(checker) = s.state.as_mut() else {
             return Duration::ZERO;
         };
-        let (pause, failed) = crate::state_checks::hold(checker, &mut s.imap).await;
+        let (pause, failed) = crate::state_checks::hold(checker, &mut s.imap, stop).await;
         if let Some(error) = failed {
             self.background_failure(error.into());
         }

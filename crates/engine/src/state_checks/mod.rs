@@ -289,7 +289,7 @@ impl SessionChecker {
 
     /// Arrives at checkpoint `generation` and waits until every session of
     /// the account has (or the limit passes); whether it goes on.
-    async fn arrive(&mut self, generation: u64) -> bool {
+    async fn arrive(&mut self, generation: u64, stop: &mut watch::Receiver<bool>) -> bool {
         let member = self.member;
         let mut stale = false;
         self.group.send_modify(|g| {
@@ -313,12 +313,14 @@ impl SessionChecker {
             return false;
         }
         let mut watching = self.group.subscribe();
-        let together = tokio::time::timeout(
-            self.hub.limit,
-            watching.wait_for(|g| g.generation != generation || g.closed || g.abandoned),
-        )
-        .await;
-        let ready = matches!(&together, Ok(Ok(g)) if g.generation == generation && g.closed);
+        let ready = tokio::select! {
+            together = tokio::time::timeout(
+                self.hub.limit,
+                watching.wait_for(|g| g.generation != generation || g.closed || g.abandoned),
+            ) => matches!(&together, Ok(Ok(g)) if g.generation == generation && g.closed),
+            // The run is stopping: nobody waits for a checkpoint any more.
+            _ = stop.wait_for(|stopped| *stopped) => false,
+        };
         if !ready {
             self.group.send_modify(|g| {
                 if g.generation == generation && !g.abandoned && !g.closed {
@@ -332,7 +334,12 @@ impl SessionChecker {
 
     /// Hands in this session's snapshot (none if it has none) and waits for
     /// the group's comparison; the last one in compares.
-    async fn submit(&mut self, generation: u64, snapshot: Option<Snapshot>) {
+    async fn submit(
+        &mut self,
+        generation: u64,
+        snapshot: Option<Snapshot>,
+        stop: &mut watch::Receiver<bool>,
+    ) {
         let hub = self.hub.clone();
         let mut compare = None;
         self.group.send_modify(|g| {
@@ -353,11 +360,13 @@ impl SessionChecker {
             return;
         }
         let mut watching = self.group.subscribe();
-        let _ = tokio::time::timeout(
-            self.hub.limit,
-            watching.wait_for(|g| g.generation != generation || g.compared || g.abandoned),
-        )
-        .await;
+        tokio::select! {
+            _ = tokio::time::timeout(
+                self.hub.limit,
+                watching.wait_for(|g| g.generation != generation || g.compared || g.abandoned),
+            ) => {}
+            _ = stop.wait_for(|stopped| *stopped) => {}
+        }
     }
 }
 
@@ -401,12 +410,13 @@ pub(crate) async fn requested(checker: Option<&mut SessionChecker>) {
 
 /// Takes the session through the checkpoint asked for, if one is: arrive,
 /// wait for the account's other sessions, NOOP (ending any IDLE), snapshot,
-/// compare. Returns how long the user was held (its schedule moves by that
+/// compare; a raised `stop` ends the waits. Returns how long the user was held (its schedule moves by that
 /// much; [`StateCheckHub::shift`] has it too), and the NOOP's error if it
 /// failed.
 pub(crate) async fn hold<S>(
     checker: &mut SessionChecker,
     imap: &mut ImapConnection<S>,
+    stop: &mut watch::Receiver<bool>,
 ) -> (Duration, Option<ImapError>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
@@ -419,7 +429,7 @@ where
     let arrived_at = Instant::now();
     checker.feed(imap.take_wire());
     let mut result = Ok(());
-    if checker.arrive(generation).await {
+    if checker.arrive(generation, stop).await {
         // The NOOP's own time is the checker's, not an action's: it is not
         // recorded as a command.
         result = imap.noop().await.map(drop);
@@ -428,7 +438,7 @@ where
             .as_ref()
             .ok()
             .and_then(|()| checker.model.snapshot().ok());
-        checker.submit(generation, snapshot).await;
+        checker.submit(generation, snapshot, stop).await;
     }
     let pause = arrived_at.elapsed();
     checker.hub.totals().pause += pause;

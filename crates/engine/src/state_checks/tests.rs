@@ -39,6 +39,13 @@ async fn serve(stream: DuplexStream, second_uid: u32) {
     }
 }
 
+/// A run that is not stopping (its sender kept alive for the test's length).
+fn running() -> tokio::sync::watch::Receiver<bool> {
+    let (stop, running) = tokio::sync::watch::channel(false);
+    std::mem::forget(stop);
+    running
+}
+
 /// A session that selected INBOX and fetched its UIDs and flags.
 async fn session(second_uid: u32) -> ImapConnection<DuplexStream> {
     let (client, server) = tokio::io::duplex(64 * 1024);
@@ -63,11 +70,11 @@ async fn issue_27_item_2_a_checkpoints_wait_is_kept_out_of_the_users_schedule() 
     hub.request_checkpoint();
     // a is quiet at once; b finishes a 3-second action first.
     let early = tokio::spawn(async move {
-        let held = hold(&mut a, &mut a_imap).await;
+        let held = hold(&mut a, &mut a_imap, &mut running()).await;
         (held, a)
     });
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let (b_pause, b_failed) = hold(&mut b, &mut b_imap).await;
+    let (b_pause, b_failed) = hold(&mut b, &mut b_imap, &mut running()).await;
     let ((a_pause, a_failed), a) = early.await.unwrap();
     assert!(a_failed.is_none() && b_failed.is_none());
     // a waited for b; b, the last to come, hardly waited at all.
@@ -94,10 +101,10 @@ async fn issue_27_item_2_sessions_of_one_account_told_different_uids_are_a_viola
     let mut b = hub.session(1, 0, "b".into());
     hub.request_checkpoint();
     let early = tokio::spawn(async move {
-        let held = hold(&mut a, &mut a_imap).await;
+        let held = hold(&mut a, &mut a_imap, &mut running()).await;
         (held, a)
     });
-    hold(&mut b, &mut b_imap).await;
+    hold(&mut b, &mut b_imap, &mut running()).await;
     let (_, a) = early.await.unwrap();
     drop((a, b));
     let report = hub.report();
@@ -116,7 +123,7 @@ async fn issue_27_item_2_a_session_that_never_comes_makes_the_checkpoint_missed(
     // b is logged on to the same account but stuck in a long action.
     let b = hub.session(1, 0, "b".into());
     hub.request_checkpoint();
-    let (pause, failed) = hold(&mut a, &mut a_imap).await;
+    let (pause, failed) = hold(&mut a, &mut a_imap, &mut running()).await;
     assert!(failed.is_none());
     assert!(pause >= Duration::from_secs(30), "{pause:?}");
     drop((a, b));
