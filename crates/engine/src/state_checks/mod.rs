@@ -1,6 +1,6 @@
 //! State checks in a run (`run --check-state`, issue 27 item 2): every IMAP
 //! session's recorded wire goes to its own
-//! [`SessionModel`](peakhour_state_check::SessionModel), and every interval a
+//! `SessionModel` (peakhour-state-check), and every interval a
 //! checkpoint makes the sessions of each account agree.
 //!
 //! * [`StateCheckHub`] is the run's coordinator, shared by every user: it asks
@@ -8,15 +8,15 @@
 //!   sessions by the account they logged on to, adds up the checks and keeps
 //!   the violations, and knows how long each user has been held at
 //!   checkpoints.
-//! * [`SessionChecker`] sits beside one IMAP session: [`feed`] hands it what
-//!   went over the wire, [`hold`] takes it through a checkpoint.
+//! * [`SessionChecker`] sits beside one IMAP session: `feed` hands it what
+//!   went over the wire, `hold` takes it through a checkpoint.
 //!
 //! A checkpoint, for the sessions of one account (imaptest's, in
 //! `src/checkpoint.c`): each session, once its action is over, arrives and
 //! waits until every other session of the account has arrived too (nothing
 //! changes the mailbox from then on); then each sends NOOP (which ends its
 //! IDLE), so that it is told of every change, and hands in its snapshot; the
-//! last one in compares them ([`checkpoint`]). A session that does not
+//! last one in compares them (peakhour-state-check's `checkpoint`). A session that does not
 //! arrive within the limit (it is in a long action, or reconnecting) makes
 //! the group give up that checkpoint, counted as missed.
 //!
