@@ -97,6 +97,35 @@ impl std::fmt::Display for StateViolation {
 }
 
 impl StateChecks {
+    /// The shards' state checks added up (`peakhour merge`): counts and
+    /// pauses summed, violations kept in shard order up to
+    /// [`VIOLATIONS_KEPT`]; `None` when no shard had them on.
+    pub fn merge<'a>(shards: impl Iterator<Item = &'a Option<StateChecks>>) -> Option<StateChecks> {
+        let mut merged: Option<StateChecks> = None;
+        for shard in shards.flatten() {
+            let Some(all) = merged.as_mut() else {
+                merged = Some(shard.clone());
+                continue;
+            };
+            all.checks += shard.checks;
+            all.violations += shard.violations;
+            for (kind, count) in &shard.by_kind {
+                let sum = all.by_kind.entry(kind.clone()).or_default();
+                sum.checks += count.checks;
+                sum.violations += count.violations;
+            }
+            all.checkpoints += shard.checkpoints;
+            all.checkpoints_missed += shard.checkpoints_missed;
+            all.checkpoint_pause_s += shard.checkpoint_pause_s;
+            all.sessions_lost_track += shard.sessions_lost_track;
+            all.undecodable += shard.undecodable;
+            let room = VIOLATIONS_KEPT.saturating_sub(all.examples.len());
+            all.examples
+                .extend(shard.examples.iter().take(room).cloned());
+        }
+        merged
+    }
+
     /// The copy a summary carries: the counts, and only the first
     /// [`EXAMPLES_IN_SUMMARY`] violations.
     pub fn for_summary(&self) -> StateChecks {
@@ -161,6 +190,30 @@ impl StateChecks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_27_item_2_shards_state_checks_add_up_in_a_merge() {
+        let shard = |checks, violations| {
+            let mut s = StateChecks {
+                enabled: true,
+                checks,
+                violations,
+                checkpoints: 1,
+                ..StateChecks::default()
+            };
+            s.by_kind
+                .insert("uid_order".into(), KindCount { checks, violations });
+            s.examples
+                .extend((0..violations).map(|_| StateViolation::default()));
+            Some(s)
+        };
+        let shards = [shard(10, 0), None, shard(5, 2)];
+        let merged = StateChecks::merge(shards.iter()).expect("two shards had them");
+        assert_eq!((merged.checks, merged.violations), (15, 2));
+        assert_eq!(merged.by_kind["uid_order"].checks, 15);
+        assert_eq!((merged.checkpoints, merged.examples.len()), (2, 2));
+        assert!(StateChecks::merge([None, None].iter()).is_none());
+    }
 
     #[test]
     fn a_violation_is_named_in_the_line_and_the_failure() {

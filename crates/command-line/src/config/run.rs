@@ -185,6 +185,13 @@ impl RunConfig {
         if let Some(out) = &args.out {
             peakhour_rundir::RunDir::check_unused(out).map_err(|e| UsageError(e.to_string()))?;
         }
+        if args.check_state.is_some() && args.protocol == peakhour_engine::MailProtocol::Jmap {
+            return Err(UsageError(
+                "--check-state checks IMAP sessions, and a run with --protocol jmap has none \
+                 (JMAP's state checks are not built yet)"
+                    .into(),
+            ));
+        }
         let distributed = &args.distributed;
         let start_at = (distributed.start_at.as_deref())
             .map(|text| parse_start_at(text, now))
@@ -333,6 +340,22 @@ mod tests {
             Command::Run(args) => args,
             _ => unreachable!("a run"),
         }
+    }
+
+    #[test]
+    fn issue_27_item_2_check_state_takes_an_optional_interval_within_bounds() {
+        let check = |extra: &[&str]| RunConfig::check_at(&run_args(extra), SystemTime::now(), None);
+        assert_eq!(check(&[]).unwrap().check_state, None);
+        let default = check(&["--check-state"]).unwrap().check_state;
+        assert_eq!(default, Some(Duration::from_secs(30)));
+        let chosen = check(&["--check-state=5s"]).unwrap().check_state;
+        assert_eq!(chosen, Some(Duration::from_secs(5)));
+        let too_often = check(&["--check-state=100ms"]).unwrap_err().to_string();
+        assert!(too_often.contains("check-state"), "{too_often}");
+        let jmap = check(&["--check-state", "--protocol", "jmap"])
+            .unwrap_err()
+            .to_string();
+        assert!(jmap.contains("--protocol jmap"), "{jmap}");
     }
 
     #[test]
