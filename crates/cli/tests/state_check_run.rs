@@ -122,7 +122,7 @@ fn issue_27_item_2_a_uid_rewritten_by_a_proxy_is_a_named_violation_and_fails_the
     // Once in the whole run: the second message of a FETCH is said to have
     // UID 1, the first one's (a reused UID).
     let corrupted = Arc::new(AtomicBool::new(false));
-    let answers = Arc::new(move |line: &[u8]| {
+    let answers = Arc::new(move |_: usize, line: &[u8]| {
         let text = String::from_utf8_lossy(line);
         if text.starts_with("* 2 FETCH (")
             && text.contains("UID 2 ")
@@ -169,4 +169,55 @@ fn issue_27_item_2_a_uid_rewritten_by_a_proxy_is_a_named_violation_and_fails_the
     let row = csv.lines().nth(1).unwrap_or_default();
     assert!(row.starts_with("uid_order,user"), "{csv}");
     assert!(row.contains(",INBOX,2,1,"), "{csv}");
+}
+
+/// `\Flagged` added to every FLAGS of a FETCH answer (`* 3 FETCH (... FLAGS (...) ...)`).
+fn flagged(line: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(line);
+    let is_fetch = text.starts_with("* ") && text.contains(" FETCH (");
+    if !is_fetch || text.contains("\\Flagged") {
+        return line.to_vec();
+    }
+    text.replacen("FLAGS ()", "FLAGS (\\Flagged)", 1)
+        .replacen("FLAGS (\\", "FLAGS (\\Flagged \\", 1)
+        .into_bytes()
+}
+
+#[test]
+fn issue_27_item_2_one_session_told_other_flags_than_its_accounts_other_session_fails_the_checkpoint()
+ {
+    let (dir, lab) = start_lab(4);
+    let profile = shared_profile(dir.path(), false);
+    init(dir.path(), &profile);
+    // Users log on in order, 0.25 s apart, and users 0 and 1 (2 and 3)
+    // share an account: every other connection is told of a \Flagged the
+    // server never set, so exactly one session of each account is.
+    let answers = Arc::new(|connection: usize, line: &[u8]| {
+        if connection % 2 == 1 {
+            flagged(line)
+        } else {
+            line.to_vec()
+        }
+    });
+    let proxy = Proxy::start_rewriting(
+        lab.status.endpoints.imap.clone(),
+        Arc::new(|_: &str| Hook::Forward),
+        Some(answers),
+    );
+    let run_dir = dir.path().join("run");
+    let imap = format!("imap://127.0.0.1:{}", proxy.port);
+    let done = run(&lab.status, &profile, &imap, &run_dir);
+    assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+    let summary = summary(&run_dir);
+    let checks = &summary["state_checks"];
+    assert!(
+        checks["by_kind"]["checkpoint_flags"]["violations"]
+            .as_u64()
+            .unwrap()
+            >= 1,
+        "{checks}"
+    );
+    let csv = std::fs::read_to_string(run_dir.join("state-violations.csv")).unwrap();
+    assert!(csv.contains("checkpoint_flags,user"), "{csv}");
+    assert!(csv.contains("\\flagged"), "{csv}");
 }

@@ -25,9 +25,10 @@ pub(crate) enum Hook {
 /// How the proxy treats a client's line (CR LF trimmed).
 pub(crate) type HookFn = Arc<dyn Fn(&str) -> Hook + Send + Sync>;
 
-/// What the proxy passes on for one line the server sent (CR LF kept): the
-/// same bytes, or a corrupted answer (issue 27's state checks).
-pub(crate) type AnswerFn = Arc<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>;
+/// What the proxy passes on for one line the server sent (CR LF kept) on
+/// its `n`-th connection (from 0, in the order accepted): the same bytes,
+/// or a corrupted answer (issue 27's state checks).
+pub(crate) type AnswerFn = Arc<dyn Fn(usize, &[u8]) -> Vec<u8> + Send + Sync>;
 
 /// A proxy on a free loopback port.
 pub(crate) struct Proxy {
@@ -58,7 +59,7 @@ impl Proxy {
         // Threads end with the test process; each connection ends when
         // either side hangs up.
         std::thread::spawn(move || {
-            for client in listener.incoming() {
+            for (n, client) in listener.incoming().enumerate() {
                 let Ok(client) = client else { continue };
                 if trip.load(Ordering::SeqCst) {
                     count.fetch_add(1, Ordering::SeqCst);
@@ -66,7 +67,7 @@ impl Proxy {
                 }
                 let (upstream, hook) = (upstream.clone(), hook.clone());
                 let answers = answers.clone();
-                std::thread::spawn(move || relay(client, &upstream, &hook, answers));
+                std::thread::spawn(move || relay(client, &upstream, &hook, answers, n));
             }
         });
         Proxy {
@@ -87,7 +88,13 @@ impl Proxy {
     }
 }
 
-fn relay(client: TcpStream, upstream: &str, hook: &HookFn, answers: Option<AnswerFn>) {
+fn relay(
+    client: TcpStream,
+    upstream: &str,
+    hook: &HookFn,
+    answers: Option<AnswerFn>,
+    connection: usize,
+) {
     let Ok(server) = TcpStream::connect(upstream) else {
         return;
     };
@@ -102,7 +109,7 @@ fn relay(client: TcpStream, upstream: &str, hook: &HookFn, answers: Option<Answe
                 let mut reader = BufReader::new(from_server);
                 let mut line = Vec::new();
                 while reader.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
-                    if to_client.write_all(&answers(&line)).is_err() {
+                    if to_client.write_all(&answers(connection, &line)).is_err() {
                         break;
                     }
                     line.clear();
