@@ -112,6 +112,15 @@ fn issue_27_item_2_check_state_with_two_sessions_per_account_on_dovecot_checks_a
     assert!(config.contains("check_state = \"3s\""), "{config}");
     let csv = std::fs::read_to_string(run_dir.join("state-violations.csv")).unwrap();
     assert_eq!(csv, "check,client,mailbox,seq,uid,expected,seen\n");
+    // The report, from the files alone, says it too.
+    let report = peakhour(&["report", run_dir.to_str().unwrap(), "--format", "text"]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("no violation;"), "{text}");
+    let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("<b>State checks:</b>"),
+        "the HTML report's note"
+    );
 }
 
 #[test]

@@ -22,9 +22,6 @@ pub fn render_run_end(
     not_written: Option<&str>,
 ) -> String {
     let mut out = render_terminal(summary);
-    if let Some(checks) = &summary.state_checks {
-        let _ = writeln!(out, "{}", checks.line());
-    }
     if !reconciled {
         out.push_str("deliveries were not reconciled (the run was interrupted)\n");
     }
