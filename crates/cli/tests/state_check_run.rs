@@ -73,8 +73,24 @@ fn run(status: &LabStatus, profile: &str, imap: &str, run_dir: &Path) -> common:
     )
 }
 
+/// The run's summary.json, checked against the committed schema (its
+/// `state_checks` with and without violations).
 fn summary(run_dir: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap()).unwrap()
+    let text = std::fs::read_to_string(run_dir.join("summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/summary.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::draft202012::new(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&summary)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "summary.json against its schema: {errors:#?}"
+    );
+    summary
 }
 
 #[test]
