@@ -144,23 +144,27 @@ pub struct InitArgs {
 
 /// `run --check-state`'s long help: what it checks and what it costs.
 const CHECK_STATE_HELP: &str = "\
-IMAP state checks (issue 27; docs/state-checks.md), as Dovecot's imaptest makes them. Every IMAP
-session's traffic goes through a model of what the server told it: message count, sequence
-numbers and UIDs, UIDVALIDITY, flags and keywords, MODSEQ, the static items of messages it
-fetched, where an EXPUNGE may come. A contradiction (a UID that changes, a sequence number never
-announced, an ENVELOPE that changes ...) is a violation. Every INTERVAL (default 30s:
---check-state alone; --check-state=10s to choose) a checkpoint waits until every session of an
-account is quiet, sends NOOP in each and compares what they were told: count, UIDs, flags,
-keywords, MODSEQ. Give sessions shared accounts with the profile's
-`[users] sessions_per_account = 2` for the checkpoints to compare anything.
+IMAP state checks (issue 27; docs/state-checks.md), as Dovecot's imaptest
+makes them. Every IMAP session's traffic goes through a model of what the
+server told it: message count, sequence numbers and UIDs, UIDVALIDITY, flags
+and keywords, MODSEQ, the static items of messages it fetched, where an
+EXPUNGE may come. A contradiction (a UID that changes, a sequence number
+never announced, an ENVELOPE that changes ...) is a violation. Every
+INTERVAL (default 30s: --check-state alone; --check-state=10s to choose) a
+checkpoint waits until every session of an account is quiet, sends NOOP in
+each and compares what they were told: count, UIDs, flags, keywords, MODSEQ.
+Give sessions shared accounts with the profile's `[users]
+sessions_per_account = 2` for the checkpoints to compare anything.
 
-Any violation fails the run (exit 1), named; summary.json's `state_checks` counts checks and
-violations by kind, and state-violations.csv lists each with its evidence.
+Any violation fails the run (exit 1), named; summary.json's `state_checks`
+counts checks and violations by kind, and state-violations.csv lists each
+with its evidence.
 
-Cost: a second parse of every IMAP response on the generator's CPU, and at each checkpoint a
-pause of every session of an account until the slowest has finished its action. The pause is
-not counted as latency: a held user's schedule stands still, so later actions move later, and
-those pushed past the steady phase are not run. summary.json says how long the pauses were.";
+Cost: a second parse of every IMAP response on the generator's CPU, and at
+each checkpoint a pause of every session of an account until the slowest has
+finished its action. The pause is not counted as latency: a held user's
+schedule stands still, so later actions move later, and those pushed past
+the steady phase are not run. summary.json says how long the pauses were.";
 
 /// `--duration` when not given.
 const DEFAULT_DURATION: &str = "120s";
