@@ -79,6 +79,7 @@ mod recorder;
 mod redact;
 mod server;
 mod shard;
+mod state_checks;
 mod summary;
 mod window;
 
@@ -103,6 +104,9 @@ pub use server::{
     connection_limit, error_groups, example_for,
 };
 pub use shard::{CrossCopy, CrossShardDeliveries, LATE_START_TOLERANCE_MS, ShardMark};
+pub use state_checks::{
+    EXAMPLES_IN_SUMMARY, KindCount, StateChecks, StateViolation, VIOLATIONS_KEPT,
+};
 pub use summary::{
     ActionSummary, BITS_PER_MEGABIT, Bottleneck, CLIENT_CPU_BUSY_INTERVALS_FRACTION,
     CLIENT_CPU_LIMIT_FRACTION, ClientSummary, DELIVERY_LATENCY_INCLUDES, DeliverySummary,

@@ -109,10 +109,9 @@ pub fn merge_shards(records: &[RunRecord]) -> Result<Merged, MergeError> {
     }
     let intervals = merge_intervals(records)?;
     let delivery = merge_deliveries(records, &mut warnings)?;
-    Ok(Merged {
-        record: RunRecord::new(meta, intervals, delivery),
-        warnings,
-    })
+    let mut record = RunRecord::new(meta, intervals, delivery);
+    record.state_checks = crate::StateChecks::merge(records.iter().map(|r| &r.state_checks));
+    Ok(Merged { record, warnings })
 }
 
 /// Every record is one shard of the same run, each shard once; their marks.

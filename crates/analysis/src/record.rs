@@ -569,6 +569,10 @@ pub struct RunRecord {
     /// before it was kept.
     #[serde(default)]
     pub server: crate::ServerRecord,
+    /// The run's state checks (`run --check-state`, issue 27); `None` when
+    /// they were off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_checks: Option<crate::StateChecks>,
 }
 
 impl RunRecord {
@@ -580,6 +584,7 @@ impl RunRecord {
             intervals,
             delivery,
             server: crate::ServerRecord::default(),
+            state_checks: None,
         }
     }
 

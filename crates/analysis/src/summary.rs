@@ -471,6 +471,11 @@ pub struct Summary {
     /// the logon latency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logon_storm: Option<crate::LogonStorm>,
+    /// The state checks (`run --check-state`): checks and violations by
+    /// kind, the first violations, the checkpoints and their pause; absent
+    /// when they were off. Any violation fails the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_checks: Option<crate::StateChecks>,
 }
 
 pub(crate) fn day_window() -> String {
@@ -575,6 +580,7 @@ impl Summary {
                 },
             );
         }
+        qos.failures.splice(0..0, state_failure(record));
         let (client, client_bound_reasons) = client_check(meta, &cpu, &lag);
         let figures = WindowFigures::of(meta, &steady, &action_summaries, &counter_totals)?;
         let verdict = if qos.failures.is_empty() {
@@ -622,8 +628,19 @@ impl Summary {
             peak_actions_per_hour: figures.peak_total,
             window_rates: figures.rates,
             logon_storm: figures.storm,
+            state_checks: record.state_checks.as_ref().map(|s| s.for_summary()),
         })
     }
+}
+
+/// A server that contradicted itself fails the run, whatever its latencies:
+/// the state checks' violations named (`run --check-state`).
+fn state_failure(record: &RunRecord) -> Option<QosFailure> {
+    let reason = record.state_checks.as_ref()?.failure()?;
+    Some(QosFailure {
+        subject: "state".to_owned(),
+        reason,
+    })
 }
 
 /// What the steady-state intervals add up to.

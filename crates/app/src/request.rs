@@ -180,6 +180,7 @@ impl RunRequest {
             &config.allow_domains,
         )?;
         recorded.target.lab = mail.resolved.lab.as_ref().map(|lab| lab.dir.clone());
+        recorded.run.check_state = config.check_state.map(peakhour_workload::HumanDuration);
         Ok(recorded)
     }
 
@@ -199,6 +200,7 @@ impl RunRequest {
             shard: self.config.shard,
             start_at: self.config.start_at,
             protocol: self.protocol,
+            check_state: self.config.check_state,
         }
     }
 }

@@ -149,6 +149,7 @@ fn settings(name: &str, ramp_up: Duration, duration: Duration) -> RunSettings {
         shard: peakhour_engine::Shard::whole(),
         start_at: None,
         protocol: peakhour_engine::MailProtocol::Imap,
+        check_state: None,
     }
 }
 

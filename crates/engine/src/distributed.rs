@@ -141,6 +141,19 @@ pub(crate) async fn observed_wait(
     wait_for_start(start_at, stop).await
 }
 
+/// Puts the shard's marks into its finished record, the first one saying
+/// whether the run was interrupted.
+pub(crate) fn mark_record(
+    record: &mut peakhour_analysis::RunRecord,
+    marks: Vec<peakhour_analysis::ShardMark>,
+    interrupted: bool,
+) {
+    record.meta.shards = marks;
+    if let Some(mark) = record.meta.shards.first_mut() {
+        mark.interrupted = interrupted;
+    }
+}
+
 /// The shard's mark for its record: none for a run of the whole
 /// population without `--start-at`.
 pub(crate) fn shard_marks(

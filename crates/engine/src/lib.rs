@@ -50,6 +50,9 @@
 //! * [`limits`] says which limit of this machine (file descriptors,
 //!   ephemeral ports per source address, memory) a run would hit first, and
 //!   spreads users over loopback source addresses or refuses with shards.
+//! * [`state_checks`] runs the IMAP state checks (`run --check-state`):
+//!   a model beside every IMAP session, checkpoints across the sessions of
+//!   each account, their pauses kept out of every latency.
 //! * [`files`] runs file clients (NetBench's disk mix, dbench trace replay) against a
 //!   directory or an SMB share.
 #![deny(missing_docs)]
@@ -76,6 +79,7 @@ mod recording;
 mod run;
 mod selfcheck;
 pub mod session_tasks;
+pub mod state_checks;
 mod target;
 mod user;
 pub mod users_file;

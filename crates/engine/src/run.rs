@@ -70,6 +70,9 @@ pub struct RunSettings {
     pub start_at: Option<SystemTime>,
     /// What users read, file and send mail with.
     pub protocol: MailProtocol,
+    /// State checks (`--check-state`): the time between two checkpoints;
+    /// `None` when off ([`crate::state_checks`]).
+    pub check_state: Option<Duration>,
 }
 
 /// The protocol a run's users keep their mail session in.
@@ -548,7 +551,9 @@ pub async fn run_with<C: Connector>(
         halt: halt.clone(),
         progress: progress.clone(),
         protocol: settings.protocol,
+        state_checks: crate::state_checks::start(&settings, plan.users(), clock.steady_end), // state checks: the run's coordinator and ticker
     });
+    let state_checks = shared.state_checks.clone(); // state checks
     let mut head = crate::recording::run_meta(&plan, &settings, started_at, true);
     head.shards = crate::distributed::shard_marks(&plan, &settings, late, true);
     observer.started(&head);
@@ -612,14 +617,12 @@ pub async fn run_with<C: Connector>(
         panics: ended.panics + search_panics,
     };
     let mut record = recorder.finish(&plan, &population, &settings, &outcome)?;
-    record.meta.shards = shard_marks;
-    if let Some(mark) = record.meta.shards.first_mut() {
-        mark.interrupted = outcome.interrupted;
-    }
+    crate::distributed::mark_record(&mut record, shard_marks, outcome.interrupted);
     record.delivery.cross_shard = delivery.cross_shard(&population);
     // Which protocol each action spoke (update_calendar: CalDAV or IMAP;
     // the mail actions JMAP in a run over JMAP).
     record.meta.protocols = crate::groupware::action_protocols(&plan, &target, settings.protocol);
+    record.state_checks = state_checks.map(|hub| hub.report()); // state checks
     Ok(RunResult { outcome, record })
 }
 

@@ -61,6 +61,8 @@ pub(crate) struct Shared<C> {
     pub(crate) progress: Arc<ScheduleProgress>,
     /// IMAP or JMAP for the users' mail sessions.
     pub(crate) protocol: MailProtocol,
+    /// state checks: the run's coordinator, when `--check-state` is on.
+    pub(crate) state_checks: Option<Arc<crate::state_checks::StateCheckHub>>,
 }
 
 /// A message the user knows is in its Inbox.
@@ -143,6 +145,8 @@ struct Session<S> {
     /// The user idles after the action under way: its last IMAP command
     /// carries IDLE in the same write (see `last_command`).
     idle_next: bool,
+    /// state checks: the session's model and checkpoints, when on.
+    state: Option<crate::state_checks::SessionChecker>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
@@ -241,7 +245,9 @@ impl<C: Connector> User<C> {
                     .peek()
                     .is_none_or(|next| next.at.saturating_sub(scheduled.at) >= MIN_IDLE)
             };
-            let mut intended = timeline.steady_start + scheduled.at;
+            // state checks: the schedule stands still while the user is held at checkpoints
+            let shift = self.checkpoint_shift();
+            let mut intended = timeline.steady_start + scheduled.at + shift;
             if closed_loop {
                 intended = intended.max(previous_end + plan.pause());
             }
@@ -250,6 +256,7 @@ impl<C: Connector> User<C> {
                 break;
             }
             self.wait_until(intended, &mut stop).await;
+            intended += self.checkpoint_shift() - shift; // state checks: held during the wait
             if *stop.borrow() {
                 completed = false;
                 break;
@@ -299,6 +306,7 @@ impl<C: Connector> User<C> {
             };
             let finished = Instant::now();
             previous_end = finished;
+            self.feed_state_checks(); // state checks
             self.note_idle_commands();
             self.shared.events.send(Event::Action {
                 kind: scheduled.kind,
@@ -521,7 +529,11 @@ impl<C: Connector> User<C> {
             .await?;
             self.command("imap.STARTTLS", done);
         }
-        let (login, password) = target.login(self.index, &self.address);
+        // state checks: sessions_per_account users share the first one's account; the wire is recorded for the model
+        let account = self.shared.plan.account_of(self.index);
+        let address = self.shared.population.address(account).unwrap_or_default();
+        imap.record_wire(self.shared.state_checks.is_some());
+        let (login, password) = target.login(account, &address);
         let done = imap.login(login, password).await?;
         self.command("imap.LOGIN", done);
         // Where the user's folders are (NAMESPACE, LIST with special-use
@@ -570,6 +582,11 @@ impl<C: Connector> User<C> {
         }
         let highest_uid = inbox.iter().map(|k| k.uid).max().unwrap_or(0);
         let can_idle = imap.capabilities().has("IDLE");
+        // state checks: a model for this session, in its account's group
+        let client = format!("{}#{}", self.address, self.logons + 1);
+        let mut state =
+            (self.shared.state_checks.as_ref()).map(|h| h.session(self.index, account, client));
+        crate::state_checks::feed(state.as_mut(), &mut imap);
         Ok(Session {
             params: Arc::new(params),
             imap,
@@ -578,16 +595,18 @@ impl<C: Connector> User<C> {
             calendar_item: None,
             can_idle,
             idle_next: false,
+            state,
         })
     }
 
     /// Waits for `due`, idling on the Inbox so that arriving mail is noticed
     /// (and its delivery latency recorded) as an online client would.
-    async fn wait_until(&mut self, due: Instant, stop: &mut watch::Receiver<bool>) {
+    async fn wait_until(&mut self, mut due: Instant, stop: &mut watch::Receiver<bool>) {
         if self.jmap.is_some() {
             return self.jmap_wait_until(due, stop).await;
         }
         loop {
+            due += self.hold_checkpoint(stop).await; // state checks
             // Mail announced while a command ran (an untagged EXISTS) is fetched
             // now: IDLE would not announce it again.
             let unseen_arrivals = self.session.as_ref().is_some_and(|s| {
@@ -614,7 +633,8 @@ impl<C: Connector> User<C> {
             match self.idle_until(due, stop).await {
                 // New mail: the next turn of the loop fetches it.
                 Ok(true) => {}
-                Ok(false) => return,
+                // state checks: a checkpoint ends the IDLE early; the next turn holds it
+                Ok(false) => {}
                 Err(failure) => {
                     self.background_failure(failure);
                     sleep_until(due, stop).await;
@@ -654,12 +674,40 @@ impl<C: Connector> User<C> {
                     Idle::TimedOut => break,
                 },
                 _ = stop.changed() => break,
+                _ = crate::state_checks::requested(session.state.as_mut()) => break, // state checks
             }
         }
         // IDLE goes on: the next command ends it, with DONE in its write
         // (the next action, or the fetch of new mail), and a next wait
         // carries on with it.
         Ok(new_mail)
+    }
+
+    /// state checks: hands what the session's wire carried to its model.
+    fn feed_state_checks(&mut self) {
+        if let Some(s) = self.session.as_mut() {
+            crate::state_checks::feed(s.state.as_mut(), &mut s.imap);
+        }
+    }
+
+    /// state checks: how long this user has been held at checkpoints.
+    fn checkpoint_shift(&self) -> Duration {
+        (self.shared.state_checks.as_ref()).map_or(Duration::ZERO, |h| h.shift(self.index))
+    }
+
+    /// state checks: holds the checkpoint asked for, if any; how long it took.
+    async fn hold_checkpoint(&mut self, stop: &mut watch::Receiver<bool>) -> Duration {
+        let Some(s) = self.session.as_mut() else {
+            return Duration::ZERO;
+        };
+        let Some(checker) = s.state.as_mut() else {
+            return Duration::ZERO;
+        };
+        let (pause, failed) = crate::state_checks::hold(checker, &mut s.imap, stop).await;
+        if let Some(error) = failed {
+            self.background_failure(error.into());
+        }
+        pause
     }
 
     /// Counts the IDLE and DONE that went out with the last IMAP commands.

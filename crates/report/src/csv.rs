@@ -17,6 +17,37 @@ pub const INTERVALS_CSV_HEADER: &str = "interval_start_s,interval_length_s,phase
 /// pair only; empty elsewhere and in rows a run appends as it goes.
 pub const ERRORS_CSV_HEADER: &str = "interval_start_s,phase,action,error_kind,count,example";
 
+/// The columns of `state-violations.csv`: one row per state-check
+/// violation, with its evidence (issue 27). A file of its own rather than
+/// rows of `errors.csv`, whose rows count an action's errors per interval
+/// and kind: a violation belongs to no action, and its evidence (session,
+/// mailbox, sequence number, UID, both values) has no column there.
+pub const STATE_VIOLATIONS_CSV_HEADER: &str = "check,client,mailbox,seq,uid,expected,seen";
+
+/// Writes `state-violations.csv`: the violations `record` kept
+/// ([`peakhour_analysis::VIOLATIONS_KEPT`] at most), in the order found.
+pub fn write_state_violations_csv<W: Write>(
+    record: &RunRecord,
+    out: &mut W,
+) -> Result<(), ReportError> {
+    let mut writer = csv_writer(out);
+    write_header(&mut writer, STATE_VIOLATIONS_CSV_HEADER)?;
+    let number = |n: Option<u32>| n.map_or_else(String::new, |n| n.to_string());
+    for v in record.state_checks.iter().flat_map(|s| &s.examples) {
+        writer.write_record([
+            v.check.as_str(),
+            &v.client,
+            &v.mailbox,
+            &number(v.seq),
+            &number(v.uid),
+            &v.expected,
+            &v.seen,
+        ])?;
+    }
+    writer.flush()?;
+    Ok(())
+}
+
 /// The crate's CSV writer over `out`: fields are quoted when they hold the
 /// delimiter, a quote or a line break, and records end with `\n`.
 pub(crate) fn csv_writer<W: Write>(out: W) -> ::csv::Writer<W> {

@@ -10,6 +10,7 @@
 //! | `intervals.csv` | [`write_intervals_csv`] | one row per interval and action ([`INTERVALS_CSV_HEADER`]) |
 //! | `latency.hlog` | [`write_hlog`] | HdrHistogram interval log, one entry per action per interval |
 //! | `errors.csv` | [`write_errors_csv`] | errors by interval, action and kind ([`ERRORS_CSV_HEADER`]) |
+//! | `state-violations.csv` | [`write_state_violations_csv`] | each state-check violation with its evidence ([`STATE_VIOLATIONS_CSV_HEADER`]) |
 //! | terminal | [`render_terminal`] | per-action table, score, throughput, delivery, server high averages and bottleneck, warnings, verdict |
 //! | terminal | [`render_monitor`] | the server part alone, for `peakhour monitor` |
 //! | `capacity.csv` | [`capacity::write_capacity_csv`] | one row per sweep step ([`capacity::CAPACITY_CSV_COLUMNS`]) |
@@ -58,8 +59,8 @@ pub use compare::{
     write_compare_csv,
 };
 pub use csv::{
-    ERRORS_CSV_HEADER, INTERVALS_CSV_HEADER, write_error_rows, write_errors_csv,
-    write_interval_rows, write_intervals_csv,
+    ERRORS_CSV_HEADER, INTERVALS_CSV_HEADER, STATE_VIOLATIONS_CSV_HEADER, write_error_rows,
+    write_errors_csv, write_interval_rows, write_intervals_csv, write_state_violations_csv,
 };
 pub use hlog::{write_hlog, write_hlog_intervals};
 pub use html::{

@@ -318,6 +318,10 @@ fn verdict_into(s: &Summary, out: &mut String) -> std::fmt::Result {
     for shortcut in &s.security_shortcuts {
         writeln!(out, "WARNING: security shortcut: {shortcut}")?;
     }
+    // `run --check-state`: a violation is also among the verdict's failures.
+    if let Some(checks) = &s.state_checks {
+        writeln!(out, "{}", checks.line())?;
+    }
     match s.verdict {
         Verdict::Pass => writeln!(
             out,

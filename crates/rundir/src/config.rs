@@ -49,6 +49,10 @@ pub struct RunSection {
     pub interval: HumanDuration,
     /// The longest an action may take.
     pub action_timeout: HumanDuration,
+    /// `--check-state`: the time between two state-check checkpoints;
+    /// absent when the checks were off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_state: Option<HumanDuration>,
 }
 
 /// `[target]`: the endpoints as recorded, e.g. `127.0.0.1:10143` or

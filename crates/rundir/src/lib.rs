@@ -10,6 +10,7 @@
 //! | `summary.json` | [`RunDir::write_results`] | [`Summary`] |
 //! | `record.json` | [`RunDir::write_results`] | [`RunRecord`] |
 //! | `intervals.csv`, `errors.csv`, `latency.hlog` | appended per closed interval by the [`RunJournal`], then rewritten whole by [`RunDir::write_results`] | (for other tools) |
+//! | `state-violations.csv` | each state-check violation with its evidence, written by [`RunDir::write_results`] with `run --check-state` | (for other tools) |
 //! | `intervals.jsonl` | the [`RunJournal`], while the run goes on; removed once `summary.json` is written | by [`RunDir::recover`], after a kill |
 //! | `monitor.csv` | the monitor, through [`RunDir::create_monitor_csv`] | [`MetricTable`], reduced to the report's [`MonitorView`] |
 //! | `host.json` | [`RunDir::finish_run`] (`peakhour run` only), from [`host::collect`] | [`HostFacts`] |
@@ -100,6 +101,9 @@ pub enum RunFile {
     Host,
     /// `report.html`: the report.
     Report,
+    /// `state-violations.csv`: each state-check violation with its
+    /// evidence (`run --check-state`).
+    StateViolations,
     /// `intervals.jsonl`: the run's journal of closed intervals, there
     /// while the run goes on (and after a kill).
     Journal,
@@ -110,7 +114,7 @@ pub enum RunFile {
 
 impl RunFile {
     /// Every file a run directory may hold.
-    pub const ALL: [RunFile; 11] = [
+    pub const ALL: [RunFile; 12] = [
         Self::Config,
         Self::Summary,
         Self::Record,
@@ -122,6 +126,7 @@ impl RunFile {
         Self::Host,
         Self::Report,
         Self::Journal,
+        Self::StateViolations,
     ];
 
     /// The file's name in the directory.
@@ -137,6 +142,7 @@ impl RunFile {
             Self::MonitorSummary => "monitor-summary.txt",
             Self::Host => "host.json",
             Self::Report => "report.html",
+            Self::StateViolations => "state-violations.csv",
             Self::Journal => "intervals.jsonl",
             Self::WriteFailed => "results-not-written.txt",
         }
@@ -300,6 +306,12 @@ impl RunDir {
         peakhour_report::write_hlog(record, &mut hlog)
             .map_err(|source| self.render_error(RunFile::Hlog, source))?;
         self.write(RunFile::Hlog, &hlog)?;
+        if record.state_checks.is_some() {
+            let mut violations = Vec::new();
+            peakhour_report::write_state_violations_csv(record, &mut violations)
+                .map_err(|source| self.render_error(RunFile::StateViolations, source))?;
+            self.write(RunFile::StateViolations, &violations)?;
+        }
         let summary_text = peakhour_report::summary_json(summary)
             .map_err(|source| self.render_error(RunFile::Summary, source))?;
         self.write(RunFile::Summary, summary_text.as_bytes())?;

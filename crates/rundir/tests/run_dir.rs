@@ -50,6 +50,7 @@ fn config() -> RunConfig {
             drain: secs(5),
             interval: secs(5),
             action_timeout: secs(30),
+            check_state: None,
         },
         TargetSection {
             imap: "127.0.0.1:31143".into(),

@@ -174,16 +174,27 @@ fn read_item(item: MessageDataItem<'_>, fetched: &mut Fetched) {
                 None => "BODY[]".to_owned(),
                 Some(section) => format!("BODY[{section:?}]"),
             };
-            keep(&name, digest(data.0.as_ref().map(|s| s.as_ref())));
+            if let Some(bytes) = data.0.as_ref() {
+                keep(&name, digest(bytes.as_ref()));
+            }
         }
+        // NIL for a body section is what a server may answer for a message
+        // another session expunged and this one has not been told of yet
+        // (RFC 2180 section 4.1.3; Dovecot does): not a change, not compared.
         MessageDataItem::Rfc822(data) => {
-            keep("BODY[]", digest(data.0.as_ref().map(|s| s.as_ref())))
+            if let Some(bytes) = data.0.as_ref() {
+                keep("BODY[]", digest(bytes.as_ref()));
+            }
         }
         MessageDataItem::Rfc822Header(data) => {
-            keep("RFC822.HEADER", digest(data.0.as_ref().map(|s| s.as_ref())));
+            if let Some(bytes) = data.0.as_ref() {
+                keep("RFC822.HEADER", digest(bytes.as_ref()));
+            }
         }
         MessageDataItem::Rfc822Text(data) => {
-            keep("RFC822.TEXT", digest(data.0.as_ref().map(|s| s.as_ref())));
+            if let Some(bytes) = data.0.as_ref() {
+                keep("RFC822.TEXT", digest(bytes.as_ref()));
+            }
         }
         _ => {}
     }
@@ -191,15 +202,10 @@ fn read_item(item: MessageDataItem<'_>, fetched: &mut Fetched) {
 
 /// A body section's bytes as their length and a hash: enough to tell two
 /// apart, without keeping every message body a session read.
-fn digest(bytes: Option<&[u8]>) -> String {
-    match bytes {
-        None => "NIL".to_owned(),
-        Some(bytes) => {
-            let mut hasher = DefaultHasher::new();
-            bytes.hash(&mut hasher);
-            format!("{} bytes, hash {:016x}", bytes.len(), hasher.finish())
-        }
-    }
+fn digest(bytes: &[u8]) -> String {
+    let mut hasher = DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    format!("{} bytes, hash {:016x}", bytes.len(), hasher.finish())
 }
 
 /// The response with `MODSEQ (n)` taken out of its text parts, and `n`;

@@ -76,3 +76,15 @@ fn issue_27_item_1_a_move_leaving_a_message_it_did_not_move_is_allowed() {
         1
     );
 }
+
+#[test]
+fn issue_27_item_2_a_nil_body_for_a_message_expunged_elsewhere_is_allowed() {
+    let replay = no_violation("nil_body_of_a_message_expunged_elsewhere");
+    assert!(
+        replay
+            .checks
+            .get(peakhour_state_check::CheckKind::StaticChanged)
+            == 0,
+        "a NIL body is not compared"
+    );
+}

@@ -484,6 +484,21 @@ impl Plan {
     pub fn users(&self) -> u32 {
         self.users
     }
+    /// How many users' IMAP sessions share one account
+    /// (`users.sessions_per_account`; 1 when each has its own).
+    pub fn sessions_per_account(&self) -> u32 {
+        u32::try_from(*self.profile.users.sessions_per_account.get_ref())
+            .unwrap_or(1)
+            .max(1)
+    }
+    /// The user whose account user `user`'s IMAP session logs on to: the
+    /// first of its group of [`Plan::sessions_per_account`] users (the user
+    /// itself when accounts are not shared). Sending, recipients and
+    /// delivery tracking stay the user's own.
+    pub fn account_of(&self, user: u32) -> u32 {
+        let per = self.sessions_per_account();
+        user - user % per
+    }
     /// The simulated day.
     pub fn day(&self) -> Duration {
         self.day

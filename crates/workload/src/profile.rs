@@ -207,6 +207,15 @@ fn default_true() -> bool {
 fn default_first() -> u32 {
     1
 }
+fn default_sessions_per_account() -> Spanned<i64> {
+    Spanned::new(0..0, 1)
+}
+fn is_one_session(v: &Spanned<i64>) -> bool {
+    *v.get_ref() == 1
+}
+/// The most sessions that may share one account (`users.sessions_per_account`):
+/// imaptest's checkpoints compare a handful; more only add load on one mailbox.
+pub(crate) const MAX_SESSIONS_PER_ACCOUNT: i64 = 64;
 
 /// A value that was not written in the file (span 0..0: errors about it have no place).
 pub(crate) fn unplaced<T>(value: T) -> Spanned<T> {
@@ -290,6 +299,14 @@ pub struct Users {
     /// The mail domain.
     #[serde(default = "default_domain")]
     pub domain: String,
+    /// How many simulated users' IMAP sessions log on to one account, as
+    /// imaptest's users share mailboxes (issue 27): with 2, users 0 and 1
+    /// both open the first one's mailbox. Default 1: one account each.
+    #[serde(
+        default = "default_sessions_per_account",
+        skip_serializing_if = "is_one_session"
+    )]
+    pub sessions_per_account: Spanned<i64>,
 }
 
 /// Distribution lists.
@@ -629,6 +646,17 @@ impl Profile {
             ));
         }
         pattern(&self.users.name, "users.name", file, src)?;
+        let sharing = &self.users.sessions_per_account;
+        if !(1..=MAX_SESSIONS_PER_ACCOUNT).contains(sharing.get_ref()) {
+            return Err(err(
+                sharing.span(),
+                "users.sessions_per_account",
+                format!(
+                    "must be 1 to {MAX_SESSIONS_PER_ACCOUNT} (got {})",
+                    sharing.get_ref()
+                ),
+            ));
+        }
         let lists_per = non_negative(&self.lists.per_users, "lists.per_users", file, src)?;
         positive_f(&self.lists.members, "lists.members", file, src)?;
         pattern(&self.lists.name, "lists.name", file, src)?;

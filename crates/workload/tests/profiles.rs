@@ -346,3 +346,30 @@ fn print_error_examples() {
         println!("{}", parse_err(&src));
     }
 }
+
+#[test]
+fn issue_27_item_2_sessions_per_account_shares_an_account_among_users() {
+    let src = MINIMAL.replace("count = 10", "count = 5\nsessions_per_account = 2");
+    let p = Profile::parse("ok.toml", &src).expect("parses");
+    let plan = Plan::resolve(&p, &Overrides::default()).expect("resolves");
+    assert_eq!(plan.sessions_per_account(), 2);
+    let accounts: Vec<u32> = (0..5).map(|u| plan.account_of(u)).collect();
+    assert_eq!(accounts, [0, 0, 2, 2, 4]);
+    // The default: every user its own account.
+    let plan = Plan::resolve(
+        &Profile::parse("ok.toml", MINIMAL).unwrap(),
+        &Overrides::default(),
+    )
+    .expect("resolves");
+    assert_eq!((plan.sessions_per_account(), plan.account_of(7)), (1, 7));
+}
+
+#[test]
+fn issue_27_item_2_a_bad_sessions_per_account_is_named_at_its_line() {
+    let src = MINIMAL.replace("count = 10", "count = 10\nsessions_per_account = 0");
+    let e = parse_err(&src);
+    assert_eq!(
+        e.to_string(),
+        "bad.toml:7:24: field `users.sessions_per_account`: must be 1 to 64 (got 0)"
+    );
+}

@@ -25,6 +25,11 @@ pub(crate) enum Hook {
 /// How the proxy treats a client's line (CR LF trimmed).
 pub(crate) type HookFn = Arc<dyn Fn(&str) -> Hook + Send + Sync>;
 
+/// What the proxy passes on for one line the server sent (CR LF kept) on
+/// its `n`-th connection (from 0, in the order accepted): the same bytes,
+/// or a corrupted answer (issue 27's state checks).
+pub(crate) type AnswerFn = Arc<dyn Fn(usize, &[u8]) -> Vec<u8> + Send + Sync>;
+
 /// A proxy on a free loopback port.
 pub(crate) struct Proxy {
     /// Its port.
@@ -36,6 +41,16 @@ pub(crate) struct Proxy {
 impl Proxy {
     /// Proxies connections to `upstream` (`host:port`) through `hook`.
     pub(crate) fn start(upstream: String, hook: HookFn) -> Proxy {
+        Proxy::start_rewriting(upstream, hook, None)
+    }
+
+    /// [`Proxy::start`], with every line the server sends passed through
+    /// `answers` (when given) on its way to the client.
+    pub(crate) fn start_rewriting(
+        upstream: String,
+        hook: HookFn,
+        answers: Option<AnswerFn>,
+    ) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let tripped = Arc::new(AtomicBool::new(false));
@@ -44,14 +59,15 @@ impl Proxy {
         // Threads end with the test process; each connection ends when
         // either side hangs up.
         std::thread::spawn(move || {
-            for client in listener.incoming() {
+            for (n, client) in listener.incoming().enumerate() {
                 let Ok(client) = client else { continue };
                 if trip.load(Ordering::SeqCst) {
                     count.fetch_add(1, Ordering::SeqCst);
                     continue;
                 }
                 let (upstream, hook) = (upstream.clone(), hook.clone());
-                std::thread::spawn(move || relay(client, &upstream, &hook));
+                let answers = answers.clone();
+                std::thread::spawn(move || relay(client, &upstream, &hook, answers, n));
             }
         });
         Proxy {
@@ -72,14 +88,34 @@ impl Proxy {
     }
 }
 
-fn relay(client: TcpStream, upstream: &str, hook: &HookFn) {
+fn relay(
+    client: TcpStream,
+    upstream: &str,
+    hook: &HookFn,
+    answers: Option<AnswerFn>,
+    connection: usize,
+) {
     let Ok(server) = TcpStream::connect(upstream) else {
         return;
     };
     let (mut to_client, mut from_server) =
         (client.try_clone().unwrap(), server.try_clone().unwrap());
     std::thread::spawn(move || {
-        let _ = std::io::copy(&mut from_server, &mut to_client);
+        match answers {
+            None => {
+                let _ = std::io::copy(&mut from_server, &mut to_client);
+            }
+            Some(answers) => {
+                let mut reader = BufReader::new(from_server);
+                let mut line = Vec::new();
+                while reader.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
+                    if to_client.write_all(&answers(connection, &line)).is_err() {
+                        break;
+                    }
+                    line.clear();
+                }
+            }
+        }
         let _ = to_client.shutdown(std::net::Shutdown::Both);
     });
     let mut to_server = server;

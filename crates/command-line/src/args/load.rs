@@ -142,6 +142,30 @@ pub struct InitArgs {
     pub via: Option<String>,
 }
 
+/// `run --check-state`'s long help: what it checks and what it costs.
+const CHECK_STATE_HELP: &str = "\
+IMAP state checks (issue 27; docs/state-checks.md), as Dovecot's imaptest
+makes them. Every IMAP session's traffic goes through a model of what the
+server told it: message count, sequence numbers and UIDs, UIDVALIDITY, flags
+and keywords, MODSEQ, the static items of messages it fetched, where an
+EXPUNGE may come. A contradiction (a UID that changes, a sequence number
+never announced, an ENVELOPE that changes ...) is a violation. Every
+INTERVAL (default 30s: --check-state alone; --check-state=10s to choose) a
+checkpoint waits until every session of an account is quiet, sends NOOP in
+each and compares what they were told: count, UIDs, flags, keywords, MODSEQ.
+Give sessions shared accounts with the profile's `[users]
+sessions_per_account = 2` for the checkpoints to compare anything.
+
+Any violation fails the run (exit 1), named; summary.json's `state_checks`
+counts checks and violations by kind, and state-violations.csv lists each
+with its evidence.
+
+Cost: a second parse of every IMAP response on the generator's CPU, and at
+each checkpoint a pause of every session of an account until the slowest has
+finished its action. The pause is not counted as latency: a held user's
+schedule stands still, so later actions move later, and those pushed past
+the steady phase are not run. summary.json says how long the pauses were.";
+
 /// `--duration` when not given.
 const DEFAULT_DURATION: &str = "120s";
 /// `--ramp-up` when not given.
@@ -229,6 +253,18 @@ pub struct RunArgs {
     /// The run's shape in time, and its QoS limit.
     #[command(flatten)]
     pub shape: RunShape,
+    /// IMAP state checks, with a checkpoint every INTERVAL (default 30s): what the server
+    /// tells each session must stay consistent (docs/state-checks.md).
+    #[arg(
+        long,
+        value_name = "INTERVAL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "30s",
+        value_parser = parse_duration,
+        long_help = CHECK_STATE_HELP
+    )]
+    pub check_state: Option<std::time::Duration>,
     /// The part of the day measured: `day` (the even day: every action at its day's average
     /// rate), `peak-hour` (the profile's busiest hour, held for --duration, 10m by default,
     /// after every user has logged on), or `morning` (every user logs on at the morning's

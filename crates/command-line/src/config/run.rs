@@ -22,6 +22,12 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(120);
 /// measured window (issue 25: 10 minutes).
 pub const WINDOW_LENGTH: Duration = Duration::from_secs(600);
 
+/// The shortest time between two state-check checkpoints: each one stops
+/// every session of an account for a NOOP.
+pub(crate) const MIN_CHECK_STATE_INTERVAL: Duration = Duration::from_secs(1);
+/// The longest time between two checkpoints.
+pub(crate) const MAX_CHECK_STATE_INTERVAL: Duration = Duration::from_secs(3600);
+
 /// A run's shape in time and its QoS limit, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Shape {
@@ -108,6 +114,7 @@ impl Shape {
             drain: HumanDuration(self.drain),
             interval: HumanDuration(self.interval),
             action_timeout: HumanDuration(self.action_timeout),
+            check_state: None,
         }
     }
 }
@@ -139,6 +146,9 @@ pub struct RunConfig {
     pub start_at: Option<SystemTime>,
     /// `--beyond-limits`: run even when one process cannot hold the run.
     pub beyond_limits: bool,
+    /// `--check-state[=INTERVAL]`: the IMAP state checks, a checkpoint every
+    /// interval; `None` when off.
+    pub check_state: Option<Duration>,
 }
 
 impl RunConfig {
@@ -175,6 +185,13 @@ impl RunConfig {
         if let Some(out) = &args.out {
             peakhour_rundir::RunDir::check_unused(out).map_err(|e| UsageError(e.to_string()))?;
         }
+        if args.check_state.is_some() && args.protocol == peakhour_engine::MailProtocol::Jmap {
+            return Err(UsageError(
+                "--check-state checks IMAP sessions, and a run with --protocol jmap has none \
+                 (JMAP's state checks are not built yet)"
+                    .into(),
+            ));
+        }
         let distributed = &args.distributed;
         let start_at = (distributed.start_at.as_deref())
             .map(|text| parse_start_at(text, now))
@@ -191,6 +208,17 @@ impl RunConfig {
             shard,
             start_at,
             beyond_limits: args.beyond_limits,
+            check_state: args
+                .check_state
+                .map(|every| {
+                    duration_within(
+                        "check-state",
+                        every,
+                        MIN_CHECK_STATE_INTERVAL,
+                        MAX_CHECK_STATE_INTERVAL,
+                    )
+                })
+                .transpose()?,
             users: args
                 .users
                 .map(|users| count_within("users", users, 1, MAX_USERS))
@@ -312,6 +340,22 @@ mod tests {
             Command::Run(args) => args,
             _ => unreachable!("a run"),
         }
+    }
+
+    #[test]
+    fn issue_27_item_2_check_state_takes_an_optional_interval_within_bounds() {
+        let check = |extra: &[&str]| RunConfig::check_at(&run_args(extra), SystemTime::now(), None);
+        assert_eq!(check(&[]).unwrap().check_state, None);
+        let default = check(&["--check-state"]).unwrap().check_state;
+        assert_eq!(default, Some(Duration::from_secs(30)));
+        let chosen = check(&["--check-state=5s"]).unwrap().check_state;
+        assert_eq!(chosen, Some(Duration::from_secs(5)));
+        let too_often = check(&["--check-state=100ms"]).unwrap_err().to_string();
+        assert!(too_often.contains("check-state"), "{too_often}");
+        let jmap = check(&["--check-state", "--protocol", "jmap"])
+            .unwrap_err()
+            .to_string();
+        assert!(jmap.contains("--protocol jmap"), "{jmap}");
     }
 
     #[test]

@@ -415,6 +415,7 @@ pub(crate) fn settings(ramp_up: u64, duration: u64, drain: u64) -> RunSettings {
         shard: peakhour_engine::Shard::whole(),
         start_at: None,
         protocol: peakhour_engine::MailProtocol::Imap,
+        check_state: None,
     }
 }
 

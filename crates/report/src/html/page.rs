@@ -104,6 +104,19 @@ fn opt(v: Option<f64>) -> String {
     or_dash(v, short, DASH)
 }
 
+/// The state checks' line (`run --check-state`): a warning when the server
+/// contradicted itself, a note otherwise.
+fn state_checks_line(s: &Summary, bad: &mut Vec<String>, notes: &mut Vec<String>) {
+    if let Some(checks) = &s.state_checks {
+        let line = format!("<b>State checks:</b> {}.", escape(&checks.line()));
+        if checks.violations > 0 {
+            bad.push(line);
+        } else {
+            notes.push(line);
+        }
+    }
+}
+
 /// The warnings box: shown first, loud when something undermines the numbers.
 fn warnings(out: &mut String, input: &ReportInput<'_>) {
     let s = input.summary;
@@ -130,6 +143,7 @@ fn warnings(out: &mut String, input: &ReportInput<'_>) {
             escape(&s.client_bound_reasons.join("; "))
         ));
     }
+    state_checks_line(s, &mut bad, &mut notes);
     let errors: u64 = s.errors_by_kind.values().sum();
     if errors > 0 {
         let kinds: Vec<String> = s

@@ -501,6 +501,7 @@ fn config(plan: &Plan, shape: &Shape) -> Result<RunConfig, BoxError> {
             drain: HumanDuration(shape.drain),
             interval: HumanDuration(peakhour_analysis::DEFAULT_INTERVAL),
             action_timeout: HumanDuration(Duration::from_secs(30)),
+            check_state: None,
         },
         TargetSection {
             imap: "127.0.0.1:10143".into(),
