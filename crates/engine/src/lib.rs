@@ -57,6 +57,7 @@ mod calendar;
 mod calendar_init;
 mod calendar_invite;
 mod connector;
+mod core;
 mod delivery;
 mod distributed;
 mod events;
@@ -87,6 +88,10 @@ pub mod users_file;
 pub use calendar::CalDavEndpoint;
 pub use calendar_init::{CalendarInitError, CalendarInitReport, init_calendars};
 pub use connector::{Connector, NetConnector};
+pub use core::{
+    BYTES_READ, BYTES_WRITTEN, Both, Observer, Phase, RunClock, RunRecorder, STOP_GRACE,
+    SelfSample, UNMEASURED_OPERATIONS,
+};
 pub use delivery::{DeliveryTracker, LOST_LIST_CAP, Lost, LostReport, Noticed, bare_message_id};
 pub use distributed::{
     MAX_START_AHEAD, MAX_START_BEHIND, StartAtError, StartNotice, parse_start_at, wait_for_start,
@@ -101,10 +106,10 @@ pub use peakhour_workload::Shard;
 pub use population::{Population, PopulationError, RESERVED_TEST_DOMAINS, is_test_domain};
 pub use profile_rates::profile_rates;
 pub use reconcile::{MAILBOX_SEARCH_LIMIT, RECONCILE_LIMIT, ReconcileProgress, SEARCH_TASKS};
-pub use recording::{RunRecorder, qos_thresholds};
+pub use recording::qos_thresholds;
 pub use run::{
-    Both, MAX_PHASE, MAX_TIMEOUT, MailProtocol, Observer, Phase, RunClock, RunError, RunOutcome,
-    RunResult, RunSettings, STOP_GRACE, SelfSample, preflight, run, run_with,
+    MAX_PHASE, MAX_TIMEOUT, MailProtocol, RunError, RunOutcome, RunResult, RunSettings, preflight,
+    run, run_with,
 };
 pub use selfcheck::{CpuMeter, LAG_PROBE_PERIOD, process_cpu_time};
 pub use target::{

@@ -17,12 +17,13 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::connector::Connector;
+use crate::core::{Halt, ScheduleProgress, not_attempted};
 use crate::delivery::DeliveryTracker;
 use crate::events::{Counter, Event, EventSink, Outcome};
 use crate::folders::{discover, listed};
 use crate::groupware::GroupwareClients;
 use crate::population::Population;
-use crate::run::{Halt, MailProtocol, ScheduleProgress, not_attempted};
+use crate::run::MailProtocol;
 use crate::target::{
     Target, TlsMode, imap_connect_deadline, imap_deadline, smtp_connect_deadline, smtp_deadline,
 };

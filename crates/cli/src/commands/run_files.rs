@@ -13,8 +13,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use peakhour_analysis::{Summary, Verdict};
+use peakhour_engine::Both;
 use peakhour_engine::files::{
-    FileBoth, FileLiveLine, FileProfileChoice, FileRunSettings, FileTargetSpec, FileWorkload,
+    FileLiveLine, FileProfileChoice, FileRunSettings, FileTargetSpec, FileWorkload,
     LAB_DEFAULT_CLIENTS, check_lab_users, resolve_file_target, run_files,
 };
 use peakhour_lab::LabStatus;
@@ -107,7 +108,7 @@ pub(crate) fn run(
     let mut line = FileLiveLine::new(StatusLine::new());
     // Closed intervals go to disk as they close, as in a mail run (crash safety).
     let mut journal = dir.journal()?;
-    let observers = &mut FileBoth(&mut line, &mut journal);
+    let observers = &mut Both(&mut line, &mut journal);
     let (result, monitor) = run_monitored(
         &runtime,
         monitor_source(lab.as_ref(), &dir),

@@ -9,14 +9,15 @@ use peakhour_files::{AnyBackend, BackendError, FileBackend, NtStatus, OpResult, 
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::files::events::{FileEvent, FileSink, OpEvent, OpOutcome};
+use crate::events::EventSink;
+use crate::files::events::{FileEvent, OpEvent, OpOutcome};
 use crate::files::target::FileTarget;
 
 /// What every client of a run shares.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) target: Arc<FileTarget>,
-    pub(crate) events: FileSink,
+    pub(crate) events: EventSink,
     /// An operation without an answer after this long fails with `timeout`, and ends its
     /// client (an SMB connection whose request was abandoned is in an unknown state).
     pub(crate) op_timeout: Duration,
@@ -135,7 +136,7 @@ impl Client {
         (bytes_read, bytes_written): (u64, u64),
     ) -> Instant {
         let finished = Instant::now();
-        self.shared.events.send(FileEvent::Op(OpEvent {
+        self.shared.events.file(FileEvent::Op(OpEvent {
             client: self.n,
             action,
             measured,
@@ -151,7 +152,7 @@ impl Client {
 
     /// Reports a failure that ends this client.
     pub(crate) fn failed(&self, error: String) {
-        self.shared.events.send(FileEvent::Failed {
+        self.shared.events.file(FileEvent::Failed {
             client: self.n,
             error,
             at: Instant::now(),
@@ -160,7 +161,7 @@ impl Client {
 
     /// Counts an untimed operation (set-up, cleanup) and whether it failed.
     pub(crate) fn untimed(&self, counter: &'static str, failure: &'static str, ok: bool) {
-        self.shared.events.send(FileEvent::Untimed {
+        self.shared.events.file(FileEvent::Untimed {
             counter: if ok { counter } else { failure },
         });
     }

@@ -25,7 +25,7 @@ pub(crate) async fn run_mix_client(
     let mut client = match Client::connect(n, shared.clone(), stop).await {
         Ok(c) => c,
         Err(error) => {
-            shared.events.send(FileEvent::Failed {
+            shared.events.file(FileEvent::Failed {
                 client: n,
                 error,
                 at: Instant::now(),
@@ -36,7 +36,7 @@ pub(crate) async fn run_mix_client(
     let mut measuring = false;
     let result = drive(&mut client, &plan, t0, &mut measuring).await;
     if measuring {
-        client.shared.events.send(FileEvent::DoneMeasuring {
+        client.shared.events.file(FileEvent::DoneMeasuring {
             client: n,
             at: Instant::now(),
         });
@@ -83,7 +83,7 @@ async fn drive(
                     at: Instant::now(),
                 }
             };
-            client.shared.events.send(event);
+            client.shared.events.file(event);
             *measuring = measured;
         }
         last_end = piece(client, &work, last_end).await?;
@@ -160,11 +160,11 @@ pub(crate) async fn cleanup(client: &mut Client, plan: &FilePlan) {
     .await
     {
         Ok(Ok(o)) if o.status.is_success() => client.untimed("cleanup_operations", "", true),
-        Ok(Ok(o)) => client.shared.events.send(FileEvent::Leftover {
+        Ok(Ok(o)) => client.shared.events.file(FileEvent::Leftover {
             path: workspace,
             status: o.status.to_string(),
         }),
-        Ok(Err(kind)) => client.shared.events.send(FileEvent::Leftover {
+        Ok(Err(kind)) => client.shared.events.file(FileEvent::Leftover {
             path: workspace,
             status: kind.to_owned(),
         }),

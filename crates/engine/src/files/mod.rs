@@ -23,23 +23,18 @@ mod client;
 mod events;
 mod mix;
 mod ops;
-mod recording;
 mod replay;
 mod resolve;
 mod run;
 mod setup;
 mod target;
 
+pub use crate::core::{BYTES_READ, BYTES_WRITTEN, UNMEASURED_OPERATIONS};
+pub use crate::live::{FileLiveLine, FileProgress};
 pub use events::{FileEvent, OpEvent, OpOutcome};
-pub use recording::{BYTES_READ, BYTES_WRITTEN, UNMEASURED_OPERATIONS};
 pub use replay::LoadFile;
-pub use resolve::{
-    FileLiveLine, FileTargetSpec, LAB_DEFAULT_CLIENTS, check_lab_users, resolve_file_target,
-};
-pub use run::{
-    FileBoth, FileObserver, FileProgress, FileRunOutcome, FileRunResult, FileRunSettings,
-    FileWorkload, run_files,
-};
+pub use resolve::{FileTargetSpec, LAB_DEFAULT_CLIENTS, check_lab_users, resolve_file_target};
+pub use run::{FileRunOutcome, FileRunResult, FileRunSettings, FileWorkload, run_files};
 pub use setup::{
     FileProfileChoice, FileSetupError, NBENCH, RecordedValue, cache_policy, read_file_users,
 };

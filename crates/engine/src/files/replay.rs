@@ -98,7 +98,7 @@ pub(crate) async fn run_replay_client(
     let client = match Client::connect(n, shared.clone(), stop).await {
         Ok(c) => c,
         Err(error) => {
-            shared.events.send(FileEvent::Failed {
+            shared.events.file(FileEvent::Failed {
                 client: n,
                 error,
                 at: Instant::now(),
@@ -224,11 +224,11 @@ impl Replayer {
             Ok(Ok(o)) if o.status.is_success() || o.status == NtStatus::OBJECT_NAME_NOT_FOUND => {
                 self.client.untimed("cleanup_operations", "", true);
             }
-            Ok(Ok(o)) => self.client.shared.events.send(FileEvent::Leftover {
+            Ok(Ok(o)) => self.client.shared.events.file(FileEvent::Leftover {
                 path: dir,
                 status: o.status.to_string(),
             }),
-            Ok(Err(kind)) => self.client.shared.events.send(FileEvent::Leftover {
+            Ok(Err(kind)) => self.client.shared.events.file(FileEvent::Leftover {
                 path: dir,
                 status: kind.to_owned(),
             }),
