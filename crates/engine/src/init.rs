@@ -28,8 +28,8 @@ use tokio::time::Instant;
 
 use crate::folders::{discover, listed};
 use crate::population::{Population, PopulationError};
+use crate::sessions::rfc5322;
 use crate::target::Target;
-use crate::user::rfc5322;
 
 /// How messages get into the mailboxes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

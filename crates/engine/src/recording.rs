@@ -13,7 +13,7 @@ use peakhour_workload::{Mode, Plan, Window};
 use crate::core::recorder::RunRecorder;
 use crate::population::Population;
 use crate::run::{RunOutcome, RunSettings};
-use crate::user::LATE_AFTER;
+use crate::sessions::LATE_AFTER;
 
 impl RunRecorder {
     /// Ends the recording: the intervals, the deliveries reconciled by

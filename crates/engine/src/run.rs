@@ -22,11 +22,11 @@ use crate::core::{
 };
 use crate::delivery::{DeliveryTracker, LOST_LIST_CAP, Lost};
 use crate::events::{Counter, Event, EventSink};
-use crate::groupware::GroupwareCheckError;
 use crate::population::{Population, PopulationError};
 use crate::reconcile::Reconciliation;
+use crate::sessions::groupware::GroupwareCheckError;
+use crate::sessions::{Shared, Timeline, User};
 use crate::target::{Target, imap_deadline, smtp_deadline};
-use crate::user::{Shared, Timeline, User};
 
 /// How a run is shaped in time.
 #[derive(Debug, Clone)]
@@ -295,7 +295,7 @@ async fn check_before_load(
     }
     let _ = imap_deadline(timeout, "LOGOUT", imap.logout()).await;
     if let Some(jmap) =
-        crate::user::jmap::session_capabilities(target, login, password, timeout).await
+        crate::sessions::jmap::session_capabilities(target, login, password, timeout).await
     {
         offered.insert("jmap".to_owned(), jmap);
     }
@@ -314,8 +314,9 @@ async fn check_before_load(
         .map_err(|e| smtp_error(format!("AUTH as {login} failed: {e}")))?;
     offered.insert("smtp".to_owned(), smtp.extensions().keywords.clone());
     let _ = smtp_deadline(timeout, "QUIT", smtp.quit()).await;
-    offered
-        .extend(crate::groupware::groupware_preflight(plan, target, &population, timeout).await?);
+    offered.extend(
+        crate::sessions::groupware::groupware_preflight(plan, target, &population, timeout).await?,
+    );
     Ok(offered)
 }
 
@@ -476,7 +477,7 @@ pub async fn run_with<C: Connector>(
     record.delivery.cross_shard = delivery.cross_shard(&population);
     // Which protocol each action spoke (update_calendar: CalDAV or IMAP;
     // the mail actions JMAP in a run over JMAP).
-    record.meta.protocols = crate::groupware::action_protocols(&plan, &target, settings.protocol);
+    record.meta.protocols = crate::sessions::action_protocols(&plan, &target, settings.protocol);
     Ok(RunResult { outcome, record })
 }
 

@@ -12,8 +12,8 @@ use peakhour_lab::{Lab, LabError, LabStatus};
 use peakhour_net::{Secret, TlsError, TlsSettings};
 use peakhour_workload::{Overrides, Plan, PlanError, Profile, ProfileError, builtin};
 
-use crate::calendar::CalDavEndpoint;
 use crate::population::{Population, PopulationError};
+use crate::sessions::caldav::CalDavEndpoint;
 use crate::target::{
     Account, Credentials, Endpoint, EndpointError, ServerOptions, Target, security_shortcuts,
 };

@@ -37,7 +37,7 @@ use crate::core::observer::{Observer, Phase, RunClock, SelfSample};
 use crate::events::{Counter, Event, Outcome, PANIC};
 use crate::files::{FileEvent, OpOutcome};
 use crate::run::MAX_PHASE;
-use crate::user::LATE_AFTER;
+use crate::sessions::LATE_AFTER;
 
 /// Counter of bytes read from the server in measured file operations.
 pub const BYTES_READ: &str = peakhour_analysis::counters::BYTES_READ;

@@ -19,20 +19,16 @@
 //! * Every wait is bounded: operations by the operation timeout, think times and start
 //!   delays by `stop`, and after `stop` the run ends within [`crate::STOP_GRACE`].
 
-mod client;
-mod events;
-mod mix;
-mod ops;
-mod replay;
+pub(crate) mod events;
 mod resolve;
 mod run;
 mod setup;
-mod target;
+pub(crate) mod target;
 
 pub use crate::core::{BYTES_READ, BYTES_WRITTEN, UNMEASURED_OPERATIONS};
 pub use crate::live::{FileLiveLine, FileProgress};
+pub use crate::sessions::files::replay::LoadFile;
 pub use events::{FileEvent, OpEvent, OpOutcome};
-pub use replay::LoadFile;
 pub use resolve::{FileTargetSpec, LAB_DEFAULT_CLIENTS, check_lab_users, resolve_file_target};
 pub use run::{FileRunOutcome, FileRunResult, FileRunSettings, FileWorkload, run_files};
 pub use setup::{

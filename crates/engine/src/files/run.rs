@@ -15,12 +15,12 @@ use crate::core::{
     STOP_GRACE, SelfSample, Tasks, Tee,
 };
 use crate::events::{Event, EventSink};
-use crate::files::client::Shared;
 use crate::files::events::FileEvent;
-use crate::files::mix::run_mix_client;
-use crate::files::replay::{LoadFile, run_replay_client};
 use crate::files::target::FileTarget;
-use crate::user::LATE_AFTER;
+use crate::sessions::LATE_AFTER;
+use crate::sessions::files::client::Shared;
+use crate::sessions::files::mix::run_mix_client;
+use crate::sessions::files::replay::{LoadFile, run_replay_client};
 
 pub(crate) use crate::live::FileProgress;
 

@@ -22,10 +22,11 @@ use peakhour_net::{Secret, Timed};
 use peakhour_pop3::{Command, Pop3Connection, Pop3Error};
 use tokio::time::Instant;
 
+use crate::connector::Connector;
 use crate::delivery::DeliveryTracker;
 use crate::events::{Counter, EventSink, Outcome};
+use crate::sessions::{Action, Actor, Failure, UserSession, header};
 use crate::target::{Endpoint, Target, TlsMode};
-use crate::user::header;
 
 /// The most UIDs a leave-on-server user remembers: a bound on memory far
 /// above what a maildrop holds in any profile. Past it, the oldest are
@@ -259,6 +260,25 @@ pub(crate) async fn search_maildrop(
     }
     let _ = pop.quit().await;
     Ok(ids)
+}
+
+impl<'a, C: Connector> UserSession<Actor<'a, C>> for Pop3Mailbox {
+    type Action = Action;
+    type Done = Result<Outcome, Failure>;
+
+    async fn act(&mut self, actor: &Actor<'a, C>, _action: &Action) -> Self::Done {
+        let shared = actor.shared;
+        let ctx = CheckContext {
+            target: &shared.target,
+            events: &shared.events,
+            delivery: &shared.delivery,
+            user: actor.index,
+            address: actor.address,
+            connect_timeout: shared.connect_timeout,
+            command_timeout: shared.action_timeout,
+        };
+        self.download(&ctx).await.map_err(Failure::from)
+    }
 }
 
 #[cfg(test)]

@@ -34,9 +34,9 @@ use peakhour_workload::files::{Fnum, LoadLine, LoadOp, LoadPath};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::files::client::{Client, Shared, Stop, guard};
 use crate::files::events::{FileEvent, OpOutcome};
-use crate::files::ops::{replay_action, under};
+use crate::sessions::files::client::{Client, Shared, Stop, guard};
+use crate::sessions::files::ops::{replay_action, under};
 
 /// A parsed load file, shared by every client.
 #[derive(Debug, Clone)]

@@ -174,7 +174,7 @@ impl Client {
             return;
         }
         for dir in dirs.iter().rev() {
-            let path = crate::files::ops::under(&self.home, dir).into_owned();
+            let path = crate::sessions::files::ops::under(&self.home, dir).into_owned();
             let _ = guard(self.shared.op_timeout, self.backend.remove_dir(&path)).await;
         }
     }
@@ -182,7 +182,7 @@ impl Client {
     /// Makes the shared directories above the workspace if they are missing.
     pub(crate) async fn make_dirs(&mut self, dirs: &[String]) -> Result<(), Stop> {
         for dir in dirs {
-            let path = crate::files::ops::under(&self.home, dir).into_owned();
+            let path = crate::sessions::files::ops::under(&self.home, dir).into_owned();
             let status = guard(self.shared.op_timeout, self.backend.make_dir(&path)).await?;
             match status {
                 Ok(o) if o.status.is_success() || o.status == NtStatus::OBJECT_NAME_COLLISION => {}

@@ -25,12 +25,15 @@
 //! * `create_event` creates an event in working hours this week, or, as
 //!   often as the profile's `invitations` share says, an invitation to
 //!   other users of the run where the server schedules (RFC 6638; see
-//!   `calendar_invite.rs`), and `poll_calendar` then also reads the
+//!   `invite.rs`), and `poll_calendar` then also reads the
 //!   schedule inbox and accepts what is due;
 //! * `change_event` changes an event of the week it knows, with `If-Match`.
 //!
 //! A replacing PUT that Radicale answers with 201 counts as stored, as a 200
 //! or 204 does. A 412 (the ETag no longer matches) fails the action.
+
+pub(crate) mod init;
+pub(crate) mod invite;
 
 use std::fmt;
 use std::time::Duration;
@@ -42,11 +45,13 @@ use peakhour_caldav::{
 };
 use peakhour_http::{BasicAuth, ConnectionOptions, Endpoint as HttpEndpoint, HttpConnection};
 use peakhour_net::{Secret, Security, Timed};
-use peakhour_workload::{EventSlot, Plan};
+use peakhour_workload::{ActionKind, EventSlot, Plan};
 
-use crate::calendar_invite::Scheduling;
+use crate::connector::Connector;
 use crate::events::{Counter, EventSink, Outcome};
 use crate::population::Population;
+use crate::sessions::caldav::invite::Scheduling;
+use crate::sessions::{Action, Actor, Failure, UserSession};
 use crate::target::{Credentials, Endpoint, EndpointError, Target, TlsMode};
 
 /// The events of the week a user remembers at most: a bound on memory,
@@ -631,6 +636,32 @@ pub(crate) fn href_safe(text: &str) -> String {
             }
         })
         .collect()
+}
+
+impl<'a, C: Connector> UserSession<Actor<'a, C>> for CalendarUser {
+    type Action = Action;
+    type Done = Result<Outcome, Failure>;
+
+    async fn act(&mut self, actor: &Actor<'a, C>, action: &Action) -> Self::Done {
+        let (plan, events) = (&actor.shared.plan, &actor.shared.events);
+        let done = match action.kind {
+            ActionKind::UpdateCalendar => self.update(plan, events, action.nth).await,
+            ActionKind::PollCalendar => self.poll(plan, events).await,
+            ActionKind::CreateEvent => {
+                self.create_event(plan, events, action.nth, &actor.shared.population)
+                    .await
+            }
+            ActionKind::ChangeEvent => self.change_event(plan, events, action.seq).await,
+            // Routed to the mail sessions (`crate::sessions::route`).
+            ActionKind::CheckInbox
+            | ActionKind::Read
+            | ActionKind::Move
+            | ActionKind::Delete
+            | ActionKind::Send
+            | ActionKind::DownloadMail => return Ok(Outcome::Skipped("not_routed")),
+        };
+        done.map_err(Failure::from)
+    }
 }
 
 #[cfg(test)]

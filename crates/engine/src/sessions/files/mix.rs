@@ -9,9 +9,9 @@ use peakhour_workload::files::{FileOp, FilePlan, Phase as MixPhase, Work};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::files::client::{Client, Shared, Stop, bytes_of, guard};
 use crate::files::events::{FileEvent, OpOutcome};
-use crate::files::ops::{apply, mix_action, under};
+use crate::sessions::files::client::{Client, Shared, Stop, bytes_of, guard};
+use crate::sessions::files::ops::{apply, mix_action, under};
 
 /// Runs client `n` (from 1) of `plan` from `t0` until its script ends, `stop` is raised,
 /// or it fails.
