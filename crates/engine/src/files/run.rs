@@ -236,16 +236,14 @@ struct Tally {
 
 impl Observer for Tally {
     fn event(&mut self, _: &RunClock, _: Instant, event: &Event) {
-        match event {
-            Event::File(event) => match &**event {
-                FileEvent::Failed { client, error, .. } => {
-                    self.failed.push((*client, error.clone()));
-                }
-                FileEvent::Leftover { path, status } => {
-                    self.leftovers.push((path.clone(), status.clone()));
-                }
-                _ => {}
-            },
+        let Event::File(event) = event else { return };
+        match &**event {
+            FileEvent::Failed { client, error, .. } => {
+                self.failed.push((*client, error.clone()));
+            }
+            FileEvent::Leftover { path, status } => {
+                self.leftovers.push((path.clone(), status.clone()));
+            }
             _ => {}
         }
     }

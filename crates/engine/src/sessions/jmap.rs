@@ -180,7 +180,7 @@ impl<C: Connector> Actor<'_, C> {
         let identity = identities
             .list
             .iter()
-            .find(|i| i.email.eq_ignore_ascii_case(&self.address))
+            .find(|i| i.email.eq_ignore_ascii_case(self.address))
             .or(identities.list.first())
             .map(|i| i.id.clone())
             .ok_or(Failure {

@@ -118,7 +118,7 @@ impl<C: Connector> Actor<'_, C> {
             let done = smtp.ehlo(&shared.client_name).await?;
             self.command("smtp.EHLO", done);
         }
-        let (login, password) = target.login(self.index, &self.address);
+        let (login, password) = target.login(self.index, self.address);
         let encrypted = endpoint.tls != TlsMode::None;
         let policy = target.options.smtp_auth;
         if let Some(done) = smtp
@@ -128,9 +128,9 @@ impl<C: Connector> Actor<'_, C> {
             self.command("smtp.AUTH", done);
         }
         let sent = smtp
-            .send_mail(&self.address, &envelope, &message)
+            .send_mail(self.address, &envelope, &message)
             .await
-            .map_err(|error| transaction_failure(error, &self.address, &envelope))?;
+            .map_err(|error| transaction_failure(error, self.address, &envelope))?;
         self.command("smtp.TRANSACTION", sent.clone().map(|_| ()));
         let outcome = sent.value;
         let accepted: Vec<u32> = recipients

@@ -6,12 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use peakhour_files::{AnyBackend, BackendError, FileBackend, NtStatus, OpResult, Outcome};
+use peakhour_workload::files::FileOp;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::events::EventSink;
 use crate::files::events::{FileEvent, OpEvent, OpOutcome};
 use crate::files::target::FileTarget;
+use crate::sessions::UserSession;
+use crate::sessions::files::ops::apply;
 
 /// What every client of a run shares.
 #[derive(Debug)]
@@ -90,6 +93,22 @@ pub(crate) async fn guard(
         Err(_) => Err(Stop::Failed(format!(
             "an operation had no answer within {timeout:?}"
         ))),
+    }
+}
+
+/// A file client's session: one operation of the disk mix in its workspace,
+/// under the operation timeout. (A replay's lines go to the backend one by
+/// one in `replay`, with their handles.)
+impl UserSession<()> for Client {
+    type Action = FileOp;
+    type Done = Result<Result<Outcome, &'static str>, Stop>;
+
+    async fn act(&mut self, _who: &(), op: &FileOp) -> Self::Done {
+        guard(
+            self.shared.op_timeout,
+            apply(&mut self.backend, &self.home, op),
+        )
+        .await
     }
 }
 

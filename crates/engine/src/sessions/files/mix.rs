@@ -10,8 +10,9 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::files::events::{FileEvent, OpOutcome};
+use crate::sessions::UserSession;
 use crate::sessions::files::client::{Client, Shared, Stop, bytes_of, guard};
-use crate::sessions::files::ops::{apply, mix_action, under};
+use crate::sessions::files::ops::{mix_action, under};
 
 /// Runs client `n` (from 1) of `plan` from `t0` until its script ends, `stop` is raised,
 /// or it fails.
@@ -102,12 +103,7 @@ async fn piece(client: &mut Client, work: &Work, last_end: Instant) -> Result<In
             return Err(Stop::Requested);
         }
         let started = Instant::now();
-        let home = client.home.clone();
-        let result = guard(
-            client.shared.op_timeout,
-            apply(&mut client.backend, &home, op),
-        )
-        .await?;
+        let result = client.act(&(), op).await?;
         let (outcome, bytes) = match result {
             Ok(o) if o.status == NtStatus::OK => (
                 OpOutcome::Ok,
@@ -131,11 +127,7 @@ async fn untimed(
     counter: &'static str,
     failure: &'static str,
 ) -> Result<bool, Stop> {
-    let home = client.home.clone();
-    let ok = matches!(
-        guard(client.shared.op_timeout, apply(&mut client.backend, &home, op)).await?,
-        Ok(o) if o.status.is_success()
-    );
+    let ok = matches!(client.act(&(), op).await?, Ok(o) if o.status.is_success());
     client.untimed(counter, failure, ok);
     Ok(ok)
 }
