@@ -10,10 +10,10 @@ use peakhour_analysis::{
 };
 use peakhour_workload::{Mode, Plan, Window};
 
+use crate::core::meta::RunShape;
 use crate::core::recorder::RunRecorder;
 use crate::population::Population;
 use crate::run::{RunOutcome, RunSettings};
-use crate::sessions::LATE_AFTER;
 
 impl RunRecorder {
     /// Ends the recording: the intervals, the deliveries reconciled by
@@ -78,27 +78,22 @@ pub(crate) fn run_meta(
     started_at: SystemTime,
     interrupted: bool,
 ) -> RunMeta {
-    let started_at = chrono::DateTime::<chrono::Utc>::from(started_at)
-        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let mut meta = RunMeta::new(
-        settings.run_id.clone(),
-        plan.name(),
-        plan.users(),
-        plan.seed(),
+    let mut meta = crate::core::meta::run_meta(RunShape {
+        run_id: &settings.run_id,
+        name: plan.name(),
+        users: plan.users(),
+        seed: plan.seed(),
         started_at,
-    );
-    meta.interval = settings.interval;
-    meta.phases = PhaseLengths {
-        logon: settings.ramp_up,
-        steady: settings.duration,
-        drain: settings.drain,
-    };
+        interval: settings.interval,
+        phases: PhaseLengths {
+            logon: settings.ramp_up,
+            steady: settings.duration,
+            drain: settings.drain,
+        },
+        interrupted,
+    });
     meta.day = plan.day();
     meta.speed = plan.speed();
-    meta.late_start_threshold = LATE_AFTER;
-    meta.client_cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-    meta.interrupted = interrupted;
-    meta.peakhour_version = env!("CARGO_PKG_VERSION").to_owned();
     meta.action_weights = plan
         .rates()
         .iter()

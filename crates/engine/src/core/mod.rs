@@ -3,6 +3,7 @@
 //! first, and the loop that drives a [`Load`]'s tasks through the phases.
 //! It knows no protocol: the sessions (`crate::sessions`) do.
 
+pub(crate) mod meta;
 pub(crate) mod observer;
 pub(crate) mod recorder;
 pub(crate) mod run_loop;

@@ -10,6 +10,7 @@ use peakhour_workload::files::FilePlan;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::core::meta::RunShape;
 use crate::core::{
     BYTES_READ, BYTES_WRITTEN, Both, Halt, Load, Observer, RunClock, RunLoop, RunRecorder,
     STOP_GRACE, SelfSample, Tasks, Tee,
@@ -17,7 +18,6 @@ use crate::core::{
 use crate::events::{Event, EventSink};
 use crate::files::events::FileEvent;
 use crate::files::target::FileTarget;
-use crate::sessions::LATE_AFTER;
 use crate::sessions::files::client::Shared;
 use crate::sessions::files::mix::run_mix_client;
 use crate::sessions::files::replay::{LoadFile, run_replay_client};
@@ -323,25 +323,20 @@ fn run_meta(
     started_at: SystemTime,
     interrupted: bool,
 ) -> RunMeta {
-    let started_at = chrono::DateTime::<chrono::Utc>::from(started_at)
-        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let mut meta = RunMeta::new(
-        settings.run_id.clone(),
-        workload.name(),
-        workload.clients(),
-        workload.seed(),
+    let mut meta = crate::core::meta::run_meta(RunShape {
+        run_id: &settings.run_id,
+        name: workload.name(),
+        users: workload.clients(),
+        seed: workload.seed(),
         started_at,
-    );
-    meta.interval = settings.interval;
-    meta.late_start_threshold = LATE_AFTER;
-    meta.client_cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-    meta.phases = PhaseLengths {
-        logon: settings.ramp_up,
-        steady: settings.duration,
-        drain: Duration::ZERO,
-    };
-    meta.interrupted = interrupted;
-    meta.peakhour_version = env!("CARGO_PKG_VERSION").to_owned();
+        interval: settings.interval,
+        phases: PhaseLengths {
+            logon: settings.ramp_up,
+            steady: settings.duration,
+            drain: Duration::ZERO,
+        },
+        interrupted,
+    });
     let mut qos = QosThresholds::default();
     if let Some(ms) = settings.qos_p95_ms {
         qos.default_p95_ms = ms;

@@ -330,15 +330,10 @@ impl<C: Connector> Actor<'_, C> {
 
     async fn jmap_send(&self, session: &mut JmapSession, nth: u64) -> Result<Outcome, Failure> {
         let plan = &self.shared.plan;
-        let Outgoing {
-            recipients,
-            envelope,
-            message,
-            message_id,
-        } = self.compose(nth)?;
+        let outgoing: Outgoing = self.compose(nth)?;
         let uploaded = session
             .client
-            .upload("message/rfc822", message)
+            .upload("message/rfc822", outgoing.message)
             .await
             .map_err(calling("upload"))?;
         let blob = self.command("jmap.upload", uploaded).blob_id;
@@ -352,7 +347,7 @@ impl<C: Connector> Actor<'_, C> {
                 &blob,
                 &sent,
                 &identity,
-                Some(SubmissionEnvelope::new(self.address, &envelope)),
+                Some(SubmissionEnvelope::new(self.address, &outgoing.envelope)),
             )
             .await
             .map_err(calling("EmailSubmission/set"))?;
@@ -360,7 +355,7 @@ impl<C: Connector> Actor<'_, C> {
         if imported.created_id("m").is_none() || submission.created_id("s").is_none() {
             return Ok(Outcome::Error("jmap:not-submitted".into()));
         }
-        self.submitted(&message_id, &recipients);
+        self.submitted(&outgoing.message_id, &outgoing.recipients);
         Ok(Outcome::Ok)
     }
 

@@ -73,6 +73,28 @@ pub(crate) struct CheckContext<'a> {
     pub(crate) command_timeout: Duration,
 }
 
+impl<'a> CheckContext<'a> {
+    /// A context for a check or a search, not the users' load: its commands
+    /// go to `sink`, which nobody reads, and every step has `timeout`.
+    fn unrecorded(
+        target: &'a Target,
+        sink: &'a EventSink,
+        delivery: &'a DeliveryTracker,
+        (user, address): (u32, &'a str),
+        timeout: Duration,
+    ) -> Self {
+        CheckContext {
+            target,
+            events: sink,
+            delivery,
+            user,
+            address,
+            connect_timeout: timeout,
+            command_timeout: timeout,
+        }
+    }
+}
+
 /// One user's POP3 client state between checks.
 #[derive(Debug)]
 pub(crate) struct Pop3Mailbox {
@@ -205,16 +227,8 @@ pub(crate) async fn check_login(
     address: &str,
     timeout: Duration,
 ) -> Result<Vec<String>, Pop3Failure> {
-    let (sink, _) = EventSink::channel();
-    let ctx = CheckContext {
-        target,
-        events: &sink,
-        delivery: &DeliveryTracker::default(),
-        user: 0,
-        address,
-        connect_timeout: timeout,
-        command_timeout: timeout,
-    };
+    let (sink, delivery) = (EventSink::channel().0, DeliveryTracker::default());
+    let ctx = CheckContext::unrecorded(target, &sink, &delivery, (0, address), timeout);
     let mut pop = log_on(&ctx).await?;
     // After login: a server may offer more then (RFC 2449 §5).
     let offered = match pop.capa().await {
@@ -237,16 +251,8 @@ pub(crate) async fn search_maildrop(
     timeout: Duration,
 ) -> Result<Vec<String>, Pop3Failure> {
     // The reconciliation's searches are not the users' load: not recorded.
-    let (sink, _) = EventSink::channel();
-    let ctx = CheckContext {
-        target,
-        events: &sink,
-        delivery: &DeliveryTracker::default(),
-        user,
-        address,
-        connect_timeout: timeout,
-        command_timeout: timeout,
-    };
+    let (sink, delivery) = (EventSink::channel().0, DeliveryTracker::default());
+    let ctx = CheckContext::unrecorded(target, &sink, &delivery, (user, address), timeout);
     let mut pop = log_on(&ctx).await?;
     let listing = pop.uidl().await?.value;
     let mut ids = Vec::new();

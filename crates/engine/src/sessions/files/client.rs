@@ -113,20 +113,30 @@ impl UserSession<()> for Client {
 }
 
 impl Client {
-    /// Connects client `n`, within the connect timeout.
+    /// Connects client `n`, within the connect timeout; `None`, reported as
+    /// the client's failure, when that failed.
     pub(crate) async fn connect(
         n: u32,
         shared: Arc<Shared>,
         stop: watch::Receiver<bool>,
-    ) -> Result<Client, String> {
-        let backend = shared.target.connect(n, shared.connect_timeout).await?;
-        Ok(Client {
-            n,
-            backend,
-            home: shared.target.home(n),
-            shared,
-            stop,
-        })
+    ) -> Option<Client> {
+        match shared.target.connect(n, shared.connect_timeout).await {
+            Ok(backend) => Some(Client {
+                n,
+                backend,
+                home: shared.target.home(n),
+                shared,
+                stop,
+            }),
+            Err(error) => {
+                shared.events.file(FileEvent::Failed {
+                    client: n,
+                    error,
+                    at: Instant::now(),
+                });
+                None
+            }
+        }
     }
 
     pub(crate) fn stopped(&self) -> bool {

@@ -23,16 +23,8 @@ pub(crate) async fn run_mix_client(
     t0: Instant,
     stop: watch::Receiver<bool>,
 ) {
-    let mut client = match Client::connect(n, shared.clone(), stop).await {
-        Ok(c) => c,
-        Err(error) => {
-            shared.events.file(FileEvent::Failed {
-                client: n,
-                error,
-                at: Instant::now(),
-            });
-            return;
-        }
+    let Some(mut client) = Client::connect(n, shared, stop).await else {
+        return;
     };
     let mut measuring = false;
     let result = drive(&mut client, &plan, t0, &mut measuring).await;

@@ -95,16 +95,8 @@ pub(crate) async fn run_replay_client(
     end: Instant,
     stop: watch::Receiver<bool>,
 ) {
-    let client = match Client::connect(n, shared.clone(), stop).await {
-        Ok(c) => c,
-        Err(error) => {
-            shared.events.file(FileEvent::Failed {
-                client: n,
-                error,
-                at: Instant::now(),
-            });
-            return;
-        }
+    let Some(client) = Client::connect(n, shared, stop).await else {
+        return;
     };
     let mut r = Replayer {
         client,
