@@ -4,6 +4,12 @@
 //! the run's phases, timeouts, reconnects, cancellation, delivery tracking,
 //! the generator's self-check, and the run's record.
 //!
+//! * One run core (`core`) for every load: one [`Observer`], one
+//!   [`RunRecorder`], one loop over the tasks of a mail run ([`run`]) or a file
+//!   run ([`files::run_files`]); it knows no protocol.
+//! * One session per protocol (`sessions`: IMAP, SMTP, JMAP, POP3, CalDAV,
+//!   files), each a `UserSession`, and one table routing an action to its
+//!   protocol; a session knows no phase.
 //! * A user ([`run`]) keeps one IMAP session for the day, as an online client
 //!   does: it knows which messages its Inbox holds and which are unread, idles
 //!   between actions so new mail is noticed when it arrives, and performs the

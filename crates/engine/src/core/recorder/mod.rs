@@ -6,7 +6,7 @@
 //! own CPU and scheduling lag go into an [`IntervalRecorder`] (one
 //! HdrHistogram per action per interval) and a [`DeliveryRecorder`]. When the
 //! run is over the load adds its metadata (`crate::recording` for mail,
-//! `crate::files` for file clients) and builds the [`RunRecord`] the summary,
+//! `crate::files` for file clients) and builds the [`RunRecord`](peakhour_analysis::RunRecord) the summary,
 //! the report and every output file are computed from.
 //!
 //! Phases are entered at the run clock's planned boundaries (a mail run, a
@@ -51,7 +51,7 @@ pub const UNMEASURED_OPERATIONS: &str = "unmeasured_operations";
 const MAX_ERROR_EXAMPLES: usize = 64;
 
 /// Records everything a run measures, in the run's own time (offsets since
-/// its start), and builds the [`RunRecord`] at the end.
+/// its start), and builds the [`RunRecord`](peakhour_analysis::RunRecord) at the end.
 #[derive(Debug)]
 pub struct RunRecorder {
     pub(crate) recorder: IntervalRecorder,
