@@ -23,7 +23,7 @@ use crate::core::{
 use crate::delivery::{DeliveryTracker, LOST_LIST_CAP, Lost};
 use crate::events::{Counter, Event, EventSink};
 use crate::population::{Population, PopulationError};
-use crate::reconcile::Reconciliation;
+use crate::reconcile::{Reconciled, Reconciliation};
 use crate::sessions::groupware::GroupwareCheckError;
 use crate::sessions::{Shared, Timeline, User};
 use crate::target::{Target, imap_deadline, smtp_deadline};
@@ -441,17 +441,7 @@ pub async fn run_with<C: Connector>(
             settings: &settings,
             delivery: &delivery,
         };
-        let started = Instant::now();
-        let reconciled = reconciliation.run(&mut both, &clock, &mut stop).await;
-        // What it cost, on record: searching 5,000 mailboxes must stay
-        // under 30 s (issue 16; scripts/bench-5000.sh reads this).
-        let by = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let count = Event::Count {
-            counter: Counter::ReconcileMs,
-            by,
-        };
-        both.event(&clock, Instant::now(), &count);
-        Some(reconciled)
+        Some(timed_reconciliation(&reconciliation, &mut both, &clock, &mut stop).await)
     };
     let reconciled = reconciliation.as_ref().is_some_and(|r| r.finished);
     let search_panics = reconciliation.as_ref().map_or(0, |r| r.panics);
@@ -479,6 +469,26 @@ pub async fn run_with<C: Connector>(
     // the mail actions JMAP in a run over JMAP).
     record.meta.protocols = crate::sessions::action_protocols(&plan, &target, settings.protocol);
     Ok(RunResult { outcome, record })
+}
+
+/// Reconciles the deliveries after the drain, and records what it cost:
+/// searching 5,000 mailboxes must stay under 30 s (issue 16;
+/// scripts/bench-5000.sh reads this).
+async fn timed_reconciliation<C: Connector>(
+    reconciliation: &Reconciliation<'_, C>,
+    observer: &mut dyn Observer,
+    clock: &RunClock,
+    stop: &mut watch::Receiver<bool>,
+) -> Reconciled {
+    let started = Instant::now();
+    let reconciled = reconciliation.run(observer, clock, stop).await;
+    let by = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let count = Event::Count {
+        counter: Counter::ReconcileMs,
+        by,
+    };
+    observer.event(clock, Instant::now(), &count);
+    reconciled
 }
 
 /// A mail run's load: one simulated user per task, each logging on at its

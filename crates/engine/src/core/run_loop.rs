@@ -242,30 +242,47 @@ impl RunLoop<'_> {
                 () = &mut give_up, if deadline.is_some() => break,
             }
         }
-        users.tasks.abort_all();
-        while let Some(joined) = users.tasks.join_next_with_id().await {
-            let Err(error) = joined else { continue };
-            let Some(index) = users.ids.remove(&error.id()) else {
-                continue;
-            };
-            if error.is_panic() {
-                ended.panics += 1;
-                if let Some(event) = load.panicked(index) {
-                    observer.event(clock, Instant::now(), &event);
-                }
-            }
-            // Stuck (or panicked) when the run had to end: what it still
-            // owed is counted now.
-            owed.extend(load.owed(index, clock, cut));
-        }
-        // Events tasks sent before being stopped still count.
-        while let Ok(event) = inbox.try_recv() {
-            observer.event(clock, Instant::now(), &event);
-        }
-        owed.cut(cut);
-        owed.emit_all(observer, clock, Instant::now());
+        wind_up(load, observer, clock, inbox, users, owed, cut, &mut ended).await;
         ended
     }
+}
+
+/// The loop's end: abandons the tasks still running (what each still owed is
+/// counted), takes the events they sent before, and counts every owed action
+/// due before `cut`.
+#[allow(clippy::too_many_arguments)]
+async fn wind_up(
+    load: &dyn Load,
+    observer: &mut dyn Observer,
+    clock: &RunClock,
+    mut inbox: mpsc::UnboundedReceiver<Event>,
+    mut users: Tasks,
+    mut owed: Owed,
+    cut: Instant,
+    ended: &mut Ended,
+) {
+    users.tasks.abort_all();
+    while let Some(joined) = users.tasks.join_next_with_id().await {
+        let Err(error) = joined else { continue };
+        let Some(index) = users.ids.remove(&error.id()) else {
+            continue;
+        };
+        if error.is_panic() {
+            ended.panics += 1;
+            if let Some(event) = load.panicked(index) {
+                observer.event(clock, Instant::now(), &event);
+            }
+        }
+        // Stuck (or panicked) when the run had to end: what it still
+        // owed is counted now.
+        owed.extend(load.owed(index, clock, cut));
+    }
+    // Events tasks sent before being stopped still count.
+    while let Ok(event) = inbox.try_recv() {
+        observer.event(clock, Instant::now(), &event);
+    }
+    owed.cut(cut);
+    owed.emit_all(observer, clock, Instant::now());
 }
 
 async fn sleep_until_due(due: Option<Instant>) {
