@@ -10,7 +10,8 @@ use peakhour_workload::{HumanDuration, Plan};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::run::{Observer, RunSettings};
+use crate::core::Observer;
+use crate::run::RunSettings;
 use crate::{Event, RunClock, SelfSample};
 
 /// How far ahead `--start-at` may be: a day. A start further out is a typo

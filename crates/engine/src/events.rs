@@ -8,6 +8,8 @@ use peakhour_workload::ActionKind;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::files::FileEvent;
+
 /// The error kind of a scheduled action that was never started: its user
 /// could not go on (its task panicked, or it was stuck when the run had to
 /// end), or it fell so far behind that the action could not start within
@@ -164,6 +166,9 @@ pub enum Event {
         /// The example, for people.
         example: String,
     },
+    /// What a file client reported (boxed: a file operation carries more
+    /// than a mail action, and every mail event would pay for its size).
+    File(Box<FileEvent>),
 }
 
 /// The sending side users hold.
@@ -180,6 +185,11 @@ impl EventSink {
     /// Sends an event; if the recorder is gone the run is over and it is dropped.
     pub fn send(&self, event: Event) {
         let _ = self.0.send(event);
+    }
+
+    /// Sends what a file client reports.
+    pub(crate) fn file(&self, event: FileEvent) {
+        self.send(Event::File(Box::new(event)));
     }
 
     /// Records one protocol command.

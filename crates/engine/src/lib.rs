@@ -4,6 +4,12 @@
 //! the run's phases, timeouts, reconnects, cancellation, delivery tracking,
 //! the generator's self-check, and the run's record.
 //!
+//! * One run core (`core`) for every load: one [`Observer`], one
+//!   [`RunRecorder`], one loop over the tasks of a mail run ([`run`]) or a file
+//!   run ([`files::run_files`]); it knows no protocol.
+//! * One session per protocol (`sessions`: IMAP, SMTP, JMAP, POP3, CalDAV,
+//!   files), each a `UserSession`, and one table routing an action to its
+//!   protocol; a session knows no phase.
 //! * A user ([`run`]) keeps one IMAP session for the day, as an online client
 //!   does: it knows which messages its Inbox holds and which are unread, idles
 //!   between actions so new mail is noticed when it arrives, and performs the
@@ -57,20 +63,16 @@
 //!   directory or an SMB share.
 #![deny(missing_docs)]
 
-mod calendar;
-mod calendar_init;
-mod calendar_invite;
 mod connector;
+mod core;
 mod delivery;
 mod distributed;
 mod events;
 pub mod files;
 mod folders;
-mod groupware;
 pub mod init;
 pub mod limits;
 mod live;
-mod pop3_user;
 mod population;
 mod profile_rates;
 pub mod profiles;
@@ -79,35 +81,41 @@ mod recording;
 mod run;
 mod selfcheck;
 pub mod session_tasks;
+mod sessions;
 pub mod state_checks;
 mod target;
-mod user;
 pub mod users_file;
 
-pub use calendar::CalDavEndpoint;
-pub use calendar_init::{CalendarInitError, CalendarInitReport, init_calendars};
+pub use sessions::caldav::CalDavEndpoint;
+pub use sessions::caldav::init::{CalendarInitError, CalendarInitReport, init_calendars};
 pub use connector::{Connector, NetConnector};
+pub use core::{
+    BYTES_READ, BYTES_WRITTEN, Both, Observer, Phase, RunClock, RunRecorder, STOP_GRACE,
+    SelfSample, UNMEASURED_OPERATIONS,
+};
 pub use delivery::{DeliveryTracker, LOST_LIST_CAP, Lost, LostReport, Noticed, bare_message_id};
 pub use distributed::{
     MAX_START_AHEAD, MAX_START_BEHIND, StartAtError, StartNotice, parse_start_at, wait_for_start,
 };
 pub use events::{Counter, Event, EventSink, NOT_ATTEMPTED, Outcome, PANIC};
 pub use folders::ServerFolders;
-pub use groupware::GroupwareCheckError;
 pub use live::{LiveLine, LiveSink, reconciling_text};
 pub use peakhour_smtp::AuthPolicy;
 pub use peakhour_workload::Shard;
 pub use population::{Population, PopulationError, RESERVED_TEST_DOMAINS, is_test_domain};
 pub use profile_rates::profile_rates;
 pub use reconcile::{MAILBOX_SEARCH_LIMIT, RECONCILE_LIMIT, ReconcileProgress, SEARCH_TASKS};
-pub use recording::{RunRecorder, qos_thresholds};
+pub use recording::qos_thresholds;
 pub use run::{
-    Both, MAX_PHASE, MAX_TIMEOUT, MailProtocol, Observer, Phase, RunClock, RunError, RunOutcome,
-    RunResult, RunSettings, STOP_GRACE, SelfSample, preflight, run, run_with,
+    MAX_PHASE, MAX_TIMEOUT, MailProtocol, RunError, RunOutcome, RunResult, RunSettings, preflight,
+    run, run_with,
 };
 pub use selfcheck::{CpuMeter, LAG_PROBE_PERIOD, process_cpu_time};
+pub use sessions::LATE_AFTER;
+use sessions::caldav as calendar;
+use sessions::caldav::init as calendar_init;
+pub use sessions::groupware::GroupwareCheckError;
 pub use target::{
     Account, Credentials, Endpoint, EndpointError, ServerOptions, Target, TlsMode,
     security_shortcuts,
 };
-pub use user::LATE_AFTER;

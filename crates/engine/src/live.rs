@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use peakhour_analysis::quantile::quantile_sorted;
 
+use crate::core::{Observer, Phase, RunClock, SelfSample};
 use crate::events::{Event, Outcome};
+use crate::files::{FileEvent, OpOutcome};
 use crate::reconcile::ReconcileProgress;
-use crate::run::{Observer, Phase, RunClock, SelfSample};
 
 /// Where a live line goes: redrawn in place on a terminal, appended in a log.
 pub trait LiveSink: Send {
@@ -55,11 +56,7 @@ impl<S: LiveSink> LiveLine<S> {
             format!("{:.0} ms", d.as_secs_f64() * 1000.0)
         });
         let rate = self.window.len() as f64 / elapsed.as_secs_f64();
-        let phase = match phase {
-            Phase::Logon => "logon",
-            Phase::Steady => "steady",
-            Phase::Drain => "drain",
-        };
+        let phase = phase_name(phase);
         self.window.clear();
         format!(
             "{:>6.0}s {phase:<6} users {:>5}  actions/s {rate:>7.1}  p95 {p95:>8}  errors {}  client CPU {cpu:.0}%",
@@ -67,6 +64,15 @@ impl<S: LiveSink> LiveLine<S> {
             self.logged_on,
             self.errors
         )
+    }
+}
+
+/// `logon`, `steady` or `drain`.
+fn phase_name(phase: Phase) -> &'static str {
+    match phase {
+        Phase::Logon => "logon",
+        Phase::Steady => "steady",
+        Phase::Drain => "drain",
     }
 }
 
@@ -187,5 +193,94 @@ mod tests {
         );
         p.round = 2;
         assert!(reconciling_text(&p).contains("searched (round 2), 7"));
+    }
+}
+
+/// Once a second while a file run goes on: for a live line.
+#[derive(Debug, Clone, Default)]
+pub struct FileProgress {
+    /// Since the run started.
+    pub elapsed: Duration,
+    /// `logon`, `steady` or `drain`: before, inside and after the measured window.
+    pub phase: &'static str,
+    /// Clients still running.
+    pub clients_running: u32,
+    /// Clients that failed.
+    pub clients_failed: u32,
+    /// Operations answered so far, and how many got another answer than expected.
+    pub operations: u64,
+    /// Of them, failed.
+    pub errors: u64,
+    /// Bytes moved in measured operations so far.
+    pub bytes: u64,
+    /// peakhour's CPU over the last second, % of one core.
+    pub cpu_percent: f64,
+}
+
+/// The live line of a file run: [`FileProgress::live_text`] with the bytes
+/// per second since the last line, drawn on a [`LiveSink`]; a client that
+/// stops is noted on a line of its own.
+pub struct FileLiveLine<S> {
+    sink: S,
+    progress: FileProgress,
+    /// The bytes moved at the last line.
+    bytes: u64,
+}
+
+impl<S: LiveSink> FileLiveLine<S> {
+    /// A live line drawn on `sink`.
+    pub fn new(sink: S) -> Self {
+        Self {
+            sink,
+            progress: FileProgress::default(),
+            bytes: 0,
+        }
+    }
+
+    /// The sink, to erase the line before the summary is printed.
+    pub fn sink(&self) -> &S {
+        &self.sink
+    }
+}
+
+impl<S: LiveSink> Observer for FileLiveLine<S> {
+    fn started(&mut self, meta: &peakhour_analysis::RunMeta) {
+        self.progress.clients_running = meta.users;
+    }
+
+    fn event(&mut self, _clock: &RunClock, _at: tokio::time::Instant, event: &Event) {
+        let Event::File(event) = event else { return };
+        let p = &mut self.progress;
+        match &**event {
+            FileEvent::Op(op) => {
+                p.operations += 1;
+                if op.outcome != OpOutcome::Ok {
+                    p.errors += 1;
+                }
+                if op.measured {
+                    p.bytes += op.bytes_read + op.bytes_written;
+                }
+            }
+            FileEvent::Failed { client, error, .. } => {
+                p.clients_failed += 1;
+                self.sink.note(&format!("client {client} stopped: {error}"));
+            }
+            FileEvent::Ended { .. } => p.clients_running = p.clients_running.saturating_sub(1),
+            _ => {}
+        }
+    }
+
+    fn lag(&mut self, _clock: &RunClock, _at: tokio::time::Instant, _lag: Duration) {}
+
+    fn tick(&mut self, clock: &RunClock, at: tokio::time::Instant, sample: SelfSample) {
+        let p = &mut self.progress;
+        p.elapsed = clock.offset(at);
+        p.phase = phase_name(clock.phase(at));
+        p.cpu_percent = sample.cpu_percent;
+        let Some(since) = self.sink.due() else { return };
+        let moved = p.bytes.saturating_sub(self.bytes);
+        self.bytes = p.bytes;
+        let rate = moved as f64 / since.as_secs_f64().max(0.001);
+        self.sink.draw(&p.live_text(rate));
     }
 }

@@ -23,14 +23,15 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::connector::{Connector, open_imap};
+use crate::core::{Observer, RunClock, TICK};
 use crate::delivery::{DeliveryTracker, Noticed};
 use crate::events::{Counter, Event};
 use crate::folders::discover;
-use crate::pop3_user::search_maildrop;
 use crate::population::Population;
-use crate::run::{Observer, RunClock, RunSettings, TICK};
+use crate::run::RunSettings;
+use crate::sessions::pop3::search_maildrop;
+use crate::sessions::sleep_until;
 use crate::target::{Target, imap_deadline};
-use crate::user::sleep_until;
 
 /// How far the reconciliation after the drain has come.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,41 +5,28 @@
 //! Every instant here is tokio's, so that tests can drive a whole run on a
 //! paused clock; only the recorded start date is the wall clock's.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use peakhour_analysis::{AnalysisError, IntervalArchive, IntervalRecord, RunMeta, RunRecord};
+use peakhour_analysis::{AnalysisError, RunRecord};
 use peakhour_smtp::Flavor;
 use peakhour_workload::ActionKind;
 use peakhour_workload::{MessageGenerator, Plan, Shard};
-use tokio::sync::{mpsc, watch};
-use tokio::task::{Id as TaskId, JoinSet};
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::sync::watch;
+use tokio::time::Instant;
 
 use crate::connector::{Connector, NetConnector};
+use crate::core::{
+    Halt, Load, Observer, RunClock, RunLoop, RunRecorder, ScheduleProgress, Tasks, Tee,
+};
 use crate::delivery::{DeliveryTracker, LOST_LIST_CAP, Lost};
-use crate::events::{Counter, Event, EventSink, NOT_ATTEMPTED, Outcome};
-use crate::groupware::GroupwareCheckError;
+use crate::events::{Counter, Event, EventSink};
 use crate::population::{Population, PopulationError};
-use crate::reconcile::{ReconcileProgress, Reconciliation};
-use crate::recording::RunRecorder;
-use crate::selfcheck::{CpuMeter, LagProbe};
+use crate::reconcile::{Reconciled, Reconciliation};
+use crate::sessions::groupware::GroupwareCheckError;
+use crate::sessions::{Shared, Timeline, User};
 use crate::target::{Target, imap_deadline, smtp_deadline};
-use crate::user::{Shared, Timeline, User};
-
-/// The phase a moment of the run belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    /// Users log on, staggered over the ramp-up; not measured.
-    Logon,
-    /// Measured.
-    Steady,
-    /// No new actions; in-flight ones finish; not measured.
-    Drain,
-}
 
 /// How a run is shaped in time.
 #[derive(Debug, Clone)]
@@ -155,142 +142,6 @@ impl RunSettings {
             return bad("the p95 limit", format!("{ms} ms is not a positive number"));
         }
         Ok(())
-    }
-}
-
-/// One second of the generator's own health.
-#[derive(Debug, Clone, Copy)]
-pub struct SelfSample {
-    /// CPU used by peakhour since the last sample, % of one core.
-    pub cpu_percent: f64,
-    /// The worst scheduling lag seen since the last sample.
-    pub max_lag: Duration,
-}
-
-/// The run's timeline, for turning instants into offsets and phases.
-#[derive(Debug, Clone, Copy)]
-pub struct RunClock {
-    /// When the run started.
-    pub t0: Instant,
-    /// When the steady (measured) phase starts.
-    pub steady_start: Instant,
-    /// When it ends.
-    pub steady_end: Instant,
-}
-
-impl RunClock {
-    /// The timeline of a run shaped by `settings` that starts now; an error
-    /// if an instant of it cannot be represented (see [`RunSettings::check`]).
-    pub fn starting_now(settings: &RunSettings) -> Result<Self, RunError> {
-        let t0 = Instant::now();
-        let steady_start = later(t0, settings.ramp_up)?;
-        let steady_end = later(steady_start, settings.duration)?;
-        // Checked here so that every later sum of the run (the drain, the
-        // deadlines) stays representable.
-        later(
-            steady_end,
-            settings.drain + settings.action_timeout * 2 + STOP_GRACE,
-        )?;
-        Ok(RunClock {
-            t0,
-            steady_start,
-            steady_end,
-        })
-    }
-
-    /// Time since the run started.
-    pub fn offset(&self, at: Instant) -> Duration {
-        at.saturating_duration_since(self.t0)
-    }
-
-    /// The phase `at` falls in.
-    pub fn phase(&self, at: Instant) -> Phase {
-        if at < self.steady_start {
-            Phase::Logon
-        } else if at < self.steady_end {
-            Phase::Steady
-        } else {
-            Phase::Drain
-        }
-    }
-}
-
-/// `at + after`, or an error when the sum overflows tokio's clock.
-fn later(at: Instant, after: Duration) -> Result<Instant, RunError> {
-    at.checked_add(after)
-        .ok_or_else(|| RunError::Settings(format!("{after:?} from now is past the clock's end")))
-}
-
-/// Receives everything a run measures, in arrival order, from a single task.
-pub trait Observer: Send {
-    /// One event; `at` is when it was received (actions carry their own times).
-    fn event(&mut self, clock: &RunClock, at: Instant, event: &Event);
-    /// A scheduling-lag probe result.
-    fn lag(&mut self, clock: &RunClock, at: Instant, lag: Duration);
-    /// Once a second: the generator's own CPU and worst lag.
-    fn tick(&mut self, clock: &RunClock, at: Instant, sample: SelfSample);
-    /// Once a second while deliveries are reconciled after the drain, which
-    /// on a loaded server can take minutes (a header search in every folder
-    /// of every waiting recipient).
-    fn reconciling(&mut self, _progress: ReconcileProgress) {}
-    /// Once, before the first user logs on: the run's metadata as the record
-    /// will carry it (marked `interrupted`, which the finished record
-    /// corrects), for a journal of the run to open with.
-    fn started(&mut self, _meta: &RunMeta) {}
-    /// Once, before the run waits for its agreed start (`--start-at`) when
-    /// that is still ahead; [`Self::started`] follows when the wait ends.
-    fn waiting(&mut self, _until: SystemTime) {}
-    /// An interval of the record has closed: it will not change any more.
-    /// Intervals come in order, each once; the last one, cut short where the
-    /// run ends, is only in the finished record.
-    fn interval_closed(&mut self, _interval: &IntervalRecord) {}
-    /// Where this observer stores the closed intervals it is handed, if it
-    /// can give them back at the end (the run's journal): the record then
-    /// holds in memory only those not yet stored, and reads the rest back
-    /// when the run ends (issue 11: memory does not grow with the run's
-    /// length).
-    fn interval_archive(&self) -> Option<Arc<dyn IntervalArchive>> {
-        None
-    }
-}
-
-/// Two observers as one: each gets everything, the first first (the binary
-/// shows the live line and journals the run's intervals to disk).
-pub struct Both<'a>(pub &'a mut dyn Observer, pub &'a mut dyn Observer);
-
-impl Observer for Both<'_> {
-    fn event(&mut self, clock: &RunClock, at: Instant, event: &Event) {
-        self.0.event(clock, at, event);
-        self.1.event(clock, at, event);
-    }
-    fn lag(&mut self, clock: &RunClock, at: Instant, lag: Duration) {
-        self.0.lag(clock, at, lag);
-        self.1.lag(clock, at, lag);
-    }
-    fn tick(&mut self, clock: &RunClock, at: Instant, sample: SelfSample) {
-        self.0.tick(clock, at, sample);
-        self.1.tick(clock, at, sample);
-    }
-    fn reconciling(&mut self, progress: ReconcileProgress) {
-        self.0.reconciling(progress);
-        self.1.reconciling(progress);
-    }
-    fn started(&mut self, meta: &RunMeta) {
-        self.0.started(meta);
-        self.1.started(meta);
-    }
-    fn waiting(&mut self, until: SystemTime) {
-        self.0.waiting(until);
-        self.1.waiting(until);
-    }
-    fn interval_closed(&mut self, interval: &IntervalRecord) {
-        self.0.interval_closed(interval);
-        self.1.interval_closed(interval);
-    }
-    fn interval_archive(&self) -> Option<Arc<dyn IntervalArchive>> {
-        self.0
-            .interval_archive()
-            .or_else(|| self.1.interval_archive())
     }
 }
 
@@ -447,7 +298,7 @@ async fn check_before_load(
     }
     let _ = imap_deadline(timeout, "LOGOUT", imap.logout()).await;
     if let Some(jmap) =
-        crate::user::jmap::session_capabilities(target, login, password, timeout).await
+        crate::sessions::jmap::session_capabilities(target, login, password, timeout).await
     {
         offered.insert("jmap".to_owned(), jmap);
     }
@@ -466,8 +317,9 @@ async fn check_before_load(
         .map_err(|e| smtp_error(format!("AUTH as {login} failed: {e}")))?;
     offered.insert("smtp".to_owned(), smtp.extensions().keywords.clone());
     let _ = smtp_deadline(timeout, "QUIT", smtp.quit()).await;
-    offered
-        .extend(crate::groupware::groupware_preflight(plan, target, &population, timeout).await?);
+    offered.extend(
+        crate::sessions::groupware::groupware_preflight(plan, target, &population, timeout).await?,
+    );
     Ok(offered)
 }
 
@@ -557,21 +409,27 @@ pub async fn run_with<C: Connector>(
     let mut head = crate::recording::run_meta(&plan, &settings, started_at, true);
     head.shards = crate::distributed::shard_marks(&plan, &settings, late, true);
     observer.started(&head);
-    let users = spawn_users(shared, &clock, &settings, &stop);
+    let mut load = MailUsers {
+        shared: Some(shared),
+        plan: &plan,
+        progress: &progress,
+        settings: &settings,
+    };
+    let users = load.spawn(&clock, &stop);
 
     let mut both = Tee {
         recorder: &mut recorder,
         observer,
         handed_on: 0,
     };
-    let supervisor = Supervisor {
-        plan: &plan,
+    let run_loop = RunLoop {
         clock: &clock,
-        progress: &progress,
         halt: &halt,
-        drain_deadline: clock.steady_end + settings.drain + settings.action_timeout,
+        deadline: Some(clock.steady_end + settings.drain + settings.action_timeout),
     };
-    let ended = supervisor.observe(&mut both, inbox, users, &mut stop).await;
+    let ended = run_loop
+        .observe(&load, &mut both, inbox, users, &mut stop)
+        .await;
     if let Some(fault) = halt.fault() {
         return Err(fault.into());
     }
@@ -588,17 +446,7 @@ pub async fn run_with<C: Connector>(
             settings: &settings,
             delivery: &delivery,
         };
-        let started = Instant::now();
-        let reconciled = reconciliation.run(&mut both, &clock, &mut stop).await;
-        // What it cost, on record: searching 5,000 mailboxes must stay
-        // under 30 s (issue 16; scripts/bench-5000.sh reads this).
-        let by = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let count = Event::Count {
-            counter: Counter::ReconcileMs,
-            by,
-        };
-        both.event(&clock, Instant::now(), &count);
-        Some(reconciled)
+        Some(timed_reconciliation(&reconciliation, &mut both, &clock, &mut stop).await)
     };
     let reconciled = reconciliation.as_ref().is_some_and(|r| r.finished);
     let search_panics = reconciliation.as_ref().map_or(0, |r| r.panics);
@@ -621,352 +469,78 @@ pub async fn run_with<C: Connector>(
     record.delivery.cross_shard = delivery.cross_shard(&population);
     // Which protocol each action spoke (update_calendar: CalDAV or IMAP;
     // the mail actions JMAP in a run over JMAP).
-    record.meta.protocols = crate::groupware::action_protocols(&plan, &target, settings.protocol);
+    record.meta.protocols = crate::sessions::action_protocols(&plan, &target, settings.protocol);
     record.state_checks = state_checks.map(|hub| hub.report()); // state checks
     Ok(RunResult { outcome, record })
 }
 
-/// Set by a user that finds a recipient outside the population: the run
-/// stops at once and returns the error instead of a result.
-#[derive(Debug, Default)]
-pub(crate) struct Halt {
-    fault: std::sync::Mutex<Option<PopulationError>>,
-    raised: tokio::sync::Notify,
-}
-
-impl Halt {
-    pub(crate) fn raise(&self, error: PopulationError) {
-        self.fault
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get_or_insert(error);
-        self.raised.notify_one();
-    }
-
-    fn fault(&self) -> Option<PopulationError> {
-        self.fault
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-    }
-}
-
-/// How far each user has come through its schedule: the `seq` of the first
-/// scheduled action it has not yet reported. When a user cannot go on (its
-/// task panicked, or was still stuck when the run had to end), the actions
-/// from there on are counted `not-attempted`, so that nothing it was due to
-/// do goes missing from the results.
-#[derive(Debug)]
-pub(crate) struct ScheduleProgress(Box<[AtomicU64]>);
-
-impl ScheduleProgress {
-    fn new(users: u32) -> Self {
-        ScheduleProgress((0..users).map(|_| AtomicU64::new(0)).collect())
-    }
-
-    /// User `user` has reported every action before `seq`.
-    pub(crate) fn reported(&self, user: u32, next_seq: u64) {
-        if let Some(slot) = self.0.get(user as usize) {
-            slot.store(next_seq, Ordering::Relaxed);
-        }
-    }
-
-    fn next(&self, user: u32) -> u64 {
-        self.0
-            .get(user as usize)
-            .map_or(0, |slot| slot.load(Ordering::Relaxed))
-    }
-}
-
-/// The users' tasks, and which user each task is.
-struct UserTasks {
-    tasks: JoinSet<()>,
-    users: HashMap<TaskId, u32>,
-}
-
-/// Starts one task per user, each logging on at its slot of the ramp-up.
-/// `shared` is moved in, so the users hold the only senders of its event
-/// channel, which closes when the last one is done.
-fn spawn_users<C: Connector>(
-    shared: Arc<Shared<C>>,
+/// Reconciles the deliveries after the drain, and records what it cost:
+/// searching 5,000 mailboxes must stay under 30 s (issue 16;
+/// scripts/bench-5000.sh reads this).
+async fn timed_reconciliation<C: Connector>(
+    reconciliation: &Reconciliation<'_, C>,
+    observer: &mut dyn Observer,
     clock: &RunClock,
-    settings: &RunSettings,
-    stop: &watch::Receiver<bool>,
-) -> UserTasks {
-    let users = shared.plan.users();
-    let mut tasks = JoinSet::new();
-    let mut ids = HashMap::new();
-    // A shard's users log on at their slots of the whole ramp-up, so that
-    // the shards together log on as one process would.
-    for index in settings.shard.users(users) {
-        let stagger = shared.plan.logon_offset(index, settings.ramp_up);
-        let timeline = Timeline {
-            logon_at: clock.t0 + stagger,
-            steady_start: clock.steady_start,
-            steady_end: clock.steady_end,
-            drain_end: clock.steady_end + settings.drain,
-        };
-        let task = tasks.spawn(User::new(index, shared.clone()).run(timeline, stop.clone()));
-        ids.insert(task.id(), index);
-    }
-    UserTasks { tasks, users: ids }
+    stop: &mut watch::Receiver<bool>,
+) -> Reconciled {
+    let started = Instant::now();
+    let reconciled = reconciliation.run(observer, clock, stop).await;
+    let by = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let count = Event::Count {
+        counter: Counter::ReconcileMs,
+        by,
+    };
+    observer.event(clock, Instant::now(), &count);
+    reconciled
 }
 
-/// How a run's load phase ended.
-struct Ended {
-    /// Stopped by the caller's signal.
-    interrupted: bool,
-    /// User tasks that panicked.
-    panics: u64,
-}
-
-/// The run's loop, from the first logon to the end of the drain.
-struct Supervisor<'a> {
+/// A mail run's load: one simulated user per task, each logging on at its
+/// slot of the ramp-up and keeping to its schedule.
+struct MailUsers<'a, C> {
+    /// Moved into the users at spawn, so that they hold the only senders of
+    /// its event channel, which closes when the last one is done.
+    shared: Option<Arc<Shared<C>>>,
     plan: &'a Plan,
-    clock: &'a RunClock,
     progress: &'a ScheduleProgress,
-    halt: &'a Halt,
-    drain_deadline: Instant,
+    settings: &'a RunSettings,
 }
 
-impl Supervisor<'_> {
-    /// Hands every event to `observer` in arrival order, with the
-    /// generator's own health once a second, until every user is done,
-    /// the drain deadline passes, two seconds after `stop` was raised, or a
-    /// fault halts the run. A user that panics is counted, and its remaining
-    /// actions are counted `not-attempted` as they fall due; users still
-    /// stuck at the end have theirs counted then.
-    async fn observe(
-        &self,
-        observer: &mut dyn Observer,
-        mut inbox: mpsc::UnboundedReceiver<Event>,
-        mut users: UserTasks,
-        stop: &mut watch::Receiver<bool>,
-    ) -> Ended {
-        let clock = self.clock;
-        let mut cpu = CpuMeter::start();
-        let mut probe = LagProbe::start();
-        let mut max_lag = Duration::ZERO;
-        let mut ticks = tokio::time::interval_at(clock.t0 + TICK, TICK);
-        ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        let mut ended = Ended {
-            interrupted: false,
-            panics: 0,
+impl<C: Connector> Load for MailUsers<'_, C> {
+    fn spawn(&mut self, clock: &RunClock, stop: &watch::Receiver<bool>) -> Tasks {
+        let mut tasks = Tasks::new();
+        let Some(shared) = self.shared.take() else {
+            return tasks;
         };
-        let mut stop_open = true;
-        let mut inbox_open = true;
-        // Actions scheduled after this are not owed: the steady phase's end,
-        // or the moment the run was stopped.
-        let mut cut = clock.steady_end;
-        let mut deadline = self.drain_deadline;
-        if *stop.borrow() {
-            // Stopped while waiting for --start-at: nothing runs.
-            ended.interrupted = true;
-            cut = clock.t0;
-            deadline = Instant::now() + STOP_GRACE;
-        }
-        let mut owed = Owed::default();
-        // One timer for the deadline, moved when it changes, rather than one
-        // armed and dropped at every turn of the loop; and the events that
-        // queued up while users ran are taken together (with one clock
-        // reading), so the loop turns once per wake-up, not once per event.
-        let give_up = tokio::time::sleep_until(deadline);
-        tokio::pin!(give_up);
-        let mut batch = Vec::with_capacity(EVENT_BATCH);
-        while inbox_open || !owed.is_empty() {
-            if give_up.deadline() != deadline {
-                give_up.as_mut().reset(deadline);
-            }
-            tokio::select! {
-                biased;
-                () = self.halt.raised.notified() => break,
-                changed = stop.changed(), if stop_open && !ended.interrupted => {
-                    if changed.is_err() {
-                        stop_open = false; // nobody can raise it any more
-                    } else if *stop.borrow() {
-                        ended.interrupted = true;
-                        cut = cut.min(Instant::now());
-                        owed.cut(cut);
-                        // In-flight actions get two seconds, then are abandoned.
-                        deadline = Instant::now() + STOP_GRACE;
-                    }
-                }
-                received = inbox.recv_many(&mut batch, EVENT_BATCH), if inbox_open => {
-                    if received == 0 {
-                        inbox_open = false; // every user is done
-                    }
-                    let now = Instant::now();
-                    for event in batch.drain(..) {
-                        observer.event(clock, now, &event);
-                    }
-                }
-                Some(joined) = users.tasks.join_next_with_id() => {
-                    if let Err(error) = joined {
-                        let user = users.users.remove(&error.id());
-                        if error.is_panic() && let Some(user) = user {
-                            ended.panics += 1;
-                            observer.event(clock, Instant::now(), &Event::Panicked { role: "user" });
-                            owed.extend(self.remaining(user, cut));
-                        }
-                    }
-                }
-                () = sleep_until_due(owed.next_due()), if !owed.is_empty() => {
-                    owed.emit_due(observer, clock, Instant::now());
-                }
-                Some(lag) = probe.next() => {
-                    max_lag = max_lag.max(lag);
-                    observer.lag(clock, Instant::now(), lag);
-                }
-                _ = ticks.tick() => {
-                    let sample = SelfSample { cpu_percent: cpu.percent(), max_lag };
-                    max_lag = Duration::ZERO;
-                    observer.tick(clock, Instant::now(), sample);
-                }
-                () = &mut give_up => break,
-            }
-        }
-        users.tasks.abort_all();
-        while let Some(joined) = users.tasks.join_next_with_id().await {
-            let Err(error) = joined else { continue };
-            let Some(user) = users.users.remove(&error.id()) else {
-                continue;
+        let settings = self.settings;
+        // A shard's users log on at their slots of the whole ramp-up, so that
+        // the shards together log on as one process would.
+        for index in settings.shard.users(shared.plan.users()) {
+            let stagger = shared.plan.logon_offset(index, settings.ramp_up);
+            let timeline = Timeline {
+                logon_at: clock.t0 + stagger,
+                steady_start: clock.steady_start,
+                steady_end: clock.steady_end,
+                drain_end: clock.steady_end + settings.drain,
             };
-            if error.is_panic() {
-                ended.panics += 1;
-                observer.event(clock, Instant::now(), &Event::Panicked { role: "user" });
-            }
-            // Stuck (or panicked) when the run had to end: what it still
-            // owed is counted now.
-            owed.extend(self.remaining(user, cut));
+            tasks.spawn(
+                index,
+                User::new(index, shared.clone()).run(timeline, stop.clone()),
+            );
         }
-        // Events users sent before being stopped still count.
-        while let Ok(event) = inbox.try_recv() {
-            observer.event(clock, Instant::now(), &event);
-        }
-        owed.cut(cut);
-        owed.emit_all(observer, clock, Instant::now());
-        ended
+        tasks
     }
 
-    /// The actions of `user` it has not reported, due before `cut`.
-    fn remaining(&self, user: u32, cut: Instant) -> impl Iterator<Item = (Instant, ActionKind)> {
+    fn panicked(&self, _index: u32) -> Option<Event> {
+        Some(Event::Panicked { role: "user" })
+    }
+
+    fn owed(&self, user: u32, clock: &RunClock, cut: Instant) -> Vec<(Instant, ActionKind)> {
         let next = self.progress.next(user);
-        let steady_start = self.clock.steady_start;
         self.plan
             .schedule(user)
-            .skip_while(move |s| s.seq < next)
-            .map(move |s| (steady_start + s.at, s.kind))
-            .take_while(move |(at, _)| *at < cut)
-    }
-}
-
-async fn sleep_until_due(due: Option<Instant>) {
-    match due {
-        Some(due) => tokio::time::sleep_until(due).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Actions owed by users that cannot go on, counted `not-attempted` at
-/// their intended time (or at once, for those already due).
-#[derive(Debug, Default)]
-struct Owed(BinaryHeap<Reverse<(Instant, ActionKind)>>);
-
-impl Owed {
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    fn extend(&mut self, actions: impl Iterator<Item = (Instant, ActionKind)>) {
-        self.0.extend(actions.map(Reverse));
-    }
-
-    fn next_due(&self) -> Option<Instant> {
-        self.0.peek().map(|Reverse((at, _))| *at)
-    }
-
-    /// Forgets actions due at or after `cut`.
-    fn cut(&mut self, cut: Instant) {
-        self.0.retain(|Reverse((at, _))| *at < cut);
-    }
-
-    fn emit_due(&mut self, observer: &mut dyn Observer, clock: &RunClock, now: Instant) {
-        while let Some(Reverse((at, kind))) = self.0.peek().copied() {
-            if at > now {
-                break;
-            }
-            self.0.pop();
-            observer.event(clock, now, &not_attempted(kind, at));
-        }
-    }
-
-    fn emit_all(&mut self, observer: &mut dyn Observer, clock: &RunClock, now: Instant) {
-        while let Some(Reverse((at, kind))) = self.0.pop() {
-            observer.event(clock, now, &not_attempted(kind, at));
-        }
-    }
-}
-
-/// An action that was due at `intended` and never started: an error, not a
-/// late start (it never started) and not a latency (it has none).
-pub(crate) fn not_attempted(kind: ActionKind, intended: Instant) -> Event {
-    Event::Action {
-        kind,
-        intended,
-        started: intended,
-        finished: intended,
-        outcome: Outcome::Error(NOT_ATTEMPTED.into()),
-    }
-}
-
-/// How often the generator's own CPU is sampled (and the live line drawn).
-pub(crate) const TICK: Duration = Duration::from_secs(1);
-
-/// Most events the observer takes from the users' channel at one turn of its loop.
-const EVENT_BATCH: usize = 256;
-
-/// How long in-flight actions may finish after `stop` is raised.
-pub const STOP_GRACE: Duration = Duration::from_secs(2);
-
-/// The record first, then the live view: one observer for the run's loop.
-/// Every interval the recorder closes is handed on to the observer once,
-/// right after the event that closed it.
-struct Tee<'a> {
-    recorder: &'a mut RunRecorder,
-    observer: &'a mut dyn Observer,
-    /// Closed intervals already handed on.
-    handed_on: usize,
-}
-
-impl Tee<'_> {
-    fn hand_on_closed(&mut self) {
-        for interval in self.recorder.closed_since(self.handed_on) {
-            self.observer.interval_closed(interval);
-        }
-        self.handed_on = self.recorder.closed_count();
-    }
-}
-
-impl Observer for Tee<'_> {
-    fn event(&mut self, clock: &RunClock, at: Instant, event: &Event) {
-        self.recorder.event(clock, at, event);
-        self.hand_on_closed();
-        self.observer.event(clock, at, event);
-    }
-
-    fn lag(&mut self, clock: &RunClock, at: Instant, lag: Duration) {
-        self.recorder.lag(clock, at, lag);
-        self.hand_on_closed();
-        self.observer.lag(clock, at, lag);
-    }
-
-    fn tick(&mut self, clock: &RunClock, at: Instant, sample: SelfSample) {
-        self.recorder.tick(clock, at, sample);
-        self.hand_on_closed();
-        self.observer.tick(clock, at, sample);
-    }
-
-    fn reconciling(&mut self, progress: ReconcileProgress) {
-        self.observer.reconciling(progress);
+            .skip_while(|s| s.seq < next)
+            .map(|s| (clock.steady_start + s.at, s.kind))
+            .take_while(|(at, _)| *at < cut)
+            .collect()
     }
 }

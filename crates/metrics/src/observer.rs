@@ -126,6 +126,8 @@ pub fn count_event(m: &mut LiveMetrics, event: &Event) {
         Event::SearchFailed(kind) => m.error("reconcile", kind),
         // Words for people, already counted by the error it illustrates.
         Event::ErrorExample { .. } | Event::Finished => {}
+        // File runs serve no live metrics.
+        Event::File(_) => {}
     }
 }
 

@@ -2,7 +2,7 @@
 //! run that is killed (SIGKILL, the OOM killer, a power cut after the last
 //! sync) leaves everything up to its last closed interval.
 //!
-//! A [`RunJournal`] is an engine [`Observer`] (and a file run's [`FileObserver`]) that hands each closed interval
+//! A [`RunJournal`] is an engine [`Observer`] (of a mail run or a file run) that hands each closed interval
 //! to a thread of its own, which appends it to
 //!
 //! - `intervals.jsonl`: the run's metadata on the first line, then one
@@ -29,7 +29,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use peakhour_analysis::{AnalysisError, IntervalArchive, IntervalRecord, RunMeta};
-use peakhour_engine::files::FileObserver;
 use peakhour_engine::{Event, Observer, RunClock, SelfSample};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -150,21 +149,6 @@ impl RunJournal {
 impl Drop for RunJournal {
     fn drop(&mut self) {
         let _ = self.stop();
-    }
-}
-
-/// A file run (`peakhour_engine::files`) journals the same way.
-impl FileObserver for RunJournal {
-    fn started(&mut self, meta: &RunMeta) {
-        self.send(Entry::Started(Box::new(meta.clone())));
-    }
-
-    fn interval_closed(&mut self, interval: &IntervalRecord) {
-        self.send(Entry::Closed(Box::new(interval.clone())));
-    }
-
-    fn interval_archive(&self) -> Option<Arc<dyn IntervalArchive>> {
-        Some(self.archive.clone())
     }
 }
 

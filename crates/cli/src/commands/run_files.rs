@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use peakhour_analysis::{Summary, Verdict};
 use peakhour_app::files::FileRequest;
-use peakhour_engine::files::{
-    FileBoth, FileLiveLine, FileProfileChoice, FileRunSettings, run_files,
+use peakhour_engine::Both;
+use peakhour_engine::files::{FileLiveLine, FileProfileChoice, FileRunSettings, run_files,
 };
 use peakhour_lab::LabStatus;
 use peakhour_monitor::{MailProbes, Source};
@@ -86,7 +86,7 @@ pub(crate) fn run(
     let mut line = FileLiveLine::new(StatusLine::new());
     // Closed intervals go to disk as they close, as in a mail run (crash safety).
     let mut journal = dir.journal()?;
-    let observers = &mut FileBoth(&mut line, &mut journal);
+    let observers = &mut Both(&mut line, &mut journal);
     let (result, monitor) = run_monitored(
         &runtime,
         monitor_source(lab.as_ref(), &dir),

@@ -1,7 +1,6 @@
 //! What file clients report while they run: one channel send per operation, as the mail
 //! users do (`crate::Event`), so a client never waits on the recorder.
 
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 /// How one operation ended.
@@ -77,6 +76,12 @@ pub enum FileEvent {
         /// The counter.
         counter: &'static str,
     },
+    /// The client's task ended (sent by the run core, for the live line's
+    /// count of clients still running).
+    Ended {
+        /// The client.
+        client: u32,
+    },
     /// The client's cleanup left something behind: the path and the refusal.
     Leftover {
         /// What could not be removed.
@@ -84,20 +89,4 @@ pub enum FileEvent {
         /// The status.
         status: String,
     },
-}
-
-/// The sending side each client holds.
-#[derive(Debug, Clone)]
-pub(crate) struct FileSink(mpsc::UnboundedSender<FileEvent>);
-
-impl FileSink {
-    pub(crate) fn channel() -> (FileSink, mpsc::UnboundedReceiver<FileEvent>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (FileSink(tx), rx)
-    }
-
-    /// Sends; a closed channel means the run is over and the event is dropped.
-    pub(crate) fn send(&self, event: FileEvent) {
-        let _ = self.0.send(event);
-    }
 }

@@ -19,25 +19,16 @@
 //! * Every wait is bounded: operations by the operation timeout, think times and start
 //!   delays by `stop`, and after `stop` the run ends within [`crate::STOP_GRACE`].
 
-mod client;
-mod events;
-mod live;
-mod mix;
-mod ops;
-mod recording;
-mod replay;
+pub(crate) mod events;
 mod run;
 mod setup;
-mod target;
+pub(crate) mod target;
 
+pub use crate::core::{BYTES_READ, BYTES_WRITTEN, UNMEASURED_OPERATIONS};
+pub use crate::live::{FileLiveLine, FileProgress};
+pub use crate::sessions::files::replay::LoadFile;
 pub use events::{FileEvent, OpEvent, OpOutcome};
-pub use live::FileLiveLine;
-pub use recording::{BYTES_READ, BYTES_WRITTEN, UNMEASURED_OPERATIONS};
-pub use replay::LoadFile;
-pub use run::{
-    FileBoth, FileObserver, FileProgress, FileRunOutcome, FileRunResult, FileRunSettings,
-    FileWorkload, run_files,
-};
+pub use run::{FileRunOutcome, FileRunResult, FileRunSettings, FileWorkload, run_files};
 pub use setup::{
     FileProfileChoice, FileSetupError, NBENCH, RecordedValue, cache_policy, read_file_users,
 };

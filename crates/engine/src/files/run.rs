@@ -1,28 +1,28 @@
-//! A file run: one task per client, the events recorded in time order by one task, the
-//! generator's own CPU and lag beside them, and a stop honoured within [`STOP_GRACE`].
+//! A file run: the file clients as a [`Load`] of the run core, which records their
+//! events and watches the run as it does a mail run's; what is the file run's own is
+//! its workload, its settings, its metadata and the cleanup of the shared directories.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use peakhour_analysis::{
-    AnalysisError, IntervalArchive, IntervalRecord, Phase, PhaseLengths, QosThresholds, RunMeta,
-    RunRecord,
-};
+use peakhour_analysis::{AnalysisError, Phase, PhaseLengths, QosThresholds, RunMeta, RunRecord};
 use peakhour_workload::files::FilePlan;
-use tokio::sync::{mpsc, watch};
-use tokio::task::JoinSet;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::sync::watch;
+use tokio::time::Instant;
 
-use crate::files::client::Shared;
-use crate::files::events::{FileEvent, FileSink};
-use crate::files::mix::run_mix_client;
-use crate::files::recording::{BYTES_READ, BYTES_WRITTEN, FileRecorder, Window};
-use crate::files::replay::{LoadFile, run_replay_client};
+use crate::core::meta::RunShape;
+use crate::core::{
+    BYTES_READ, BYTES_WRITTEN, Both, Halt, Load, Observer, RunClock, RunLoop, RunRecorder,
+    STOP_GRACE, SelfSample, Tasks, Tee,
+};
+use crate::events::{Event, EventSink};
+use crate::files::events::FileEvent;
 use crate::files::target::FileTarget;
-use crate::run::{STOP_GRACE, TICK};
-use crate::selfcheck::{CpuMeter, LagProbe};
-use crate::user::LATE_AFTER;
+use crate::sessions::files::client::Shared;
+use crate::sessions::files::mix::run_mix_client;
+use crate::sessions::files::replay::{LoadFile, run_replay_client};
+
+pub(crate) use crate::live::FileProgress;
 
 /// What the clients do.
 #[derive(Debug, Clone)]
@@ -98,75 +98,6 @@ pub struct FileRunSettings {
     pub cleanup: bool,
 }
 
-/// Once a second while a file run goes on: for a live line.
-#[derive(Debug, Clone, Default)]
-pub struct FileProgress {
-    /// Since the run started.
-    pub elapsed: Duration,
-    /// `logon`, `steady` or `drain`: before, inside and after the measured window.
-    pub phase: &'static str,
-    /// Clients still running.
-    pub clients_running: u32,
-    /// Clients that failed.
-    pub clients_failed: u32,
-    /// Operations answered so far, and how many got another answer than expected.
-    pub operations: u64,
-    /// Of them, failed.
-    pub errors: u64,
-    /// Bytes moved in measured operations so far.
-    pub bytes: u64,
-    /// peakhour's CPU over the last second, % of one core.
-    pub cpu_percent: f64,
-}
-
-/// Sees a file run as it goes.
-pub trait FileObserver: Send {
-    /// Every event, as it arrives.
-    fn event(&mut self, _event: &FileEvent) {}
-    /// Once a second.
-    fn tick(&mut self, _progress: &FileProgress) {}
-    /// Once, before the first client starts: the run's metadata as the record will
-    /// carry it (marked `interrupted`, which the finished record corrects), for a
-    /// journal of the run to open with (as `crate::Observer::started`).
-    fn started(&mut self, _meta: &RunMeta) {}
-    /// An interval of the record has closed and will not change: in order, each once;
-    /// the last one, cut short where the run ends, is only in the finished record.
-    fn interval_closed(&mut self, _interval: &IntervalRecord) {}
-    /// Where this observer stores the closed intervals it is handed, if it can give
-    /// them back at the end (the run's journal; as `crate::Observer::interval_archive`).
-    fn interval_archive(&self) -> Option<Arc<dyn IntervalArchive>> {
-        None
-    }
-}
-
-/// Two file observers as one: each gets everything, the first first (the binary draws
-/// the live line and journals the closed intervals to the run directory).
-pub struct FileBoth<'a>(pub &'a mut dyn FileObserver, pub &'a mut dyn FileObserver);
-
-impl FileObserver for FileBoth<'_> {
-    fn event(&mut self, event: &FileEvent) {
-        self.0.event(event);
-        self.1.event(event);
-    }
-    fn tick(&mut self, progress: &FileProgress) {
-        self.0.tick(progress);
-        self.1.tick(progress);
-    }
-    fn started(&mut self, meta: &RunMeta) {
-        self.0.started(meta);
-        self.1.started(meta);
-    }
-    fn interval_closed(&mut self, interval: &IntervalRecord) {
-        self.0.interval_closed(interval);
-        self.1.interval_closed(interval);
-    }
-    fn interval_archive(&self) -> Option<Arc<dyn IntervalArchive>> {
-        self.0
-            .interval_archive()
-            .or_else(|| self.1.interval_archive())
-    }
-}
-
 /// What a file run ends with.
 #[derive(Debug, Clone)]
 pub struct FileRunOutcome {
@@ -195,32 +126,31 @@ pub struct FileRunResult {
     pub record: RunRecord,
 }
 
-/// Runs `workload` against `target`. Raising `stop` ends it: clients stop between
+/// Runs `workload` against `target` on the run core (`crate::core`): every event is
+/// recorded, then shown to `observer`. Raising `stop` ends it: clients stop between
 /// operations, clean up what they can within [`STOP_GRACE`], and are then abandoned.
 pub async fn run_files(
     workload: FileWorkload,
     target: Arc<FileTarget>,
     settings: FileRunSettings,
     mut stop: watch::Receiver<bool>,
-    observer: &mut dyn FileObserver,
+    observer: &mut dyn Observer,
 ) -> Result<FileRunResult, AnalysisError> {
     let started_at = SystemTime::now();
     let t0 = Instant::now();
-    let clients = workload.clients();
-    let window = match &workload {
-        FileWorkload::Mix(_) => Window::Iterations {
-            waiting: (1..=clients).collect::<BTreeSet<u32>>(),
-        },
-        FileWorkload::Replay { .. } => Window::Clock {
-            steady_start: t0 + settings.ramp_up,
-            steady_end: t0 + settings.ramp_up + settings.duration,
-        },
+    let clock = RunClock {
+        t0,
+        steady_start: t0 + settings.ramp_up,
+        steady_end: t0 + settings.ramp_up + settings.duration,
     };
-    let mut recorder = FileRecorder::new(t0, settings.interval, window)?;
+    let mut recorder = RunRecorder::new(settings.interval)?;
+    if let FileWorkload::Mix(_) = &workload {
+        recorder.measured_by_clients(1..=workload.clients());
+    }
     if let Some(archive) = observer.interval_archive() {
         recorder.archive_to(archive);
     }
-    let (events, inbox) = FileSink::channel();
+    let (events, inbox) = EventSink::channel();
     let shared = Arc::new(Shared {
         target: target.clone(),
         events,
@@ -229,19 +159,33 @@ pub async fn run_files(
         cleanup: settings.cleanup,
     });
     observer.started(&run_meta(&workload, &settings, started_at, true));
-    let tasks = spawn_clients(&workload, shared, t0, &settings, &stop);
-    let mut watch = Watch {
-        recorder: &mut recorder,
-        observer,
-        progress: FileProgress {
-            clients_running: clients,
-            ..FileProgress::default()
-        },
-        failed: Vec::new(),
-        leftovers: Vec::new(),
+    let mut load = FileClients {
+        workload: &workload,
+        shared: Some(shared),
+        end: clock.steady_end,
     };
-    let interrupted = watch.observe(t0, inbox, tasks, &mut stop).await;
-    let (failed_clients, mut leftovers) = (watch.failed, watch.leftovers);
+    let tasks = load.spawn(&clock, &stop);
+    let mut tally = Tally::default();
+    let mut both = Both(observer, &mut tally);
+    let mut tee = Tee {
+        recorder: &mut recorder,
+        observer: &mut both,
+        handed_on: 0,
+    };
+    let halt = Halt::default();
+    let run_loop = RunLoop {
+        clock: &clock,
+        halt: &halt,
+        deadline: None,
+    };
+    let interrupted = run_loop
+        .observe(&load, &mut tee, inbox, tasks, &mut stop)
+        .await
+        .interrupted;
+    let Tally {
+        failed: failed_clients,
+        mut leftovers,
+    } = tally;
     if settings.cleanup && !target.has_homes() {
         let budget = if interrupted {
             STOP_GRACE
@@ -254,8 +198,9 @@ pub async fn run_files(
             Err(_) => leftovers.extend(dirs.first().map(|d| (d.clone(), "timeout".to_owned()))),
         }
     }
-    let end = Instant::now();
-    let (intervals, steady_at, drain_at) = recorder.finish(end)?;
+    recorder.close_at(&clock, Instant::now());
+    let (end, steady_at, drain_at) = recorder.phase_offsets();
+    let intervals = recorder.intervals()?;
     let count = |name: &str| -> u64 {
         intervals
             .iter()
@@ -276,10 +221,34 @@ pub async fn run_files(
     meta.phases = PhaseLengths {
         logon: steady_at,
         steady: drain_at.saturating_sub(steady_at),
-        drain: end.saturating_duration_since(t0).saturating_sub(drain_at),
+        drain: end.saturating_sub(drain_at),
     };
     let record = RunRecord::new(meta, intervals, Default::default());
     Ok(FileRunResult { outcome, record })
+}
+
+/// What the run's outcome lists: the clients that failed and what cleanup left.
+#[derive(Default)]
+struct Tally {
+    failed: Vec<(u32, String)>,
+    leftovers: Vec<(String, String)>,
+}
+
+impl Observer for Tally {
+    fn event(&mut self, _: &RunClock, _: Instant, event: &Event) {
+        let Event::File(event) = event else { return };
+        match &**event {
+            FileEvent::Failed { client, error, .. } => {
+                self.failed.push((*client, error.clone()));
+            }
+            FileEvent::Leftover { path, status } => {
+                self.leftovers.push((path.clone(), status.clone()));
+            }
+            _ => {}
+        }
+    }
+    fn lag(&mut self, _: &RunClock, _: Instant, _: Duration) {}
+    fn tick(&mut self, _: &RunClock, _: Instant, _: SelfSample) {}
 }
 
 /// Removes the directories the clients shared (`clients`), deepest first, once they are
@@ -306,150 +275,43 @@ async fn remove_shared_dirs(target: &FileTarget, dirs: &[String]) -> Vec<(String
     left
 }
 
-fn spawn_clients(
-    workload: &FileWorkload,
-    shared: Arc<Shared>,
-    t0: Instant,
-    settings: &FileRunSettings,
-    stop: &watch::Receiver<bool>,
-) -> JoinSet<()> {
-    let mut tasks = JoinSet::new();
-    for n in 1..=workload.clients() {
-        match workload {
-            FileWorkload::Mix(plan) => {
-                tasks.spawn(run_mix_client(
+/// A file run's load: one task per client, each running the disk mix or
+/// replaying the load file.
+struct FileClients<'a> {
+    workload: &'a FileWorkload,
+    /// Moved into the clients at spawn: they hold the only event senders.
+    shared: Option<Arc<Shared>>,
+    /// When a replay stops.
+    end: Instant,
+}
+
+impl Load for FileClients<'_> {
+    fn spawn(&mut self, clock: &RunClock, stop: &watch::Receiver<bool>) -> Tasks {
+        let mut tasks = Tasks::new();
+        let Some(shared) = self.shared.take() else {
+            return tasks;
+        };
+        for n in 1..=self.workload.clients() {
+            match self.workload {
+                FileWorkload::Mix(plan) => tasks.spawn(
                     n,
-                    plan.clone(),
-                    shared.clone(),
-                    t0,
-                    stop.clone(),
-                ));
-            }
-            FileWorkload::Replay { load, .. } => {
-                let end = t0 + settings.ramp_up + settings.duration;
-                tasks.spawn(run_replay_client(
+                    run_mix_client(n, plan.clone(), shared.clone(), clock.t0, stop.clone()),
+                ),
+                FileWorkload::Replay { load, .. } => tasks.spawn(
                     n,
-                    load.clone(),
-                    shared.clone(),
-                    end,
-                    stop.clone(),
-                ));
+                    run_replay_client(n, load.clone(), shared.clone(), self.end, stop.clone()),
+                ),
             }
         }
-    }
-    tasks
-}
-
-/// The run's loop: events to the recorder then the observer, the self-check once a
-/// second, until every client is done or the grace after a stop has passed.
-struct Watch<'a> {
-    recorder: &'a mut FileRecorder,
-    observer: &'a mut dyn FileObserver,
-    progress: FileProgress,
-    failed: Vec<(u32, String)>,
-    leftovers: Vec<(String, String)>,
-}
-
-impl Watch<'_> {
-    /// Hands every interval the recorder has closed since the last call to the observer.
-    fn hand_on_closed(&mut self) {
-        for interval in self.recorder.newly_closed() {
-            self.observer.interval_closed(interval);
-        }
+        tasks
     }
 
-    fn event(&mut self, event: &FileEvent) {
-        self.recorder.event(Instant::now(), event);
-        self.hand_on_closed();
-        match event {
-            FileEvent::Op(op) => {
-                self.progress.operations += 1;
-                if op.outcome != crate::files::events::OpOutcome::Ok {
-                    self.progress.errors += 1;
-                }
-                if op.measured {
-                    self.progress.bytes += op.bytes_read + op.bytes_written;
-                }
-            }
-            FileEvent::Failed { client, error, .. } => {
-                self.progress.clients_failed += 1;
-                self.failed.push((*client, error.clone()));
-            }
-            FileEvent::Leftover { path, status } => {
-                self.leftovers.push((path.clone(), status.clone()));
-            }
-            _ => {}
-        }
-        self.observer.event(event);
+    fn finished(&self, client: u32) -> Option<Event> {
+        Some(Event::File(Box::new(FileEvent::Ended { client })))
     }
 
-    async fn observe(
-        &mut self,
-        t0: Instant,
-        mut inbox: mpsc::UnboundedReceiver<FileEvent>,
-        mut tasks: JoinSet<()>,
-        stop: &mut watch::Receiver<bool>,
-    ) -> bool {
-        let mut cpu = CpuMeter::start();
-        let mut probe = LagProbe::start();
-        let mut ticks = tokio::time::interval_at(t0 + TICK, TICK);
-        ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        let mut interrupted = false;
-        let mut stop_open = true;
-        // No deadline until a stop: every client's operations are bounded by the
-        // operation timeout, and its script (or replay time) is finite.
-        let mut deadline: Option<Instant> = None;
-        loop {
-            tokio::select! {
-                biased;
-                changed = stop.changed(), if stop_open && !interrupted => {
-                    if changed.is_err() {
-                        stop_open = false;
-                    } else if *stop.borrow() {
-                        interrupted = true;
-                        deadline = Some(Instant::now() + STOP_GRACE);
-                    }
-                }
-                event = inbox.recv() => match event {
-                    Some(event) => self.event(&event),
-                    None => break,
-                },
-                done = tasks.join_next() => {
-                    if done.is_some() {
-                        self.progress.clients_running =
-                            self.progress.clients_running.saturating_sub(1);
-                    }
-                }
-                Some(lag) = probe.next() => {
-                    self.recorder.lag(Instant::now(), lag);
-                    self.hand_on_closed();
-                }
-                _ = ticks.tick() => {
-                    let now = Instant::now();
-                    let percent = cpu.percent();
-                    self.recorder.cpu(now, percent);
-                    self.hand_on_closed();
-                    self.progress.elapsed = now.saturating_duration_since(t0);
-                    self.progress.cpu_percent = percent;
-                    self.progress.phase = self.recorder.phase().as_str();
-                    self.observer.tick(&self.progress);
-                }
-                _ = sleep_until(deadline) => break,
-            }
-        }
-        tasks.abort_all();
-        while tasks.join_next().await.is_some() {}
-        while let Ok(event) = inbox.try_recv() {
-            self.event(&event);
-        }
-        interrupted
-    }
-}
-
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
+    fn panicked(&self, client: u32) -> Option<Event> {
+        self.finished(client)
     }
 }
 
@@ -461,25 +323,20 @@ fn run_meta(
     started_at: SystemTime,
     interrupted: bool,
 ) -> RunMeta {
-    let started_at = chrono::DateTime::<chrono::Utc>::from(started_at)
-        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let mut meta = RunMeta::new(
-        settings.run_id.clone(),
-        workload.name(),
-        workload.clients(),
-        workload.seed(),
+    let mut meta = crate::core::meta::run_meta(RunShape {
+        run_id: &settings.run_id,
+        name: workload.name(),
+        users: workload.clients(),
+        seed: workload.seed(),
         started_at,
-    );
-    meta.interval = settings.interval;
-    meta.late_start_threshold = LATE_AFTER;
-    meta.client_cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-    meta.phases = PhaseLengths {
-        logon: settings.ramp_up,
-        steady: settings.duration,
-        drain: Duration::ZERO,
-    };
-    meta.interrupted = interrupted;
-    meta.peakhour_version = env!("CARGO_PKG_VERSION").to_owned();
+        interval: settings.interval,
+        phases: PhaseLengths {
+            logon: settings.ramp_up,
+            steady: settings.duration,
+            drain: Duration::ZERO,
+        },
+        interrupted,
+    });
     let mut qos = QosThresholds::default();
     if let Some(ms) = settings.qos_p95_ms {
         qos.default_p95_ms = ms;

@@ -14,9 +14,9 @@ use peakhour_workload::files::{
 };
 use peakhour_workload::{DEFAULT_SEED, HumanDuration, PlanError, ProfileError};
 
-use crate::files::replay::LoadFile;
 use crate::files::run::{FileProgress, FileRunOutcome, FileRunSettings, FileWorkload};
 use crate::files::target::FileTarget;
+use crate::sessions::files::replay::LoadFile;
 use crate::target::{Account, Credentials};
 
 /// The built-in trace-replay profile.

@@ -11,8 +11,8 @@ use peakhour_workload::{InitialMessage, MessageGenerator, MessageSpec, Plan};
 use super::{InitError, InitSettings, Progress, Via};
 use crate::folders::{discover, listed};
 use crate::population::Population;
+use crate::sessions::rfc5322;
 use crate::target::Target;
-use crate::user::rfc5322;
 
 #[derive(Debug, Default)]
 pub(super) struct UserReport {

@@ -18,9 +18,9 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::calendar::{caldav_login, calendar_path, event_spec, slot_start, this_week};
 use crate::init::InitSettings;
 use crate::population::Population;
+use crate::sessions::caldav::{caldav_login, calendar_path, event_spec, slot_start, this_week};
 use crate::target::Target;
 
 impl std::fmt::Display for CalendarInitReport {

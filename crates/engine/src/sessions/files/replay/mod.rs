@@ -34,9 +34,9 @@ use peakhour_workload::files::{Fnum, LoadLine, LoadOp, LoadPath};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::files::client::{Client, Shared, Stop, guard};
 use crate::files::events::{FileEvent, OpOutcome};
-use crate::files::ops::{replay_action, under};
+use crate::sessions::files::client::{Client, Shared, Stop, guard};
+use crate::sessions::files::ops::{replay_action, under};
 
 /// A parsed load file, shared by every client.
 #[derive(Debug, Clone)]
@@ -95,16 +95,8 @@ pub(crate) async fn run_replay_client(
     end: Instant,
     stop: watch::Receiver<bool>,
 ) {
-    let client = match Client::connect(n, shared.clone(), stop).await {
-        Ok(c) => c,
-        Err(error) => {
-            shared.events.send(FileEvent::Failed {
-                client: n,
-                error,
-                at: Instant::now(),
-            });
-            return;
-        }
+    let Some(client) = Client::connect(n, shared, stop).await else {
+        return;
     };
     let mut r = Replayer {
         client,
@@ -224,11 +216,11 @@ impl Replayer {
             Ok(Ok(o)) if o.status.is_success() || o.status == NtStatus::OBJECT_NAME_NOT_FOUND => {
                 self.client.untimed("cleanup_operations", "", true);
             }
-            Ok(Ok(o)) => self.client.shared.events.send(FileEvent::Leftover {
+            Ok(Ok(o)) => self.client.shared.events.file(FileEvent::Leftover {
                 path: dir,
                 status: o.status.to_string(),
             }),
-            Ok(Err(kind)) => self.client.shared.events.send(FileEvent::Leftover {
+            Ok(Err(kind)) => self.client.shared.events.file(FileEvent::Leftover {
                 path: dir,
                 status: kind.to_owned(),
             }),
@@ -579,37 +571,4 @@ fn judge(op: &LoadOp, expect: u32, answer: Answer) -> (OpOutcome, u64, u64) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dos_wildcards_match_as_windows_does() {
-        assert!(wildcard("FILLER.*", "filler.000"));
-        assert!(wildcard("*", "anything"));
-        assert!(wildcard("*.DOC", "chap10.doc"));
-        assert!(wildcard("A?C", "abc"));
-        assert!(!wildcard("FILLER.*", "mixfile"));
-        assert!(!wildcard("A?C", "ac"));
-        assert!(wildcard("exact.txt", "EXACT.TXT"));
-    }
-
-    #[test]
-    fn answers_are_judged_against_the_expected_status() {
-        let mkdir = LoadOp::Mkdir {
-            path: LoadPath::from_trace("\\clients").expect("normalizes"),
-        };
-        let collision = Ok((NtStatus::OBJECT_NAME_COLLISION, 0, 0));
-        assert_eq!(judge(&mkdir, 0, collision).0, OpOutcome::Ok);
-        let missing = NtStatus::OBJECT_NAME_NOT_FOUND;
-        let (outcome, ..) = judge(&mkdir, missing.0, Ok((NtStatus::OK, 0, 0)));
-        assert_eq!(
-            outcome,
-            OpOutcome::Error("NT_STATUS_OK (expected NT_STATUS_OBJECT_NAME_NOT_FOUND)".into())
-        );
-        let (outcome, ..) = judge(&mkdir, 0, Err("not_open"));
-        assert_eq!(
-            outcome,
-            OpOutcome::Error("not_open (expected NT_STATUS_OK)".into())
-        );
-    }
-}
+mod tests;

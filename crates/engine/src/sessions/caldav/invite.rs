@@ -28,8 +28,8 @@ use peakhour_net::Timed;
 use peakhour_workload::Plan;
 use tokio::time::Instant;
 
-use crate::calendar::CalendarFailure;
 use crate::events::{Counter, EventSink, Outcome};
+use crate::sessions::caldav::CalendarFailure;
 
 /// Inbox items a user remembers having seen, and answers it holds, at
 /// most: bounds on memory far above what a run leaves in an inbox.
@@ -266,7 +266,10 @@ async fn answer(
     else {
         return Ok(Outcome::Skipped("not_an_attendee"));
     };
-    let href = format!("{calendar}{}.ics", crate::calendar::href_safe(&pending.uid));
+    let href = format!(
+        "{calendar}{}.ics",
+        crate::sessions::caldav::href_safe(&pending.uid)
+    );
     let put = caldav
         .put_event(&href, &answered, &Precondition::CreateOnly)
         .await?;

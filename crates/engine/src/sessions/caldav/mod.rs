@@ -25,14 +25,20 @@
 //! * `create_event` creates an event in working hours this week, or, as
 //!   often as the profile's `invitations` share says, an invitation to
 //!   other users of the run where the server schedules (RFC 6638; see
-//!   `calendar_invite.rs`), and `poll_calendar` then also reads the
+//!   `invite.rs`), and `poll_calendar` then also reads the
 //!   schedule inbox and accepts what is due;
 //! * `change_event` changes an event of the week it knows, with `If-Match`.
 //!
 //! A replacing PUT that Radicale answers with 201 counts as stored, as a 200
 //! or 204 does. A 412 (the ETag no longer matches) fails the action.
 
-use std::fmt;
+mod endpoint;
+pub(crate) mod init;
+pub(crate) mod invite;
+
+pub use endpoint::CalDavEndpoint;
+pub(crate) use endpoint::{caldav_login, check_calendar};
+
 use std::time::Duration;
 
 use peakhour_caldav::scheduling::invitation_ics;
@@ -40,94 +46,20 @@ use peakhour_caldav::{
     CalDavClient, CalDavError, CalendarObject, EventSpec, Precondition, PutOutcome, UtcDateTime,
     event_ics, read_event,
 };
-use peakhour_http::{BasicAuth, ConnectionOptions, Endpoint as HttpEndpoint, HttpConnection};
-use peakhour_net::{Secret, Security, Timed};
-use peakhour_workload::{EventSlot, Plan};
+use peakhour_http::{BasicAuth, ConnectionOptions, HttpConnection};
+use peakhour_net::Timed;
+use peakhour_workload::{ActionKind, EventSlot, Plan};
 
-use crate::calendar_invite::Scheduling;
+use crate::connector::Connector;
 use crate::events::{Counter, EventSink, Outcome};
 use crate::population::Population;
-use crate::target::{Credentials, Endpoint, EndpointError, Target, TlsMode};
+use crate::sessions::caldav::invite::Scheduling;
+use crate::sessions::{Action, Actor, Failure, UserSession};
+use crate::target::Target;
 
 /// The events of the week a user remembers at most: a bound on memory,
 /// far above what a week holds in any profile.
 const MAX_KNOWN_EVENTS: usize = 2_000;
-
-/// A CalDAV server: where its users' discovery starts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CalDavEndpoint {
-    /// Host and port; TLS from the first byte for `https`.
-    pub server: Endpoint,
-    /// The path discovery starts at (`/` unless the URL names one).
-    pub path: String,
-    /// Users sign in with their whole address (`user1@bench.test`, as on
-    /// the lab's Cyrus) rather than its local part (`user1`, as on
-    /// Radicale), when the password is shared.
-    pub login_with_domain: bool,
-}
-
-impl CalDavEndpoint {
-    /// Parses `http://host[:port][/path]` or `https://...`.
-    pub fn parse(url: &str) -> Result<CalDavEndpoint, EndpointError> {
-        let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-        let (authority, path) = match rest.find('/') {
-            Some(slash) => (&rest[..slash], &rest[slash..]),
-            None => (rest, "/"),
-        };
-        let server = Endpoint::parse(&format!("{scheme}://{authority}"), &["http", "https"])?;
-        Ok(CalDavEndpoint {
-            server,
-            path: path.to_owned(),
-            login_with_domain: false,
-        })
-    }
-
-    pub(crate) fn http_endpoint(&self, tls: &Target, connect_timeout: Duration) -> HttpEndpoint {
-        let implicit = self.server.tls == TlsMode::Implicit;
-        HttpEndpoint {
-            host: self.server.host.clone(),
-            port: self.server.port,
-            security: if implicit {
-                Security::ImplicitTls
-            } else {
-                Security::Plain
-            },
-            tls: implicit.then(|| tls.tls.clone()),
-            connect_timeout,
-            source: None,
-        }
-    }
-}
-
-impl fmt::Display for CalDavEndpoint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let scheme = if self.server.tls == TlsMode::Implicit {
-            "https"
-        } else {
-            "http"
-        };
-        write!(
-            f,
-            "{scheme}://{}:{}{}",
-            self.server.host, self.server.port, self.path
-        )
-    }
-}
-
-/// The CalDAV login of a user: with a shared password, the address's local
-/// part (`user1`, as the lab's Radicale and most CalDAV servers name their
-/// users), or the whole address for an endpoint that says so (the lab's
-/// Cyrus); with a users file, its login as written there.
-pub(crate) fn caldav_login(target: &Target, user: u32, address: &str) -> (String, Secret<String>) {
-    let (login, password) = target.login(user, address);
-    let whole = target.caldav.as_ref().is_some_and(|e| e.login_with_domain);
-    let login = match &target.credentials {
-        Credentials::Shared(_) if whole => login,
-        Credentials::Shared(_) => login.split_once('@').map_or(login, |(local, _)| local),
-        Credentials::PerUser(_) => login,
-    };
-    (login.to_owned(), password.clone())
-}
 
 /// Why a calendar action failed.
 #[derive(Debug)]
@@ -506,56 +438,6 @@ impl CalendarUser {
     }
 }
 
-/// Whether user 0 finds its calendar: discovery, then the calendar among
-/// the home's collections. An error says what to do about it. With
-/// `ask_classes`, also the DAV classes its home offers (`OPTIONS`, over the
-/// same discovery): whether the server schedules, for the record.
-pub(crate) async fn check_calendar(
-    plan: &Plan,
-    target: &Target,
-    endpoint: &CalDavEndpoint,
-    address: &str,
-    timeout: Duration,
-    ask_classes: bool,
-) -> Result<Option<Vec<String>>, String> {
-    let (login, password) = caldav_login(target, 0, address);
-    let options = ConnectionOptions {
-        auth: Some(BasicAuth::new(login.clone(), &password)),
-        request_timeout: timeout,
-        ..ConnectionOptions::default()
-    };
-    let http = HttpConnection::new(endpoint.http_endpoint(target, timeout), options);
-    let mut caldav = CalDavClient::new(http);
-    let failed = |e: CalDavError| format!("{login}: {e}");
-    let principal = caldav
-        .find_principal(&endpoint.path)
-        .await
-        .map_err(failed)?
-        .value;
-    let home = caldav
-        .find_calendar_home(&principal)
-        .await
-        .map_err(failed)?
-        .value;
-    let calendar = calendar_path(&home, &plan.calendar().name);
-    let listed = caldav.list_calendars(&home).await.map_err(failed)?.value;
-    if listed
-        .iter()
-        .any(|c| peakhour_caldav::requests::href_path(&c.href) == calendar)
-    {
-        if !ask_classes {
-            return Ok(None);
-        }
-        // Not fatal: a server that will not say does not schedule.
-        let classes = caldav.dav_classes(&home).await.map(|t| t.value);
-        Ok(Some(classes.unwrap_or_default()))
-    } else {
-        Err(format!(
-            "{login} has no calendar {calendar}: run `peakhour init` with this profile first"
-        ))
-    }
-}
-
 /// Records a request's time under `name` and hands its value on.
 fn record<T>(events: &EventSink, name: &'static str, timed: Timed<T>) -> T {
     events.command(name, timed.elapsed);
@@ -633,69 +515,31 @@ pub(crate) fn href_safe(text: &str) -> String {
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl<'a, C: Connector> UserSession<Actor<'a, C>> for CalendarUser {
+    type Action = Action;
+    type Done = Result<Outcome, Failure>;
 
-    #[test]
-    fn caldav_urls_parse_with_and_without_a_path() {
-        let plain = CalDavEndpoint::parse("http://127.0.0.1:5232/").unwrap();
-        assert_eq!(plain.server.port, 5232);
-        assert_eq!(plain.server.tls, TlsMode::None);
-        assert_eq!(plain.path, "/");
-        assert_eq!(plain.to_string(), "http://127.0.0.1:5232/");
-        let tls = CalDavEndpoint::parse("https://cal.example/dav/").unwrap();
-        assert_eq!((tls.server.port, tls.server.tls), (443, TlsMode::Implicit));
-        assert_eq!(tls.path, "/dav/");
-        assert_eq!(CalDavEndpoint::parse("http://h:80").unwrap().path, "/");
-        assert!(CalDavEndpoint::parse("imap://h:143/").is_err());
-        assert!(CalDavEndpoint::parse("127.0.0.1:5232").is_err());
-    }
-
-    #[test]
-    fn paths_uids_and_dates() {
-        assert_eq!(calendar_path("/user1/", "calendar"), "/user1/calendar/");
-        assert_eq!(calendar_path("/user1", "calendar"), "/user1/calendar/");
-        assert_eq!(
-            href_safe("20260105-090000 mmb/medium:200u"),
-            "20260105-090000-mmb-medium-200u"
-        );
-        let monday = UtcDateTime::from_fields(2026, 1, 5, 0, 0, 0).unwrap();
-        let slot = EventSlot {
-            weekday: 2,
-            hour: 16,
-            minute: 30,
+    async fn act(&mut self, actor: &Actor<'a, C>, action: &Action) -> Self::Done {
+        let (plan, events) = (&actor.shared.plan, &actor.shared.events);
+        let done = match action.kind {
+            ActionKind::UpdateCalendar => self.update(plan, events, action.nth).await,
+            ActionKind::PollCalendar => self.poll(plan, events).await,
+            ActionKind::CreateEvent => {
+                self.create_event(plan, events, action.nth, &actor.shared.population)
+                    .await
+            }
+            ActionKind::ChangeEvent => self.change_event(plan, events, action.seq).await,
+            // Routed to the mail sessions (`crate::sessions::route`).
+            ActionKind::CheckInbox
+            | ActionKind::Read
+            | ActionKind::Move
+            | ActionKind::Delete
+            | ActionKind::Send
+            | ActionKind::DownloadMail => return Ok(Outcome::Skipped("not_routed")),
         };
-        assert_eq!(slot_start(monday, slot).to_string(), "20260107T163000Z");
-    }
-
-    #[test]
-    fn a_reported_event_is_known_by_its_uid_start_and_revision() {
-        let start = UtcDateTime::from_fields(2026, 1, 6, 9, 0, 0).unwrap();
-        let spec = EventSpec {
-            uid: "r1-u0-c3".into(),
-            stamp: start,
-            start,
-            end: start.plus_seconds(3600),
-            summary: "x".into(),
-            location: None,
-            description: Some("a very long description ".repeat(10)),
-            sequence: 4,
-        };
-        let object = CalendarObject {
-            href: "http://h/user1/calendar/r1-u0-c3.ics".into(),
-            etag: Some("\"e1\"".into()),
-            data: Some(event_ics(&spec)),
-        };
-        let known = known_event(&object).unwrap();
-        assert_eq!(known.href, "/user1/calendar/r1-u0-c3.ics");
-        assert_eq!(known.uid, "r1-u0-c3");
-        assert_eq!(known.start, start);
-        assert_eq!(known.sequence, 4);
-        let without_data = CalendarObject {
-            data: None,
-            ..object
-        };
-        assert!(known_event(&without_data).is_none());
+        done.map_err(Failure::from)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -29,9 +29,11 @@ use peakhour_workload::ActionKind;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{Failure, Outgoing, User, calendar_item, sleep_until};
 use crate::connector::Connector;
 use crate::events::{Counter, Event, Outcome};
+use crate::sessions::smtp::Outgoing;
+use crate::sessions::user::actor;
+use crate::sessions::{Action, Actor, Failure, User, UserSession, calendar_item, sleep_until};
 use crate::target::{Endpoint, Target, TlsMode};
 
 /// How often a user without push looks at its Inbox for new mail. Cyrus
@@ -46,17 +48,6 @@ pub(crate) const POLL_WITHOUT_PUSH: Duration = Duration::from_secs(2);
 /// Properties fetched to know a message: its keywords (seen) and its
 /// Message-ID (delivery tracking).
 const KNOW: [&str; 3] = ["id", "keywords", "messageId"];
-
-impl From<JmapError> for Failure {
-    fn from(error: JmapError) -> Self {
-        Failure {
-            kind: format!("jmap:{}", error.kind()),
-            session_lost: !error.is_recoverable(),
-            // The request and the server's own words, for the error's example.
-            detail: Some(error.to_string()),
-        }
-    }
-}
 
 /// For `map_err`: the JMAP request `method` failed, the method named (an
 /// HTTP error or a status says which request, not which method).
@@ -97,14 +88,6 @@ impl JmapSession {
                 session_lost: false,
                 detail: Some(format!("Mailbox/get listed no mailbox {name:?}")),
             })
-    }
-}
-
-fn no_session() -> Failure {
-    Failure {
-        kind: "no-session".into(),
-        session_lost: true,
-        detail: None,
     }
 }
 
@@ -149,11 +132,11 @@ pub(crate) async fn session_capabilities(
     Some(client.session()?.capabilities.keys().cloned().collect())
 }
 
-impl<C: Connector> User<C> {
+impl<C: Connector> Actor<'_, C> {
     /// The HTTP connection options of this user: its credentials, and the
     /// action timeout for every request.
     fn http_options(&self) -> ConnectionOptions {
-        let (login, password) = self.shared.target.login(self.index, &self.address);
+        let (login, password) = self.shared.target.login(self.index, self.address);
         ConnectionOptions {
             auth: Some(BasicAuth::new(login, password)),
             request_timeout: self.shared.action_timeout,
@@ -161,7 +144,7 @@ impl<C: Connector> User<C> {
         }
     }
 
-    pub(super) async fn jmap_log_on(&self) -> Result<JmapSession, Failure> {
+    pub(crate) async fn jmap_log_on(&self) -> Result<JmapSession, Failure> {
         let target = &self.shared.target;
         let endpoint = target.jmap.as_ref().ok_or(Failure {
             kind: "jmap:no-endpoint".into(),
@@ -197,7 +180,7 @@ impl<C: Connector> User<C> {
         let identity = identities
             .list
             .iter()
-            .find(|i| i.email.eq_ignore_ascii_case(&self.address))
+            .find(|i| i.email.eq_ignore_ascii_case(self.address))
             .or(identities.list.first())
             .map(|i| i.id.clone())
             .ok_or(Failure {
@@ -273,107 +256,6 @@ impl<C: Connector> User<C> {
         Ok(())
     }
 
-    /// Waits for `due`, fetching new mail whenever push says the user's
-    /// email changed or, without push, every [`POLL_WITHOUT_PUSH`].
-    pub(super) async fn jmap_wait_until(&mut self, due: Instant, stop: &mut watch::Receiver<bool>) {
-        loop {
-            let Some(session) = self.jmap.as_mut() else {
-                sleep_until(due, stop).await;
-                return;
-            };
-            let Some(push) = session.push.as_mut() else {
-                return self.jmap_poll_until(due, stop).await;
-            };
-            let account = session.client.account().to_owned();
-            let event = tokio::select! {
-                // PushStream::next is cancel-safe.
-                event = push.next() => event,
-                _ = tokio::time::sleep_until(due) => return,
-                _ = stop.changed() => return,
-            };
-            match event {
-                Ok(Some(PushEvent::StateChange(change))) if change.changed(&account, "Email") => {
-                    self.jmap_refresh_in_background().await;
-                }
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => {
-                    // The stream ended: carry on without push (polling).
-                    if let Some(session) = self.jmap.as_mut() {
-                        session.push = None;
-                        session.next_poll = Instant::now();
-                    }
-                    self.shared
-                        .events
-                        .send(Event::SessionError("jmap:push-ended".into()));
-                }
-            }
-        }
-    }
-
-    /// Without push: looks at the Inbox every [`POLL_WITHOUT_PUSH`] until
-    /// `due`, as a client that cannot be told of new mail does.
-    async fn jmap_poll_until(&mut self, due: Instant, stop: &mut watch::Receiver<bool>) {
-        loop {
-            let Some(next_poll) = self.jmap.as_ref().map(|s| s.next_poll) else {
-                sleep_until(due, stop).await;
-                return;
-            };
-            if next_poll >= due {
-                sleep_until(due, stop).await;
-                return;
-            }
-            if !sleep_until(next_poll, stop).await {
-                return;
-            }
-            if let Some(session) = self.jmap.as_mut() {
-                session.next_poll = Instant::now() + POLL_WITHOUT_PUSH;
-            }
-            self.jmap_refresh_in_background().await;
-        }
-    }
-
-    /// Fetches what is new in the Inbox outside any action: a failure is
-    /// counted as a session error, and a session that did not survive it
-    /// is dropped.
-    async fn jmap_refresh_in_background(&mut self) {
-        let page = self.shared.plan.params().page_size.max(1);
-        let Some(mut session) = self.jmap.take() else {
-            return;
-        };
-        let refreshed = self.jmap_refresh(&mut session, page).await;
-        self.jmap = Some(session);
-        if let Err(failure) = refreshed {
-            self.background_failure(failure);
-        }
-    }
-
-    pub(super) async fn jmap_act(
-        &mut self,
-        kind: ActionKind,
-        seq: u64,
-        nth: u64,
-    ) -> Result<Outcome, Failure> {
-        // The session is taken out for the action so that helpers can borrow
-        // the user; it is put back whatever happens (a lost session is then
-        // dropped by the caller).
-        let mut session = *self.jmap.take().ok_or_else(no_session)?;
-        let outcome = match kind {
-            ActionKind::CheckInbox => self.jmap_check_inbox(&mut session).await,
-            ActionKind::Read => self.jmap_read(&mut session, seq).await,
-            ActionKind::Move => self.jmap_move(&mut session, seq, false).await,
-            ActionKind::Delete => self.jmap_move(&mut session, seq, true).await,
-            ActionKind::Send => self.jmap_send(&mut session, nth).await,
-            ActionKind::UpdateCalendar => self.jmap_update_calendar(&mut session, nth).await,
-            // Handled by the groupware clients before the mail session.
-            ActionKind::PollCalendar
-            | ActionKind::CreateEvent
-            | ActionKind::ChangeEvent
-            | ActionKind::DownloadMail => Ok(Outcome::Skipped("not_groupware")),
-        };
-        self.jmap = Some(Box::new(session));
-        outcome
-    }
-
     async fn jmap_check_inbox(&self, session: &mut JmapSession) -> Result<Outcome, Failure> {
         let page = self.shared.plan.params().page_size.max(1);
         self.shared.events.count(Counter::FolderOpens, 1);
@@ -381,26 +263,10 @@ impl<C: Connector> User<C> {
         Ok(Outcome::Ok)
     }
 
-    /// Picks a message of the Inbox as the IMAP session does: unread first
-    /// when the profile says so.
-    fn jmap_pick(&self, session: &JmapSession, seq: u64, unread_first: bool) -> Option<usize> {
-        let unread: Vec<usize> = (0..session.inbox.len())
-            .filter(|&i| !session.inbox[i].seen)
-            .collect();
-        let candidates: Vec<usize> = if unread_first && !unread.is_empty() {
-            unread
-        } else {
-            (0..session.inbox.len()).collect()
-        };
-        if candidates.is_empty() {
-            return None;
-        }
-        Some(candidates[self.shared.plan.pick(self.index, seq, candidates.len())])
-    }
-
     async fn jmap_read(&self, session: &mut JmapSession, seq: u64) -> Result<Outcome, Failure> {
         let unread_first = self.shared.plan.params().unread_first;
-        let Some(index) = self.jmap_pick(session, seq, unread_first) else {
+        let seen = session.inbox.iter().map(|k| k.seen);
+        let Some(index) = self.pick_message(seen, seq, unread_first) else {
             return Ok(Outcome::Skipped("empty_inbox"));
         };
         let id = session.inbox[index].id.clone();
@@ -439,7 +305,8 @@ impl<C: Connector> User<C> {
         delete: bool,
     ) -> Result<Outcome, Failure> {
         let params = self.shared.plan.params().clone();
-        let Some(index) = self.jmap_pick(session, seq, false) else {
+        let seen = session.inbox.iter().map(|k| k.seen);
+        let Some(index) = self.pick_message(seen, seq, false) else {
             return Ok(Outcome::Skipped("empty_inbox"));
         };
         let Some(folder) = self.move_folder(&params, seq, delete) else {
@@ -463,15 +330,10 @@ impl<C: Connector> User<C> {
 
     async fn jmap_send(&self, session: &mut JmapSession, nth: u64) -> Result<Outcome, Failure> {
         let plan = &self.shared.plan;
-        let Outgoing {
-            recipients,
-            envelope,
-            message,
-            message_id,
-        } = self.compose(nth)?;
+        let outgoing: Outgoing = self.compose(nth)?;
         let uploaded = session
             .client
-            .upload("message/rfc822", message)
+            .upload("message/rfc822", outgoing.message)
             .await
             .map_err(calling("upload"))?;
         let blob = self.command("jmap.upload", uploaded).blob_id;
@@ -485,7 +347,7 @@ impl<C: Connector> User<C> {
                 &blob,
                 &sent,
                 &identity,
-                Some(SubmissionEnvelope::new(&self.address, &envelope)),
+                Some(SubmissionEnvelope::new(self.address, &outgoing.envelope)),
             )
             .await
             .map_err(calling("EmailSubmission/set"))?;
@@ -493,7 +355,7 @@ impl<C: Connector> User<C> {
         if imported.created_id("m").is_none() || submission.created_id("s").is_none() {
             return Ok(Outcome::Error("jmap:not-submitted".into()));
         }
-        self.submitted(&message_id, &recipients);
+        self.submitted(&outgoing.message_id, &outgoing.recipients);
         Ok(Outcome::Ok)
     }
 
@@ -504,7 +366,7 @@ impl<C: Connector> User<C> {
     ) -> Result<Outcome, Failure> {
         let folder = self.shared.plan.params().calendar_folder.clone();
         let calendar = session.mailbox(&folder)?;
-        let item = calendar_item(&self.shared.run_id, self.index, nth, &self.address);
+        let item = calendar_item(&self.shared.run_id, self.index, nth, self.address);
         let uploaded = session
             .client
             .upload("message/rfc822", item)
@@ -534,5 +396,102 @@ impl<C: Connector> User<C> {
             self.command("jmap.Email/set", destroyed);
         }
         Ok(Outcome::Ok)
+    }
+}
+
+impl<'a, C: Connector> UserSession<Actor<'a, C>> for JmapSession {
+    type Action = Action;
+    type Done = Result<Outcome, Failure>;
+
+    async fn act(&mut self, actor: &Actor<'a, C>, action: &Action) -> Self::Done {
+        let (seq, nth) = (action.seq, action.nth);
+        match action.kind {
+            ActionKind::CheckInbox => actor.jmap_check_inbox(self).await,
+            ActionKind::Read => actor.jmap_read(self, seq).await,
+            ActionKind::Move => actor.jmap_move(self, seq, false).await,
+            ActionKind::Delete => actor.jmap_move(self, seq, true).await,
+            ActionKind::Send => actor.jmap_send(self, nth).await,
+            ActionKind::UpdateCalendar => actor.jmap_update_calendar(self, nth).await,
+            // Routed to the groupware sessions (`crate::sessions::route`).
+            ActionKind::PollCalendar
+            | ActionKind::CreateEvent
+            | ActionKind::ChangeEvent
+            | ActionKind::DownloadMail => Ok(Outcome::Skipped("not_groupware")),
+        }
+    }
+}
+
+/// Waiting between actions over JMAP: push, or polling without it.
+impl<C: Connector> User<C> {
+    /// Waits for `due`, fetching new mail whenever push says the user's
+    /// email changed or, without push, every [`POLL_WITHOUT_PUSH`].
+    pub(crate) async fn jmap_wait_until(&mut self, due: Instant, stop: &mut watch::Receiver<bool>) {
+        loop {
+            let Some(session) = self.jmap.as_mut() else {
+                sleep_until(due, stop).await;
+                return;
+            };
+            let Some(push) = session.push.as_mut() else {
+                return self.jmap_poll_until(due, stop).await;
+            };
+            let account = session.client.account().to_owned();
+            let event = tokio::select! {
+                // PushStream::next is cancel-safe.
+                event = push.next() => event,
+                _ = tokio::time::sleep_until(due) => return,
+                _ = stop.changed() => return,
+            };
+            match event {
+                Ok(Some(PushEvent::StateChange(change))) if change.changed(&account, "Email") => {
+                    self.jmap_refresh_in_background().await;
+                }
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => {
+                    // The stream ended: carry on without push (polling).
+                    if let Some(session) = self.jmap.as_mut() {
+                        session.push = None;
+                        session.next_poll = Instant::now();
+                    }
+                    self.shared
+                        .events
+                        .send(Event::SessionError("jmap:push-ended".into()));
+                }
+            }
+        }
+    }
+    /// Without push: looks at the Inbox every [`POLL_WITHOUT_PUSH`] until
+    /// `due`, as a client that cannot be told of new mail does.
+    async fn jmap_poll_until(&mut self, due: Instant, stop: &mut watch::Receiver<bool>) {
+        loop {
+            let Some(next_poll) = self.jmap.as_ref().map(|s| s.next_poll) else {
+                sleep_until(due, stop).await;
+                return;
+            };
+            if next_poll >= due {
+                sleep_until(due, stop).await;
+                return;
+            }
+            if !sleep_until(next_poll, stop).await {
+                return;
+            }
+            if let Some(session) = self.jmap.as_mut() {
+                session.next_poll = Instant::now() + POLL_WITHOUT_PUSH;
+            }
+            self.jmap_refresh_in_background().await;
+        }
+    }
+    /// Fetches what is new in the Inbox outside any action: a failure is
+    /// counted as a session error, and a session that did not survive it
+    /// is dropped.
+    async fn jmap_refresh_in_background(&mut self) {
+        let page = self.shared.plan.params().page_size.max(1);
+        let Some(mut session) = self.jmap.take() else {
+            return;
+        };
+        let refreshed = actor!(self).jmap_refresh(&mut session, page).await;
+        self.jmap = Some(session);
+        if let Err(failure) = refreshed {
+            self.background_failure(failure);
+        }
     }
 }

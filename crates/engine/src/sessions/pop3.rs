@@ -22,10 +22,11 @@ use peakhour_net::{Secret, Timed};
 use peakhour_pop3::{Command, Pop3Connection, Pop3Error};
 use tokio::time::Instant;
 
+use crate::connector::Connector;
 use crate::delivery::DeliveryTracker;
 use crate::events::{Counter, EventSink, Outcome};
+use crate::sessions::{Action, Actor, Failure, UserSession, header};
 use crate::target::{Endpoint, Target, TlsMode};
-use crate::user::header;
 
 /// The most UIDs a leave-on-server user remembers: a bound on memory far
 /// above what a maildrop holds in any profile. Past it, the oldest are
@@ -70,6 +71,28 @@ pub(crate) struct CheckContext<'a> {
     pub(crate) address: &'a str,
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
+}
+
+impl<'a> CheckContext<'a> {
+    /// A context for a check or a search, not the users' load: its commands
+    /// go to `sink`, which nobody reads, and every step has `timeout`.
+    fn unrecorded(
+        target: &'a Target,
+        sink: &'a EventSink,
+        delivery: &'a DeliveryTracker,
+        (user, address): (u32, &'a str),
+        timeout: Duration,
+    ) -> Self {
+        CheckContext {
+            target,
+            events: sink,
+            delivery,
+            user,
+            address,
+            connect_timeout: timeout,
+            command_timeout: timeout,
+        }
+    }
 }
 
 /// One user's POP3 client state between checks.
@@ -204,16 +227,8 @@ pub(crate) async fn check_login(
     address: &str,
     timeout: Duration,
 ) -> Result<Vec<String>, Pop3Failure> {
-    let (sink, _) = EventSink::channel();
-    let ctx = CheckContext {
-        target,
-        events: &sink,
-        delivery: &DeliveryTracker::default(),
-        user: 0,
-        address,
-        connect_timeout: timeout,
-        command_timeout: timeout,
-    };
+    let (sink, delivery) = (EventSink::channel().0, DeliveryTracker::default());
+    let ctx = CheckContext::unrecorded(target, &sink, &delivery, (0, address), timeout);
     let mut pop = log_on(&ctx).await?;
     // After login: a server may offer more then (RFC 2449 §5).
     let offered = match pop.capa().await {
@@ -236,16 +251,8 @@ pub(crate) async fn search_maildrop(
     timeout: Duration,
 ) -> Result<Vec<String>, Pop3Failure> {
     // The reconciliation's searches are not the users' load: not recorded.
-    let (sink, _) = EventSink::channel();
-    let ctx = CheckContext {
-        target,
-        events: &sink,
-        delivery: &DeliveryTracker::default(),
-        user,
-        address,
-        connect_timeout: timeout,
-        command_timeout: timeout,
-    };
+    let (sink, delivery) = (EventSink::channel().0, DeliveryTracker::default());
+    let ctx = CheckContext::unrecorded(target, &sink, &delivery, (user, address), timeout);
     let mut pop = log_on(&ctx).await?;
     let listing = pop.uidl().await?.value;
     let mut ids = Vec::new();
@@ -259,6 +266,25 @@ pub(crate) async fn search_maildrop(
     }
     let _ = pop.quit().await;
     Ok(ids)
+}
+
+impl<'a, C: Connector> UserSession<Actor<'a, C>> for Pop3Mailbox {
+    type Action = Action;
+    type Done = Result<Outcome, Failure>;
+
+    async fn act(&mut self, actor: &Actor<'a, C>, _action: &Action) -> Self::Done {
+        let shared = actor.shared;
+        let ctx = CheckContext {
+            target: &shared.target,
+            events: &shared.events,
+            delivery: &shared.delivery,
+            user: actor.index,
+            address: actor.address,
+            connect_timeout: shared.connect_timeout,
+            command_timeout: shared.action_timeout,
+        };
+        self.download(&ctx).await.map_err(Failure::from)
+    }
 }
 
 #[cfg(test)]

@@ -9,9 +9,10 @@ use peakhour_workload::files::{FileOp, FilePlan, Phase as MixPhase, Work};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::files::client::{Client, Shared, Stop, bytes_of, guard};
 use crate::files::events::{FileEvent, OpOutcome};
-use crate::files::ops::{apply, mix_action, under};
+use crate::sessions::UserSession;
+use crate::sessions::files::client::{Client, Shared, Stop, bytes_of, guard};
+use crate::sessions::files::ops::{mix_action, under};
 
 /// Runs client `n` (from 1) of `plan` from `t0` until its script ends, `stop` is raised,
 /// or it fails.
@@ -22,21 +23,13 @@ pub(crate) async fn run_mix_client(
     t0: Instant,
     stop: watch::Receiver<bool>,
 ) {
-    let mut client = match Client::connect(n, shared.clone(), stop).await {
-        Ok(c) => c,
-        Err(error) => {
-            shared.events.send(FileEvent::Failed {
-                client: n,
-                error,
-                at: Instant::now(),
-            });
-            return;
-        }
+    let Some(mut client) = Client::connect(n, shared, stop).await else {
+        return;
     };
     let mut measuring = false;
     let result = drive(&mut client, &plan, t0, &mut measuring).await;
     if measuring {
-        client.shared.events.send(FileEvent::DoneMeasuring {
+        client.shared.events.file(FileEvent::DoneMeasuring {
             client: n,
             at: Instant::now(),
         });
@@ -83,7 +76,7 @@ async fn drive(
                     at: Instant::now(),
                 }
             };
-            client.shared.events.send(event);
+            client.shared.events.file(event);
             *measuring = measured;
         }
         last_end = piece(client, &work, last_end).await?;
@@ -102,12 +95,7 @@ async fn piece(client: &mut Client, work: &Work, last_end: Instant) -> Result<In
             return Err(Stop::Requested);
         }
         let started = Instant::now();
-        let home = client.home.clone();
-        let result = guard(
-            client.shared.op_timeout,
-            apply(&mut client.backend, &home, op),
-        )
-        .await?;
+        let result = client.act(&(), op).await?;
         let (outcome, bytes) = match result {
             Ok(o) if o.status == NtStatus::OK => (
                 OpOutcome::Ok,
@@ -131,11 +119,7 @@ async fn untimed(
     counter: &'static str,
     failure: &'static str,
 ) -> Result<bool, Stop> {
-    let home = client.home.clone();
-    let ok = matches!(
-        guard(client.shared.op_timeout, apply(&mut client.backend, &home, op)).await?,
-        Ok(o) if o.status.is_success()
-    );
+    let ok = matches!(client.act(&(), op).await?, Ok(o) if o.status.is_success());
     client.untimed(counter, failure, ok);
     Ok(ok)
 }
@@ -160,11 +144,11 @@ pub(crate) async fn cleanup(client: &mut Client, plan: &FilePlan) {
     .await
     {
         Ok(Ok(o)) if o.status.is_success() => client.untimed("cleanup_operations", "", true),
-        Ok(Ok(o)) => client.shared.events.send(FileEvent::Leftover {
+        Ok(Ok(o)) => client.shared.events.file(FileEvent::Leftover {
             path: workspace,
             status: o.status.to_string(),
         }),
-        Ok(Err(kind)) => client.shared.events.send(FileEvent::Leftover {
+        Ok(Err(kind)) => client.shared.events.file(FileEvent::Leftover {
             path: workspace,
             status: kind.to_owned(),
         }),

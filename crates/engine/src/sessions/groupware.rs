@@ -1,5 +1,5 @@
 //! The groupware side of a simulated user: its calendar client (CalDAV) and
-//! its POP3 client, beside the IMAP session [`crate::user`] keeps.
+//! its POP3 client, beside the mail session (`crate::sessions::imap`, `jmap`).
 //!
 //! A user holds only the clients its profile uses. One whose actions need
 //! no IMAP (a `caldav-office` or `pop3-user` user) never opens an IMAP
@@ -12,97 +12,19 @@ use std::collections::BTreeMap;
 
 use peakhour_workload::{ActionKind, Plan};
 
-use crate::calendar::{CalendarFailure, CalendarUser};
 use crate::connector::Connector;
-use crate::events::{Event, Outcome};
-use crate::pop3_user::{CheckContext, Pop3Failure, Pop3Mailbox};
+use crate::events::Event;
 use crate::population::Population;
-use crate::run::MailProtocol;
+use crate::sessions::caldav::CalendarUser;
+use crate::sessions::pop3::Pop3Mailbox;
+use crate::sessions::{Shared, needs_imap};
 use crate::target::Target;
-use crate::user::{Failure, Shared};
-
-impl From<CalendarFailure> for Failure {
-    fn from(failure: CalendarFailure) -> Self {
-        // The HTTP connection reconnects by itself: the IMAP session, if
-        // any, is not affected.
-        Failure {
-            kind: failure.kind,
-            session_lost: false,
-            detail: failure.detail,
-        }
-    }
-}
-
-impl From<Pop3Failure> for Failure {
-    fn from(failure: Pop3Failure) -> Self {
-        // Each POP3 check has its own connection.
-        Failure {
-            kind: failure.kind,
-            session_lost: false,
-            detail: failure.detail,
-        }
-    }
-}
-
-/// True if a user of `plan` needs an IMAP session: it reads,
-/// files or checks mail over IMAP, keeps a copy of what it sends, receives
-/// mail it notices only over IMAP (a profile that sends but does not
-/// download over POP3: recipients notice arrivals by IDLE), or keeps its
-/// calendar in an IMAP folder for want of a CalDAV server (`has_caldav`).
-pub(crate) fn needs_imap(plan: &Plan, has_caldav: bool) -> bool {
-    let downloads = plan.actions().contains(&ActionKind::DownloadMail);
-    plan.actions().iter().any(|kind| match kind {
-        ActionKind::CheckInbox | ActionKind::Read | ActionKind::Move | ActionKind::Delete => true,
-        ActionKind::Send => plan.params().save_copy || !downloads,
-        ActionKind::UpdateCalendar => !has_caldav,
-        ActionKind::PollCalendar
-        | ActionKind::CreateEvent
-        | ActionKind::ChangeEvent
-        | ActionKind::DownloadMail => false,
-    })
-}
-
-/// The protocol each action of `plan` speaks on `target`, by action name:
-/// what the summary and the report say was used (`update_calendar` is
-/// `caldav` with a CalDAV server and `imap` without one). In a run over
-/// JMAP every action a mail session does (including sending) is `jmap`.
-pub(crate) fn action_protocols(
-    plan: &Plan,
-    target: &Target,
-    mail: MailProtocol,
-) -> BTreeMap<String, String> {
-    let over_jmap = mail == MailProtocol::Jmap && needs_imap(plan, target.caldav.is_some());
-    plan.actions()
-        .into_iter()
-        .map(|kind| {
-            let protocol = match kind {
-                ActionKind::CheckInbox
-                | ActionKind::Read
-                | ActionKind::Move
-                | ActionKind::Delete => "imap",
-                ActionKind::Send if plan.params().save_copy => "smtp+imap",
-                ActionKind::Send => "smtp",
-                ActionKind::UpdateCalendar if target.caldav.is_none() => "imap",
-                ActionKind::UpdateCalendar
-                | ActionKind::PollCalendar
-                | ActionKind::CreateEvent
-                | ActionKind::ChangeEvent => "caldav",
-                ActionKind::DownloadMail => "pop3",
-            };
-            let protocol = match protocol {
-                "imap" | "smtp" | "smtp+imap" if over_jmap => "jmap",
-                other => other,
-            };
-            (kind.name().to_owned(), protocol.to_owned())
-        })
-        .collect()
-}
 
 /// One user's groupware clients. See the module documentation.
 #[derive(Debug)]
 pub(crate) struct GroupwareClients {
-    calendar: Option<CalendarUser>,
-    pop3: Option<Pop3Mailbox>,
+    pub(crate) calendar: Option<CalendarUser>,
+    pub(crate) pop3: Option<Pop3Mailbox>,
     imap_needed: bool,
     /// Logged on without an IMAP session (see the module documentation).
     online: bool,
@@ -161,63 +83,6 @@ impl GroupwareClients {
             shared.events.send(Event::LoggedOn(-1));
         }
     }
-
-    /// Performs `kind` if it is a groupware action (or `update_calendar`
-    /// with a CalDAV server); `None` for the IMAP and SMTP actions.
-    pub(crate) async fn act<C: Connector>(
-        &mut self,
-        shared: &Shared<C>,
-        index: u32,
-        address: &str,
-        kind: ActionKind,
-        seq: u64,
-        nth: u64,
-    ) -> Option<Result<Outcome, Failure>> {
-        let (plan, events) = (&shared.plan, &shared.events);
-        let result = match kind {
-            ActionKind::DownloadMail => {
-                let Some(pop3) = self.pop3.as_mut() else {
-                    return Some(Ok(Outcome::Error("pop3:no-server".into())));
-                };
-                let ctx = CheckContext {
-                    target: &shared.target,
-                    events,
-                    delivery: &shared.delivery,
-                    user: index,
-                    address,
-                    connect_timeout: shared.connect_timeout,
-                    command_timeout: shared.action_timeout,
-                };
-                pop3.download(&ctx).await.map_err(Failure::from)
-            }
-            ActionKind::UpdateCalendar
-            | ActionKind::PollCalendar
-            | ActionKind::CreateEvent
-            | ActionKind::ChangeEvent => {
-                let Some(calendar) = self.calendar.as_mut() else {
-                    return (kind != ActionKind::UpdateCalendar)
-                        .then(|| Ok(Outcome::Error("caldav:no-server".into())));
-                };
-                let done = match kind {
-                    ActionKind::UpdateCalendar => calendar.update(plan, events, nth).await,
-                    ActionKind::PollCalendar => calendar.poll(plan, events).await,
-                    ActionKind::CreateEvent => {
-                        calendar
-                            .create_event(plan, events, nth, &shared.population)
-                            .await
-                    }
-                    _ => calendar.change_event(plan, events, seq).await,
-                };
-                done.map_err(Failure::from)
-            }
-            ActionKind::CheckInbox
-            | ActionKind::Send
-            | ActionKind::Read
-            | ActionKind::Move
-            | ActionKind::Delete => return None,
-        };
-        Some(result)
-    }
 }
 
 /// Why the groupware servers a profile needs are not usable.
@@ -271,20 +136,21 @@ pub(crate) async fn groupware_preflight(
         && plan.uses_calendar()
     {
         let invites = plan.invitations().share > 0.0;
-        let classes =
-            crate::calendar::check_calendar(plan, target, endpoint, &address, timeout, invites)
-                .await
-                .map_err(|reason| GroupwareCheckError::CalDav {
-                    endpoint: endpoint.to_string(),
-                    reason,
-                })?;
+        let classes = crate::sessions::caldav::check_calendar(
+            plan, target, endpoint, &address, timeout, invites,
+        )
+        .await
+        .map_err(|reason| GroupwareCheckError::CalDav {
+            endpoint: endpoint.to_string(),
+            reason,
+        })?;
         if let Some(classes) = classes {
             offered.insert("caldav".to_owned(), classes);
         }
     }
     if plan.actions().contains(&ActionKind::DownloadMail) {
         let endpoint = target.pop3.as_ref().ok_or(GroupwareCheckError::NoPop3)?;
-        let capa = crate::pop3_user::check_login(target, &address, timeout)
+        let capa = crate::sessions::pop3::check_login(target, &address, timeout)
             .await
             .map_err(|failure| GroupwareCheckError::Pop3 {
                 endpoint: endpoint.to_string(),
@@ -302,6 +168,8 @@ mod tests {
     use peakhour_workload::{Overrides, builtin};
 
     use super::*;
+    use crate::run::MailProtocol;
+    use crate::sessions::action_protocols;
 
     fn plan(name: &str) -> Plan {
         let profile = builtin(name).unwrap().profile().unwrap();

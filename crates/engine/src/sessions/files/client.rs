@@ -6,17 +6,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use peakhour_files::{AnyBackend, BackendError, FileBackend, NtStatus, OpResult, Outcome};
+use peakhour_workload::files::FileOp;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::files::events::{FileEvent, FileSink, OpEvent, OpOutcome};
+use crate::events::EventSink;
+use crate::files::events::{FileEvent, OpEvent, OpOutcome};
 use crate::files::target::FileTarget;
+use crate::sessions::UserSession;
+use crate::sessions::files::ops::apply;
 
 /// What every client of a run shares.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) target: Arc<FileTarget>,
-    pub(crate) events: FileSink,
+    pub(crate) events: EventSink,
     /// An operation without an answer after this long fails with `timeout`, and ends its
     /// client (an SMB connection whose request was abandoned is in an unknown state).
     pub(crate) op_timeout: Duration,
@@ -92,21 +96,47 @@ pub(crate) async fn guard(
     }
 }
 
+/// A file client's session: one operation of the disk mix in its workspace,
+/// under the operation timeout. (A replay's lines go to the backend one by
+/// one in `replay`, with their handles.)
+impl UserSession<()> for Client {
+    type Action = FileOp;
+    type Done = Result<Result<Outcome, &'static str>, Stop>;
+
+    async fn act(&mut self, _who: &(), op: &FileOp) -> Self::Done {
+        guard(
+            self.shared.op_timeout,
+            apply(&mut self.backend, &self.home, op),
+        )
+        .await
+    }
+}
+
 impl Client {
-    /// Connects client `n`, within the connect timeout.
+    /// Connects client `n`, within the connect timeout; `None`, reported as
+    /// the client's failure, when that failed.
     pub(crate) async fn connect(
         n: u32,
         shared: Arc<Shared>,
         stop: watch::Receiver<bool>,
-    ) -> Result<Client, String> {
-        let backend = shared.target.connect(n, shared.connect_timeout).await?;
-        Ok(Client {
-            n,
-            backend,
-            home: shared.target.home(n),
-            shared,
-            stop,
-        })
+    ) -> Option<Client> {
+        match shared.target.connect(n, shared.connect_timeout).await {
+            Ok(backend) => Some(Client {
+                n,
+                backend,
+                home: shared.target.home(n),
+                shared,
+                stop,
+            }),
+            Err(error) => {
+                shared.events.file(FileEvent::Failed {
+                    client: n,
+                    error,
+                    at: Instant::now(),
+                });
+                None
+            }
+        }
     }
 
     pub(crate) fn stopped(&self) -> bool {
@@ -135,7 +165,7 @@ impl Client {
         (bytes_read, bytes_written): (u64, u64),
     ) -> Instant {
         let finished = Instant::now();
-        self.shared.events.send(FileEvent::Op(OpEvent {
+        self.shared.events.file(FileEvent::Op(OpEvent {
             client: self.n,
             action,
             measured,
@@ -151,7 +181,7 @@ impl Client {
 
     /// Reports a failure that ends this client.
     pub(crate) fn failed(&self, error: String) {
-        self.shared.events.send(FileEvent::Failed {
+        self.shared.events.file(FileEvent::Failed {
             client: self.n,
             error,
             at: Instant::now(),
@@ -160,7 +190,7 @@ impl Client {
 
     /// Counts an untimed operation (set-up, cleanup) and whether it failed.
     pub(crate) fn untimed(&self, counter: &'static str, failure: &'static str, ok: bool) {
-        self.shared.events.send(FileEvent::Untimed {
+        self.shared.events.file(FileEvent::Untimed {
             counter: if ok { counter } else { failure },
         });
     }
@@ -173,7 +203,7 @@ impl Client {
             return;
         }
         for dir in dirs.iter().rev() {
-            let path = crate::files::ops::under(&self.home, dir).into_owned();
+            let path = crate::sessions::files::ops::under(&self.home, dir).into_owned();
             let _ = guard(self.shared.op_timeout, self.backend.remove_dir(&path)).await;
         }
     }
@@ -181,7 +211,7 @@ impl Client {
     /// Makes the shared directories above the workspace if they are missing.
     pub(crate) async fn make_dirs(&mut self, dirs: &[String]) -> Result<(), Stop> {
         for dir in dirs {
-            let path = crate::files::ops::under(&self.home, dir).into_owned();
+            let path = crate::sessions::files::ops::under(&self.home, dir).into_owned();
             let status = guard(self.shared.op_timeout, self.backend.make_dir(&path)).await?;
             match status {
                 Ok(o) if o.status.is_success() || o.status == NtStatus::OBJECT_NAME_COLLISION => {}
