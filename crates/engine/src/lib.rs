@@ -86,8 +86,6 @@ pub mod state_checks;
 mod target;
 pub mod users_file;
 
-pub use sessions::caldav::CalDavEndpoint;
-pub use sessions::caldav::init::{CalendarInitError, CalendarInitReport, init_calendars};
 pub use connector::{Connector, NetConnector};
 pub use core::{
     BYTES_READ, BYTES_WRITTEN, Both, Observer, Phase, RunClock, RunRecorder, STOP_GRACE,
@@ -113,7 +111,9 @@ pub use run::{
 pub use selfcheck::{CpuMeter, LAG_PROBE_PERIOD, process_cpu_time};
 pub use sessions::LATE_AFTER;
 use sessions::caldav as calendar;
+pub use sessions::caldav::CalDavEndpoint;
 use sessions::caldav::init as calendar_init;
+pub use sessions::caldav::init::{CalendarInitError, CalendarInitReport, init_calendars};
 pub use sessions::groupware::GroupwareCheckError;
 pub use target::{
     Account, Credentials, Endpoint, EndpointError, ServerOptions, Target, TlsMode,

@@ -16,8 +16,7 @@ use std::sync::Arc;
 use peakhour_analysis::{Summary, Verdict};
 use peakhour_app::files::FileRequest;
 use peakhour_engine::Both;
-use peakhour_engine::files::{FileLiveLine, FileProfileChoice, FileRunSettings, run_files,
-};
+use peakhour_engine::files::{FileLiveLine, FileProfileChoice, FileRunSettings, run_files};
 use peakhour_lab::LabStatus;
 use peakhour_monitor::{MailProbes, Source};
 use peakhour_rundir::{DirKind, RunConfig, RunDir};
