@@ -35,15 +35,29 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--count", type=int, default=100)
+    parser.add_argument("--subscribe-only", action="store_true")
     parser.add_argument("users", nargs="+")
     args = parser.parse_args()
     password = os.environ["PEAKHOUR_RECORD_PASSWORD"]
     for user in args.users:
+        if args.subscribe_only:
+            imap = imaplib.IMAP4("127.0.0.1", args.port)
+            imap.login(user, password)
+            for line in imap.list()[1]:
+                imap.subscribe(line.decode().split(' "/" ', 1)[1])
+            imap.logout()
+            continue
         imap = imaplib.IMAP4("127.0.0.1", args.port)
         imap.login(user, password)
         for n in range(args.count):
             flags = "(\\Seen)" if n < args.count - 10 else None
             imap.append("INBOX", flags, imaplib.Time2Internaldate(time.time() - (200 - n) * 3600), message(user, n))
+        # `peakhour init` creates folders without subscribing them; a real
+        # user's folders are subscribed, and Thunderbird (like Roundcube's
+        # folder list) shows only subscribed folders by default.
+        for line in imap.list()[1]:
+            name = line.decode().split(' "/" ', 1)[1]
+            imap.subscribe(name)
         imap.logout()
 
 
