@@ -111,8 +111,7 @@ sleep 5 # the last LOGOUTs reach the rawlog
 # ---- the fixtures -----------------------------------------------------------
 for client in "${wanted[@]}"; do
   python3 scripts/record/transcript.py --client "$client" --user "${user[$client]}" \
-    --rawlog "$rawlog/${user[$client]}" --prelogin "$prelogin" --actions "$work/$client/actions.json" \
-    --client-info "$work/$client/client.json" --idle "$idle" \
+    --rawlog "$rawlog/${user[$client]}" --prelogin "$prelogin" --work "$work/$client" \
     --out "tests/fixtures/clients/$client"
 done
 say "fixtures in tests/fixtures/clients/"
