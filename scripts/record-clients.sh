@@ -2,7 +2,7 @@
 # Records real mail clients against a lab with Dovecot's rawlog on (issue 28 item 1).
 #
 #   scripts/record-clients.sh [--idle SECONDS] [--clients neomutt,mbsync,roundcube,thunderbird]
-#                             [--lab-dir DIR] [--port-base N] [--work DIR] [--keep-lab]
+#                             [--lab-dir DIR] [--port-base N] [--work DIR] [--out DIR] [--keep-lab]
 #
 # Needs root, a debug build (target/debug/peakhour) and the recording packages
 # (scripts/setup.sh --recording). Starts a lab (12 users, mmb-medium mailboxes),
@@ -10,7 +10,7 @@
 # `rawlog_dir`), gives every client a user of its own (neomutt user1, mbsync
 # user2, roundcube user3, thunderbird user4), drives the clients through the
 # profile's actions at the same time, lets them sit idle for --idle seconds
-# (default 3600), then writes tests/fixtures/clients/<client>/ (transcript with
+# (default 3600), then writes --out/<client>/ (default tests/fixtures/clients; transcript with
 # passwords replaced, manifest.json with the actions' timestamps). Slow by
 # design: it is not part of the test suite. Every wait is bounded; everything
 # it starts is stopped by PID; the lab is purged unless --keep-lab.
@@ -25,6 +25,7 @@ lab=/work/peakhour-record-lab
 port_base=26000
 work=/work/peakhour-record-work
 keep_lab=0
+out=tests/fixtures/clients
 while [ $# -gt 0 ]; do
   case "$1" in
     --idle) idle=$2; shift ;;
@@ -32,6 +33,7 @@ while [ $# -gt 0 ]; do
     --lab-dir) lab=$2; shift ;;
     --port-base) port_base=$2; shift ;;
     --work) work=$2; shift ;;
+    --out) out=$2; shift ;;
     --keep-lab) keep_lab=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "error: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -97,7 +99,7 @@ for client in "${wanted[@]}"; do
   [ -n "${user[$client]:-}" ] || { echo "error: unknown client $client" >&2; exit 2; }
   mkdir -p "$work/$client"
   say "$client as ${user[$client]}"
-  python3 "scripts/record/$client.py" --lab-config "$lab/state.json" --user "${user[$client]}" \
+  timeout $((idle + 900)) python3 "scripts/record/$client.py" --lab-config "$lab/state.json" --user "${user[$client]}" \
     --work "$work/$client" --idle "$idle" --to "user9@bench.test" >"$work/$client/driver.log" 2>&1 &
   pids+=($!)
 done
@@ -112,7 +114,7 @@ sleep 5 # the last LOGOUTs reach the rawlog
 for client in "${wanted[@]}"; do
   python3 scripts/record/transcript.py --client "$client" --user "${user[$client]}" \
     --rawlog "$rawlog/${user[$client]}" --prelogin "$prelogin" --work "$work/$client" \
-    --out "tests/fixtures/clients/$client"
+    --out "$out/$client"
 done
-say "fixtures in tests/fixtures/clients/"
+say "fixtures in $out/"
 exit "$status"

@@ -6,8 +6,14 @@ so that a later tool can cut the transcript per action.
 """
 
 import json
+import signal
+import sys
 import time
 from contextlib import contextmanager
+
+# record-clients.sh stops a driver with SIGTERM; exiting through SystemExit
+# runs the drivers' `finally` blocks, which stop the client they started.
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 
 class ActionLog:

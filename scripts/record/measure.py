@@ -93,11 +93,11 @@ def measure(fixture):
     manifest = json.load(open(os.path.join(fixture, "manifest.json"), encoding="utf-8"))
     events = parse(os.path.join(fixture, "transcript.txt"))
     actions = sorted(manifest["actions"], key=lambda a: a["start"])
-    end_of_recording = max((e[0] for e in events), default=0.0)
     result = []
     for i, action in enumerate(actions):
         start = action["start"]
-        stop = actions[i + 1]["start"] if i + 1 < len(actions) else end_of_recording + 1
+        # The last action owns what follows it until its end (plus the LOGOUTs in flight).
+        stop = actions[i + 1]["start"] if i + 1 < len(actions) else action["end"] + 5
         window = [e for e in events if start <= e[0] < stop]
         commands, items = collections.Counter(), collections.Counter()
         opened = logins = sent = received = 0
@@ -114,7 +114,7 @@ def measure(fixture):
                 received += wire_bytes(text)
                 if "] Logged in" in text:
                     logins += 1
-        seconds = max(stop - start, 1e-9) if i + 1 < len(actions) else max(end_of_recording - start, 1e-9)
+        seconds = max(stop - start, 1e-9)
         entry = {"action": action["action"], "seconds": round(seconds, 3), "commands": dict(commands.most_common()),
                  "fetch_items": dict(items.most_common()), "connections_opened": opened, "logins": logins,
                  "bytes_from_client": sent, "bytes_from_server": received}

@@ -7,13 +7,14 @@ name. Every wait is bounded.
 """
 
 import argparse
+import json
 import os
 import subprocess
 import time
 
 from actions import ActionLog, wait_until
 
-SOCKET = "peakhour-record-neomutt"
+SOCKET = "peakhour-record-neomutt"  # the user is appended in main()
 
 
 def tmux(*args, check=True):
@@ -79,7 +80,8 @@ def main():
     parser.add_argument("--idle", type=int, default=600)
     parser.add_argument("--to", required=True)
     args = parser.parse_args()
-    import json
+    global SOCKET
+    SOCKET = f"{SOCKET}-{args.user}"
 
     lab = json.load(open(args.lab_config, encoding="utf-8"))
     password = os.environ["PEAKHOUR_RECORD_PASSWORD"]

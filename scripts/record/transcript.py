@@ -208,6 +208,9 @@ def main():
     parser.add_argument("--work", required=True, help="the driver's directory (actions.json, configuration)")
     parser.add_argument("--out", required=True)
     parser.add_argument("--note", action="append", default=[])
+    parser.add_argument("--exclude-window", nargs=2, type=float, metavar=("START", "END"),
+                        help="drop connections opened in this Unix time window that logged in with LOGIN "
+                             "(the recording's own helper, e.g. subscribing folders; the clients use AUTHENTICATE)")
     args = parser.parse_args()
     password = os.environ["PEAKHOUR_RECORD_PASSWORD"]
     actions = json.load(open(os.path.join(args.work, "actions.json"), encoding="utf-8"))
@@ -215,6 +218,17 @@ def main():
     conns = connections(args.rawlog, args.prelogin, args.user, since)
     per_connection = [events_of(c) for c in conns]
     per_connection = [e for e in per_connection if e]
+    if args.exclude_window:
+        start, end = args.exclude_window
+        kept = [e for e in per_connection if not (start <= e[0][0] <= end and any(
+            side == "C" and len(text.split(" ")) > 1 and text.split(" ")[1].upper() == "LOGIN"
+            for _, side, text, _ in e))]
+        if len(kept) != len(per_connection):
+            args.note.append(f"{len(per_connection) - len(kept)} connection(s) of the recording's own helper "
+                             "(LOGIN, then SUBSCRIBE of every folder) were left out")
+        per_connection = kept
+    last = actions[-1]["end"] + 10
+    per_connection = [e for e in per_connection if e[0][0] <= last]
     per_connection.sort(key=lambda e: e[0][0])
     origin = per_connection[0][0][0] if per_connection else actions[0]["start"]
     merged, summary = [], []
