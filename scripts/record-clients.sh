@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Records real mail clients against a lab with Dovecot's rawlog on (issue 28 item 1).
 #
-#   scripts/record-clients.sh [--idle SECONDS] [--clients neomutt,mbsync,roundcube,thunderbird]
+#   scripts/record-clients.sh [--idle SECONDS] [--warm-idle SECONDS]
+#                             [--clients neomutt,mbsync,roundcube,thunderbird]
 #                             [--lab-dir DIR] [--port-base N] [--work DIR] [--out DIR] [--keep-lab]
 #
 # Needs root, a debug build (target/debug/peakhour) and the recording packages
@@ -10,7 +11,9 @@
 # `rawlog_dir`), gives every client a user of its own (neomutt user1, mbsync
 # user2, roundcube user3, thunderbird user4), drives the clients through the
 # profile's actions at the same time, lets them sit idle for --idle seconds
-# (default 3600), then writes --out/<client>/ (default tests/fixtures/clients; transcript with
+# (default 3600). Thunderbird then starts again with the same profile
+# (thunderbird-warm: a day's usual start, caches filled) and idles --warm-idle
+# seconds (default 600). It writes --out/<client>/ (default tests/fixtures/clients; transcript with
 # passwords replaced, manifest.json with the actions' timestamps). Slow by
 # design: it is not part of the test suite. Every wait is bounded; everything
 # it starts is stopped by PID; the lab is purged unless --keep-lab.
@@ -20,6 +23,7 @@ repo=$(pwd)
 
 usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
 idle=3600
+warm_idle=600
 clients=neomutt,mbsync,roundcube,thunderbird
 lab=/work/peakhour-record-lab
 port_base=26000
@@ -29,6 +33,7 @@ out=tests/fixtures/clients
 while [ $# -gt 0 ]; do
   case "$1" in
     --idle) idle=$2; shift ;;
+    --warm-idle) warm_idle=$2; shift ;;
     --clients) clients=$2; shift ;;
     --lab-dir) lab=$2; shift ;;
     --port-base) port_base=$2; shift ;;
@@ -40,7 +45,9 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-case "$idle" in ''|*[!0-9]*) echo "error: --idle takes whole seconds, not $idle" >&2; exit 2 ;; esac
+for seconds in "$idle" "$warm_idle"; do
+  case "$seconds" in ''|*[!0-9]*) echo "error: --idle and --warm-idle take whole seconds, not $seconds" >&2; exit 2 ;; esac
+done
 
 say() { printf '==> %s\n' "$*"; }
 peakhour=$repo/target/debug/peakhour
@@ -99,8 +106,16 @@ for client in "${wanted[@]}"; do
   [ -n "${user[$client]:-}" ] || { echo "error: unknown client $client" >&2; exit 2; }
   mkdir -p "$work/$client"
   say "$client as ${user[$client]}"
-  timeout $((idle + 900)) python3 "scripts/record/$client.py" --lab-config "$lab/state.json" --user "${user[$client]}" \
-    --work "$work/$client" --idle "$idle" --to "user9@bench.test" >"$work/$client/driver.log" 2>&1 &
+  driver=(python3 "scripts/record/$client.py" --lab-config "$lab/state.json" --user "${user[$client]}"
+    --work "$work/$client" --to "user9@bench.test")
+  if [ "$client" = thunderbird ]; then
+    # The first start (account made, every folder downloaded), then a warm one.
+    # timeout runs both in a process group of their own and passes a TERM on to it.
+    timeout $((idle + warm_idle + 1800)) bash -c '"${@:3}" --idle "$1" && "${@:3}" --idle "$2" --warm' \
+      _ "$idle" "$warm_idle" "${driver[@]}" >"$work/$client/driver.log" 2>&1 &
+  else
+    timeout $((idle + 900)) "${driver[@]}" --idle "$idle" >"$work/$client/driver.log" 2>&1 &
+  fi
   pids+=($!)
 done
 status=0
@@ -115,6 +130,11 @@ for client in "${wanted[@]}"; do
   python3 scripts/record/transcript.py --client "$client" --user "${user[$client]}" \
     --rawlog "$rawlog/${user[$client]}" --prelogin "$prelogin" --work "$work/$client" \
     --out "$out/$client"
+  if [ "$client" = thunderbird ]; then
+    python3 scripts/record/transcript.py --client thunderbird-warm --user "${user[$client]}" \
+      --rawlog "$rawlog/${user[$client]}" --prelogin "$prelogin" --work "$work/$client" \
+      --actions actions-warm.json --out "$out/thunderbird-warm"
+  fi
 done
 say "fixtures in $out/"
 exit "$status"

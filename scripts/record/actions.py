@@ -37,6 +37,12 @@ class ActionLog:
             self.actions.append(entry)
             self.save()
 
+    def add(self, name, how, start, end):
+        """An action timed by the caller (one that began before the log could be used)."""
+        self.actions.append({"action": name, "how": how, "start": round(start, 6), "outcome": "done",
+                             "end": round(end, 6)})
+        self.save()
+
     def save(self):
         with open(self.path, "w", encoding="utf-8") as out:
             json.dump(self.actions, out, indent=1)

@@ -10,6 +10,7 @@ bytes each way; for the idle action also the rates per hour. The same
 function will measure peakhour's own transcript for the similarity score.
 
     python3 scripts/record/measure.py tests/fixtures/clients/thunderbird [--markdown]
+    python3 scripts/record/measure.py REFERENCE --compare OTHER   # weighted Jaccard per action
 """
 
 import argparse
@@ -127,6 +128,33 @@ def measure(fixture):
     return {"client": manifest["client"], "packages": manifest["packages"], "actions": result}
 
 
+def weighted_jaccard(a, b):
+    """Sum of the smaller counts over the sum of the larger ones: 1.0 for equal multisets."""
+    keys = set(a) | set(b)
+    larger = sum(max(a.get(k, 0), b.get(k, 0)) for k in keys)
+    return 1.0 if larger == 0 else sum(min(a.get(k, 0), b.get(k, 0)) for k in keys) / larger
+
+
+def compare(reference, candidate):
+    """Per action: the similarity of commands and of FETCH items, and what differs (reference - candidate)."""
+    theirs = {a["action"]: a for a in candidate["actions"]}
+    rows = []
+    for action in reference["actions"]:
+        other = theirs.get(action["action"])
+        if other is None:
+            rows.append({"action": action["action"], "missing": True})
+            continue
+        rows.append({
+            "action": action["action"],
+            "commands": round(weighted_jaccard(action["commands"], other["commands"]), 3),
+            "fetch_items": round(weighted_jaccard(action["fetch_items"], other["fetch_items"]), 3),
+            "differences": {k: action["commands"].get(k, 0) - other["commands"].get(k, 0)
+                            for k in set(action["commands"]) | set(other["commands"])
+                            if action["commands"].get(k, 0) != other["commands"].get(k, 0)},
+        })
+    return rows
+
+
 def markdown(measured):
     rows = [f"| {measured['client']} action | commands | fetch items | conns | logins | bytes C→S / S→C |",
             "|---|---|---|---|---|---|"]
@@ -142,9 +170,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("fixture")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--compare", metavar="FIXTURE", help="score another recording (or peakhour's) against this one")
     args = parser.parse_args()
     measured = measure(args.fixture)
-    if args.markdown:
+    if args.compare:
+        json.dump(compare(measured, measure(args.compare)), sys.stdout, indent=1)
+        print()
+    elif args.markdown:
         print(markdown(measured))
     else:
         json.dump(measured, sys.stdout, indent=1)

@@ -86,23 +86,35 @@ def main():
     parser.add_argument("--work", required=True)
     parser.add_argument("--idle", type=int, default=600)
     parser.add_argument("--to", required=True)
+    parser.add_argument("--marionette-port", type=int, default=0, help="default: the lab's port base + 828")
+    parser.add_argument("--warm", action="store_true",
+                        help="start again with the profile of the previous run (its account, caches and offline "
+                             "copies): a day's normal start, not the first one; writes actions-warm.json")
     args = parser.parse_args()
     lab = json.load(open(args.lab_config, encoding="utf-8"))["config"]
     password = os.environ["PEAKHOUR_RECORD_PASSWORD"]
-    marionette_port = lab["ports"]["imap"] - 143 + 828
+    marionette_port = args.marionette_port or lab["ports"]["imap"] - 143 + 828
     profile = os.path.join(args.work, "profile")
-    shutil.rmtree(profile, ignore_errors=True)
-    os.makedirs(profile)
-    with open(os.path.join(profile, "user.js"), "w", encoding="utf-8") as out:
-        out.write(PREFS.format(port=marionette_port))
+    if args.warm:
+        if not os.path.exists(os.path.join(profile, "prefs.js")):
+            raise SystemExit(f"error: --warm needs the profile of a previous run in {profile}")
+        with open(os.path.join(profile, "user.js"), "w", encoding="utf-8") as out:
+            out.write(PREFS.format(port=marionette_port))
+    else:
+        shutil.rmtree(profile, ignore_errors=True)
+        os.makedirs(profile)
+        with open(os.path.join(profile, "user.js"), "w", encoding="utf-8") as out:
+            out.write(PREFS.format(port=marionette_port))
+    suffix = "-warm" if args.warm else ""
     with open(os.path.join(lab["dir"], "tls", "ca.pem"), encoding="utf-8") as pem:
         ca = "".join(line.strip() for line in pem if "-----" not in line)
     env = dict(os.environ, MOZ_HEADLESS="1")
     env.pop("PEAKHOUR_RECORD_PASSWORD", None)
-    console = open(os.path.join(args.work, "thunderbird.log"), "w", encoding="utf-8")
+    console = open(os.path.join(args.work, f"thunderbird{suffix}.log"), "w", encoding="utf-8")
+    launched = time.time()
     process = subprocess.Popen(["thunderbird", "--headless", "--marionette", "--remote-allow-system-access", "--no-remote", "--profile", profile],
                                env=env, stdout=console, stderr=subprocess.STDOUT)
-    log = ActionLog(os.path.join(args.work, "actions.json"))
+    log = ActionLog(os.path.join(args.work, f"actions{suffix}.json"))
     client = None
     try:
         client = Marionette(host="127.0.0.1", port=marionette_port, startup_timeout=120)
@@ -124,9 +136,12 @@ def main():
         wait_until(lambda: client.execute_script(
             "return !!Services.wm.getMostRecentWindow('mail:3pane')?.gTabmail?.currentAbout3Pane;"), 120,
             what="the 3-pane window")
-        with log.action("account_setup", "account, password and SMTP server created as the account wizard would"):
-            check(js(SETUP, "127.0.0.1", lab["ports"]["imap"], lab["ports"]["submissions"], args.user, password, ca),
-                  "account setup")
+        log.add("launch", "Thunderbird started until its 3-pane window is up (a warm start logs in here, "
+                "since the Inbox it shows is the one it showed when it quit)", launched, time.time())
+        if not args.warm:
+            with log.action("account_setup", "account, password and SMTP server created as the account wizard would"):
+                check(js(SETUP, "127.0.0.1", lab["ports"]["imap"], lab["ports"]["submissions"], args.user, password,
+                         ca), "account setup")
         with log.action("open_inbox", "the Inbox shown in the 3-pane tab (folder discovery, then the header list)"):
             inbox = wait_until(lambda: client.execute_script(INBOX), 120, step=1, what="the Inbox folder")
             check(js(ABOUT3PANE + "about3Pane.displayFolder(arguments[0]); return true;", inbox), "display Inbox")

@@ -194,9 +194,9 @@ def package_version(package):
 
 
 PACKAGES = {"neomutt": ["neomutt"], "mbsync": ["isync"], "roundcube": ["roundcube-core", "php8.2-cli", "chromium"],
-            "thunderbird": ["thunderbird"]}
+            "thunderbird": ["thunderbird"], "thunderbird-warm": ["thunderbird"]}
 CONFIGS = {"neomutt": ["neomuttrc"], "mbsync": ["mbsyncrc"], "roundcube": ["config/config.inc.php"],
-           "thunderbird": ["profile/user.js"]}
+           "thunderbird": ["profile/user.js"], "thunderbird-warm": ["profile/user.js"]}
 
 
 def main():
@@ -207,13 +207,14 @@ def main():
     parser.add_argument("--prelogin", required=True)
     parser.add_argument("--work", required=True, help="the driver's directory (actions.json, configuration)")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--actions", default="actions.json", help="the actions file in --work")
     parser.add_argument("--note", action="append", default=[])
     parser.add_argument("--exclude-window", nargs=2, type=float, metavar=("START", "END"),
                         help="drop connections opened in this Unix time window that logged in with LOGIN "
                              "(the recording's own helper, e.g. subscribing folders; the clients use AUTHENTICATE)")
     args = parser.parse_args()
     password = os.environ["PEAKHOUR_RECORD_PASSWORD"]
-    actions = json.load(open(os.path.join(args.work, "actions.json"), encoding="utf-8"))
+    actions = json.load(open(os.path.join(args.work, args.actions), encoding="utf-8"))
     since = actions[0]["start"] - 2
     conns = connections(args.rawlog, args.prelogin, args.user, since)
     per_connection = [events_of(c) for c in conns]
@@ -227,7 +228,9 @@ def main():
             args.note.append(f"{len(per_connection) - len(kept)} connection(s) of the recording's own helper "
                              "(LOGIN, then SUBSCRIBE of every folder) were left out")
         per_connection = kept
-    last = actions[-1]["end"] + 10
+    # Connections opened after the last action belong to whatever runs next
+    # (Thunderbird's warm start); the last action's LOGOUTs are on older ones.
+    last = actions[-1]["end"] + 1
     per_connection = [e for e in per_connection if e[0][0] <= last]
     per_connection.sort(key=lambda e: e[0][0])
     origin = per_connection[0][0][0] if per_connection else actions[0]["start"]
