@@ -23,11 +23,23 @@ fn parse_line<'a>(file: &Path, number: usize, line: &'a str) -> Line<'a> {
         let mut parts = line.splitn(4, ' ');
         let seconds: f64 = parts.next()?.parse().ok()?;
         let connection = parts.next().filter(|c| c.starts_with('c'))?;
-        let side = parts.next().filter(|s| matches!(*s, "open" | "close" | "C:" | "S:"))?;
+        let side = parts
+            .next()
+            .filter(|s| matches!(*s, "open" | "close" | "C:" | "S:"))?;
         let text = parts.next().unwrap_or("");
-        Some(Line { seconds, connection, side, text })
+        Some(Line {
+            seconds,
+            connection,
+            side,
+            text,
+        })
     })();
-    parsed.unwrap_or_else(|| panic!("{}:{number}: not a transcript line: {line:?}", file.display()))
+    parsed.unwrap_or_else(|| {
+        panic!(
+            "{}:{number}: not a transcript line: {line:?}",
+            file.display()
+        )
+    })
 }
 
 #[test]
@@ -43,10 +55,17 @@ fn issue_28_item_1_client_recordings_parse_and_hold_no_password() {
         let manifest: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap())
                 .unwrap_or_else(|e| panic!("{}: {e}", manifest_path.display()));
-        assert_eq!(manifest["client"], name.as_str(), "{}", manifest_path.display());
+        assert_eq!(
+            manifest["client"],
+            name.as_str(),
+            "{}",
+            manifest_path.display()
+        );
         let packages = manifest["packages"].as_object().expect("packages");
         assert!(
-            packages.values().all(|v| v.as_str().is_some_and(|v| !v.is_empty())),
+            packages
+                .values()
+                .all(|v| v.as_str().is_some_and(|v| !v.is_empty())),
             "{}: every package has its exact Debian version",
             manifest_path.display()
         );
@@ -59,8 +78,19 @@ fn issue_28_item_1_client_recordings_parse_and_hold_no_password() {
                 a["action"].as_str().unwrap()
             })
             .collect();
-        for action in ["open_inbox", "read", "move", "delete", "send", "search", "idle"] {
-            assert!(done.contains(action), "{name}: action {action} was not recorded");
+        for action in [
+            "open_inbox",
+            "read",
+            "move",
+            "delete",
+            "send",
+            "search",
+            "idle",
+        ] {
+            assert!(
+                done.contains(action),
+                "{name}: action {action} was not recorded"
+            );
         }
 
         let transcript_path = dir.join("transcript.txt");
@@ -72,22 +102,42 @@ fn issue_28_item_1_client_recordings_parse_and_hold_no_password() {
                 continue;
             }
             let line = parse_line(&transcript_path, number + 1, raw);
-            assert!(line.seconds >= previous, "{}:{}: time goes back", transcript_path.display(), number + 1);
+            assert!(
+                line.seconds >= previous,
+                "{}:{}: time goes back",
+                transcript_path.display(),
+                number + 1
+            );
             previous = line.seconds;
             let words: Vec<&str> = line.text.split(' ').collect();
-            let verb = words.get(1).map(|w| w.to_ascii_uppercase()).unwrap_or_default();
+            let verb = words
+                .get(1)
+                .map(|w| w.to_ascii_uppercase())
+                .unwrap_or_default();
             let at = || format!("{}:{}", transcript_path.display(), number + 1);
             if line.side == "C:" {
                 commands += 1;
                 if in_sasl.remove(line.connection) {
-                    assert_eq!(line.text, "<credentials>", "{}: a SASL response left in", at());
+                    assert_eq!(
+                        line.text,
+                        "<credentials>",
+                        "{}: a SASL response left in",
+                        at()
+                    );
                 }
                 if verb == "LOGIN" {
-                    assert_eq!(words.last(), Some(&"<password>"), "{}: a LOGIN password left in", at());
+                    assert_eq!(
+                        words.last(),
+                        Some(&"<password>"),
+                        "{}: a LOGIN password left in",
+                        at()
+                    );
                 }
                 if verb == "AUTHENTICATE" {
                     match words.get(3) {
-                        Some(payload) => assert_eq!(*payload, "<credentials>", "{}: SASL-IR left in", at()),
+                        Some(payload) => {
+                            assert_eq!(*payload, "<credentials>", "{}: SASL-IR left in", at())
+                        }
                         None => {
                             in_sasl.insert(line.connection);
                         }
@@ -97,10 +147,17 @@ fn issue_28_item_1_client_recordings_parse_and_hold_no_password() {
                 logins += 1;
             }
         }
-        assert!(commands > 0 && logins > 0, "{name}: the transcript shows no login or no command");
+        assert!(
+            commands > 0 && logins > 0,
+            "{name}: the transcript shows no login or no command"
+        );
         clients.insert(name);
     }
     for client in ["mbsync", "neomutt", "roundcube", "thunderbird"] {
-        assert!(clients.contains(client), "no recording of {client} in {}", fixtures().display());
+        assert!(
+            clients.contains(client),
+            "no recording of {client} in {}",
+            fixtures().display()
+        );
     }
 }
