@@ -120,6 +120,14 @@ def measure(fixture):
                  "fetch_items": dict(items.most_common()), "connections_opened": opened, "logins": logins,
                  "bytes_from_client": sent, "bytes_from_server": received}
         if action["action"] == "idle":
+            # Bursts: client activity separated by more than 5 s of silence
+            # from the client; their spacing is the poll (or IDLE renewal) interval.
+            times = sorted(t for t, _, kind, _ in window if kind == "C")
+            bursts = [t for k, t in enumerate(times) if k == 0 or t - times[k - 1] > 5]
+            gaps = sorted(b - a for a, b in zip(bursts, bursts[1:]))
+            entry["bursts"] = len(bursts)
+            entry["median_burst_interval_s"] = round(gaps[len(gaps) // 2], 1) if gaps else None
+            entry["uses_idle"] = commands.get("IDLE", 0) > 0
             hours = seconds / 3600
             entry["per_hour"] = {"connections": round(opened / hours, 1), "logins": round(logins / hours, 1),
                                  "commands": round(sum(commands.values()) / hours, 1),
