@@ -132,6 +132,7 @@ def main():
             time.sleep(args.interval)
             sync(rc, sync_log)
             runs += 1
+        time.sleep(max(0.0, deadline - time.monotonic()))
         entry["seconds"] = args.idle
         entry["syncs"] = runs
 

@@ -113,7 +113,8 @@ def measure(fixture):
                     items.update(parsed[1])
             elif kind == "S":
                 received += wire_bytes(text)
-                if "] Logged in" in text:
+                words = text.split(" ")
+                if len(words) > 2 and words[1] == "OK" and text.endswith("Logged in"):
                     logins += 1
         seconds = max(stop - start, 1e-9)
         entry = {"action": action["action"], "seconds": round(seconds, 3), "commands": dict(commands.most_common()),

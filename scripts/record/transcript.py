@@ -121,6 +121,12 @@ def user_of_prelogin(path):
     return None
 
 
+def logged_in(text):
+    """A server line that answers LOGIN or AUTHENTICATE: `TAG OK [CAPABILITY ...] Logged in`."""
+    words = text.split(" ")
+    return len(words) > 2 and words[1] == "OK" and text.endswith("Logged in")
+
+
 def login_tag(lines):
     """The tag of the connection's last LOGIN or AUTHENTICATE: the post-login part answers it."""
     tag = None
@@ -146,8 +152,9 @@ def connections(rawlog_dir, prelogin_dir, user, since):
         out_lines = logical_lines(read_rawlog(out_path))
         if not out_lines or out_lines[0][0] < since:
             continue
-        first_stamp, first_text, _ = out_lines[0]
-        tag = first_text.split(" ")[0]
+        first_stamp = out_lines[0][0]
+        # The login's tagged OK: first, or after an untagged CAPABILITY.
+        tag = next((text.split(" ")[0] for _, text, _ in out_lines[:3] if not text.startswith("*")), None)
         match = None
         for candidate in pre:
             if candidate.get("used") or candidate["tag"] != tag:
@@ -243,8 +250,7 @@ def main():
         summary.append({
             "connection": name,
             "opened": round(events[0][0] - origin, 6), "last_seen": round(events[-1][0] - origin, 6),
-            "logged_in": any(side == "S" and " OK [CAPABILITY" in text and "Logged in" in text
-                             for _, side, text, _ in events),
+            "logged_in": any(side == "S" and logged_in(text) for _, side, text, _ in events),
             "bytes_from_client": sum(size for _, side, _, size in events if side == "C"),
             "bytes_from_server": sum(size for _, side, _, size in events if side == "S"),
         })
@@ -273,7 +279,7 @@ def main():
         "configuration": configs,
         "actions": [dict(a, start=round(a["start"] - origin, 6), end=round(a["end"] - origin, 6),
                          start_unix=a["start"]) for a in actions],
-        "idle_seconds": next((a.get("seconds") for a in actions if a["action"] == "idle"), None),
+        "idle_seconds": next((round(a["end"] - a["start"]) for a in actions if a["action"] == "idle"), None),
         "connections": summary,
     }
     manifest_text = json.dumps(manifest, indent=1) + "\n"

@@ -143,7 +143,7 @@ fn issue_28_item_1_client_recordings_parse_and_hold_no_password() {
                         }
                     }
                 }
-            } else if line.side == "S:" && line.text.contains("] Logged in") {
+            } else if line.side == "S:" && words.get(1) == Some(&"OK") && line.text.ends_with("Logged in") {
                 logins += 1;
             }
         }
