@@ -58,7 +58,10 @@ pids=()
 stop_all() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  if [ "$keep_lab" = 0 ]; then "$peakhour" lab down --lab-dir "$lab" --purge >/dev/null 2>&1 || true; fi
+  if [ "$keep_lab" = 0 ]; then
+    "$peakhour" lab down --lab-dir "$lab" --purge >/dev/null 2>&1 || true
+    rmdir "$lab" 2>/dev/null || true   # made above, before `up`, so the purge keeps it
+  fi
 }
 trap stop_all EXIT
 
