@@ -5,18 +5,22 @@
 #   ./scripts/setup.sh --release        # packages + release build (what the demo uses)
 #   ./scripts/setup.sh --packages-only  # only the servers and tools the lab and the
 #                                       # tests run (also --no-build): no cargo needed
+#   ./scripts/setup.sh --recording      # also the real mail clients that
+#                                       # scripts/record-clients.sh records (docs/clients.md)
 #
 # Safe to repeat: packages already installed are left alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
 profile=debug
 build=1
+recording=0
 for arg in "$@"; do
   case "$arg" in
     --release) profile=release ;;
     --packages-only|--no-build) build=0 ;;
+    --recording) recording=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "error: unknown option $arg" >&2; usage >&2; exit 2 ;;
   esac
@@ -35,6 +39,15 @@ PACKAGES=(dovecot-imapd dovecot-lmtpd dovecot-pop3d postfix openssl util-linux p
   db-util libsasl2-modules-db    # db_load writes the Cyrus lab's SASL users; sasldb checks them
   podman buildah runc catatonit debootstrap)  # the container image, built here with no registry (scripts/build-image.sh)
 
+# Real mail clients, only with --recording: scripts/record-clients.sh drives
+# them against a lab to record what they send (issue 28); the test suite does
+# not need them. roundcube's database is configured by the recording script
+# itself, so dbconfig is told to leave it alone.
+RECORDING_PACKAGES=(thunderbird isync neomutt tmux roundcube-core roundcube-sqlite3 php-cli php-sqlite3 chromium-driver)
+if [ "$recording" = 1 ]; then
+  PACKAGES+=("${RECORDING_PACKAGES[@]}")
+fi
+
 say() { printf '==> %s\n' "$*"; }
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -52,6 +65,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get update -q
   # Postfix asks how to configure the system mailer; the lab brings its own configuration.
   echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
+  echo "roundcube-core roundcube/dbconfig-install boolean false" | debconf-set-selections
   # Keep the packages' system-wide services from starting: the lab runs its
   # own private instances, and a system Postfix on port 25 is not wanted here.
   # The guard is removed again unless it was there before.
@@ -106,6 +120,13 @@ for tool in github.com/yannh/kubeconform/cmd/kubeconform@v0.8.0 github.com/zegl/
     fi
   fi
 done
+
+# The recording drivers: Thunderbird over Marionette, Chromium (Roundcube) over WebDriver.
+if [ "$recording" = 1 ] && ! python3 -c 'import marionette_driver, selenium' >/dev/null 2>&1; then
+  say "installing marionette-driver and selenium (pip)"
+  python3 -m pip install -q marionette-driver selenium 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages marionette-driver selenium
+fi
 
 # Cyrus's imapd and pop3d come in cyrus-imapd and cyrus-pop3d, which conflict
 # with Dovecot's packages (imap-server, pop3-server): unpack them privately,

@@ -1,0 +1,141 @@
+"""Drives mbsync (isync) through the profile's actions.
+
+A synchronising client does nothing on the server by itself: the user reads,
+moves and deletes in the local Maildir (with a mail reader such as neomutt or
+mu4e), and every run of `mbsync -a` carries the changes to the server. So each
+action here is a change to the Maildir followed by one `mbsync -a`; sending
+goes by SMTP (what msmtp would do) plus a copy into the local Sent folder,
+which the next run uploads; search is local (notmuch, mu) and costs the server
+nothing, so it runs no sync. While idle, mbsync runs every --interval seconds,
+as a systemd timer or cron job would run it (5 minutes by default).
+"""
+
+import argparse
+import json
+import os
+import smtplib
+import ssl
+import subprocess
+import time
+from email.message import EmailMessage
+
+from actions import ActionLog
+
+
+def write_config(work, lab, user, password):
+    maildir = os.path.join(work, "Maildir")
+    os.makedirs(maildir, exist_ok=True)
+    rc = os.path.join(work, "mbsyncrc")
+    with open(rc, "w", encoding="utf-8") as out:
+        out.write(f"""# Written by scripts/record/mbsync.py. Everything not set is isync's default.
+IMAPAccount lab
+Host 127.0.0.1
+Port {lab['ports']['imap']}
+User {user}
+Pass {password}
+# Plain IMAP so that Dovecot's pre-login rawlog can read the session too.
+SSLType None
+
+IMAPStore lab-remote
+Account lab
+
+MaildirStore lab-local
+Path {maildir}/
+Inbox {maildir}/INBOX
+SubFolders Verbatim
+
+Channel lab
+Far :lab-remote:
+Near :lab-local:
+Patterns *
+Create Both
+Expunge Both
+SyncState *
+""")
+    os.chmod(rc, 0o600)
+    return rc, maildir
+
+
+def sync(rc, log_path):
+    with open(log_path, "a", encoding="utf-8") as log:
+        log.write(f"--- mbsync -a at {time.time():.3f}\n")
+        log.flush()
+        subprocess.run(["mbsync", "-c", rc, "-a"], stdout=log, stderr=subprocess.STDOUT, timeout=300, check=True)
+
+
+def first_message(folder):
+    for sub in ("cur", "new"):
+        names = sorted(os.listdir(os.path.join(folder, sub)))
+        if names:
+            return os.path.join(folder, sub, names[0])
+    raise RuntimeError(f"no message in {folder}")
+
+
+def with_flags(path, add):
+    """Maildir flags live in the file name after ':2,'; adding one renames the file."""
+    directory, name = os.path.split(path)
+    base, _, flags = name.partition(":2,")
+    flags = "".join(sorted(set(flags) | set(add)))
+    target = os.path.join(os.path.dirname(directory), "cur", f"{base}:2,{flags}")
+    os.rename(path, target)
+    return target
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lab-config", required=True)
+    parser.add_argument("--user", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--idle", type=int, default=600)
+    parser.add_argument("--interval", type=int, default=300)
+    parser.add_argument("--to", required=True)
+    args = parser.parse_args()
+    lab = json.load(open(args.lab_config, encoding="utf-8"))["config"]
+    password = os.environ["PEAKHOUR_RECORD_PASSWORD"]
+    rc, maildir = write_config(args.work, lab, args.user, password)
+    sync_log = os.path.join(args.work, "mbsync.log")
+    log = ActionLog(os.path.join(args.work, "actions.json"))
+    inbox = os.path.join(maildir, "INBOX")
+    with log.action("open_inbox", "first mbsync -a: every folder downloaded into an empty Maildir"):
+        sync(rc, sync_log)
+    with log.action("read", "the oldest local INBOX message gets the S flag, then mbsync -a"):
+        with_flags(first_message(inbox), "S")
+        sync(rc, sync_log)
+    with log.action("move", "a local INBOX message moved to Folder1 (a new file there), then mbsync -a"):
+        source = first_message(inbox)
+        name = os.path.basename(source).split(",U=")[0].split(":2,")[0] + ".moved:2,S"
+        os.rename(source, os.path.join(maildir, "Folder1", "cur", name))
+        sync(rc, sync_log)
+    with log.action("delete", "a local INBOX message gets the T flag (trashed), then mbsync -a (Expunge Both)"):
+        with_flags(first_message(inbox), "T")
+        sync(rc, sync_log)
+    with log.action("send", "SMTP submission (as msmtp would), a copy into the local Sent, then mbsync -a"):
+        message = EmailMessage()
+        message["From"] = f"{args.user}@bench.test"
+        message["To"] = args.to
+        message["Subject"] = "Recorded from mbsync"
+        message.set_content("Hello,\n\nrecorded by scripts/record-clients.sh.\n")
+        context = ssl.create_default_context(cafile=os.path.join(lab["dir"], "tls", "ca.pem"))
+        with smtplib.SMTP_SSL("127.0.0.1", lab["ports"]["submissions"], context=context, timeout=30) as smtp:
+            smtp.login(args.user, password)
+            smtp.send_message(message)
+        sent = os.path.join(maildir, "Sent", "cur", f"{int(time.time())}.recorded.local:2,S")
+        with open(sent, "wb") as out:
+            out.write(bytes(message))
+        sync(rc, sync_log)
+    with log.action("search", "local search (notmuch, mu): no IMAP traffic, so no sync") as entry:
+        entry["outcome"] = "no server traffic by design"
+    with log.action("idle", f"mbsync -a every {args.interval} s for {args.idle} s (a timer's job)") as entry:
+        deadline = time.monotonic() + args.idle
+        runs = 0
+        while time.monotonic() + args.interval <= deadline:
+            time.sleep(args.interval)
+            sync(rc, sync_log)
+            runs += 1
+        time.sleep(max(0.0, deadline - time.monotonic()))
+        entry["seconds"] = args.idle
+        entry["syncs"] = runs
+
+
+if __name__ == "__main__":
+    main()
