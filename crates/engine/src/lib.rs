@@ -110,9 +110,7 @@ pub use run::{
 };
 pub use selfcheck::{CpuMeter, LAG_PROBE_PERIOD, process_cpu_time};
 pub use sessions::LATE_AFTER;
-use sessions::caldav as calendar;
 pub use sessions::caldav::CalDavEndpoint;
-use sessions::caldav::init as calendar_init;
 pub use sessions::caldav::init::{CalendarInitError, CalendarInitReport, init_calendars};
 pub use sessions::groupware::GroupwareCheckError;
 pub use target::{

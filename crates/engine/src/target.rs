@@ -259,7 +259,7 @@ pub struct Target {
     pub jmap: Option<Endpoint>,
     /// The CalDAV server, if the target has one: the calendar actions use
     /// it, and `update_calendar` falls back to an IMAP folder without it.
-    pub caldav: Option<crate::calendar::CalDavEndpoint>,
+    pub caldav: Option<crate::sessions::caldav::CalDavEndpoint>,
     /// The POP3 server, if the target has one: where `download_mail` reads.
     pub pop3: Option<Endpoint>,
     /// TLS settings for every connection that uses TLS.

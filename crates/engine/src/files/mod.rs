@@ -15,7 +15,7 @@
 //!   NT status. The bytes read and written in measured operations are counted
 //!   (`bytes_read`, `bytes_written`): NetBench's throughput.
 //! * The measured window of a disk mix is the time every client was in its measured
-//!   iterations (`recording`); a replay's is the clock's, as a mail run's.
+//!   iterations (a mode of the run core's recorder, `core::recorder`); a replay's is the clock's, as a mail run's.
 //! * Every wait is bounded: operations by the operation timeout, think times and start
 //!   delays by `stop`, and after `stop` the run ends within [`crate::STOP_GRACE`].
 
