@@ -19,6 +19,7 @@
 
 mod knee;
 mod linalg;
+pub mod search;
 pub mod sweep;
 mod usl;
 
