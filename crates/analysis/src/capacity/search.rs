@@ -184,7 +184,7 @@ mod tests {
                 panic!("{capacity}: {next:?}");
             };
             let (low, high) = (b.low.unwrap(), b.high.unwrap());
-            assert!(low <= capacity && capacity < high, "{capacity}: {b:?}");
+            assert!(low <= capacity && capacity < high, "{capacity}: {steps:?}");
             assert!(
                 high <= low + 1 || f64::from(high - low) <= 0.1 * f64::from(low),
                 "{capacity}: {b:?}"
