@@ -17,6 +17,7 @@
 //! Everything is pure; `docs/capacity.md` explains the methods and their
 //! validation against the R `usl` package.
 
+pub mod answer;
 mod knee;
 mod linalg;
 pub mod search;
