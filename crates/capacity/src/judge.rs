@@ -16,6 +16,9 @@ use crate::{CapacityError, StepRequest};
 /// not growth (a queue of 10 that ends at 10.4 is flat).
 const GROWTH_MIN_RISE: f64 = 0.10;
 
+/// Fewer actions than this in a window make its p95 a guess: say so.
+const FEW_SAMPLES: u64 = 20;
+
 /// The step of `request` as the answer keeps it.
 pub(crate) fn step(
     request: &StepRequest,
@@ -60,6 +63,13 @@ pub(crate) fn step(
             })
         })
         .collect();
+    let samples: u64 = summary.actions.values().map(|a| a.count + a.errors).sum();
+    if samples < FEW_SAMPLES {
+        eprintln!(
+            "capacity: warning: the {} window at {} users held only {samples} actions: at real users' rates a short window says little; lengthen --duration",
+            request.window, request.users
+        );
+    }
     let rule = QosRule::from_thresholds(&summary.meta.qos);
     let failures = rule.judge(&QosMeasure::of_summary(summary, growing));
     // The run's own verdict has checks the rule does not see (delivery,

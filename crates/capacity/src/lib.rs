@@ -190,9 +190,10 @@ impl<'a> Search<'a> {
         let search = SearchSettings {
             first_users: self.args.first_users,
             model_users: self.model.users,
-            max_users: match self.population {
-                Population::Fixed(n) => Some(n),
-                _ => None,
+            max_users: match (self.population, self.args.max_users) {
+                (Population::Fixed(n), Some(m)) => Some(n.min(m)),
+                (Population::Fixed(n), None) => Some(n),
+                (_, max) => max,
             },
             growth: if self.model.users.is_some() {
                 1.25
@@ -238,7 +239,7 @@ impl<'a> Search<'a> {
                 Next::BelowOne(_) => break Ended::Done("even one user failed QoS".into()),
                 Next::PopulationTooSmall { wanted, .. } => {
                     break Ended::Done(format!(
-                        "every step passed up to the {} users of the users file; the next step needs {wanted}: add users to the file to go further",
+                        "every step passed up to {} users, the most this search may use (--max-users, or the users file's); the next step would be {wanted}",
                         search.max_users.unwrap_or_default()
                     ));
                 }

@@ -70,6 +70,11 @@ pub struct CapacityArgs {
     /// The first step's users when there is no model.
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub first_users: u32,
+    /// The largest step: the search says "at least N" rather than go beyond it (this
+    /// generator's limits, or how far you care to know) [default: no limit on the lab; the
+    /// users file's size on an explicit target].
+    #[arg(long, value_name = "N")]
+    pub max_users: Option<u32>,
     /// The planner's prediction as the first step: a plan.json from `peakhour plan`
     /// (its users at QoS, else where its first resource runs out).
     #[arg(long, value_name = "PLAN_JSON")]
