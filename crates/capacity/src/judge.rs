@@ -74,14 +74,14 @@ pub(crate) fn step(
     let failures = rule.judge(&QosMeasure::of_summary(summary, growing));
     // The run's own verdict has checks the rule does not see (delivery,
     // panics, a run with no sample): they fail the step too.
-    let mut qos_failures: Vec<String> = summary
-        .qos
-        .failures
-        .iter()
-        .chain(&failures)
-        .map(|f| format!("{}: {}", f.subject, f.reason))
-        .collect();
-    qos_failures.dedup();
+    // The rule's own failures are the run's too: each is listed once.
+    let mut qos_failures: Vec<String> = Vec::new();
+    for f in summary.qos.failures.iter().chain(&failures) {
+        let line = format!("{}: {}", f.subject, f.reason);
+        if !qos_failures.contains(&line) {
+            qos_failures.push(line);
+        }
+    }
     let sessions = series(DOVECOT_CONNECTIONS)
         .iter()
         .map(|p| p.1)
