@@ -108,9 +108,24 @@ pub(crate) fn step(
             .collect(),
         bottleneck: summary.bottleneck.as_ref().map(|b| b.resource.clone()),
         bottleneck_evidence: summary.bottleneck.as_ref().map(|b| b.evidence.clone()),
+        at_cap: memory_at_cap(summary, &series(peakhour_monitor::columns::LAB_MEMORY_KB)),
         logons_per_second: summary.logon_storm.as_ref().map(|l| l.logons_per_second),
         logon_p95_ms: summary.logon_storm.as_ref().and_then(|l| l.p95_ms),
         wall_s,
+    })
+}
+
+/// A shaped lab whose memory reached its cap (within 2%) in the window: the
+/// figures, since the monitor's bottleneck looks at the host's memory.
+fn memory_at_cap(summary: &Summary, lab_memory_kb: &[(f64, f64)]) -> Option<String> {
+    let cap = summary.limits.and_then(|l| l.memory_bytes)? as f64;
+    let peak = lab_memory_kb.iter().map(|p| p.1).fold(0.0, f64::max) * 1024.0;
+    (peak >= 0.98 * cap).then(|| {
+        format!(
+            "the lab's memory reached {:.0} MiB of its {:.0} MiB cap (monitor.csv lab_memory_kb)",
+            peak / 1_048_576.0,
+            cap / 1_048_576.0
+        )
     })
 }
 
@@ -154,6 +169,16 @@ pub(crate) fn exhausted(s: &AnswerStep) -> FirstExhausted {
         parts.extend(s.qos_failures.iter().cloned());
         parts.join("; ")
     };
+    if let Some(cap) = &s.at_cap {
+        return FirstExhausted {
+            resource: "memory".into(),
+            users: Some(s.users),
+            evidence: evidence(format!(
+                "{cap}; the monitor's bottleneck: {}",
+                s.bottleneck_evidence.as_deref().unwrap_or("none")
+            )),
+        };
+    }
     let saturated = s.bottleneck.as_deref().filter(|r| *r != "none");
     if let Some(resource) = saturated {
         return FirstExhausted {

@@ -118,6 +118,11 @@ pub struct AnswerStep {
     pub bottleneck: Option<String>,
     /// The figures behind it.
     pub bottleneck_evidence: Option<String>,
+    /// A server cap the step reached (a shaped lab's memory at its limit),
+    /// with the figures; the monitor's bottleneck may name another resource.
+    /// (Absent from a state saved before it existed.)
+    #[serde(default)]
+    pub at_cap: Option<String>,
     /// The morning's logons per second, measured.
     pub logons_per_second: Option<f64>,
     /// The morning's logon p95, ms.
@@ -268,6 +273,7 @@ mod tests {
             action_p95_ms: BTreeMap::new(),
             bottleneck: None,
             bottleneck_evidence: None,
+            at_cap: None,
             logons_per_second: None,
             logon_p95_ms: None,
             wall_s: 1.0,
