@@ -255,8 +255,16 @@ impl<'a> Search<'a> {
                     peakhour_workload::HumanDuration(spent)
                 ));
             }
-            if !self.measure(users, &windows, &mut state, steps)? {
-                break Ended::Interrupted;
+            match self.measure(users, &windows, &mut state, steps) {
+                Ok(true) => {}
+                Ok(false) => break Ended::Interrupted,
+                Err(e) => {
+                    // What was measured still makes an answer; the error is
+                    // given back (exit 1) after it is written.
+                    let why = Ended::Done(format!("stopped by an error at {users} users: {e}"));
+                    self.write(&self.answer(&state, &search, &why))?;
+                    return Err(e);
+                }
             }
         };
         let answer = self.answer(&state, &search, &ended);
