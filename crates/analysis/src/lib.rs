@@ -11,6 +11,8 @@
 //!   memory stays small over a 24-hour run.
 //! - **The run record** ([`RunRecord`]): metadata, intervals and delivery,
 //!   serializable so `peakhour report` can redo the analysis later.
+//! - **The QoS rule** ([`qos`]): the one definition of "within QoS" that
+//!   the run's verdict, the sweep and `capacity` share.
 //! - **The summary** ([`Summary::compute`]): steady-phase intervals only,
 //!   merged per action into p50/p95/p99/max/mean, the weighted p95 score,
 //!   MMB-style throughput, delivery reconciliation, the client-bound check and
@@ -73,6 +75,7 @@ mod histogram;
 mod merge;
 pub mod monitor;
 pub mod plan;
+pub mod qos;
 pub mod quantile;
 mod record;
 mod recorder;

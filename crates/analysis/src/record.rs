@@ -94,11 +94,17 @@ pub struct PhaseLengths {
 pub struct QosThresholds {
     /// Largest acceptable p95 for every action without an override (ms).
     pub default_p95_ms: f64,
-    /// Per-action p95 limits (ms), overriding the default.
+    /// Per-action p95 limits (ms), only for actions with a limit of their
+    /// own (a profile's `[qos.actions]`); the others are judged through the
+    /// weighted p95 (`crate::qos`). Records written before issue 25 held
+    /// every action here, and are judged as they were.
     #[serde(default)]
     pub p95_ms: BTreeMap<String, f64>,
     /// Largest acceptable errors / (successes + errors) for each action.
     pub max_error_ratio: f64,
+    /// Fewest samples each weighted action needs (0: not checked).
+    #[serde(default)]
+    pub min_samples_per_action: u64,
 }
 
 impl Default for QosThresholds {
@@ -107,12 +113,14 @@ impl Default for QosThresholds {
             default_p95_ms: DEFAULT_P95_LIMIT_MS,
             p95_ms: BTreeMap::new(),
             max_error_ratio: DEFAULT_MAX_ERROR_RATIO,
+            min_samples_per_action: 0,
         }
     }
 }
 
 impl QosThresholds {
-    /// The p95 limit for `action` in ms.
+    /// The p95 limit shown beside `action` in ms: its own, else the
+    /// weighted p95's.
     pub fn p95_limit_ms(&self, action: &str) -> f64 {
         self.p95_ms
             .get(action)

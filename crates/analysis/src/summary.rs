@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::AnalysisError;
 use crate::histogram::{LatencyHistogram, round_ms};
+use crate::qos::{ActionMeasure, QosMeasure, QosRule};
 use crate::record::{LostRecipient, RunMeta, RunRecord, counters};
 use crate::window::WindowFigures;
 
@@ -535,7 +536,7 @@ impl Summary {
         let mut late_starts = 0;
         for (name, acc) in &actions {
             pooled.add(&acc.latency)?;
-            let summary = action_summary(name, acc, meta, &mut qos);
+            let summary = action_summary(name, acc, meta);
             for (kind, n) in &acc.errors {
                 *errors_by_kind.entry(kind.clone()).or_default() += n;
             }
@@ -564,6 +565,8 @@ impl Summary {
         }
 
         let score = score(meta, &action_summaries, &pooled);
+        qos.failures
+            .extend(judge_qos(meta, &mut action_summaries, &score));
         let throughput = throughput(&window, &counter_totals, pooled.len());
         let delivery = delivery(record)?;
         qos.failures.extend(delivery_failure(&delivery));
@@ -701,12 +704,7 @@ impl SteadyTotals {
 }
 
 /// One action's figures, its QoS failures pushed onto `qos`.
-fn action_summary(
-    name: &str,
-    acc: &ActionAcc,
-    meta: &RunMeta,
-    qos: &mut QosReport,
-) -> ActionSummary {
+fn action_summary(name: &str, acc: &ActionAcc, meta: &RunMeta) -> ActionSummary {
     let lat = LatencySummary::of(&acc.latency);
     let errors: u64 = acc.errors.values().sum();
     let attempts = lat.count + errors;
@@ -715,28 +713,6 @@ fn action_summary(
     } else {
         errors as f64 / attempts as f64
     };
-    let limit = meta.qos.p95_limit_ms(name);
-    let mut pass = true;
-    if let Some(p95) = lat.p95_ms
-        && p95 > limit
-    {
-        pass = false;
-        qos.failures.push(QosFailure {
-            subject: name.to_owned(),
-            reason: format!("p95 {p95} ms is above the {limit} ms limit"),
-        });
-    }
-    if error_ratio > meta.qos.max_error_ratio {
-        pass = false;
-        qos.failures.push(QosFailure {
-            subject: name.to_owned(),
-            reason: format!(
-                "{errors} of {attempts} attempts failed ({:.2}%), above the {:.2}% limit",
-                error_ratio * 100.0,
-                meta.qos.max_error_ratio * 100.0
-            ),
-        });
-    }
     ActionSummary {
         count: lat.count,
         errors,
@@ -748,9 +724,39 @@ fn action_summary(
         max_ms: lat.max_ms,
         mean_ms: lat.mean_ms,
         errors_by_kind: acc.errors.clone(),
-        p95_limit_ms: limit,
-        qos_pass: pass,
+        p95_limit_ms: meta.qos.p95_limit_ms(name),
+        // Set by `judge_qos`, from the one rule.
+        qos_pass: true,
     }
+}
+
+/// Applies the one QoS rule ([`crate::qos`]) to the steady state's actions
+/// and score: its failures, and each action's `qos_pass`.
+fn judge_qos(
+    meta: &RunMeta,
+    actions: &mut BTreeMap<String, ActionSummary>,
+    score: &Score,
+) -> Vec<QosFailure> {
+    let rule = QosRule::from_thresholds(&meta.qos);
+    let measure = QosMeasure {
+        weighted_p95_ms: score.weighted_p95_ms,
+        actions: actions
+            .iter()
+            .map(|(name, a)| ActionMeasure {
+                name: name.clone(),
+                count: a.count,
+                errors: a.errors,
+                p95_ms: a.p95_ms,
+                weighted: meta.action_weights.contains_key(name),
+            })
+            .collect(),
+        growing: Vec::new(),
+    };
+    let failures = rule.judge(&measure);
+    for (name, a) in actions.iter_mut() {
+        a.qos_pass = !failures.iter().any(|f| &f.subject == name);
+    }
+    failures
 }
 
 /// The QoS failure of copies never delivered, if any were lost.

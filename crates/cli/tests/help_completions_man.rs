@@ -11,11 +11,12 @@ use common::peakhour;
 use peakhour_engine::Endpoint;
 
 /// The commands `peakhour --help` lists; each must have a page.
-const COMMANDS: [&str; 11] = [
+const COMMANDS: [&str; 12] = [
     "lab",
     "profiles",
     "init",
     "run",
+    "capacity",
     "sweep",
     "monitor",
     "analyze",

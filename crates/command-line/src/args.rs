@@ -5,7 +5,7 @@
 //! message can name the flag at fault.
 //!
 //! The commands' arguments live in submodules by kind: `lab` (the lab),
-//! `load` (init, run, sweep and what they share), `files` (file-server
+//! `load` (init, run, sweep and what they share), `capacity`, `files` (file-server
 //! runs), `planner` (tasks, plan, matrix), `distributed` (shards, merge,
 //! k8s) and `analysis` (monitor, analyze); `help` holds the long help texts.
 
@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 mod analysis;
+mod capacity;
 mod distributed;
 mod files;
 mod help;
@@ -22,6 +23,7 @@ mod load;
 mod planner;
 
 pub use analysis::{AnalyzeCapacityArgs, AnalyzeCommand, MonitorArgs};
+pub use capacity::CapacityArgs;
 pub use distributed::{K8sCommand, K8sJobArgs, MergeArgs, ShardArgs};
 pub use files::FileArgs;
 use help::{
@@ -91,6 +93,10 @@ pub enum Command {
     /// the QoS verdict fails.
     #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
+    /// How many real users this server carries through its peak hour and its morning:
+    /// a search over measured steps, ending in one statement (answer.json, answer.html).
+    #[command(after_help = capacity::CAPACITY_EXAMPLES)]
+    Capacity(CapacityArgs),
     /// Run one `peakhour run` per user count and read the capacity curve: peak, shape,
     /// users at QoS, a Universal Scalability Law fit and the knee (docs/capacity.md).
     ///

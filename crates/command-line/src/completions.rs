@@ -41,6 +41,15 @@ pub enum ManError {
         #[source]
         source: std::io::Error,
     },
+    /// A page could not be written (`man --dir`).
+    #[error("cannot write {path}")]
+    Write {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// clap_mangen rendered bytes that are not UTF-8.
     #[error("clap_mangen wrote a page that is not UTF-8")]
     NotUtf8(#[from] std::string::FromUtf8Error),
@@ -99,6 +108,22 @@ pub fn man_pages() -> Result<Vec<ManPage>, ManError> {
     let mut pages = Vec::new();
     collect_pages(&built_root(), &mut pages)?;
     Ok(pages)
+}
+
+/// Writes every page ([`man_pages`]) into `dir` (made if missing) and
+/// returns how many.
+pub fn write_man_pages(dir: &std::path::Path) -> Result<usize, ManError> {
+    let write_error = |path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |source| ManError::Write { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(write_error(dir))?;
+    let pages = man_pages()?;
+    for page in &pages {
+        let path = dir.join(&page.file_name);
+        std::fs::write(&path, &page.roff).map_err(write_error(&path))?;
+    }
+    Ok(pages.len())
 }
 
 /// The root command, built: building fills in every subcommand's display

@@ -56,17 +56,21 @@ impl RunRecorder {
     }
 }
 
-/// The QoS limits a run is judged by: `override_ms` for every action when
-/// given, else each action's limit from the profile.
+/// The QoS limits a run is judged by (the one rule, `peakhour_analysis::qos`):
+/// the weighted p95 within `override_ms` when given, else within the
+/// profile's `qos.p95_ms`; and the actions with a limit of their own in the
+/// profile (`[qos.actions]`) within it, unless `override_ms` replaces every limit.
 pub fn qos_thresholds(plan: &Plan, override_ms: Option<f64>) -> QosThresholds {
     let mut qos = QosThresholds::default();
     if let Some(ms) = override_ms {
         qos.default_p95_ms = ms;
         return qos;
     }
+    qos.default_p95_ms = plan.qos_weighted_p95_ms();
     for kind in plan.actions() {
-        qos.p95_ms
-            .insert(kind.name().to_owned(), plan.qos_p95_ms(kind));
+        if let Some(ms) = plan.qos_action_limit_ms(kind) {
+            qos.p95_ms.insert(kind.name().to_owned(), ms);
+        }
     }
     qos
 }

@@ -51,6 +51,7 @@ mod config;
 mod cyrus;
 mod dir;
 mod error;
+mod grow;
 mod layout;
 mod lifecycle;
 mod prerequisites;
@@ -77,6 +78,7 @@ pub use config::{
 };
 pub use dir::PurgeReport;
 pub use error::{LabError, SETUP_COMMAND};
+pub use grow::DovecotLimits;
 pub use layout::Layout;
 pub use lifecycle::{DownReport, Lab, LabGuard, UpReport};
 pub use probe::PortProbe;

@@ -31,6 +31,7 @@
 //! [`RunRecord`]: peakhour_analysis::RunRecord
 #![deny(missing_docs)]
 
+pub mod answer;
 pub mod capacity;
 pub mod capacity_html;
 mod closing;

@@ -571,6 +571,15 @@ impl Plan {
     pub fn qos_p95_ms(&self, kind: ActionKind) -> f64 {
         self.qos.get(&kind).copied().unwrap_or(self.qos_default)
     }
+    /// The profile's `qos.p95_ms`: the weighted p95's limit (ms).
+    pub fn qos_weighted_p95_ms(&self) -> f64 {
+        self.qos_default
+    }
+    /// The p95 limit (ms) of `kind` when the profile gives it one of its own
+    /// (`[qos.actions]`).
+    pub fn qos_action_limit_ms(&self, kind: ActionKind) -> Option<f64> {
+        self.qos.get(&kind).copied()
+    }
     /// The mean number of direct recipients per message (the average minus list members).
     pub fn direct_mean(&self) -> f64 {
         self.direct_mean

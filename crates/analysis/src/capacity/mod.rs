@@ -17,8 +17,10 @@
 //! Everything is pure; `docs/capacity.md` explains the methods and their
 //! validation against the R `usl` package.
 
+pub mod answer;
 mod knee;
 mod linalg;
+pub mod search;
 pub mod sweep;
 mod usl;
 

@@ -661,6 +661,30 @@ fn headline(
         .map(|s| format!(" at speed {s}"))
         .unwrap_or_default();
     let tput = |x: Option<f64>| x.map(|x| unit.format(x)).unwrap_or_default();
+    // The one QoS rule (crate::qos) judged every step; the curve's p95 is one
+    // of its checks, so a step that failed another (errors, an action's own
+    // limit, too few samples) caps the claim.
+    let measured = || outcome.steps.iter().filter(|s| !s.interrupted);
+    let first_failed = measured()
+        .filter(|s| s.verdict == Verdict::Fail)
+        .map(|s| s.users)
+        .min();
+    if let (Some(failed), Some(load)) = (first_failed, q.load)
+        && load >= f64::from(failed)
+    {
+        let passed = measured()
+            .filter(|s| s.users < failed && s.verdict == Verdict::Pass)
+            .map(|s| s.users)
+            .max();
+        return Some(match passed {
+            Some(p) => format!(
+                "This server carries at least {p} {users} of profile {profile}{at_speed} within QoS: the step at {failed} {users} failed its QoS verdict (see its summary.json, qos.failures), so the capacity lies between them."
+            ),
+            None => format!(
+                "This server did not meet QoS even at {failed} {users} of profile {profile}{at_speed}, the smallest step (see its summary.json, qos.failures)."
+            ),
+        });
+    }
     Some(match (q.bound, q.load) {
         (CapacityBound::Interpolated, Some(load)) => format!(
             "This server carries about {load:.0} {users} of profile {profile}{at_speed} within QoS ({label} <= {limit} ms), at about {}.",
@@ -936,5 +960,34 @@ mod tests {
         outcome.steps[1].interrupted = true;
         outcome.steps[2].interrupted = true;
         assert_eq!(SweepAnalysis::compute(&settings, &outcome), Ok(None));
+    }
+
+    #[test]
+    fn issue_25_item_4_the_sweep_claims_no_step_beyond_one_that_failed_its_verdict() {
+        // Every weighted p95 is within 1000 ms, but the steps at 230 and 260
+        // users failed their verdict (the one QoS rule): the sweep must not say
+        // it carries 260.
+        let outcome = SweepOutcome {
+            steps: vec![
+                step(200, 50.0, 700.0, Verdict::Pass),
+                step(230, 55.0, 900.0, Verdict::Fail),
+                step(260, 58.0, 977.0, Verdict::Fail),
+            ],
+            ..SweepOutcome::default()
+        };
+        let settings = SweepSettings {
+            profile: "mmb-medium".into(),
+            basis: P95Basis::Weighted,
+            qos_p95_ms: None,
+        };
+        let a = SweepAnalysis::compute(&settings, &outcome)
+            .unwrap()
+            .unwrap();
+        assert!(
+            a.statement[0].starts_with("This server carries at least 200 users")
+                && a.statement[0].contains("the step at 230 users failed its QoS verdict"),
+            "{}",
+            a.statement[0]
+        );
     }
 }

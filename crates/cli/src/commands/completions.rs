@@ -5,8 +5,7 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
-use peakhour_command_line::completions::{completion_script, man_page, man_pages};
+use peakhour_command_line::completions::{completion_script, man_page, write_man_pages};
 
 use crate::args::{CompletionsArgs, ManArgs};
 
@@ -25,13 +24,7 @@ pub(crate) fn man(args: ManArgs) -> anyhow::Result<ExitCode> {
         std::io::stdout().lock().write_all(page.as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     };
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let pages = man_pages()?;
-    for page in &pages {
-        let path = dir.join(&page.file_name);
-        std::fs::write(&path, &page.roff)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    eprintln!("wrote {} manual pages to {}", pages.len(), dir.display());
+    let written = write_man_pages(dir)?;
+    eprintln!("wrote {written} manual pages to {}", dir.display());
     Ok(ExitCode::SUCCESS)
 }

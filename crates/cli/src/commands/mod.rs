@@ -1,6 +1,7 @@
 //! One module per command group; each turns parsed arguments into library calls.
 
 mod analyze;
+mod capacity;
 mod completions;
 mod distributed;
 mod init;
@@ -29,6 +30,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Init(args) => init::run(args),
         Command::Run(args) => run::run(args),
         Command::Sweep(args) => sweep::run(args),
+        Command::Capacity(args) => capacity::run(args),
         Command::Tasks(args) => tasks::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Matrix(args) => matrix::run(args),

@@ -214,7 +214,8 @@ pub struct RunShape {
     /// An action taking longer than this fails with `timeout`.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub action_timeout: std::time::Duration,
-    /// QoS: the p95 every action must meet, in ms (default: the profile's, 1000 for MMB).
+    /// QoS: the weighted p95's limit in ms, replacing the profile's `qos.p95_ms` and its
+    /// per-action limits (default: the profile's, 1000 for MMB; docs/capacity.md, "One QoS rule").
     #[arg(long, value_name = "MS")]
     pub qos_p95_ms: Option<f64>,
 }
