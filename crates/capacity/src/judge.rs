@@ -5,8 +5,8 @@ use std::path::Path;
 
 use peakhour_analysis::Summary;
 use peakhour_analysis::capacity::answer::{AnswerStep, FirstExhausted, ModelComparison};
+use peakhour_analysis::monitor::columns::DOVECOT_CONNECTIONS;
 use peakhour_analysis::qos::{Growth, QosMeasure, QosRule, still_growing};
-use peakhour_monitor::columns::DOVECOT_CONNECTIONS;
 use peakhour_rundir::RunDir;
 
 use crate::state::StateSettings;
@@ -108,7 +108,10 @@ pub(crate) fn step(
             .collect(),
         bottleneck: summary.bottleneck.as_ref().map(|b| b.resource.clone()),
         bottleneck_evidence: summary.bottleneck.as_ref().map(|b| b.evidence.clone()),
-        at_cap: memory_at_cap(summary, &series(peakhour_monitor::columns::LAB_MEMORY_KB)),
+        at_cap: memory_at_cap(
+            summary,
+            &series(peakhour_analysis::monitor::columns::LAB_MEMORY_KB),
+        ),
         logons_per_second: summary.logon_storm.as_ref().map(|l| l.logons_per_second),
         logon_p95_ms: summary.logon_storm.as_ref().and_then(|l| l.p95_ms),
         wall_s,
@@ -131,7 +134,8 @@ fn memory_at_cap(summary: &Summary, lab_memory_kb: &[(f64, f64)]) -> Option<Stri
 
 /// Queues and the lab's memory: what must not keep growing.
 fn grows_badly(column: &str) -> bool {
-    column.starts_with("postfix_queue_") || column == peakhour_monitor::columns::LAB_MEMORY_KB
+    column.starts_with("postfix_queue_")
+        || column == peakhour_analysis::monitor::columns::LAB_MEMORY_KB
 }
 
 /// One line of progress for a finished step.

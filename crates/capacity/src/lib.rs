@@ -164,7 +164,7 @@ impl<'a> Search<'a> {
             ramp_up_s: args.ramp_up.as_secs_f64(),
             qos_p95_ms: args.qos_p95_ms,
         };
-        let profile = peakhour_engine::setup::load_profile(&args.profile.profile)
+        let profile = peakhour_app::setup::load_profile(&args.profile.profile)
             .map_err(|e| CapacityError::Usage(e.to_string()))?;
         let Some(shape) = &profile.day_shape else {
             return Err(CapacityError::Usage(format!(

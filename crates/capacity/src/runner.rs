@@ -86,7 +86,7 @@ where
 
 /// The target flags a child needs (as the sweep's children get them).
 fn target_args(t: &TargetArgs) -> Vec<OsString> {
-    let mut out = t.spec().command_line();
+    let mut out = peakhour_app::children::target_flags(&t.spec());
     for domain in &t.allow_domain {
         out.extend(["--allow-domain".into(), domain.into()]);
     }

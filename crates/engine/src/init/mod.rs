@@ -134,9 +134,10 @@ where
     let filled = fill(plan.clone(), target.clone(), settings.clone(), progress).await;
     let mut report = filled.map_err(|e| e.redacted(&redactor))?;
     let population = Arc::new(Population::new(&plan, &target.credentials)?);
-    report.calendars = crate::sessions::caldav::init::init_calendars(&plan, &target, &population, &settings)
-        .await
-        .map_err(|e| InitError::from(e).redacted(&redactor))?;
+    report.calendars =
+        crate::sessions::caldav::init::init_calendars(&plan, &target, &population, &settings)
+            .await
+            .map_err(|e| InitError::from(e).redacted(&redactor))?;
     Ok(report)
 }
 
