@@ -11,7 +11,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use peakhour_caldav::{CalDavClient, CalDavError, MakeCalendarOutcome, Precondition, event_ics};
+use peakhour_caldav::{
+    CalDavClient, CalDavError, MakeCalendarOutcome, Precondition, PutOutcome, event_ics,
+};
 use peakhour_http::{BasicAuth, ConnectionOptions, HttpConnection};
 use peakhour_workload::Plan;
 use tokio::sync::Semaphore;
@@ -192,10 +194,7 @@ async fn init_user(
         let start = slot_start(monday, plan.initial_event_slot(user, index));
         let ics = event_ics(&event_spec(plan, &uid, start, 0, address));
         let href = format!("{calendar}{uid}.ics");
-        let put = caldav
-            .put_event(&href, &ics, &Precondition::CreateOnly)
-            .await?
-            .value;
+        let put = put_retrying(caldav, &href, &ics).await?;
         if put.is_stored() {
             report.added += 1;
         } else {
@@ -203,4 +202,33 @@ async fn init_user(
         }
     }
     Ok(report)
+}
+
+/// Init's PUT of one event, tried again (twice at most, 250 then 500 ms
+/// later) when the server answers 5xx. A freshly started Cyrus has answered
+/// its very first PUTs with 500 now and then while its DAV databases were
+/// still being made; init is not measured, and `CreateOnly` makes a repeat
+/// harmless (a PUT that did store before failing answers 412 the second
+/// time and counts as already there). Other errors end the init at once.
+async fn put_retrying(
+    caldav: &mut CalDavClient,
+    href: &str,
+    ics: &str,
+) -> Result<PutOutcome, CalDavError> {
+    let mut pause = Duration::from_millis(250);
+    for _ in 0..2 {
+        match caldav.put_event(href, ics, &Precondition::CreateOnly).await {
+            Err(CalDavError::Status {
+                status: 500..=599, ..
+            }) => {
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+            }
+            other => return other.map(|put| put.value),
+        }
+    }
+    let last = caldav
+        .put_event(href, ics, &Precondition::CreateOnly)
+        .await?;
+    Ok(last.value)
 }
