@@ -323,10 +323,13 @@ fn verdict_into(s: &Summary, out: &mut String) -> std::fmt::Result {
         writeln!(out, "{}", checks.line())?;
     }
     match s.verdict {
+        // The one QoS rule (analysis `qos`): the weighted p95 against its
+        // limit; an action is judged alone only where it has a limit of its own.
         Verdict::Pass => writeln!(
             out,
-            "QoS verdict: PASS (every action's p95 within its limit, default {} ms)",
-            plain(s.meta.qos.default_p95_ms)
+            "QoS verdict: PASS (weighted p95 within {} ms, actions with a limit of their own within it, errors <= {}%)",
+            plain(s.meta.qos.default_p95_ms),
+            plain(s.meta.qos.max_error_ratio * 100.0)
         )?,
         Verdict::Fail => {
             writeln!(out, "QoS verdict: FAIL")?;

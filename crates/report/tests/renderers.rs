@@ -392,7 +392,7 @@ fn terminal_pass_line_and_client_bound_warning() {
     assert!(text.contains("scheduling lag p99 was 50 ms"), "{text}");
     assert!(
         text.ends_with(
-            "QoS verdict: PASS (every action's p95 within its limit, default 1000 ms)\n"
+            "QoS verdict: PASS (weighted p95 within 1000 ms, actions with a limit of their own within it, errors <= 1%)\n"
         ),
         "{text}"
     );

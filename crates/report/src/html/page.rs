@@ -276,7 +276,7 @@ fn verdict(out: &mut String, s: &Summary) {
     crate::window_text::window_html(out, s);
     let capacity = match s.verdict {
         Verdict::Pass if !s.client_bound && !s.interrupted => format!(
-            "Capacity: this server carried <b>{} simulated {} users</b> through {} s of steady state within QoS (every action's p95 within its limit, default {} ms, errors ≤ {}%). It can carry <b>at least {} users</b> of this profile at this speed; the peak lies higher — a sweep of growing user counts finds it.",
+            "Capacity: this server carried <b>{} simulated {} users</b> through {} s of steady state within QoS (weighted p95 within {} ms, actions with a limit of their own within it, errors ≤ {}%). It can carry <b>at least {} users</b> of this profile at this speed; the peak lies higher — a sweep of growing user counts finds it.",
             s.users,
             escape(&s.profile),
             short(s.steady.length_s),
