@@ -19,15 +19,14 @@
 //! the move target ([`Actor::move_folder`]), error examples, command timing
 //! ([`Actor::command`]).
 //!
-//! Two seams are left open for later work, not implemented:
-//! * **A per-session observer of every server response** (state checks):
-//!   every session reaches the run through its [`Actor`], and every timed
-//!   command passes [`Actor::command`]; an observer carried by the actor
-//!   would see each response there, per user and per protocol.
-//! * **A client personality** choosing an action's commands: a session's
-//!   [`UserSession::act`] receives the [`Action`] and decides its commands;
-//!   a personality carried by the actor (or the [`Action`]) would be asked
-//!   there, one implementation per protocol.
+//! The state checks (`run --check-state`, `crate::state_checks`) ride on
+//! the IMAP session: it records its wire and hands it to its model after
+//! every action and on every turn of a wait (the lines marked
+//! `// state checks` here and in `user`). One seam is left open, not
+//! implemented: **a client personality** choosing an action's commands (a
+//! session's [`UserSession::act`] receives the [`Action`] and decides its
+//! commands; a personality carried by the actor, or the [`Action`], would be
+//! asked there, one implementation per protocol).
 
 pub(crate) mod caldav;
 mod failure;
