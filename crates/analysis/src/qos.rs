@@ -136,17 +136,27 @@ impl QosMeasure {
     /// The measure of a run's summary; `growing` from its monitor series
     /// (the caller's, since the summary keeps no series).
     pub fn of_summary(s: &Summary, growing: Vec<Growth>) -> Self {
+        Self::of_parts(&s.meta, &s.actions, &s.score, growing)
+    }
+
+    /// The measure of a run's steady-state actions and score (what
+    /// [`Summary::compute`] judges before the summary exists).
+    pub fn of_parts(
+        meta: &crate::RunMeta,
+        actions: &std::collections::BTreeMap<String, crate::ActionSummary>,
+        score: &crate::Score,
+        growing: Vec<Growth>,
+    ) -> Self {
         Self {
-            weighted_p95_ms: s.score.weighted_p95_ms,
-            actions: s
-                .actions
+            weighted_p95_ms: score.weighted_p95_ms,
+            actions: actions
                 .iter()
                 .map(|(name, a)| ActionMeasure {
                     name: name.clone(),
                     count: a.count,
                     errors: a.errors,
                     p95_ms: a.p95_ms,
-                    weighted: s.meta.action_weights.contains_key(name),
+                    weighted: meta.action_weights.contains_key(name),
                 })
                 .collect(),
             growing,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::AnalysisError;
 use crate::histogram::{LatencyHistogram, round_ms};
-use crate::qos::{ActionMeasure, QosMeasure, QosRule};
+use crate::qos::{QosMeasure, QosRule};
 use crate::record::{LostRecipient, RunMeta, RunRecord, counters};
 use crate::window::WindowFigures;
 
@@ -738,20 +738,7 @@ fn judge_qos(
     score: &Score,
 ) -> Vec<QosFailure> {
     let rule = QosRule::from_thresholds(&meta.qos);
-    let measure = QosMeasure {
-        weighted_p95_ms: score.weighted_p95_ms,
-        actions: actions
-            .iter()
-            .map(|(name, a)| ActionMeasure {
-                name: name.clone(),
-                count: a.count,
-                errors: a.errors,
-                p95_ms: a.p95_ms,
-                weighted: meta.action_weights.contains_key(name),
-            })
-            .collect(),
-        growing: Vec::new(),
-    };
+    let measure = QosMeasure::of_parts(meta, actions, score, Vec::new());
     let failures = rule.judge(&measure);
     for (name, a) in actions.iter_mut() {
         a.qos_pass = !failures.iter().any(|f| &f.subject == name);
