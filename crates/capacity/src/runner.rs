@@ -13,7 +13,8 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use peakhour_analysis::Summary;
-use peakhour_command_line::args::{CapacityArgs, TargetArgs};
+use peakhour_app::children::{ChildTarget, InitRequest};
+use peakhour_command_line::args::CapacityArgs;
 use peakhour_rundir::RunDir;
 use peakhour_workload::HumanDuration;
 
@@ -79,18 +80,9 @@ where
     fn common(&self) -> Vec<OsString> {
         let mut out: Vec<OsString> =
             vec!["--profile".into(), self.args.profile.profile.clone().into()];
-        out.extend(target_args(&self.args.target));
+        out.extend(ChildTarget::of(&self.args.target).flags());
         out
     }
-}
-
-/// The target flags a child needs (as the sweep's children get them).
-fn target_args(t: &TargetArgs) -> Vec<OsString> {
-    let mut out = peakhour_app::children::target_flags(&t.spec());
-    for domain in &t.allow_domain {
-        out.extend(["--allow-domain".into(), domain.into()]);
-    }
-    out
 }
 
 fn duration(d: Duration) -> OsString {
@@ -143,14 +135,13 @@ where
     }
 
     fn init(&mut self, users: u32, seed: u64) -> Result<(), CapacityError> {
-        let mut argv: Vec<OsString> = vec!["init".into()];
-        argv.extend(self.common());
-        argv.extend([
-            "--users".into(),
-            users.to_string().into(),
-            "--seed".into(),
-            seed.to_string().into(),
-        ]);
+        let argv = InitRequest {
+            profile: self.args.profile.profile.clone().into(),
+            target: ChildTarget::of(&self.args.target),
+            users,
+            seed,
+        }
+        .args();
         match self.start(&argv, "[init] ")? {
             Some(0) => Ok(()),
             _ if (self.interrupted)() => Ok(()),
