@@ -232,3 +232,112 @@ async fn put_retrying(
         .await?;
     Ok(last.value)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use peakhour_caldav::{CalDavClient, CalDavError, PutOutcome};
+    use peakhour_http::{ConnectionOptions, Endpoint, HttpConnection};
+    use peakhour_net::Security;
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    use tokio::net::TcpListener;
+
+    use super::put_retrying;
+
+    /// A server that answers PUTs with the given statuses in turn (the last
+    /// one for ever after), keeping the connection open as HTTP/1.1 does.
+    /// A real Cyrus answers 500 only now and then while it starts, which no
+    /// test can bring about on demand: hence a fake.
+    async fn answering(statuses: &'static [u16]) -> (u16, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let puts = Arc::new(AtomicUsize::new(0));
+        let counted = puts.clone();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let counted = counted.clone();
+                tokio::spawn(async move {
+                    let mut socket = BufReader::new(socket);
+                    loop {
+                        let mut length = 0usize;
+                        let mut line = String::new();
+                        loop {
+                            line.clear();
+                            if socket.read_line(&mut line).await.unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if let Some(value) =
+                                line.to_ascii_lowercase().strip_prefix("content-length:")
+                            {
+                                length = value.trim().parse().unwrap();
+                            }
+                            if line == "\r\n" {
+                                break;
+                            }
+                        }
+                        let mut body = vec![0; length];
+                        socket.read_exact(&mut body).await.unwrap();
+                        let n = counted.fetch_add(1, Ordering::SeqCst);
+                        let status = statuses[n.min(statuses.len() - 1)];
+                        let reply = format!(
+                            "HTTP/1.1 {status} Status\r\nETag: \"e{n}\"\r\nContent-Length: 0\r\n\r\n"
+                        );
+                        socket.get_mut().write_all(reply.as_bytes()).await.unwrap();
+                    }
+                });
+            }
+        });
+        (port, puts)
+    }
+
+    fn client(port: u16) -> CalDavClient {
+        let endpoint = Endpoint {
+            host: "127.0.0.1".into(),
+            port,
+            security: Security::Plain,
+            tls: None,
+            connect_timeout: Duration::from_secs(5),
+            source: None,
+        };
+        CalDavClient::new(HttpConnection::new(endpoint, ConnectionOptions::default()))
+    }
+
+    #[tokio::test]
+    async fn a_put_answered_500_then_201_is_tried_again_and_stored() {
+        let (port, puts) = answering(&[500, 503, 201]).await;
+        let outcome = put_retrying(&mut client(port), "/cal/e.ics", "BEGIN:VCALENDAR\r\n")
+            .await
+            .expect("the third PUT is stored");
+        assert!(matches!(outcome, PutOutcome::Created { .. }), "{outcome:?}");
+        assert_eq!(puts.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn a_put_that_keeps_failing_with_500_ends_after_three_tries() {
+        let (port, puts) = answering(&[500]).await;
+        let error = put_retrying(&mut client(port), "/cal/e.ics", "BEGIN:VCALENDAR\r\n")
+            .await
+            .expect_err("three 500s end the init");
+        assert!(
+            matches!(error, CalDavError::Status { status: 500, .. }),
+            "{error}"
+        );
+        assert_eq!(puts.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn a_4xx_is_not_tried_again() {
+        let (port, puts) = answering(&[403, 201]).await;
+        let error = put_retrying(&mut client(port), "/cal/e.ics", "BEGIN:VCALENDAR\r\n")
+            .await
+            .expect_err("403 ends the init at once");
+        assert!(
+            matches!(error, CalDavError::Status { status: 403, .. }),
+            "{error}"
+        );
+        assert_eq!(puts.load(Ordering::SeqCst), 1);
+    }
+}
