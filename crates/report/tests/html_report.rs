@@ -490,3 +490,24 @@ fn issue_31_item_9_users_chart_rises_through_the_ramp_up_and_the_drain_is_shaded
     assert!(width >= 5.0, "drain band {width} px wide");
     assert!(svg.contains(">drain</text>"), "{svg}");
 }
+
+/// The per-action table shows the limit an action is judged by alone, and
+/// none where the one QoS rule judges it only through the weighted p95.
+#[test]
+fn issue_25_item_4_the_action_table_shows_only_limits_of_an_actions_own() {
+    let mut run = load("run-small");
+    // The fixture predates issue 25 and holds a limit for every action (it is
+    // judged as it was); a record of today holds only the profile's own.
+    run.summary.meta.qos.p95_ms.clear();
+    run.summary.meta.qos.p95_ms.insert("send".into(), 250.0);
+    let html = html_of(&run, false);
+    let row = |action: &str| {
+        let start = html.find(&format!("<tr><td>{action}</td>")).unwrap();
+        let end = start + html[start..].find("</tr>").unwrap();
+        html[start..end].to_owned()
+    };
+    assert!(row("send").contains("<td>250</td>"), "{}", row("send"));
+    assert!(row("read").contains("<td>–</td>"), "{}", row("read"));
+    assert!(!row("read").contains("<td>1000</td>"), "{}", row("read"));
+    assert!(html.contains("counts through the weighted p95, held to 1000 ms"));
+}
