@@ -119,6 +119,19 @@ proc_cpu_ns() {
   echo $(( ticks * 1000000000 / $(getconf CLK_TCK) ))
 }
 cgroup_cpu_ns() { cat "$cgroup/cpuacct.usage"; }
+# Context switches (voluntary + involuntary) of every thread of a process, and of
+# every process in the cgroup: a build that wakes more often per command costs
+# both sides CPU time that its own instructions do not show.
+switches() {
+  cat "$@" 2>/dev/null | awk '/ctxt_switches/ { n += $2 } END { print n + 0 }'
+}
+proc_switches() { switches /proc/"$1"/task/*/status; }
+cgroup_switches() {
+  local pids
+  pids=$(sed 's|.*|/proc/&/status|' "$cgroup/cgroup.procs")
+  # shellcheck disable=SC2086
+  switches $pids
+}
 now_ns() { date +%s%N; }
 load1() { cut -d' ' -f1 /proc/loadavg; }
 
@@ -157,13 +170,18 @@ peakhour_run() {
   sleep $((ramp_up + 2))
   local g0 d0 t0 g1 d1 t1
   g0=$(proc_cpu_ns $pid); d0=$(cgroup_cpu_ns); t0=$(now_ns)
+  local gs0 ds0 gs1 ds1
+  gs0=$(proc_switches $pid); ds0=$(cgroup_switches)
   sleep $((secs - 3))
   g1=$(proc_cpu_ns $pid); d1=$(cgroup_cpu_ns); t1=$(now_ns)
+  gs1=$(proc_switches $pid); ds1=$(cgroup_switches)
   wait $pid || true
-  python3 - "$run_dir/summary.json" "$n" "$load_before" "$g0" "$g1" "$d0" "$d1" "$t0" "$t1" <<'EOF'
+  python3 - "$run_dir/summary.json" "$n" "$load_before" "$g0" "$g1" "$d0" "$d1" "$t0" "$t1" \
+    "$gs0" "$gs1" "$ds0" "$ds1" <<'EOF'
 import json, sys
 path, n, load = sys.argv[1], sys.argv[2], sys.argv[3]
 g0, g1, d0, d1, t0, t1 = map(int, sys.argv[4:10])
+gs0, gs1, ds0, ds1 = map(int, sys.argv[10:14])
 s = json.load(open(path))
 steady = s["steady"]["length_s"]
 commands = sum(c["count"] for name, c in s["commands"].items() if name.startswith("imap."))
@@ -180,6 +198,11 @@ per = {k: v["count"] for k, v in s["commands"].items()}
 print(f"    commands in the steady phase: {per}", file=sys.stderr)
 client = s.get("client", {})
 print(f"    the run's own CPU meter: {client.get('cpu_percent_mean')} % of a core", file=sys.stderr)
+cmds_in_window = cmd_rate * window
+# Dovecot's count covers the processes alive at both ends of the window (a
+# session that ended inside it takes its switches with it): a floor, not a total.
+print(f"    context switches per IMAP command: generator {(gs1 - gs0) / cmds_in_window:.3f}, "
+      f"Dovecot {(ds1 - ds0) / cmds_in_window:.3f}", file=sys.stderr)
 # A profile that sends mail (mmb-medium) also speaks SMTP. Two ways to count its
 # commands (docs/PERFORMANCE.md, "Third round"): IMAP only, as above, and IMAP
 # plus every SMTP command on the wire: EHLO, STARTTLS, AUTH, MAIL, one RCPT per
