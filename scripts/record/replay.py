@@ -40,6 +40,7 @@ import json
 import os
 import re
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -332,7 +333,7 @@ class UidMap:
         if (folder, uid) in self.made:
             return self.made[(folder, uid)]
         count, lab = self.recorded_count.get(folder), self.lab_uids.get(folder)
-        if not count or not lab:
+        if count is None or not lab:
             return uid
         if uid <= count:
             return lab[min(uid, len(lab)) - 1]
@@ -641,8 +642,9 @@ class Replayer:
 
 def lab_of(lab_dir):
     state = json.load(open(os.path.join(lab_dir, "state.json"), encoding="utf-8"))
-    status = os.popen(f"{os.environ.get('PEAKHOUR', 'target/debug/peakhour')} lab status --lab-dir "
-                      f"{lab_dir} --json").read()
+    default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "target", "debug", "peakhour")
+    status = subprocess.run([os.environ.get("PEAKHOUR", default), "lab", "status", "--lab-dir", lab_dir, "--json"],
+                            capture_output=True, text=True).stdout
     endpoints = json.loads(status)["endpoints"] if status else {}
     host, port = endpoints.get("imap", "127.0.0.1:143").rsplit(":", 1)
     smtp_host, smtp_port = endpoints.get("submissions", "127.0.0.1:465").rsplit(":", 1)
@@ -689,7 +691,7 @@ def prepare_mailbox(recording, piece, lab, user, timeout):
         counts[folder] = recording.recorded_count(folder)
     replayer.plain(connection, "LOGOUT")
     connection.close()
-    return UidMap({k: v for k, v in counts.items() if v}, lab_uids)
+    return UidMap({k: v for k, v in counts.items() if v is not None}, lab_uids)
 
 
 def submit(lab, user, size, timeout):
