@@ -305,12 +305,9 @@ def action_profile(base_text, action, count):
 
 
 def run_count(summary_path, action):
-    """The action's count in a run's summary.json (successful and failed)."""
+    """The action's count in a run's summary.json (`actions.<name>.count`)."""
     summary = json.load(open(summary_path, encoding="utf-8"))
-    for entry in summary.get("actions", []):
-        if entry.get("action") == action or entry.get("name") == action:
-            return entry.get("count", 0) + entry.get("errors", 0) if "count" in entry else entry.get("n", 0)
-    return 0
+    return summary.get("actions", {}).get(action, {}).get("count", 0)
 
 
 def peakhour_cost(peakhour, personality, action, lab_dir, master, args, work):
@@ -322,7 +319,7 @@ def peakhour_cost(peakhour, personality, action, lab_dir, master, args, work):
         for count in (args.low, args.high):
             profile = os.path.join(work, f"{action}-{count}.toml")
             with open(profile, "w", encoding="utf-8") as out:
-                out.write(action_profile(base, action, count))
+                out.write(action_profile(base, PEAKHOUR_ACTION[action], count))
             out_dir = os.path.join(work, f"run-{personality}-{action}-{count}")
             shutil.rmtree(out_dir, ignore_errors=True)
             command = [peakhour, "run", "--lab-dir", lab_dir, "--profile", profile, "--users", str(args.users),
@@ -369,22 +366,26 @@ def table(results):
 
 
 def comparison(results):
-    """Per personality and action, its cost against the recorded client's (the replay)."""
+    """Per personality and action, its cost against the recorded client's (the
+    replay's): `thunderbird` against thunderbird's recording, and so on;
+    `peakhour` (today's user, which imitates no client) against every one."""
     replays = {(r["client"], r["action"]): statistics.mean(r["us"]) for r in results
                if not r["client"].startswith("peakhour")}
-    lines = ["| personality | action | peakhour µs | recorded client µs | ratio | within 20% |",
-             "|---|---|---|---|---|---|"]
+    clients = sorted({client for client, _ in replays})
+    lines = ["| personality | action | recorded client | peakhour µs | recorded client µs | ratio | within 20% |",
+             "|---|---|---|---|---|---|---|"]
     for result in results:
         if not result["client"].startswith("peakhour --client "):
             continue
         name = result["client"].split(" ")[-1]
-        reference = replays.get((name, result["action"]))
-        if reference is None:
-            continue
         mine = statistics.mean(result["us"])
-        ratio = mine / reference if reference else float("inf")
-        lines.append(f"| {name} | {result['action']} | {mine:.0f} | {reference:.0f} | {ratio:.2f} | "
-                     f"{'yes' if abs(ratio - 1) <= 0.2 else 'no'} |")
+        for client in clients if name == "peakhour" else [name]:
+            reference = replays.get((client, result["action"]))
+            if reference is None:
+                continue
+            ratio = mine / reference if reference > 0 else float("inf")
+            lines.append(f"| {name} | {result['action']} | {client} | {mine:.0f} | {reference:.0f} | {ratio:.2f} | "
+                         f"{'yes' if abs(ratio - 1) <= 0.2 else 'no'} |")
     return "\n".join(lines)
 
 
@@ -410,7 +411,7 @@ def main():
                         help="pass --client peakhour too (a binary that has --client)")
     parser.add_argument("--low", type=int, default=2)
     parser.add_argument("--high", type=int, default=12)
-    parser.add_argument("--run-seconds", type=int, default=60)
+    parser.add_argument("--run-seconds", type=int, default=20)
     parser.add_argument("--json", help="also write the results as JSON here")
     args = parser.parse_args()
     for name, value, low, high in (("--users", args.users, 1, 500), ("--rounds", args.rounds, 1, 100),

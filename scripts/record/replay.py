@@ -166,7 +166,8 @@ class Recording:
 
     def __init__(self, fixture):
         self.fixture = fixture
-        self.manifest = json.load(open(os.path.join(fixture, "manifest.json"), encoding="utf-8"))
+        with open(os.path.join(fixture, "manifest.json"), encoding="utf-8") as manifest:
+            self.manifest = json.load(manifest)
         self.items, self.opened, self.closed = [], {}, {}
         self.uidnext, self.exists = {}, {}
         self.folders = []  # every folder a LIST answer named, in order
@@ -641,7 +642,8 @@ class Replayer:
 # ---------------------------------------------------------------- the lab mailbox
 
 def lab_of(lab_dir):
-    state = json.load(open(os.path.join(lab_dir, "state.json"), encoding="utf-8"))
+    with open(os.path.join(lab_dir, "state.json"), encoding="utf-8") as state_file:
+        state = json.load(state_file)
     default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "target", "debug", "peakhour")
     status = subprocess.run([os.environ.get("PEAKHOUR", default), "lab", "status", "--lab-dir", lab_dir, "--json"],
                             capture_output=True, text=True).stdout
