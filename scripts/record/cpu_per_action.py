@@ -342,7 +342,9 @@ def peakhour_cost(peakhour, personality, action, lab_dir, master, args, work):
             raise SystemExit(f"error: {personality} {action}: the runs did {low_n} and {high_n} actions; "
                              "raise --run-seconds or --high")
         results.append((high_ns - low_ns) / (high_n - low_n) / 1000)
-    return {"client": f"peakhour --client {personality}", "action": action, "us": results,
+    with_flag = personality != "peakhour" or args.client_flag
+    label = f"peakhour run --client {personality}" if with_flag else "peakhour run (today's user)"
+    return {"client": label, "personality": personality, "action": action, "us": results,
             "reps": f"{args.high - args.low}/user", "commands": None, "differing": None, "notes": []}
 
 
@@ -374,15 +376,14 @@ def comparison(results):
     """Per personality and action, its cost against the recorded client's (the
     replay's): `thunderbird` against thunderbird's recording, and so on;
     `peakhour` (today's user, which imitates no client) against every one."""
-    replays = {(r["client"], r["action"]): statistics.mean(r["us"]) for r in results
-               if not r["client"].startswith("peakhour")}
+    replays = {(r["client"], r["action"]): statistics.mean(r["us"]) for r in results if "personality" not in r}
     clients = sorted({client for client, _ in replays})
     lines = ["| personality | action | recorded client | peakhour µs | recorded client µs | ratio | within 20% |",
              "|---|---|---|---|---|---|---|"]
     for result in results:
-        if not result["client"].startswith("peakhour --client "):
+        if "personality" not in result:
             continue
-        name = result["client"].split(" ")[-1]
+        name = result["personality"]
         mine = statistics.mean(result["us"])
         for client in clients if name == "peakhour" else [name]:
             reference = replays.get((client, result["action"]))
@@ -431,7 +432,7 @@ def main():
             with open(path, encoding="utf-8") as saved:
                 results += json.load(saved)
         print(table(results))
-        if any(r["client"].startswith("peakhour --client ") for r in results):
+        if any("personality" in r for r in results):
             print()
             print(comparison(results))
         return
