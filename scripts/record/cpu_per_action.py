@@ -372,26 +372,41 @@ def table(results):
     return "\n".join(lines)
 
 
+def verdict(mine, reference):
+    """The ratio of the means, the range the repeats allow (lowest over highest,
+    highest over lowest), and whether that whole range is within 20%: `yes`, `no`, or
+    `undecided` when the range straddles a bound (more repetitions decide it)."""
+    if min(reference) <= 0 or min(mine) <= 0:
+        return f"- | undecided: a repeat measured {min(min(mine), min(reference)):.0f} µs (too few actions) "
+    ratio = statistics.mean(mine) / statistics.mean(reference)
+    low, high = min(mine) / max(reference), max(mine) / min(reference)
+    if 0.8 <= low and high <= 1.2:
+        answer = "yes"
+    elif high < 0.8 or low > 1.2:
+        answer = "no"
+    else:
+        answer = "undecided: more repetitions"
+    return f"{ratio:.2f} ({low:.2f}–{high:.2f}) | {answer}"
+
+
 def comparison(results):
     """Per personality and action, its cost against the recorded client's (the
     replay's): `thunderbird` against thunderbird's recording, and so on;
     `peakhour` (today's user, which imitates no client) against every one."""
-    replays = {(r["client"], r["action"]): statistics.mean(r["us"]) for r in results if "personality" not in r}
+    replays = {(r["client"], r["action"]): r["us"] for r in results if "personality" not in r}
     clients = sorted({client for client, _ in replays})
-    lines = ["| personality | action | recorded client | peakhour µs | recorded client µs | ratio | within 20% |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| personality | action | recorded client | peakhour µs | recorded client µs | ratio (range) | "
+             "within 20% |", "|---|---|---|---|---|---|---|"]
     for result in results:
         if "personality" not in result:
             continue
-        name = result["personality"]
-        mine = statistics.mean(result["us"])
+        name, mine = result["personality"], result["us"]
         for client in clients if name == "peakhour" else [name]:
             reference = replays.get((client, result["action"]))
             if reference is None:
                 continue
-            ratio = mine / reference if reference > 0 else float("inf")
-            lines.append(f"| {name} | {result['action']} | {client} | {mine:.0f} | {reference:.0f} | {ratio:.2f} | "
-                         f"{'yes' if abs(ratio - 1) <= 0.2 else 'no'} |")
+            lines.append(f"| {name} | {result['action']} | {client} | {statistics.mean(mine):.0f} | "
+                         f"{statistics.mean(reference):.0f} | {verdict(mine, reference)} |")
     return "\n".join(lines)
 
 

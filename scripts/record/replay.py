@@ -642,17 +642,21 @@ class Replayer:
 # ---------------------------------------------------------------- the lab mailbox
 
 def lab_of(lab_dir):
+    if not os.path.exists(os.path.join(lab_dir, "state.json")):
+        raise SystemExit(f"error: {lab_dir}/state.json is missing: no lab there (peakhour lab up --lab-dir {lab_dir})")
     with open(os.path.join(lab_dir, "state.json"), encoding="utf-8") as state_file:
         state = json.load(state_file)
     default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "target", "debug", "peakhour")
     status = subprocess.run([os.environ.get("PEAKHOUR", default), "lab", "status", "--lab-dir", lab_dir, "--json"],
                             capture_output=True, text=True).stdout
-    endpoints = json.loads(status)["endpoints"] if status else {}
+    if not status:
+        raise SystemExit(f"error: `peakhour lab status --lab-dir {lab_dir} --json` said nothing: is the lab up?")
+    endpoints = json.loads(status)["endpoints"]
     host, port = endpoints.get("imap", "127.0.0.1:143").rsplit(":", 1)
     smtp_host, smtp_port = endpoints.get("submissions", "127.0.0.1:465").rsplit(":", 1)
     return {"imap": (host, int(port)), "submissions": (smtp_host, int(smtp_port)),
             "password": state["password"], "ca": os.path.join(lab_dir, "tls", "ca.pem"),
-            "status": json.loads(status) if status else {}}
+            "status": json.loads(status)}
 
 
 def prepare_mailbox(recording, piece, lab, user, timeout):
