@@ -172,3 +172,28 @@ fn issue_28_item_1_client_recordings_parse_and_hold_no_password() {
         );
     }
 }
+
+/// `scripts/record/replay.py` turns a recording into commands for a lab user:
+/// tags renumbered, the lab user's credentials in LOGIN and AUTHENTICATE
+/// PLAIN, recorded UIDs mapped onto the lab folder's, literals of the recorded
+/// size, each connection's state at a window's start. Its unit tests run on a
+/// short transcript without a server (scripts/record/test_replay.py).
+#[test]
+fn issue_28_item_3_replay_renumbers_tags_substitutes_logins_and_maps_uids() {
+    let script = fixtures().join("../../../scripts/record/test_replay.py");
+    let output = std::process::Command::new("python3")
+        .arg(&script)
+        .output()
+        .unwrap_or_else(|e| panic!("python3 {}: {e}", script.display()));
+    let report = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "python3 {} failed:\n{report}",
+        script.display()
+    );
+    // unittest's summary: a run that found no test would also exit 0.
+    assert!(
+        report.contains("Ran 9 tests") && report.trim_end().ends_with("OK"),
+        "{report}"
+    );
+}

@@ -1,0 +1,504 @@
+"""Dovecot's CPU per action: recorded clients replayed, and peakhour's own runs (issue 28 item 3).
+
+Dovecot's CPU is the lab's Dovecot master (from `lab status --json`) and every
+process below it; Postfix is not counted. Where a cgroup v1 `cpuacct`
+hierarchy is mounted on its own and the lab is not shaped, the script moves
+Dovecot's processes into a cpuacct group of its own for the measurement
+(children Dovecot forks later are born in it) and reads `cpuacct.usage`, in
+ns, ended processes included; it moves them back and removes the group at the
+end. Otherwise it reads /proc: live processes' run time (/proc/PID/schedstat,
+ns) plus the master's cutime + cstime (the CPU of the `imap` processes it has
+reaped), which the kernel prints in clock ticks, so each reading is then
+exact only to 10 ms and a cheap action needs many more repetitions.
+
+**Replays.** For each client and action, the action's window of the recording
+(the same cut as measure.py) is replayed by --users lab users at once, --rounds
+times. A round has two measured phases, each after an unmeasured setup (the
+Inbox topped up to the recording's count, the lab's UIDs read, and the
+connections that were open before the window logged in, ENABLEd, with their
+folder selected and in IDLE if they were):
+
+  action:   the window's commands, then LOGOUT of every connection still open
+  baseline: LOGOUT of the connections the setup opened, nothing else
+
+Dovecot's CPU in (action - baseline), over users x rounds, is the action's
+cost: what the window's commands cost, plus the connections and logins the
+window itself opened. A send also submits one message of the APPEND's size over
+SMTP to the user itself, as the recorded client did (Dovecot's LMTP delivery
+counts; --no-smtp leaves it out). Each phase ends with --settle seconds of
+quiet so that deliveries and exits land inside it. The whole is done
+--repeats times: the table shows the mean and the spread (min-max).
+
+**peakhour runs.** With --peakhour BIN and --personality NAME (repeatable),
+each action is run alone: a copy of the mmb-medium profile in fixed mode with
+one action's count at --low and then --high per user and every other action
+at 0, one recipient per message (as the recordings sent), `peakhour run
+--client NAME` (no --client for `peakhour` itself when the binary has none).
+The cost is Dovecot's CPU over the two runs' difference divided by the
+difference of the action's counts in summary.json, so logins, logouts and
+idle time, equal in both runs, cancel out.
+
+    python3 scripts/record/cpu_per_action.py --lab-dir DIR [--clients neomutt,mbsync] [--json OUT]
+    python3 scripts/record/cpu_per_action.py --lab-dir DIR --peakhour target/debug/peakhour --personality peakhour
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import replay  # noqa: E402
+
+CLIENTS = ["neomutt", "mbsync", "roundcube", "thunderbird", "thunderbird-warm"]
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures", "clients")
+TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
+# The recordings' action names and peakhour's (profile actions).
+PEAKHOUR_ACTION = {"open_inbox": "check_inbox", "read": "read", "move": "move", "delete": "delete",
+                   "send": "send"}
+
+
+# ---------------------------------------------------------------- Dovecot's CPU
+
+def dovecot_master(lab):
+    for server in lab["status"].get("servers", []):
+        if server.get("name") == "dovecot":
+            for process in server.get("processes", []):
+                if process.get("name") == "dovecot":
+                    return process["pid"]
+    raise SystemExit("error: the lab's status names no Dovecot master process (is the lab up, with Dovecot?)")
+
+
+def _stat(pid):
+    with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+        text = stat.read()
+    return text[text.rindex(")") + 2:].split(" ")
+
+
+def _run_ns(pid):
+    with open(f"/proc/{pid}/schedstat", encoding="ascii") as schedstat:
+        return int(schedstat.read().split(" ")[0])
+
+
+def dovecot_cpu_ns(master):
+    """Dovecot's CPU so far, in ns: every live process below the master and the
+    master itself (schedstat), plus the children it has reaped (cutime + cstime)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                children.setdefault(int(_stat(entry)[1]), []).append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    total, stack = 0, list(children.get(master, []))
+    while stack:
+        pid = stack.pop()
+        stack += children.get(pid, [])
+        try:
+            total += _run_ns(pid)
+        except (OSError, ValueError):
+            continue  # ended meanwhile: the master's cutime has it
+    fields = _stat(master)  # last, so a child reaped during the walk is counted at most once
+    return total + _run_ns(master) + (int(fields[13]) + int(fields[14])) * TICK_NS
+
+
+class CpuacctGroup:
+    """Dovecot's processes in a cpuacct group of their own (cgroup v1), for
+    `cpuacct.usage`. Only cpuacct moves: limits (cpu, memory) stay where they were."""
+
+    def __init__(self, master):
+        mount = None
+        with open("/proc/self/mountinfo", encoding="utf-8") as mountinfo:
+            for line in mountinfo:
+                fields = line.split(" ")
+                dash = fields.index("-")
+                if fields[dash + 1] == "cgroup" and fields[dash + 3].strip().split(",")[-1] == "cpuacct" and \
+                        "cpu" not in fields[dash + 3].split(",")[:-1]:
+                    mount = fields[4]
+        if mount is None:
+            raise OSError("no cgroup v1 cpuacct hierarchy mounted on its own")
+        with open(f"/proc/{master}/cgroup", encoding="utf-8") as own:
+            path = next(line.strip().split(":", 2)[2] for line in own if line.split(":")[1] == "cpuacct")
+        self.home = os.path.join(mount, path.lstrip("/"))
+        self.dir = os.path.join(self.home, f"peakhour-dovecot-cpu-{master}")
+        os.makedirs(self.dir, exist_ok=True)
+        self.master = master
+        self._move(self.dir)
+
+    def _pids(self):
+        children = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    children.setdefault(int(_stat(entry)[1]), []).append(int(entry))
+                except (OSError, ValueError, IndexError):
+                    continue
+        out, stack = [self.master], list(children.get(self.master, []))
+        while stack:
+            pid = stack.pop()
+            out.append(pid)
+            stack += children.get(pid, [])
+        return out
+
+    def _move(self, directory):
+        for pid in self._pids():  # the master first: what it forks from now on is born there
+            try:
+                with open(os.path.join(directory, "cgroup.procs"), "w", encoding="ascii") as procs:
+                    procs.write(str(pid))
+            except OSError:
+                continue  # ended meanwhile
+
+    def usage_ns(self):
+        with open(os.path.join(self.dir, "cpuacct.usage"), encoding="ascii") as usage:
+            return int(usage.read())
+
+    def close(self):
+        for _ in range(5):
+            self._move(self.home)
+            try:
+                os.rmdir(self.dir)
+                return
+            except OSError:
+                time.sleep(0.2)
+        print(f"warning: could not remove {self.dir}: a process is still in it", file=sys.stderr)
+
+
+class DovecotMeter:
+    """Dovecot's CPU so far, in ns: the cpuacct group where it can, /proc otherwise."""
+
+    def __init__(self, lab):
+        self.master = dovecot_master(lab)
+        self.group, self.source = None, "/proc (schedstat + the master's cutime, 10 ms ticks)"
+        if not lab["status"].get("limits", {}).get("cgroup"):
+            try:
+                self.group = CpuacctGroup(self.master)
+                self.source = f"cpuacct.usage of {self.group.dir}"
+            except (OSError, StopIteration) as error:
+                print(f"note: reading /proc, not a cgroup: {error}", file=sys.stderr)
+
+    def __call__(self):
+        return self.group.usage_ns() if self.group else dovecot_cpu_ns(self.master)
+
+    def close(self):
+        if self.group:
+            self.group.close()
+
+
+# ---------------------------------------------------------------- replays
+
+class Round:
+    """One measured round: --users workers and the main thread meet at a barrier
+    between setup, measurement and settling."""
+
+    def __init__(self, recording, piece, lab, users, args, smtp_size):
+        self.recording, self.piece, self.lab, self.users, self.args = recording, piece, lab, users, args
+        self.smtp_size = smtp_size
+        self.barrier = threading.Barrier(len(users) + 1, timeout=args.timeout)
+        self.errors, self.commands, self.differing, self.notes = [], 0, 0, []
+        self.lock = threading.Lock()
+
+    def worker(self, user):
+        try:
+            for phase in ("action", "baseline"):
+                uids = replay.prepare_mailbox(self.recording, self.piece, self.lab, user, self.args.timeout)
+                replayer = replay.Replayer(self.recording, self.piece, self.lab, user, self.args.idle_bound,
+                                           self.args.timeout, uids)
+                replayer.setup()
+                self.barrier.wait()  # set up
+                self.barrier.wait()  # the main thread has read the CPU
+                if phase == "action":
+                    replayer.run(time.monotonic() + self.args.timeout)
+                    if self.smtp_size is not None:
+                        replay.submit(self.lab, user, self.smtp_size, self.args.timeout)
+                    with self.lock:
+                        self.commands += replayer.commands
+                        self.differing += replayer.differing
+                        self.notes += replayer.differences[:2]
+                else:
+                    replayer.logout(list(replayer.connections.values()))
+                self.barrier.wait()  # done
+                self.barrier.wait()  # the main thread has read the CPU again: the next setup may start
+        except (replay.ReplayError, OSError, threading.BrokenBarrierError) as error:
+            with self.lock:
+                self.errors.append(f"{user}: {error}")
+            self.barrier.abort()
+
+    def measure(self, master):
+        """(action ns, baseline ns) of this round."""
+        threads = [threading.Thread(target=self.worker, args=(u,), daemon=True) for u in self.users]
+        for thread in threads:
+            thread.start()
+        spent = []
+        try:
+            for _ in ("action", "baseline"):
+                self.barrier.wait()
+                time.sleep(self.args.settle)
+                before = master()
+                self.barrier.wait()
+                self.barrier.wait()
+                time.sleep(self.args.settle)
+                spent.append(master() - before)
+                self.barrier.wait()
+        except threading.BrokenBarrierError:
+            pass
+        for thread in threads:
+            thread.join(self.args.timeout)
+        if self.errors or len(spent) != 2:
+            raise SystemExit(f"error: {self.recording.fixture} round failed: {'; '.join(self.errors[:3])}")
+        return spent[0], spent[1]
+
+
+def replay_cost(client, action, lab, master, args):
+    """Per repeat: µs of Dovecot CPU per action; with the commands replayed and answered otherwise."""
+    recording = replay.Recording(os.path.join(args.fixtures, client))
+    piece = recording.slice(action)
+    if not piece.items:
+        return None
+    appends = [i for i in piece.items if i.name == "APPEND"]
+    size = int(replay.LITERAL.search(appends[0].text).group(1)) if appends and replay.LITERAL.search(
+        appends[0].text) else 1024
+    smtp_size = size if action == "send" and args.smtp else None
+    rounds = args.idle_rounds if action == "idle" else args.rounds
+    users = [f"user{n}" for n in range(args.first_user, args.first_user + args.users)]
+    per_repeat, commands, differing, notes = [], 0, 0, []
+    for _ in range(args.repeats):
+        spent_action = spent_base = 0
+        for _ in range(rounds):
+            measured = Round(recording, piece, lab, users, args, smtp_size)
+            action_ns, base_ns = measured.measure(master)
+            spent_action += action_ns
+            spent_base += base_ns
+            commands += measured.commands
+            differing += measured.differing
+            notes += measured.notes
+        per_repeat.append((spent_action - spent_base) / (rounds * len(users)) / 1000)
+    window = next(stop - start for name, start, stop in recording.windows() if name == action)
+    return {"client": client, "action": action, "us": per_repeat, "reps": rounds * len(users),
+            "window_s": round(window, 1), "commands": commands, "differing": differing, "notes": notes[:3]}
+
+
+# ---------------------------------------------------------------- peakhour runs
+
+def action_profile(base_text, action, count):
+    """mmb-medium in fixed mode: `count` of one action per user, 0 of the others,
+    one recipient per message and no lists."""
+    text = re.sub(r'^mode = "poisson"', 'mode = "fixed"', base_text, flags=re.M)
+    out, section = [], None
+    for line in text.splitlines():
+        header = re.match(r"^\[(.*)\]\s*$", line)
+        if header:
+            section = header.group(1)
+        if section and section.startswith("actions.") and re.match(r"^per_day\s*=", line):
+            line = f"count = {count if section == 'actions.' + action else 0}"
+        if section == "recipients" and re.match(r"^average\s*=", line):
+            line = "average = 1"
+        if section == "recipients" and re.match(r"^list_fraction\s*=", line):
+            line = "list_fraction = 0"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def run_count(summary_path, action):
+    """The action's count in a run's summary.json (`actions.<name>.count`)."""
+    summary = json.load(open(summary_path, encoding="utf-8"))
+    return summary.get("actions", {}).get(action, {}).get("count", 0)
+
+
+def peakhour_cost(peakhour, personality, action, lab_dir, master, args, work):
+    base = subprocess.run([peakhour, "profiles", "show", "mmb-medium"], capture_output=True, text=True,
+                          check=True).stdout
+    results = []
+    for _ in range(args.repeats):
+        measured = []
+        for count in (args.low, args.high):
+            profile = os.path.join(work, f"{action}-{count}.toml")
+            with open(profile, "w", encoding="utf-8") as out:
+                out.write(action_profile(base, PEAKHOUR_ACTION[action], count))
+            out_dir = os.path.join(work, f"run-{personality}-{action}-{count}")
+            shutil.rmtree(out_dir, ignore_errors=True)
+            command = [peakhour, "run", "--lab-dir", lab_dir, "--profile", profile, "--users", str(args.users),
+                       "--ramp-up", "1s", "--drain", "1s", "--duration", f"{args.run_seconds}s",
+                       "--out", out_dir]
+            if personality != "peakhour" or args.client_flag:
+                command += ["--client", personality]
+            time.sleep(args.settle)
+            before = master()
+            finished = subprocess.run(command, capture_output=True, text=True, timeout=args.run_seconds + 300)
+            time.sleep(args.settle)
+            spent = master() - before
+            if finished.returncode > 1:
+                raise SystemExit(f"error: {' '.join(command)} exited {finished.returncode}: "
+                                 f"{finished.stderr.strip()[-400:]}")
+            measured.append((spent, run_count(os.path.join(out_dir, "summary.json"), PEAKHOUR_ACTION[action])))
+        (low_ns, low_n), (high_ns, high_n) = measured
+        if high_n <= low_n:
+            raise SystemExit(f"error: {personality} {action}: the runs did {low_n} and {high_n} actions; "
+                             "raise --run-seconds or --high")
+        results.append((high_ns - low_ns) / (high_n - low_n) / 1000)
+    with_flag = personality != "peakhour" or args.client_flag
+    label = f"peakhour run --client {personality}" if with_flag else "peakhour run (today's user)"
+    return {"client": label, "personality": personality, "action": action, "us": results,
+            "reps": f"{args.high - args.low}/user", "commands": None, "differing": None, "notes": []}
+
+
+# ---------------------------------------------------------------- the table
+
+def row(result):
+    values = result["us"]
+    mean = statistics.mean(values)
+    spread = f"{min(values):.0f}–{max(values):.0f}" if len(values) > 1 else "-"
+    return mean, spread
+
+
+def table(results):
+    lines = ["| client | action | Dovecot CPU µs/action (mean) | spread (min–max) | reps each | "
+             "commands answered otherwise |", "|---|---|---|---|---|---|"]
+    for result in results:
+        mean, spread = row(result)
+        differing = "-" if result["differing"] is None else f"{result['differing']} of {result['commands']}"
+        action = result["action"]
+        if action == "idle" and result.get("window_s"):
+            # The idle window is long and varies per client: say what an hour of it costs.
+            action = f"idle ({result['window_s']:.0f} s; {mean * 3600 / result['window_s'] / 1000:.0f} ms/hour)"
+        lines.append(f"| {result['client']} | {action} | {mean:.0f} | {spread} | {result['reps']} | "
+                     f"{differing} |")
+    return "\n".join(lines)
+
+
+def verdict(mine, reference):
+    """The ratio of the means, the range the repeats allow (lowest over highest,
+    highest over lowest), and whether that whole range is within 20%: `yes`, `no`, or
+    `undecided` when the range straddles a bound (more repetitions decide it)."""
+    if min(reference) <= 0 or min(mine) <= 0:
+        return f"- | undecided: a repeat measured {min(min(mine), min(reference)):.0f} µs (too few actions) "
+    ratio = statistics.mean(mine) / statistics.mean(reference)
+    low, high = min(mine) / max(reference), max(mine) / min(reference)
+    if 0.8 <= low and high <= 1.2:
+        answer = "yes"
+    elif high < 0.8 or low > 1.2:
+        answer = "no"
+    else:
+        answer = "undecided: more repetitions"
+    return f"{ratio:.2f} ({low:.2f}–{high:.2f}) | {answer}"
+
+
+def comparison(results):
+    """Per personality and action, its cost against the recorded client's (the
+    replay's): `thunderbird` against thunderbird's recording, and so on;
+    `peakhour` (today's user, which imitates no client) against every one."""
+    replays = {(r["client"], r["action"]): r["us"] for r in results if "personality" not in r}
+    clients = sorted({client for client, _ in replays})
+    lines = ["| personality | action | recorded client | peakhour µs | recorded client µs | ratio (range) | "
+             "within 20% |", "|---|---|---|---|---|---|---|"]
+    for result in results:
+        if "personality" not in result:
+            continue
+        name, mine = result["personality"], result["us"]
+        for client in clients if name == "peakhour" else [name]:
+            reference = replays.get((client, result["action"]))
+            if reference is None:
+                continue
+            lines.append(f"| {name} | {result['action']} | {client} | {statistics.mean(mine):.0f} | "
+                         f"{statistics.mean(reference):.0f} | {verdict(mine, reference)} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lab-dir", help="the lab (required unless --table-from)")
+    parser.add_argument("--table-from", nargs="+", metavar="JSON",
+                        help="print the tables from results saved with --json, measuring nothing")
+    parser.add_argument("--fixtures", default=FIXTURES)
+    parser.add_argument("--clients", default=",".join(CLIENTS), help="recordings to replay ('' for none)")
+    parser.add_argument("--actions", default="open_inbox,read,move,delete,send,search,idle")
+    parser.add_argument("--users", type=int, default=20, help="lab users at once (user<first>..)")
+    parser.add_argument("--first-user", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per repeat (reps = users x rounds)")
+    parser.add_argument("--idle-rounds", type=int, default=1, help="rounds per repeat for the idle window")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--idle-bound", type=float, default=0.2)
+    parser.add_argument("--settle", type=float, default=0.5)
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--no-smtp", dest="smtp", action="store_false")
+    parser.add_argument("--peakhour", help="a peakhour binary: also measure its runs")
+    parser.add_argument("--personality", action="append", default=[],
+                        help="peakhour run --client NAME (repeatable); 'peakhour' is today's user")
+    parser.add_argument("--client-flag", action="store_true",
+                        help="pass --client peakhour too (a binary that has --client)")
+    parser.add_argument("--low", type=int, default=2)
+    parser.add_argument("--high", type=int, default=12)
+    parser.add_argument("--run-seconds", type=int, default=20)
+    parser.add_argument("--json", help="also write the results as JSON here")
+    args = parser.parse_args()
+    for name, value, low, high in (("--users", args.users, 1, 500), ("--rounds", args.rounds, 1, 100),
+                                   ("--idle-rounds", args.idle_rounds, 1, 100), ("--repeats", args.repeats, 1, 20)):
+        if not low <= value <= high:
+            parser.error(f"{name} takes {low} to {high}")
+    if args.table_from:
+        results = []
+        for path in args.table_from:
+            with open(path, encoding="utf-8") as saved:
+                results += json.load(saved)
+        print(table(results))
+        if any("personality" in r for r in results):
+            print()
+            print(comparison(results))
+        return
+    if not args.lab_dir:
+        parser.error("--lab-dir is required")
+    lab = replay.lab_of(args.lab_dir)
+    master = DovecotMeter(lab)
+    print(f"# Dovecot's CPU from {master.source}", file=sys.stderr)
+    try:
+        results = measure_all(args, lab, master)
+    finally:
+        master.close()
+    print(table(results))
+    if args.peakhour:
+        print()
+        print(comparison(results))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(results, out, indent=1)
+
+
+def measure_all(args, lab, master):
+    results = []
+    for client in [c for c in args.clients.split(",") if c]:
+        for action in args.actions.split(","):
+            started = time.monotonic()
+            try:
+                result = replay_cost(client, action, lab, master, args)
+            except replay.ReplayError as error:
+                print(f"# {client} {action}: {error}", file=sys.stderr)
+                continue
+            if result:
+                results.append(result)
+                mean, spread = row(result)
+                print(f"# {client} {action}: {mean:.0f} µs ({spread}), {time.monotonic() - started:.0f} s",
+                      file=sys.stderr, flush=True)
+    if args.peakhour:
+        work = tempfile.mkdtemp(prefix="peakhour-cpu-")
+        os.chmod(work, 0o755)
+        try:
+            for personality in args.personality or ["peakhour"]:
+                for action in [a for a in args.actions.split(",") if a in PEAKHOUR_ACTION]:
+                    result = peakhour_cost(args.peakhour, personality, action, args.lab_dir, master, args, work)
+                    results.append(result)
+                    mean, spread = row(result)
+                    print(f"# peakhour {personality} {action}: {mean:.0f} µs ({spread})", file=sys.stderr,
+                          flush=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""Checks replay.py's rewriting on a short transcript, without a server (issue 28 item 3).
+
+Run by crates/lab/tests/client_recordings.rs
+(`issue_28_item_3_replay_renumbers_tags_substitutes_logins_and_maps_uids`), or
+directly: python3 scripts/record/test_replay.py
+"""
+
+import base64
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import replay  # noqa: E402
+
+TRANSCRIPT = """\
+# a short recording: two connections, the second one in IDLE across the window
+0.000000 c1 open
+0.000100 c1 S: * OK ready
+0.001000 c1 C: a1 LOGIN alice <password>
+0.002000 c1 S: a1 OK Logged in
+0.003000 c1 C: a2 ENABLE UTF8=ACCEPT
+0.003100 c1 S: a2 OK Enabled
+0.004000 c1 C: a3 SELECT "INBOX"
+0.004100 c1 S: * 5 EXISTS
+0.004200 c1 S: * OK [UIDNEXT 6] Predicted next UID
+0.004300 c1 S: a3 OK [READ-WRITE] Select completed
+0.005000 c2 open
+0.005100 c2 S: * OK ready
+0.006000 c2 C: 7 authenticate PLAIN
+0.006100 c2 S: +
+0.006200 c2 C: <credentials>
+0.006300 c2 S: 7 OK Logged in
+0.007000 c2 C: 8 SELECT Sent
+0.007100 c2 S: * 0 EXISTS
+0.007200 c2 S: * OK [UIDNEXT 1] Predicted next UID
+0.007300 c2 S: 8 OK Select completed
+0.008000 c2 C: 9 IDLE
+0.008100 c2 S: + idling
+10.000000 c1 C: a4 UID FETCH 2:4 (FLAGS BODY.PEEK[])
+10.000100 c1 S: a4 OK Fetch completed
+10.100000 c1 C: a5 UID MOVE 3 "Folder1"
+10.100100 c1 S: * OK [COPYUID 1795686059 3 6] Moved UIDs.
+10.100200 c1 S: * 4 EXPUNGE
+10.100300 c1 S: a5 OK Move completed
+10.200000 c1 C: a6 FETCH 1:104 (UID FLAGS)
+10.200100 c1 S: a6 OK Fetch completed
+10.300000 c1 C: a7 UID FETCH 6:* (FLAGS)
+10.300100 c1 S: a7 OK Fetch completed
+10.400000 c1 C: a8 APPEND "Sent" (\\Seen) {120}<120 bytes>
+10.400100 c1 S: + OK
+10.400200 c1 S: a8 OK [APPENDUID 1795686100 1] Append completed
+70.000000 c2 C: DONE
+70.000100 c2 S: 9 OK Idle completed
+70.100000 c3 open
+70.100100 c3 S: * OK ready
+70.200000 c3 C: b1 AUTHENTICATE PLAIN <credentials>
+70.200100 c3 S: b1 OK Logged in
+"""
+
+MANIFEST = {"client": "test", "actions": [
+    {"action": "open_inbox", "start": 0.0, "end": 1.0},
+    {"action": "move", "start": 9.0, "end": 11.0},
+    {"action": "idle", "start": 60.0, "end": 70.5},
+]}
+
+
+class ReplayRewriting(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        with open(os.path.join(cls.dir.name, "transcript.txt"), "w", encoding="utf-8") as out:
+            out.write(TRANSCRIPT)
+        with open(os.path.join(cls.dir.name, "manifest.json"), "w", encoding="utf-8") as out:
+            json.dump(MANIFEST, out)
+        cls.recording = replay.Recording(cls.dir.name)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def item(self, text):
+        return next(i for i in self.recording.items if i.text.startswith(text))
+
+    def rewrite(self, text, uids=None, selected="INBOX", exists=5, tag="p0001"):
+        uids = uids or replay.UidMap({}, {})
+        return replay.rewrite(self.item(text), tag, "user7", "s3cret", uids, selected, exists)
+
+    def test_tags_are_renumbered_and_the_rest_of_the_command_kept(self):
+        line, _ = self.rewrite("a2 ENABLE", tag="p0042")
+        self.assertEqual(line, "p0042 ENABLE UTF8=ACCEPT")
+        line, _ = self.rewrite("8 SELECT", tag="p0002")
+        self.assertEqual(line, "p0002 SELECT Sent")
+
+    def test_login_carries_the_lab_users_credentials(self):
+        line, more = self.rewrite("a1 LOGIN")
+        self.assertEqual(line, 'p0001 LOGIN "user7" "s3cret"')
+        self.assertEqual(more, [])
+
+    def test_authenticate_plain_as_a_continuation_and_inline(self):
+        expected = base64.b64encode(b"\0user7\0s3cret").decode()
+        line, more = self.rewrite("7 authenticate")
+        self.assertEqual(line, "p0001 authenticate PLAIN")
+        self.assertEqual(more, [expected])
+        line, more = self.rewrite("b1 AUTHENTICATE")
+        self.assertEqual(line, f"p0001 AUTHENTICATE PLAIN {expected}")
+        self.assertEqual(more, [])
+
+    def test_recorded_uids_map_by_rank_onto_the_lab_folder(self):
+        # The recording's INBOX held UIDs 1..5; the lab's holds these five.
+        self.assertEqual(self.recording.recorded_count("INBOX"), 5)
+        uids = replay.UidMap({"INBOX": 5}, {"INBOX": [10, 11, 12, 20, 21]})
+        self.assertEqual(self.rewrite("a4 UID FETCH", uids)[0], "p0001 UID FETCH 11:20 (FLAGS BODY.PEEK[])")
+        self.assertEqual(self.rewrite("a5 UID MOVE", uids)[0], 'p0001 UID MOVE 12 "Folder1"')
+        # Above the recorded count: new mail, past the lab's last UID.
+        self.assertEqual(self.rewrite("a7 UID FETCH", uids)[0], "p0001 UID FETCH 22:* (FLAGS)")
+        # A shorter lab folder: the rank is held to its last message.
+        short = replay.UidMap({"INBOX": 5}, {"INBOX": [30, 31]})
+        self.assertEqual(self.rewrite("a4 UID FETCH", short)[0], "p0001 UID FETCH 31:31 (FLAGS BODY.PEEK[])")
+
+    def test_uids_the_servers_made_are_paired_by_command(self):
+        move = self.item("a5 UID MOVE")
+        self.assertEqual(replay.created_uids(move.codes), [6])
+        uids = replay.UidMap({"Folder1": 5}, {"Folder1": [1, 2, 3, 4, 5]})
+        uids.learn("Folder1", replay.created_uids(move.codes),
+                   replay.created_uids(replay.codes("* OK [COPYUID 99 12 44] Moved UIDs.")))
+        self.assertEqual(uids.uid("Folder1", 6), 44)
+        self.assertEqual(uids.uid("Folder1", 2), 2)
+        append = self.item("a8 APPEND")
+        self.assertEqual(replay.created_uids(append.codes), [1])
+
+    def test_sequence_numbers_are_held_to_the_mailbox_size(self):
+        self.assertEqual(self.rewrite("a6 FETCH", exists=3)[0], "p0001 FETCH 1:3 (UID FLAGS)")
+
+    def test_literals_keep_their_size_and_form(self):
+        line, _ = self.rewrite("a8 APPEND")
+        parts = replay.segments(line, True, 1)
+        self.assertEqual(parts[0], (b'p0001 APPEND "Sent" (\\Seen) {120}\r\n', True))
+        self.assertEqual(len(parts[1][0]), 120)
+        self.assertTrue(parts[1][0].startswith(b"From: "))
+        self.assertEqual(parts[2], (b"\r\n", False))
+        plus = replay.segments("t APPEND x {9+}<9 bytes>", False, 1)
+        self.assertEqual(plus[0], (b"t APPEND x {9+}\r\n", False))
+
+    def test_a_window_knows_each_connections_state_at_its_start(self):
+        piece = self.recording.slice("move")
+        self.assertEqual(piece.connections, ["c1"])
+        state = piece.before["c1"]
+        self.assertTrue(state.logged_in)
+        self.assertEqual((state.selected, state.enable, state.idling), ("INBOX", ["UTF8=ACCEPT"], False))
+        self.assertEqual(piece.folders(), ["INBOX", "Folder1", "Sent"])
+        idle = self.recording.slice("idle")
+        self.assertEqual(idle.connections, ["c2", "c3"])
+        self.assertTrue(idle.before["c2"].idling)
+        self.assertEqual(idle.before["c2"].selected, "Sent")
+        self.assertNotIn("c3", idle.before)  # opened inside the window: connected there
+
+    def test_no_recorded_password_reaches_a_rewritten_command(self):
+        for item in self.recording.items:
+            line, more = replay.rewrite(item, "p1", "user7", "s3cret", replay.UidMap({}, {}), "INBOX", 5)
+            self.assertNotIn("<password>", line + " ".join(more))
+            self.assertNotIn("<credentials>", line + " ".join(more))
+
+
+if __name__ == "__main__":
+    unittest.main()
