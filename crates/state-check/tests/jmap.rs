@@ -9,7 +9,10 @@ use peakhour_state_check::{
 };
 use serde_json::{Value, json};
 
-const SOLE: JmapOptions = JmapOptions { sole_writer: true };
+const SOLE: JmapOptions = JmapOptions {
+    sole_writer: true,
+    shared_account: false,
+};
 
 /// The lines of a recorded session (`tests/capture/capture_groupware.py jmap`).
 fn recording(name: &str) -> Vec<Value> {

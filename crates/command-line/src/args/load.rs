@@ -254,8 +254,8 @@ pub struct RunArgs {
     /// The run's shape in time, and its QoS limit.
     #[command(flatten)]
     pub shape: RunShape,
-    /// IMAP state checks, with a checkpoint every INTERVAL (default 30s): what the server
-    /// tells each session must stay consistent (docs/state-checks.md).
+    /// State checks, with an IMAP checkpoint every INTERVAL (default 30s): what the server
+    /// tells each IMAP, JMAP or CalDAV session must stay consistent (docs/state-checks.md).
     #[arg(
         long,
         value_name = "INTERVAL",
