@@ -17,6 +17,10 @@
 //! a stream that ended) the user looks at its Inbox every
 //! [`POLL_WITHOUT_PUSH`] while it waits, and the reconciliation finds the
 //! rest.
+//!
+//! Under `run --check-state` the client keeps each request and response for
+//! the session's model, and the checker syncs with `Email/changes` after an
+//! action that changed an Email (`crate::state_checks`, its `jmap` module).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
