@@ -117,8 +117,9 @@ impl CalDavChecker {
         });
     }
 
-    /// A read of the schedule inbox (its listing, or a GET of an item):
-    /// the server's items, so only their presence is told to the model.
+    /// A listing of the schedule inbox: the server's items, so only their
+    /// presence is told to the model (an item the user deleted must not be
+    /// among them).
     pub(crate) fn inbox_read(&mut self, collection: &str, hrefs: &[&str]) {
         let report = hrefs
             .iter()
@@ -128,7 +129,7 @@ impl CalDavChecker {
                 etag: None,
             })
             .collect();
-        self.exchange(CalDavExchange {
+        let found = self.model.listing(&CalDavExchange {
             method: "PROPFIND".into(),
             href: collection.into(),
             if_match: None,
@@ -136,6 +137,7 @@ impl CalDavChecker {
             etag: None,
             report,
         });
+        self.hub.record(found);
     }
 }
 
