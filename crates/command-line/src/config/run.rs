@@ -345,10 +345,9 @@ mod tests {
         assert_eq!(chosen, Some(Duration::from_secs(5)));
         let too_often = check(&["--check-state=100ms"]).unwrap_err().to_string();
         assert!(too_often.contains("check-state"), "{too_often}");
-        let jmap = check(&["--check-state", "--protocol", "jmap"])
-            .unwrap_err()
-            .to_string();
-        assert!(jmap.contains("--protocol jmap"), "{jmap}");
+        // Issue 27 item 3: a run over JMAP is checked too.
+        let jmap = check(&["--check-state", "--protocol", "jmap"]).unwrap();
+        assert_eq!(jmap.check_state, Some(Duration::from_secs(30)));
     }
 
     #[test]
