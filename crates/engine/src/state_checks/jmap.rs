@@ -333,3 +333,47 @@ impl Drop for JmapChecker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exchange(name: &str, args: Value, answer: Value) -> (Value, Value) {
+        (
+            json!({"using": [], "methodCalls": [[name, args, "0"]]}),
+            json!({"methodResponses": [[name, answer, "0"]], "sessionState": "0"}),
+        )
+    }
+
+    #[test]
+    fn issue_27_item_3_a_jmap_session_fed_through_the_hub_counts_its_checks_and_violations() {
+        let hub = StateCheckHub::new(Duration::from_secs(30), Duration::from_secs(5), 1);
+        let options = JmapOptions {
+            sole_writer: true,
+            shared_account: false,
+        };
+        let mut checker = hub.jmap_session(0, 0, "user1@bench.test#1".into(), options);
+        checker.feed(vec![
+            exchange(
+                "Email/get",
+                json!({"accountId": "u", "ids": ["M1"]}),
+                json!({"state": "s1", "list": [{"id": "M1"}], "notFound": []}),
+            ),
+            // A change answered with the state from before it.
+            exchange(
+                "Email/set",
+                json!({"accountId": "u", "update": {"M1": {"keywords/$seen": true}}}),
+                json!({"oldState": "s1", "newState": "s1", "updated": {"M1": null}}),
+            ),
+        ]);
+        // The next sync starts from the first state told, and is due.
+        assert_eq!(checker.synced.as_deref(), Some("s1"));
+        assert!(checker.changed);
+        drop(checker);
+        let report = hub.report();
+        assert_eq!(report.violations, 1);
+        assert_eq!(report.by_kind["jmap_state_unchanged"].checks, 1);
+        assert_eq!(report.examples[0].check, "jmap_state_unchanged");
+        assert_eq!(report.examples[0].mailbox, "Email state");
+    }
+}
