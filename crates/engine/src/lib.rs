@@ -56,9 +56,10 @@
 //! * [`limits`] says which limit of this machine (file descriptors,
 //!   ephemeral ports per source address, memory) a run would hit first, and
 //!   spreads users over loopback source addresses or refuses with shards.
-//! * [`state_checks`] runs the IMAP state checks (`run --check-state`):
-//!   a model beside every IMAP session, checkpoints across the sessions of
-//!   each account, their pauses kept out of every latency.
+//! * [`state_checks`] runs the state checks (`run --check-state`):
+//!   a model beside every IMAP, JMAP and CalDAV session, checkpoints across
+//!   the IMAP sessions of each account, their pauses kept out of every
+//!   latency, and the audit after a run over JMAP.
 //! * [`files`] runs file clients (NetBench's disk mix, dbench trace replay) against a
 //!   directory or an SMB share.
 #![deny(missing_docs)]

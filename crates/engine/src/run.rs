@@ -448,6 +448,10 @@ pub async fn run_with<C: Connector>(
         };
         Some(timed_reconciliation(&reconciliation, &mut both, &clock, &mut stop).await)
     };
+    if let Some(hub) = state_checks.as_ref().filter(|_| !ended.interrupted) {
+        hub.audit_jmap(&target, &population, settings.action_timeout)
+            .await; // state checks: Stalwart's audit
+    }
     let reconciled = reconciliation.as_ref().is_some_and(|r| r.finished);
     let search_panics = reconciliation.as_ref().map_or(0, |r| r.panics);
     let (submitted_recipients, delivered_recipients) = delivery.totals();

@@ -162,6 +162,33 @@ impl CalDavSessionModel {
         found
     }
 
+    /// A complete listing of the collection `exchange.href` (a PROPFIND
+    /// with Depth 1, not a REPORT that filters): as [`Self::exchange`], and
+    /// every item under it the session deleted that the listing leaves out
+    /// is one more check that it stayed gone.
+    pub fn listing(&mut self, exchange: &CalDavExchange) -> Vec<Violation> {
+        let found = self.exchange(exchange);
+        if !self.options.sole_writer {
+            return found;
+        }
+        let collection = path_of(&exchange.href);
+        let listed: std::collections::HashSet<String> =
+            exchange.report.iter().map(|e| path_of(&e.href)).collect();
+        let stayed_gone = self
+            .known
+            .iter()
+            .filter(|(href, known)| {
+                **known == Known::Deleted
+                    && href.starts_with(&collection)
+                    && !listed.contains(href.as_str())
+            })
+            .count();
+        for _ in 0..stayed_gone {
+            self.checks.count(CheckKind::CaldavDeletedReturned);
+        }
+        found
+    }
+
     fn violation(&self, kind: CheckKind, href: &str, expected: String, seen: String) -> Violation {
         Violation {
             kind,

@@ -308,6 +308,7 @@ impl Selected {
                     modseq: slot.modseq,
                 })
                 .collect(),
+            highest_uid: self.max_uid,
         }
     }
 }

@@ -330,3 +330,37 @@ fn issue_27_item_3_real_radicale_sessions_give_no_violation() {
         assert!(checks.get(kind) > 0, "{kind} not checked: {checks:?}");
     }
 }
+
+#[test]
+fn issue_27_item_3_a_listing_without_a_deleted_item_is_a_check_and_one_with_it_a_violation() {
+    let mut model = CalDavSessionModel::new("a", SOLE);
+    let listing = |listed: bool| CalDavExchange {
+        method: "PROPFIND".to_owned(),
+        href: "/dav/calendars/user/u@x/Default/".to_owned(),
+        if_match: None,
+        status: 207,
+        etag: None,
+        report: if listed {
+            vec![ReportEntry {
+                href: HREF.to_owned(),
+                status: 200,
+                etag: None,
+            }]
+        } else {
+            vec![]
+        },
+    };
+    // Seen, then deleted by the session.
+    assert_eq!(model.listing(&listing(true)), vec![]);
+    assert_eq!(
+        run(&mut model, &[request("DELETE", 204, None, None)]),
+        vec![]
+    );
+    // Left out of the next listing: one check passed.
+    assert_eq!(model.listing(&listing(false)), vec![]);
+    assert_eq!(model.checks().get(CheckKind::CaldavDeletedReturned), 1);
+    // Listed again: it came back.
+    let back = one(model.listing(&listing(true)));
+    assert_eq!(back.kind, CheckKind::CaldavDeletedReturned);
+    assert_eq!(back.mailbox, HREF);
+}

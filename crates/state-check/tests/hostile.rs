@@ -228,8 +228,8 @@ fn issue_27_item_2_sessions_counting_different_messages_are_caught() {
             CheckKind::CheckpointCount,
             "b",
             (None, None),
-            "2 messages (as a was told)",
-            "3 messages"
+            "3 messages (as a was told)",
+            "2 messages"
         )
     );
 }

@@ -144,8 +144,8 @@ pub struct InitArgs {
 
 /// `run --check-state`'s long help: what it checks and what it costs.
 const CHECK_STATE_HELP: &str = "\
-IMAP state checks (issue 27; docs/state-checks.md), as Dovecot's imaptest
-makes them. Every IMAP session's traffic goes through a model of what the
+State checks (issue 27; docs/state-checks.md), as Dovecot's imaptest
+makes them, for IMAP, JMAP and CalDAV. Every IMAP session's traffic goes through a model of what the
 server told it: message count, sequence numbers and UIDs, UIDVALIDITY, flags
 and keywords, MODSEQ, the static items of messages it fetched, where an
 EXPUNGE may come. A contradiction (a UID that changes, a sequence number
@@ -155,6 +155,13 @@ checkpoint waits until every session of an account is quiet, sends NOOP in
 each and compares what they were told: count, UIDs, flags, keywords, MODSEQ.
 Give sessions shared accounts with the profile's `[users]
 sessions_per_account = 2` for the checkpoints to compare anything.
+
+Over JMAP (--protocol jmap) each request and response goes to a model of the
+session: a /set that changed something must answer a new state, and after
+each changing action the checker's Email/changes must list the session's
+own changes; after the run every message the sessions created or moved must
+be in the one mailbox they last put it in. A calendar client's PUT ETag must
+be what its next REPORT shows, and an inbox item it deleted must stay gone.
 
 Any violation fails the run (exit 1), named; summary.json's `state_checks`
 counts checks and violations by kind, and state-violations.csv lists each
@@ -254,8 +261,8 @@ pub struct RunArgs {
     /// The run's shape in time, and its QoS limit.
     #[command(flatten)]
     pub shape: RunShape,
-    /// IMAP state checks, with a checkpoint every INTERVAL (default 30s): what the server
-    /// tells each session must stay consistent (docs/state-checks.md).
+    /// State checks, with an IMAP checkpoint every INTERVAL (default 30s): what the server
+    /// tells each IMAP, JMAP or CalDAV session must stay consistent (docs/state-checks.md).
     #[arg(
         long,
         value_name = "INTERVAL",

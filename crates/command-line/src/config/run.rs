@@ -146,8 +146,8 @@ pub struct RunConfig {
     pub start_at: Option<SystemTime>,
     /// `--beyond-limits`: run even when one process cannot hold the run.
     pub beyond_limits: bool,
-    /// `--check-state[=INTERVAL]`: the IMAP state checks, a checkpoint every
-    /// interval; `None` when off.
+    /// `--check-state[=INTERVAL]`: the state checks (IMAP, with a checkpoint
+    /// every interval; JMAP; CalDAV); `None` when off.
     pub check_state: Option<Duration>,
 }
 
@@ -184,13 +184,6 @@ impl RunConfig {
         // Before the profile, the target or a connection: never over another's files.
         if let Some(out) = &args.out {
             peakhour_rundir::RunDir::check_unused(out).map_err(|e| UsageError(e.to_string()))?;
-        }
-        if args.check_state.is_some() && args.protocol == peakhour_engine::MailProtocol::Jmap {
-            return Err(UsageError(
-                "--check-state checks IMAP sessions, and a run with --protocol jmap has none \
-                 (JMAP's state checks are not built yet)"
-                    .into(),
-            ));
         }
         let distributed = &args.distributed;
         let start_at = (distributed.start_at.as_deref())
@@ -352,10 +345,9 @@ mod tests {
         assert_eq!(chosen, Some(Duration::from_secs(5)));
         let too_often = check(&["--check-state=100ms"]).unwrap_err().to_string();
         assert!(too_often.contains("check-state"), "{too_often}");
-        let jmap = check(&["--check-state", "--protocol", "jmap"])
-            .unwrap_err()
-            .to_string();
-        assert!(jmap.contains("--protocol jmap"), "{jmap}");
+        // Issue 27 item 3: a run over JMAP is checked too.
+        let jmap = check(&["--check-state", "--protocol", "jmap"]).unwrap();
+        assert_eq!(jmap.check_state, Some(Duration::from_secs(30)));
     }
 
     #[test]

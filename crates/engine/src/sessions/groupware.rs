@@ -35,15 +35,24 @@ impl GroupwareClients {
     pub(crate) fn new<C: Connector>(shared: &Shared<C>, index: u32, address: &str) -> Self {
         let (plan, target) = (&shared.plan, &shared.target);
         let calendar = match &target.caldav {
-            Some(endpoint) if plan.uses_calendar() => Some(CalendarUser::new(
-                target,
-                endpoint,
-                index,
-                address,
-                &shared.run_id,
-                shared.action_timeout,
-                shared.connect_timeout,
-            )),
+            Some(endpoint) if plan.uses_calendar() => Some(
+                CalendarUser::new(
+                    target,
+                    endpoint,
+                    index,
+                    address,
+                    &shared.run_id,
+                    shared.action_timeout,
+                    shared.connect_timeout,
+                )
+                // state checks: the calendar client's checker
+                .checked_by(
+                    shared
+                        .state_checks
+                        .as_ref()
+                        .map(|h| h.caldav_session(address.to_owned())),
+                ),
+            ),
             _ => None,
         };
         let pop3 = plan

@@ -17,6 +17,10 @@
 //! a stream that ended) the user looks at its Inbox every
 //! [`POLL_WITHOUT_PUSH`] while it waits, and the reconciliation finds the
 //! rest.
+//!
+//! Under `run --check-state` the client keeps each request and response for
+//! the session's model, and the checker syncs with `Email/changes` after an
+//! action that changed an Email (`crate::state_checks`, its `jmap` module).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -76,6 +80,18 @@ pub(crate) struct JmapSession {
     push: Option<PushStream>,
     /// When to look at the Inbox next, without push.
     next_poll: Instant,
+    /// state checks: the session's model, when `--check-state` is on.
+    pub(crate) state: Option<crate::state_checks::JmapChecker>,
+}
+
+impl JmapSession {
+    /// state checks: hands the requests and responses since the last call
+    /// to the session's model.
+    pub(crate) fn feed_state_checks(&mut self) {
+        if let Some(state) = self.state.as_mut() {
+            state.feed(self.client.take_exchanges());
+        }
+    }
 }
 
 impl JmapSession {
@@ -92,7 +108,11 @@ impl JmapSession {
 }
 
 /// How to reach the JMAP server at `endpoint`.
-fn dial(endpoint: &Endpoint, target: &Target, connect_timeout: Duration) -> HttpEndpoint {
+pub(crate) fn dial(
+    endpoint: &Endpoint,
+    target: &Target,
+    connect_timeout: Duration,
+) -> HttpEndpoint {
     HttpEndpoint {
         host: endpoint.host.clone(),
         port: endpoint.port,
@@ -133,10 +153,11 @@ pub(crate) async fn session_capabilities(
 }
 
 impl<C: Connector> Actor<'_, C> {
-    /// The HTTP connection options of this user: its credentials, and the
-    /// action timeout for every request.
-    fn http_options(&self) -> ConnectionOptions {
-        let (login, password) = self.shared.target.login(self.index, self.address);
+    /// The HTTP connection options of this user: the credentials of the
+    /// account it logs on to (its own, or the one it shares:
+    /// `users.sessions_per_account`), and the action timeout for every request.
+    fn http_options(&self, account: u32, address: &str) -> ConnectionOptions {
+        let (login, password) = self.shared.target.login(account, address);
         ConnectionOptions {
             auth: Some(BasicAuth::new(login, password)),
             request_timeout: self.shared.action_timeout,
@@ -144,7 +165,8 @@ impl<C: Connector> Actor<'_, C> {
         }
     }
 
-    pub(crate) async fn jmap_log_on(&self) -> Result<JmapSession, Failure> {
+    /// Logs on for the `logon`th time of this user (1 first).
+    pub(crate) async fn jmap_log_on(&self, logon: u32) -> Result<JmapSession, Failure> {
         let target = &self.shared.target;
         let endpoint = target.jmap.as_ref().ok_or(Failure {
             kind: "jmap:no-endpoint".into(),
@@ -154,8 +176,13 @@ impl<C: Connector> Actor<'_, C> {
         // From the user's source address: its API and push connections alike.
         let endpoint = &target.from_source(endpoint, self.index);
         let dial = dial(endpoint, target, self.shared.connect_timeout);
-        let options = self.http_options();
+        // state checks: sessions_per_account users share the first one's account, as over IMAP
+        let account = self.shared.plan.account_of(self.index);
+        let account_address = self.shared.population.address(account).unwrap_or_default();
+        let options = self.http_options(account, &account_address);
         let mut client = JmapClient::new(HttpConnection::new(dial, options.clone()));
+        let hub = self.shared.state_checks.as_ref();
+        client.record_exchanges(hub.is_some()); // state checks
         let discovered = client.discover().await.map_err(calling("session"))?;
         self.command("jmap.session", discovered);
         let listed = client.mailboxes().await.map_err(calling("Mailbox/get"))?;
@@ -180,7 +207,7 @@ impl<C: Connector> Actor<'_, C> {
         let identity = identities
             .list
             .iter()
-            .find(|i| i.email.eq_ignore_ascii_case(self.address))
+            .find(|i| i.email.eq_ignore_ascii_case(&account_address))
             .or(identities.list.first())
             .map(|i| i.id.clone())
             .ok_or(Failure {
@@ -210,6 +237,12 @@ impl<C: Connector> Actor<'_, C> {
             calendar_item: None,
             push,
             next_poll: Instant::now() + POLL_WITHOUT_PUSH,
+            // state checks: a model for this session
+            state: hub.map(|h| {
+                let client = format!("{}#{logon}", self.address);
+                let options = crate::state_checks::jmap_options(&self.shared.plan);
+                h.jmap_session(self.index, account, client, options)
+            }),
         };
         // Mail that arrived while this user was offline is noticed now.
         let page = self.shared.plan.params().page_size.max(1);
@@ -426,6 +459,7 @@ impl<C: Connector> User<C> {
     /// Waits for `due`, fetching new mail whenever push says the user's
     /// email changed or, without push, every [`POLL_WITHOUT_PUSH`].
     pub(crate) async fn jmap_wait_until(&mut self, due: Instant, stop: &mut watch::Receiver<bool>) {
+        let due = due + self.jmap_sync_state_checks().await; // state checks
         loop {
             let Some(session) = self.jmap.as_mut() else {
                 sleep_until(due, stop).await;
@@ -480,6 +514,25 @@ impl<C: Connector> User<C> {
             self.jmap_refresh_in_background().await;
         }
     }
+    /// state checks: the checker's `Email/changes` after an action that
+    /// changed an Email; the user's schedule moves by its time.
+    async fn jmap_sync_state_checks(&mut self) -> Duration {
+        let Some(session) = self.jmap.as_mut() else {
+            return Duration::ZERO;
+        };
+        session.feed_state_checks();
+        let Some(state) = session.state.as_mut() else {
+            return Duration::ZERO;
+        };
+        match state.sync(&mut session.client).await {
+            Ok(took) => took,
+            Err(error) => {
+                self.background_failure(calling("Email/changes")(error));
+                Duration::ZERO
+            }
+        }
+    }
+
     /// Fetches what is new in the Inbox outside any action: a failure is
     /// counted as a session error, and a session that did not survive it
     /// is dropped.

@@ -20,9 +20,11 @@
 //! ([`Actor::command`]).
 //!
 //! The state checks (`run --check-state`, `crate::state_checks`) ride on
-//! the IMAP session: it records its wire and hands it to its model after
-//! every action and on every turn of a wait (the lines marked
-//! `// state checks` here and in `user`). One seam is left open, not
+//! the sessions: the IMAP session records its wire, the JMAP session its
+//! requests and responses, and each hands them to its model after every
+//! action and on every turn of a wait; the calendar client hands each PUT,
+//! REPORT and inbox DELETE to its own (the lines marked `// state checks`
+//! here, in `user`, `jmap` and `caldav`). One seam is left open, not
 //! implemented: **a client personality** choosing an action's commands (a
 //! session's [`UserSession::act`] receives the [`Action`] and decides its
 //! commands; a personality carried by the actor, or the [`Action`], would be

@@ -353,7 +353,7 @@ impl<C: Connector> User<C> {
                 .await
                 .map(|s| Online::Imap(Box::new(s))),
             MailProtocol::Jmap => {
-                (self.actor().jmap_log_on().await).map(|s| Online::Jmap(Box::new(s)))
+                (self.actor().jmap_log_on(self.logons + 1).await).map(|s| Online::Jmap(Box::new(s)))
             }
         }
     }
@@ -367,6 +367,9 @@ impl<C: Connector> User<C> {
     fn feed_state_checks(&mut self) {
         if let Some(s) = self.session.as_mut() {
             crate::state_checks::feed(s.state.as_mut(), &mut s.imap);
+        }
+        if let Some(jmap) = self.jmap.as_mut() {
+            jmap.feed_state_checks();
         }
     }
 

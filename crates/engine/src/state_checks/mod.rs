@@ -43,6 +43,12 @@ use tokio::time::Instant;
 #[cfg(test)]
 mod tests;
 
+// JMAP and CalDAV sessions' checks and the audit after a run over JMAP.
+mod caldav;
+mod jmap;
+pub(crate) use caldav::CalDavChecker;
+pub(crate) use jmap::{JmapChecker, options as jmap_options};
+
 /// The default time between two checkpoints (`--check-state` without a value).
 pub const DEFAULT_CHECK_INTERVAL: Duration = Duration::from_secs(30);
 
@@ -59,6 +65,8 @@ pub struct StateCheckHub {
     totals: Mutex<Totals>,
     /// Per user, nanoseconds held at checkpoints so far.
     shifts: Box<[AtomicU64]>,
+    /// The JMAP sessions' expectations, for the audit after the run.
+    jmap: jmap::JmapRecords,
 }
 
 /// One account's sessions at the current checkpoint.
@@ -110,6 +118,7 @@ impl StateCheckHub {
             groups: Mutex::new(HashMap::new()),
             totals: Mutex::new(Totals::default()),
             shifts: (0..users).map(|_| AtomicU64::new(0)).collect(),
+            jmap: jmap::JmapRecords::default(),
         })
     }
 

@@ -3,6 +3,7 @@
 
 use peakhour_http::{ConnectionOptions, Dial, Endpoint, HttpConnection, ResponseStream};
 use peakhour_net::{Stopwatch, Timed};
+use serde_json::Value;
 
 use crate::calls;
 use crate::envelope::{
@@ -27,7 +28,16 @@ pub struct JmapClient<D: Dial = Endpoint> {
     http: HttpConnection<D>,
     session: Option<Session>,
     account: String,
+    /// Each request and its response, as JSON, while recording is on
+    /// ([`JmapClient::record_exchanges`]); at most [`EXCHANGES_KEPT`].
+    exchanges: Option<Vec<(Value, Value)>>,
 }
+
+/// Exchanges kept between two [`JmapClient::take_exchanges`]: the reader
+/// takes them after every action, so a bound is only a guard; past it the
+/// newest are dropped (a model fed fewer exchanges checks less, never
+/// wrongly).
+pub const EXCHANGES_KEPT: usize = 1_000;
 
 impl<D: Dial> JmapClient<D> {
     /// A client over `http` (which carries the user's credentials).
@@ -36,7 +46,24 @@ impl<D: Dial> JmapClient<D> {
             http,
             session: None,
             account: String::new(),
+            exchanges: None,
         }
+    }
+
+    /// Starts (or stops) keeping every API request and its response as
+    /// JSON, for a model of what the server told the session (state checks).
+    pub fn record_exchanges(&mut self, on: bool) {
+        self.exchanges = on.then(Vec::new);
+    }
+
+    /// The requests and responses kept since the last call, in the order
+    /// they were made (`{"using", "methodCalls"}`, `{"methodResponses",
+    /// "sessionState"}`); none unless recording.
+    pub fn take_exchanges(&mut self) -> Vec<(Value, Value)> {
+        self.exchanges
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The HTTP connection, for its counters.
@@ -95,6 +122,11 @@ impl<D: Dial> JmapClient<D> {
             .request(&exchange::api_request(&api, request))
             .await?;
         let value = exchange::api_response(&timed.value)?;
+        if let Some(kept) = self.exchanges.as_mut()
+            && kept.len() < EXCHANGES_KEPT
+        {
+            kept.push((request.to_value(), value.to_value()));
+        }
         Ok(Timed {
             value,
             elapsed: timed.elapsed,

@@ -57,6 +57,11 @@ impl JmapRequest {
         self
     }
 
+    /// The request body as a JSON value (what [`JmapRequest::to_json`] writes).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(&self.to_json()).unwrap_or(Value::Null)
+    }
+
     /// The request body.
     pub fn to_json(&self) -> String {
         let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
@@ -83,6 +88,28 @@ pub struct JmapResponse {
     /// The session state; a change means the session should be fetched again.
     #[serde(default)]
     pub session_state: String,
+}
+
+impl JmapResponse {
+    /// The envelope as a JSON value, as the server wrote it
+    /// (`methodResponses`, `sessionState`).
+    pub fn to_value(&self) -> Value {
+        let responses: Vec<Value> = self
+            .method_responses
+            .iter()
+            .map(|(name, arguments, id)| {
+                Value::from(vec![
+                    name.clone().into(),
+                    arguments.clone(),
+                    id.clone().into(),
+                ])
+            })
+            .collect();
+        serde_json::json!({
+            "methodResponses": responses,
+            "sessionState": self.session_state,
+        })
+    }
 }
 
 /// A method-level error (RFC 8620 §3.6.2): the response named `error`.

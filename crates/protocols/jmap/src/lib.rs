@@ -31,7 +31,7 @@ pub mod eventsource;
 pub mod exchange;
 pub mod session;
 
-pub use client::{JmapClient, PushStream};
+pub use client::{EXCHANGES_KEPT, JmapClient, PushStream};
 pub use envelope::{JmapRequest, JmapResponse, MethodError, ProblemDetails};
 pub use eventsource::{EventStreamParser, PushEvent, ServerEvent, StateChange, StreamLimits};
 pub use exchange::JmapError;

@@ -30,6 +30,7 @@ use tokio::time::Instant;
 
 use crate::events::{Counter, EventSink, Outcome};
 use crate::sessions::caldav::CalendarFailure;
+use crate::state_checks::CalDavChecker;
 
 /// Inbox items a user remembers having seen, and answers it holds, at
 /// most: bounds on memory far above what a run leaves in an inbox.
@@ -129,6 +130,7 @@ impl Scheduling {
         address: &str,
         calendar: &str,
         events: &EventSink,
+        mut state: Option<&mut CalDavChecker>,
     ) -> Result<(), CalendarFailure> {
         let Support::Yes {
             inbox, inbox_tag, ..
@@ -139,9 +141,11 @@ impl Scheduling {
         if tag.is_none() || tag != *inbox_tag {
             *inbox_tag = tag;
             let inbox = inbox.clone();
-            self.read_inbox(caldav, &inbox, plan, user, events).await?;
+            self.read_inbox(caldav, &inbox, plan, user, events, state.as_deref_mut())
+                .await?;
         }
-        self.answer_due(caldav, address, calendar, events).await
+        self.answer_due(caldav, address, calendar, events, state)
+            .await
     }
 
     async fn read_inbox(
@@ -151,12 +155,17 @@ impl Scheduling {
         plan: &Plan,
         user: u32,
         events: &EventSink,
+        mut state: Option<&mut CalDavChecker>,
     ) -> Result<(), CalendarFailure> {
         let members = record(
             events,
             "caldav.PROPFIND inbox",
             caldav.list_members(inbox).await?,
         );
+        if let Some(state) = state.as_deref_mut() {
+            let hrefs: Vec<&str> = members.iter().map(|m| m.href.as_str()).collect();
+            state.inbox_read(inbox, &hrefs); // state checks
+        }
         for member in members {
             let href = href_path(&member.href).to_owned();
             if self.seen.contains(&href) || self.seen.len() >= MAX_SEEN {
@@ -181,7 +190,10 @@ impl Scheduling {
                 // once, as the Accepter removes replies.
                 _ => {
                     let deleted = caldav.delete(&href, &Precondition::None).await?;
-                    record(events, "caldav.DELETE inbox", deleted);
+                    let deleted = record(events, "caldav.DELETE inbox", deleted);
+                    if let Some(state) = state.as_deref_mut() {
+                        state.delete(&href, deleted); // state checks
+                    }
                 }
             }
         }
@@ -195,6 +207,7 @@ impl Scheduling {
         address: &str,
         calendar: &str,
         events: &EventSink,
+        mut state: Option<&mut CalDavChecker>,
     ) -> Result<(), CalendarFailure> {
         let copies = match &self.support {
             Support::Yes { copies, .. } => copies.clone(),
@@ -217,7 +230,10 @@ impl Scheduling {
             let deleted = caldav
                 .delete(&pending.inbox_item, &Precondition::None)
                 .await?;
-            record(events, "caldav.DELETE inbox", deleted);
+            let deleted = record(events, "caldav.DELETE inbox", deleted);
+            if let Some(state) = state.as_deref_mut() {
+                state.delete(&pending.inbox_item, deleted); // state checks
+            }
             if answered == Outcome::Ok {
                 events.count(Counter::InvitationsAnswered, 1);
             }

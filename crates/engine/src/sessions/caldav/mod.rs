@@ -55,6 +55,7 @@ use crate::events::{Counter, EventSink, Outcome};
 use crate::population::Population;
 use crate::sessions::caldav::invite::Scheduling;
 use crate::sessions::{Action, Actor, Failure, UserSession};
+use crate::state_checks::CalDavChecker;
 use crate::target::Target;
 
 /// The events of the week a user remembers at most: a bound on memory,
@@ -130,6 +131,8 @@ pub(crate) struct CalendarUser {
     run_tag: String,
     address: String,
     scheduling: Scheduling,
+    /// state checks: what the user wrote must be what it reads back.
+    state: Option<CalDavChecker>,
 }
 
 impl CalendarUser {
@@ -161,7 +164,14 @@ impl CalendarUser {
             run_tag: href_safe(run_id),
             address: address.to_owned(),
             scheduling: Scheduling::default(),
+            state: None,
         }
+    }
+
+    /// state checks: this client's checker, when `--check-state` is on.
+    pub(crate) fn checked_by(mut self, state: Option<CalDavChecker>) -> CalendarUser {
+        self.state = state;
+        self
     }
 
     /// The calendar's path, found on first use (two PROPFINDs).
@@ -252,6 +262,7 @@ impl CalendarUser {
                     &self.address,
                     &calendar,
                     events,
+                    self.state.as_mut(), // state checks
                 )
                 .await?;
         }
@@ -357,6 +368,9 @@ impl CalendarUser {
             .await
             .map_err(on("calendar", calendar))?;
         let objects = record(events, "caldav.REPORT", report);
+        if let Some(state) = self.state.as_mut() {
+            state.report(calendar, &objects); // state checks
+        }
         self.week = Some(monday);
         self.events = objects
             .iter()
@@ -384,6 +398,9 @@ impl CalendarUser {
             .await
             .map_err(on("event", &href))?;
         let stored = record(events, "caldav.PUT", put);
+        if let Some(state) = self.state.as_mut() {
+            state.put(&href, None, &stored); // state checks
+        }
         if !stored.is_stored() {
             // Our UIDs carry the run id: a 412 here means the server is confused.
             return Ok(Outcome::Error("caldav:precondition-failed".into()));
@@ -417,10 +434,17 @@ impl CalendarUser {
         let spec = event_spec(plan, &event.uid, event.start, sequence, &self.address);
         let put = self
             .caldav
-            .put_event(&event.href, &event_ics(&spec), &Precondition::IfMatch(etag))
+            .put_event(
+                &event.href,
+                &event_ics(&spec),
+                &Precondition::IfMatch(etag.clone()),
+            )
             .await
             .map_err(on("event", &event.href))?;
         let stored = record(events, "caldav.PUT", put);
+        if let Some(state) = self.state.as_mut() {
+            state.put(&event.href, Some(&etag), &stored); // state checks
+        }
         let known = &mut self.events[index];
         match stored {
             PutOutcome::PreconditionFailed => {
