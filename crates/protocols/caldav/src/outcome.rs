@@ -145,8 +145,9 @@ pub fn calendars(
 pub enum MakeCalendarOutcome {
     /// 201: created.
     Created,
-    /// 405 (RFC 4791 §5.3.1.2: the resource exists) or 409 (Radicale's
-    /// answer when it does).
+    /// 405 (RFC 4918 §9.3.1, MKCOL's answer where a resource exists), 409
+    /// (Radicale's answer when it does), or 403 with the
+    /// `DAV:resource-must-be-null` precondition (RFC 4791 §5.3.1.2, Cyrus's).
     AlreadyExists,
 }
 
@@ -155,6 +156,16 @@ pub fn make_calendar(response: &Response) -> Result<MakeCalendarOutcome, CalDavE
     match response.status() {
         200 | 201 => Ok(MakeCalendarOutcome::Created),
         405 | 409 => Ok(MakeCalendarOutcome::AlreadyExists),
+        // A 403 for another reason (no right to create there, a location that
+        // cannot hold a calendar) is an error: only this precondition says
+        // that the calendar is there already.
+        403 if response
+            .body
+            .windows(21)
+            .any(|w| w == b"resource-must-be-null") =>
+        {
+            Ok(MakeCalendarOutcome::AlreadyExists)
+        }
         _ => Err(unexpected("MKCALENDAR", response)),
     }
 }
