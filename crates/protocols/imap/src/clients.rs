@@ -261,6 +261,41 @@ impl ClientModel {
         })
     }
 
+    /// The folder sweep that follows the start, if the client makes one:
+    /// when it begins after the start and how far apart its folders are
+    /// (simulated time). Thunderbird asks every folder's STATUS, one every
+    /// 0.4 s from 8 s after its folder list (the warm recording).
+    pub fn startup_sweep(self) -> Option<(Duration, Duration)> {
+        match self {
+            ClientModel::Thunderbird => Some((Duration::from_secs(8), Duration::from_millis(400))),
+            _ => None,
+        }
+    }
+
+    /// One folder of the sweep: its STATUS on the folder connection, and,
+    /// when it `changed` since the client last looked (mail moved or saved
+    /// into it), a connection of its own that synchronises it and idles
+    /// there (Thunderbird opened one for Folder1 after a move, and one for
+    /// Sent, each as the sweep reached it).
+    pub fn sweep_folder(self, view: &View<'_>, folder: &str, changed: bool) -> Vec<Step> {
+        if self != ClientModel::Thunderbird || folder == view.inbox {
+            return Vec::new();
+        }
+        let items = [
+            StatusItem::UidNext,
+            StatusItem::Messages,
+            StatusItem::Unseen,
+            StatusItem::Recent,
+        ];
+        let mut steps = vec![Step::Run(1, status(folder, &items))];
+        if changed && view.slot_of(folder).is_none() {
+            let slot = free_slot(view);
+            thunderbird_open_folder(&mut steps, slot, folder);
+            steps.push(Step::Idle(slot));
+        }
+        steps
+    }
+
     /// After the engine opened slot 0 and read the folder list on it
     /// (NAMESPACE, LIST): the rest of the client's start.
     pub fn logon(self, view: &View<'_>) -> Vec<Step> {
@@ -298,8 +333,10 @@ impl ClientModel {
     /// The user opens the Inbox to see what is new.
     pub fn check_inbox(self, view: &View<'_>) -> Vec<Step> {
         match self {
-            // Already selected and idling: Thunderbird asks for news only.
-            ClientModel::Thunderbird => thunderbird_refresh(view, 0, view.highest()),
+            // Already selected, kept current by IDLE: Thunderbird shows
+            // its copy and sends nothing (the warm recording's open_inbox
+            // holds only the start's sweep).
+            ClientModel::Thunderbird => Vec::new(),
             // A terminal user starts neomutt on the Inbox (the recording's
             // open_inbox); the previous one quits (CLOSE) first.
             ClientModel::Neomutt => {
@@ -396,21 +433,15 @@ impl ClientModel {
     /// The user's client keeps a copy of a sent `message` in Sent.
     pub fn save_sent(self, view: &View<'_>, message: &[u8]) -> Vec<Step> {
         match self {
+            // On Sent's own connection when it has one, else on the
+            // Inbox's (which leaves IDLE for it and goes back).
             ClientModel::Thunderbird => {
-                let slot = view.slot_of(view.sent);
-                let mut steps = Vec::new();
-                let slot = match slot {
-                    Some(slot) => slot,
-                    None => {
-                        let slot = free_slot(view);
-                        thunderbird_open_folder(&mut steps, slot, view.sent);
-                        slot
-                    }
-                };
-                steps.push(Step::Run(slot, append(view.sent, message)));
-                steps.push(Step::Run(slot, Request::Noop));
-                steps.push(Step::Idle(slot));
-                steps
+                let slot = view.slot_of(view.sent).unwrap_or(0);
+                vec![
+                    Step::Run(slot, append(view.sent, message)),
+                    Step::Run(slot, Request::Noop),
+                    Step::Idle(slot),
+                ]
             }
             ClientModel::Neomutt => {
                 let mut steps = pending_seen(view, 0, true);
@@ -570,13 +601,8 @@ fn thunderbird_move(view: &View<'_>, uid: u32, folder: &str, delete: bool) -> Ve
     steps.push(Step::Run(0, Request::Noop));
     steps.push(Step::Run(0, fetch(from, vec![FetchItem::Flags], true)));
     steps.push(Step::Idle(0));
-    // A folder that received mail gets a connection of its own (Trash is
-    // not watched).
-    if !delete && view.slot_of(folder).is_none() {
-        let slot = free_slot(view);
-        thunderbird_open_folder(&mut steps, slot, folder);
-        steps.push(Step::Idle(slot));
-    }
+    // The target folder gets a connection of its own when the client next
+    // looks at it ([`ClientModel::sweep_folder`]), not now.
     steps
 }
 

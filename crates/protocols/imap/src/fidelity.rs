@@ -92,6 +92,28 @@ impl ActionMeasure {
         all
     }
 
+    /// The counts scaled to a window of `seconds` (rounded): two idle
+    /// windows of different lengths compared as rates.
+    pub fn over(&self, seconds: f64) -> ActionMeasure {
+        let factor = seconds / self.seconds.max(1e-9);
+        let scale = |m: &BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), (*v as f64 * factor).round() as u64))
+                .filter(|(_, v)| *v > 0)
+                .collect()
+        };
+        ActionMeasure {
+            action: self.action.clone(),
+            seconds,
+            commands: scale(&self.commands),
+            fetch_items: scale(&self.fetch_items),
+            connections: (self.connections as f64 * factor).round() as u64,
+            logins: (self.logins as f64 * factor).round() as u64,
+            bytes_from_client: (self.bytes_from_client as f64 * factor).round() as u64,
+            bytes_from_server: (self.bytes_from_server as f64 * factor).round() as u64,
+        }
+    }
+
     /// The counts divided by `n` (rounded), for a window that holds `n`
     /// repetitions of one thing (the idle hour's syncs).
     pub fn per(&self, n: u64) -> ActionMeasure {

@@ -50,6 +50,12 @@ pub(crate) struct ClientState<S> {
     fresh: Vec<u32>,
     /// When the client next wakes up while idle.
     next_burst: Instant,
+    /// Folders the start's sweep has still to look at, each with its time.
+    sweep: std::collections::VecDeque<(Instant, String)>,
+    /// Folders mail went into since the client last looked at them.
+    changed: std::collections::BTreeSet<String>,
+    /// The day's speed (the plan's; a trace may change it).
+    pub(crate) speed: f64,
     /// The client's start is over: a FETCH's unknown UIDs are new mail from
     /// now on (at the start they are the mailbox the client already has).
     synced: bool,
@@ -64,6 +70,8 @@ pub(crate) struct Trace {
     /// Simulated seconds per real second (the plan's speed): the
     /// transcript is in the day's time, as a recording is.
     pub(crate) scale: f64,
+    /// Simulated seconds before `started` (a rescaled trace).
+    offset: f64,
     pub(crate) lines: Vec<String>,
     /// Per slot: the connection number it has now, and its cursors.
     connections: Vec<(u32, WireCursor, WireCursor)>,
@@ -71,9 +79,19 @@ pub(crate) struct Trace {
 }
 
 impl Trace {
-    fn seconds(&self) -> f64 {
-        self.started
-            .map_or(0.0, |s| s.elapsed().as_secs_f64() * self.scale)
+    /// Simulated seconds since the trace started.
+    pub(crate) fn seconds(&self) -> f64 {
+        self.offset
+            + self
+                .started
+                .map_or(0.0, |s| s.elapsed().as_secs_f64() * self.scale)
+    }
+
+    /// From now on, `scale` simulated seconds per real second.
+    pub(crate) fn rescale(&mut self, scale: f64) {
+        self.offset = self.seconds();
+        self.started = Some(std::time::Instant::now());
+        self.scale = scale;
     }
 
     fn open(&mut self, slot: Slot) {
@@ -106,6 +124,22 @@ impl Trace {
 }
 
 impl<S> ClientState<S> {
+    /// The day runs at `speed` from now on: the client's pending wake-ups
+    /// keep their distance in the day's time.
+    pub(crate) fn set_speed(&mut self, speed: f64) {
+        let now = Instant::now();
+        let ratio = self.speed.max(1e-9) / speed.max(1e-9);
+        let rescale = |at: Instant| now + at.saturating_duration_since(now).mul_f64(ratio);
+        self.next_burst = rescale(self.next_burst);
+        for (at, _) in &mut self.sweep {
+            *at = rescale(*at);
+        }
+        self.speed = speed;
+        if let Some(trace) = self.trace.as_mut() {
+            trace.rescale(speed);
+        }
+    }
+
     /// The state of a session that follows `model`, with the folders the
     /// server listed.
     pub(crate) fn new(
@@ -155,6 +189,9 @@ impl<S> ClientState<S> {
             pending_seen: Vec::new(),
             fresh: Vec::new(),
             next_burst: Instant::now(),
+            sweep: std::collections::VecDeque::new(),
+            changed: std::collections::BTreeSet::new(),
+            speed: 1.0,
             synced: false,
             trace,
         }
@@ -489,7 +526,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
                 let steps = self.steps(|m, v| m.move_message(v, uid, &folder, delete, &upload));
                 self.perform(actor, steps).await?;
                 self.inbox.retain(|k| k.uid != uid);
-                self.client().pending_seen.retain(|&u| u != uid);
+                let client = self.client();
+                client.pending_seen.retain(|&u| u != uid);
+                client.changed.insert(folder);
             }
             ActionKind::UpdateCalendar => {
                 // Not one of the recorded actions: peakhour's own, on a
@@ -532,6 +571,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
     ) -> Result<(), Failure> {
         let steps = self.steps(|m, v| m.save_sent(v, message));
         self.perform(actor, steps).await?;
+        let sent = self.params.sent_folder.clone();
+        self.client().changed.insert(sent);
         self.after_activity(actor);
         Ok(())
     }
@@ -541,19 +582,36 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
         &mut self,
         actor: &Actor<'_, C>,
     ) -> Result<(), Failure> {
+        self.client().speed = actor.shared.plan.speed();
         let steps = self.steps(|m, v| m.logon(v));
         self.perform(actor, steps).await?;
         let period = self.idle_period(actor);
+        let inbox = self.params.inbox.clone();
         let client = self.client();
-        client.next_burst = Instant::now() + period;
+        let now = Instant::now();
+        client.next_burst = now + period;
         client.synced = true;
+        if let Some((start, spacing)) = client.model.startup_sweep() {
+            let speed = client.speed.max(1e-9);
+            let folders: Vec<String> = client
+                .folders
+                .iter()
+                .filter(|f| **f != inbox)
+                .cloned()
+                .collect();
+            for (i, folder) in folders.into_iter().enumerate() {
+                let due = now + (start + spacing * i as u32).div_f64(speed);
+                client.sweep.push_back((due, folder));
+            }
+        }
         Ok(())
     }
 
     /// The idle period in real time: the model's, compressed with the day.
     fn idle_period<C: Connector<Stream = S>>(&mut self, actor: &Actor<'_, C>) -> Duration {
-        let speed = actor.shared.plan.speed().max(1e-9);
-        self.client().model.idle_period().div_f64(speed)
+        let _ = actor;
+        let client = self.client();
+        client.model.idle_period().div_f64(client.speed.max(1e-9))
     }
 
     /// Waits until `due` as the client does: asleep (or in IDLE, which the
@@ -566,18 +624,42 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), Failure> {
         loop {
+            self.sweep_due(actor).await?;
             let next = self.client().next_burst;
-            if next > due {
+            let sweep = self.client().sweep.front().map(|(at, _)| *at);
+            let wake = sweep.map_or(next, |s| s.min(next));
+            if wake > due {
                 sleep_until(due, stop).await;
                 return Ok(());
             }
-            if !sleep_until(next, stop).await {
+            if !sleep_until(wake, stop).await {
                 return Ok(());
+            }
+            if wake < next {
+                continue;
             }
             let steps = self.steps(|m, v| m.idle_burst(v));
             let period = self.idle_period(actor);
             self.client().next_burst = next + period;
             self.perform(actor, steps).await?;
         }
+    }
+
+    /// The folders of the start's sweep whose time has come.
+    async fn sweep_due<C: Connector<Stream = S>>(
+        &mut self,
+        actor: &Actor<'_, C>,
+    ) -> Result<(), Failure> {
+        let now = Instant::now();
+        while let Some((at, folder)) = self.client().sweep.front().cloned() {
+            if at > now {
+                break;
+            }
+            self.client().sweep.pop_front();
+            let changed = self.client().changed.remove(&folder);
+            let steps = self.steps(|m, v| m.sweep_folder(v, &folder, changed));
+            self.perform(actor, steps).await?;
+        }
+        Ok(())
     }
 }

@@ -31,6 +31,9 @@ pub struct TracedAction {
     pub kind: Option<ActionKind>,
     /// When, in simulated time from the end of the logon.
     pub at: Duration,
+    /// From this action on, the day runs at this speed instead of the
+    /// plan's (a quick idle hour after actions at their recorded pace).
+    pub speed: Option<f64>,
 }
 
 /// A traced day: the transcript and each action's window in it, in
@@ -118,9 +121,9 @@ pub async fn trace_client(
         .imap_log_on_traced(1, true)
         .await
         .map_err(|f| failed("logon", f))?;
-    let speed = plan.speed().max(1e-9);
-    let scale = |d: Duration| d.div_f64(speed);
-    let start = Instant::now();
+    // Real time at which simulated `at` falls: segments of constant speed.
+    let mut speed = plan.speed().max(1e-9);
+    let mut segment = (Instant::now(), Duration::ZERO);
     let mut windows = vec![ActionWindow {
         action: "logon".to_owned(),
         start: 0.0,
@@ -128,17 +131,22 @@ pub async fn trace_client(
     }];
     let (_keep, mut stop) = watch::channel(false);
     let sim_now = |session: &super::ImapSession<_>| {
-        session
-            .client
-            .as_ref()
+        (session.client.as_ref())
             .and_then(|c| c.trace.as_ref())
-            .map_or(0.0, |t: &super::client::Trace| {
-                t.started
-                    .map_or(0.0, |s| s.elapsed().as_secs_f64() * t.scale)
-            })
+            .map_or(0.0, super::client::Trace::seconds)
     };
     for (nth, traced) in actions.iter().enumerate() {
-        let due = start + scale(traced.at);
+        if let Some(new) = traced.speed {
+            let now = Instant::now();
+            let (began, at) = segment;
+            let sim = at + (now - began).mul_f64(speed);
+            segment = (now, sim.min(traced.at));
+            speed = new.max(1e-9);
+            if let Some(client) = session.client.as_mut() {
+                client.set_speed(speed);
+            }
+        }
+        let due = segment.0 + traced.at.saturating_sub(segment.1).div_f64(speed);
         if session.client.is_some() {
             session
                 .client_wait(&actor, due, &mut stop)
