@@ -80,27 +80,7 @@ pub async fn trace_client(
     timeout: Duration,
 ) -> Result<ClientTrace, TraceError> {
     let population = Arc::new(Population::new(&plan, &target.credentials)?);
-    let (events, _ignored) = EventSink::channel();
-    let shared = Shared {
-        connector: Arc::new(NetConnector),
-        plan: plan.clone(),
-        target,
-        population: population.clone(),
-        events,
-        delivery: Arc::new(DeliveryTracker::for_run(
-            peakhour_workload::Shard::whole(),
-            "trace",
-        )),
-        generator: MessageGenerator::new(plan.seed()),
-        run_id: "trace".to_owned(),
-        action_timeout: timeout,
-        connect_timeout: timeout,
-        client_name: "peakhour-trace".to_owned(),
-        halt: Arc::new(Halt::default()),
-        progress: Arc::new(ScheduleProgress::new(plan.users())),
-        protocol: MailProtocol::Imap,
-        state_checks: None,
-    };
+    let shared = shared(&plan, target, population.clone(), timeout);
     let address = population.address(user).unwrap_or_default();
     let examples = Mutex::new(Vec::new());
     let actor = Actor {
@@ -199,4 +179,35 @@ pub async fn trace_client(
         transcript,
         actions: windows,
     })
+}
+
+/// What the traced user's sessions share: a run of one user whose events
+/// go nowhere (the trace is the measurement).
+fn shared(
+    plan: &Arc<Plan>,
+    target: Arc<Target>,
+    population: Arc<Population>,
+    timeout: Duration,
+) -> Shared<NetConnector> {
+    let (events, _ignored) = EventSink::channel();
+    Shared {
+        connector: Arc::new(NetConnector),
+        plan: plan.clone(),
+        target,
+        population,
+        events,
+        delivery: Arc::new(DeliveryTracker::for_run(
+            peakhour_workload::Shard::whole(),
+            "trace",
+        )),
+        generator: MessageGenerator::new(plan.seed()),
+        run_id: "trace".to_owned(),
+        action_timeout: timeout,
+        connect_timeout: timeout,
+        client_name: "peakhour-trace".to_owned(),
+        halt: Arc::new(Halt::default()),
+        progress: Arc::new(ScheduleProgress::new(plan.users())),
+        protocol: MailProtocol::Imap,
+        state_checks: None,
+    }
 }
