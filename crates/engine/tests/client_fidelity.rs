@@ -368,3 +368,71 @@ where
     }
     out
 }
+
+/// The Rust measure cuts and counts a recording as `measure.py` does: the
+/// same commands, FETCH items, connections and logins per action, for
+/// every committed recording.
+#[test]
+fn issue_28_item_3_the_rust_measure_agrees_with_measure_py() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for fixture in [
+        "neomutt",
+        "mbsync",
+        "roundcube",
+        "thunderbird",
+        "thunderbird-warm",
+    ] {
+        let output = std::process::Command::new("python3")
+            .arg(root.join("scripts/record/measure.py"))
+            .arg(root.join("tests/fixtures/clients").join(fixture))
+            .output()
+            .expect("python3 (scripts/setup.sh installs it)");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let python: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let ours = recorded(fixture);
+        for action in python["actions"].as_array().unwrap() {
+            let name = action["action"].as_str().unwrap();
+            let mine = &ours[name];
+            let counts = |v: &serde_json::Value| -> BTreeMap<String, u64> {
+                v.as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
+                    .collect()
+            };
+            assert_eq!(
+                counts(&action["commands"]),
+                mine.commands,
+                "{fixture} {name}"
+            );
+            assert_eq!(
+                counts(&action["fetch_items"]),
+                mine.fetch_items,
+                "{fixture} {name}"
+            );
+            assert_eq!(
+                action["connections_opened"].as_u64(),
+                Some(mine.connections)
+            );
+            assert_eq!(
+                action["logins"].as_u64(),
+                Some(mine.logins),
+                "{fixture} {name}"
+            );
+            assert_eq!(
+                action["bytes_from_client"].as_u64(),
+                Some(mine.bytes_from_client),
+                "{fixture} {name}"
+            );
+            assert_eq!(
+                action["bytes_from_server"].as_u64(),
+                Some(mine.bytes_from_server),
+                "{fixture} {name}"
+            );
+        }
+    }
+}

@@ -214,4 +214,36 @@ mod tests {
         assert_ne!(a, (0..50).map(|u| mix.client_of(10, u)).collect::<Vec<_>>());
         assert!(ClientMix::default().is_default());
     }
+
+    #[test]
+    fn issue_28_item_2_a_profile_naming_an_unknown_client_is_refused_at_its_line() {
+        let source = crate::builtin("mmb-medium").unwrap().source.to_owned()
+            + "\n[clients]\nthunderbird = 0.5\noutlook = 0.5\n";
+        let error = crate::Profile::parse("mix.toml", &source)
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("mix.toml:"), "{error}");
+        assert!(
+            error.contains("`outlook`") && error.contains("neomutt"),
+            "{error}"
+        );
+        let source = crate::builtin("mmb-medium").unwrap().source.to_owned()
+            + "\n[clients]\nthunderbird = 0.6\nroundcube = 0.4\n";
+        let profile = crate::Profile::parse("mix.toml", &source).unwrap();
+        let plan = crate::Plan::resolve(&profile, &crate::Overrides::default()).unwrap();
+        assert_eq!(
+            plan.client_mix().describe(),
+            "thunderbird=0.6,roundcube=0.4"
+        );
+        let only = crate::Overrides {
+            client: Some(Personality::Neomutt),
+            ..crate::Overrides::default()
+        };
+        let plan = crate::Plan::resolve(&profile, &only).unwrap();
+        assert_eq!(
+            plan.client_of(3),
+            Personality::Neomutt,
+            "--client wins over [clients]"
+        );
+    }
 }

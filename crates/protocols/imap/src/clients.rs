@@ -914,7 +914,7 @@ mod tests {
     }
 
     #[test]
-    fn roundcube_lists_the_newest_page_of_the_inbox_whatever_its_size() {
+    fn issue_28_item_2_roundcube_lists_the_newest_page_of_the_inbox_whatever_its_size() {
         let folders = vec!["INBOX".to_owned()];
         let uids: Vec<u32> = (1..=73).collect();
         let steps = ClientModel::Roundcube.check_inbox(&view(&uids, &folders, &[]));
@@ -934,7 +934,7 @@ mod tests {
     }
 
     #[test]
-    fn mbsync_walks_every_folder_it_is_given() {
+    fn issue_28_item_2_mbsync_walks_every_folder_it_is_given() {
         let folders: Vec<String> = ["INBOX", "Sent", "Folder1"].map(String::from).to_vec();
         let steps = ClientModel::Mbsync.check_inbox(&view(&[1, 2], &folders, &[]));
         let names = commands(&steps);
@@ -945,7 +945,7 @@ mod tests {
     }
 
     #[test]
-    fn neomutt_and_thunderbird_mark_a_read_message_on_their_next_command() {
+    fn issue_28_item_2_neomutt_and_thunderbird_mark_a_read_message_on_their_next_command() {
         let folders = vec!["INBOX".to_owned()];
         let open = vec![Some("INBOX".to_owned())];
         let mut v = view(&[3, 4, 5], &folders, &open);

@@ -461,7 +461,7 @@ mod tests {
     }
 
     #[test]
-    fn wire_lines_elide_literals_and_credentials_across_chunks() {
+    fn issue_28_item_3_wire_lines_elide_literals_and_credentials_across_chunks() {
         let mut cursor = WireCursor::default();
         let mut lines = wire_lines(
             b"A1 AUTHENTICATE PLAIN AGEAYg==\r\nA2 APPEND Sent {5}\r\nab",
