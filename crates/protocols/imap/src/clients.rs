@@ -55,10 +55,19 @@ pub enum Step {
     /// Runs the command only when the slot's selected mailbox holds
     /// messages (mbsync asks nothing of an empty folder).
     RunIfAny(Slot, Request),
-    /// Fetches, one `UID FETCH n (BODY.PEEK[])` each, the Inbox messages
-    /// the slot's last FETCH listed that the session did not know (mbsync
-    /// downloading new mail).
-    FetchNewBodies(Slot),
+    /// Fetches `items` of the Inbox messages the slot's last FETCH or
+    /// NOOP showed that the session did not know (new mail): one `UID FETCH`
+    /// each when `one_by_one` (mbsync downloading), else one for all
+    /// (Thunderbird's and neomutt's headers of new mail). Nothing when
+    /// nothing is new.
+    FetchNew {
+        /// The connection.
+        slot: Slot,
+        /// What to fetch of each new message.
+        items: Vec<FetchItem>,
+        /// One command per message.
+        one_by_one: bool,
+    },
     /// Enters IDLE on the slot.
     Idle(Slot),
     /// LOGOUT; the connection closes.
@@ -489,7 +498,21 @@ impl ClientModel {
                 }
                 steps
             }
-            ClientModel::Neomutt => vec![Step::Run(0, Request::Noop)],
+            // The poll, and the headers of what it announced.
+            ClientModel::Neomutt => vec![
+                Step::Run(0, Request::Noop),
+                Step::FetchNew {
+                    slot: 0,
+                    items: vec![
+                        FetchItem::Uid,
+                        FetchItem::Flags,
+                        FetchItem::InternalDate,
+                        FetchItem::Size,
+                        headers(NEOMUTT_HEADERS),
+                    ],
+                    one_by_one: false,
+                },
+            ],
             ClientModel::Mbsync => mbsync_sync(view, |_| Vec::new()),
             ClientModel::Roundcube => {
                 let next = view.highest().map_or(1, |h| h + 1);
@@ -558,6 +581,17 @@ fn thunderbird_refresh(view: &View<'_>, slot: Slot, highest: Option<u32>) -> Vec
     let from = highest.map_or_else(|| "1:*".to_owned(), |h| format!("{}:*", h + 1));
     steps.push(Step::Run(slot, Request::Noop));
     steps.push(Step::Run(slot, fetch(from, vec![FetchItem::Flags], true)));
+    // New mail's headers, as the warm recording fetched a new Sent copy's.
+    steps.push(Step::FetchNew {
+        slot,
+        items: vec![
+            FetchItem::Uid,
+            FetchItem::Size,
+            FetchItem::Flags,
+            headers(THUNDERBIRD_HEADERS),
+        ],
+        one_by_one: false,
+    });
     steps.push(Step::Idle(slot));
     steps
 }
@@ -685,7 +719,14 @@ fn sync_folders(
             fetch("1:*", vec![FetchItem::Uid, FetchItem::Flags], true),
         ));
         if folder == view.inbox {
-            steps.push(Step::FetchNewBodies(0));
+            steps.push(Step::FetchNew {
+                slot: 0,
+                items: vec![FetchItem::Body {
+                    section: BodySection::Full,
+                    peek: true,
+                }],
+                one_by_one: true,
+            });
         }
         steps.extend(local(folder).into_iter().map(|r| Step::Run(0, r)));
         steps.push(Step::Run(0, Request::Close));

@@ -10,8 +10,7 @@ use std::time::Duration;
 use peakhour_imap::clients::{ClientModel, MAX_SLOTS, Slot, Step, View};
 use peakhour_imap::fidelity::{WireCursor, wire_lines};
 use peakhour_imap::{
-    BodySection, FetchItem, FetchedMessage, ImapConnection, ListEntry, Reply, Request, SearchKey,
-    Wire,
+    FetchItem, FetchedMessage, ImapConnection, ListEntry, Reply, Request, SearchKey, Wire,
 };
 use peakhour_workload::{ActionKind, Personality};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -285,7 +284,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
                 Step::Open(s)
                 | Step::Run(s, _)
                 | Step::RunIfAny(s, _)
-                | Step::FetchNewBodies(s)
+                | Step::FetchNew { slot: s, .. }
                 | Step::Idle(s)
                 | Step::Logout(s)
                 | Step::Drop(s) => *s,
@@ -345,16 +344,44 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
                     self.run(actor, slot, &request).await?;
                 }
             }
-            Step::FetchNewBodies(slot) => {
-                let fresh = std::mem::take(&mut self.client().fresh);
-                for uid in fresh {
-                    let body = FetchItem::Body {
-                        section: BodySection::Full,
-                        peek: true,
-                    };
+            Step::FetchNew {
+                slot,
+                items,
+                one_by_one,
+            } => {
+                let mut fresh = std::mem::take(&mut self.client().fresh);
+                // Announced (EXISTS) but not yet listed: the UIDs past the
+                // highest known.
+                let inbox = self.params.inbox.clone();
+                let exists = (self.slot(slot).and_then(|c| c.mailbox()))
+                    .filter(|m| m.name == inbox)
+                    .map_or(0, |m| m.exists);
+                if fresh.is_empty() && exists as usize > self.inbox.len() {
                     let request = Request::Fetch {
-                        set: uid.to_string(),
-                        items: vec![body],
+                        set: format!("{}:*", self.highest_uid + 1),
+                        items: vec![FetchItem::Uid, FetchItem::Flags],
+                        uid: true,
+                    };
+                    self.run(actor, slot, &request).await?;
+                    fresh = std::mem::take(&mut self.client().fresh);
+                }
+                let sets: Vec<String> = if one_by_one {
+                    fresh.iter().map(u32::to_string).collect()
+                } else if fresh.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![
+                        fresh
+                            .iter()
+                            .map(u32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    ]
+                };
+                for set in sets {
+                    let request = Request::Fetch {
+                        set,
+                        items: items.clone(),
                         uid: true,
                     };
                     self.run(actor, slot, &request).await?;
