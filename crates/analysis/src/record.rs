@@ -198,6 +198,12 @@ pub struct RunMeta {
     /// made before windows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<crate::WindowPlan>,
+    /// The mail clients the users imitated (issue 28): one personality's
+    /// name (`peakhour`, `thunderbird` ...) or a mix
+    /// (`thunderbird=0.6,roundcube=0.4`); `None` in records made before
+    /// personalities (peakhour's own client) and for file runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<String>,
 }
 
 /// How a record was rebuilt from a run that never finished writing.
@@ -274,6 +280,7 @@ impl RunMeta {
             security_shortcuts: Vec::new(),
             shards: Vec::new(),
             window: None,
+            clients: None,
             merged: false,
         }
     }

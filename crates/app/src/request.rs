@@ -129,6 +129,7 @@ impl RunRequest {
             speed: shape.speed,
             seed: shape.seed,
             window: config.window,
+            client: args.client,
         };
         let spec = args.target.spec();
         let (profile, allowed) = (&args.profile.profile, &config.allow_domains);

@@ -114,6 +114,7 @@ pub use sessions::LATE_AFTER;
 pub use sessions::caldav::CalDavEndpoint;
 pub use sessions::caldav::init::{CalendarInitError, CalendarInitReport, init_calendars};
 pub use sessions::groupware::GroupwareCheckError;
+pub use sessions::imap::trace::{ClientTrace, TraceError, TracedAction, trace_client};
 pub use target::{
     Account, Credentials, Endpoint, EndpointError, ServerOptions, Target, TlsMode,
     security_shortcuts,

@@ -105,6 +105,7 @@ pub(crate) fn run_meta(
         .collect();
     meta.qos = qos_thresholds(plan, settings.qos_p95_ms);
     meta.window = window_plan(plan);
+    meta.clients = Some(plan.client_mix().describe());
     meta
 }
 

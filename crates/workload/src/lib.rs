@@ -22,6 +22,9 @@
 //! - [`files`] is the file-server side: NetBench's disk mix (seed 004) as a file profile
 //!   with seeded per-client scripts, and the dbench/NBENCH load-file parser.
 //!
+//! - A [`ClientMix`] says which mail client ([`Personality`]) each user imitates: a
+//!   profile's `[clients]` weights or `run --client NAME` (issue 28).
+//!
 //! - [`address`] is the one check every test address passes before it reaches an envelope.
 //!
 //! - [`derive`](mod@derive) writes the planner's derived profiles: one action alone, or the Inbox
@@ -33,6 +36,7 @@
 
 pub mod address;
 mod builtin;
+mod clients;
 mod day_shape;
 pub mod derive;
 mod error;
@@ -48,6 +52,7 @@ mod units;
 mod words;
 
 pub use builtin::{Builtin, builtin, builtins};
+pub use clients::{ClientMix, MixError, Personality, UnknownClient};
 pub use day_shape::{DayShape, MorningSpec, ShapeParams, Window};
 pub use error::{PlanError, ProfileError};
 pub use groupware::{CalendarParams, EventSlot, InvitationParams, MAX_INITIAL_EVENTS};

@@ -35,6 +35,9 @@ pub struct Overrides {
     /// `--window`: the part of the day the run measures ([`Window::Day`], the
     /// even day, by default).
     pub window: Window,
+    /// `--client`: every user imitates this client, whatever the profile's
+    /// `[clients]` says.
+    pub client: Option<crate::clients::Personality>,
 }
 
 /// How often one action happens for one user.
@@ -168,6 +171,7 @@ pub struct Plan {
     groupware: GroupwareParams,
     window: Window,
     shape: Option<ShapeParams>,
+    clients: crate::clients::ClientMix,
 }
 
 /// `profile` with the command line's overrides, each checked.
@@ -442,7 +446,17 @@ impl Plan {
             .map(|(k, v)| (*k, *v.get_ref()))
             .collect();
         let groupware = GroupwareParams::resolve(&profile);
+        let clients = match (overrides.client, &profile.clients) {
+            (Some(client), _) => crate::clients::ClientMix::only(client),
+            (None, Some(weights)) => crate::clients::ClientMix::from_weights(weights.get_ref())
+                .map_err(|e| PlanError::Override {
+                    option: "clients",
+                    message: e.to_string(),
+                })?,
+            (None, None) => crate::clients::ClientMix::default(),
+        };
         Ok(Plan {
+            clients,
             groupware,
             seed,
             users,
@@ -466,6 +480,17 @@ impl Plan {
             shape,
             profile,
         })
+    }
+
+    /// The users' mail clients: `--client`, else the profile's `[clients]`,
+    /// else peakhour's own for everyone.
+    pub fn client_mix(&self) -> &crate::clients::ClientMix {
+        &self.clients
+    }
+
+    /// The mail client user `user` imitates.
+    pub fn client_of(&self, user: u32) -> crate::clients::Personality {
+        self.clients.client_of(self.seed, user)
     }
 
     /// The profile with the overrides applied (its `to_toml` reads back to the same plan).

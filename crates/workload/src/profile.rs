@@ -265,6 +265,10 @@ pub struct Profile {
     pub day_shape: Option<crate::day_shape::DayShape>,
     /// What users do, and how often.
     pub actions: Actions,
+    /// The mail clients the users imitate, by weight (`thunderbird = 0.6,
+    /// roundcube = 0.4`); every user is peakhour's own client without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<Spanned<BTreeMap<String, f64>>>,
     /// The message mix, chosen by weight for every message sent or created
     /// (a profile that neither sends nor fills folders may leave it out).
     #[serde(default = "no_mix")]
@@ -637,6 +641,10 @@ impl Profile {
             return Err(err(self.day.span(), "day", "must be longer than 0".into()));
         }
         positive_f(&self.speed, "speed", file, src)?;
+        if let Some(clients) = &self.clients {
+            crate::clients::ClientMix::from_weights(clients.get_ref())
+                .map_err(|e| err(clients.span(), "clients", e.to_string()))?;
+        }
         let users = non_negative(&self.users.count, "users.count", file, src)?;
         if users == 0 {
             return Err(err(

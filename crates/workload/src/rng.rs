@@ -21,6 +21,7 @@ pub(crate) mod domain {
     pub(crate) const FILE_START: u64 = 8;
     pub(crate) const CALENDAR: u64 = 9;
     pub(crate) const POP3: u64 = 10;
+    pub(crate) const CLIENT: u64 = 11;
 }
 
 const fn splitmix64(mut z: u64) -> u64 {

@@ -273,6 +273,14 @@ pub struct RunArgs {
         long_help = CHECK_STATE_HELP
     )]
     pub check_state: Option<std::time::Duration>,
+    /// The mail client every user imitates (issue 28, docs/clients.md): `peakhour` (the
+    /// default: one session all day, IDLE between actions), `thunderbird` (a connection per
+    /// busy folder, IDLE renewed every 2 min), `mbsync` (a login and a walk of every folder
+    /// per change and every 5 min), `neomutt` (one connection, a NOOP every 10 min, every
+    /// header fetched when the Inbox opens) or `roundcube` (a login per page view and one
+    /// per minute, header pages of 50). Overrides the profile's `[clients]` mix.
+    #[arg(long, value_name = "NAME", value_parser = parse_client)]
+    pub client: Option<peakhour_workload::Personality>,
     /// The part of the day measured: `day` (the even day: every action at its day's average
     /// rate), `peak-hour` (the profile's busiest hour, held for --duration, 10m by default,
     /// after every user has logged on), or `morning` (every user logs on at the morning's
@@ -379,4 +387,9 @@ pub struct SweepArgs {
     /// Each step serves its live metrics on the same address in turn.
     #[command(flatten)]
     pub metrics: MetricsArgs,
+}
+
+/// `--client NAME`: one of the personalities; the error lists them.
+fn parse_client(name: &str) -> Result<peakhour_workload::Personality, String> {
+    peakhour_workload::Personality::parse(name).map_err(|e| e.to_string())
 }

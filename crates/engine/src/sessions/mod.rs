@@ -24,11 +24,13 @@
 //! requests and responses, and each hands them to its model after every
 //! action and on every turn of a wait; the calendar client hands each PUT,
 //! REPORT and inbox DELETE to its own (the lines marked `// state checks`
-//! here, in `user`, `jmap` and `caldav`). One seam is left open, not
-//! implemented: **a client personality** choosing an action's commands (a
-//! session's [`UserSession::act`] receives the [`Action`] and decides its
-//! commands; a personality carried by the actor, or the [`Action`], would be
-//! asked there, one implementation per protocol).
+//! here, in `user`, `jmap` and `caldav`). A **client personality** (issue
+//! 28, `run --client`, a profile's `[clients]`) is asked at the IMAP
+//! session's seam: the session of a user who imitates a recorded client
+//! (`imap::client`) lets the client's model (`peakhour_imap::clients`)
+//! choose each action's commands and connections in [`UserSession::act`],
+//! and the user's day lets it wait between actions as that client does
+//! (`user`'s `wait_until`).
 
 pub(crate) mod caldav;
 mod failure;

@@ -406,6 +406,16 @@ impl<C: Connector> User<C> {
         if self.jmap.is_some() {
             return self.jmap_wait_until(due, stop).await;
         }
+        // A user imitating a recorded client waits as that client does.
+        if let Some(session) = self.session.as_mut()
+            && session.client.is_some()
+        {
+            if let Err(failure) = session.client_wait(&actor!(self), due, stop).await {
+                self.background_failure(failure);
+                sleep_until(due, stop).await;
+            }
+            return;
+        }
         loop {
             due += self.hold_checkpoint(stop).await; // state checks
             // Mail announced while a command ran (an untagged EXISTS) is fetched

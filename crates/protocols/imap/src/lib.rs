@@ -24,13 +24,20 @@
 //! Untagged EXISTS, RECENT, EXPUNGE and FETCH (flag changes) update the
 //! selected [`MailboxState`] whenever they arrive, including during IDLE and
 //! NOOP, so the engine can see new mail without asking.
+//!
+//! * [`clients`] holds the client personalities (issue 28): what Thunderbird,
+//!   mbsync, neomutt and Roundcube send per action, as pure functions of the
+//!   session's mailbox state; [`fidelity`] measures a transcript per action
+//!   and scores it against a recording (weighted Jaccard).
 #![deny(missing_docs)]
 
+pub mod clients;
 mod connection;
 mod convert;
 mod core;
 mod direct;
 mod error;
+pub mod fidelity;
 mod framer;
 mod quick;
 mod request;

@@ -13,6 +13,7 @@ use imap_codec::imap_types::core::{
 };
 use imap_codec::imap_types::datetime::DateTime;
 use imap_codec::imap_types::extensions::binary::LiteralOrLiteral8;
+use imap_codec::imap_types::extensions::enable::CapabilityEnable;
 use imap_codec::imap_types::extensions::sort::{
     SortCriterion as CodecSortCriterion, SortKey as CodecSortKey,
 };
@@ -180,6 +181,21 @@ pub enum Request {
     /// NAMESPACE (RFC 2342): where the user's own folders live, and their
     /// hierarchy separator.
     Namespace,
+    /// CLOSE: leaves the selected mailbox, expunging what is `\Deleted` (as
+    /// mbsync and neomutt leave a folder).
+    Close,
+    /// CHECK: a checkpoint of the selected mailbox (mbsync after its
+    /// changes, Thunderbird's periodic check).
+    Check,
+    /// LSUB reference pattern: the subscribed folders, as Roundcube asks.
+    Lsub {
+        /// Reference name, usually empty.
+        reference: String,
+        /// Mailbox pattern with `*` / `%` wildcards.
+        pattern: String,
+    },
+    /// ENABLE (RFC 5161) of these capabilities (neomutt's `UTF8=ACCEPT`).
+    Enable(Vec<String>),
 }
 
 impl Request {
@@ -217,6 +233,10 @@ impl Request {
             Request::Thread { uid: true, .. } => "UID THREAD",
             Request::Idle => "IDLE",
             Request::Namespace => "NAMESPACE",
+            Request::Close => "CLOSE",
+            Request::Check => "CHECK",
+            Request::Lsub { .. } => "LSUB",
+            Request::Enable(_) => "ENABLE",
         }
     }
 
@@ -249,6 +269,10 @@ impl Request {
             | Request::Append { .. }
             | Request::MultiAppend { .. }
             | Request::Namespace
+            | Request::Close
+            | Request::Check
+            | Request::Lsub { .. }
+            | Request::Enable(_)
             | Request::Idle => true,
         }
     }
@@ -305,6 +329,7 @@ impl Request {
             Request::UidExpunge(_) => Some("UIDPLUS"),
             Request::Idle => Some("IDLE"),
             Request::Namespace => Some("NAMESPACE"),
+            Request::Enable(_) => Some("ENABLE"),
             Request::Thread { algorithm, .. } => Some(match algorithm {
                 ThreadAlgorithm::OrderedSubject => "THREAD=ORDEREDSUBJECT",
                 ThreadAlgorithm::References => "THREAD=REFERENCES",
@@ -397,6 +422,26 @@ impl Request {
             Request::Idle => CommandBody::Idle,
             Request::Namespace => CommandBody::Namespace,
             Request::Expunge => CommandBody::Expunge,
+            Request::Close => CommandBody::Close,
+            Request::Check => CommandBody::Check,
+            Request::Lsub { reference, pattern } => CommandBody::Lsub {
+                reference: mailbox(reference)?,
+                mailbox_wildcard: ListMailbox::try_from(pattern.as_str())
+                    .map_err(|e| ImapError::invalid("LSUB pattern", e))?,
+            },
+            Request::Enable(names) => {
+                let mut capabilities = Vec::with_capacity(names.len());
+                for name in names {
+                    capabilities.push(
+                        CapabilityEnable::try_from(name.as_str())
+                            .map_err(|e| ImapError::invalid("ENABLE capability", e))?,
+                    );
+                }
+                CommandBody::Enable {
+                    capabilities: Vec1::try_from(capabilities)
+                        .map_err(|e| ImapError::invalid("ENABLE capabilities", e))?,
+                }
+            }
             Request::Id(fields) => {
                 let mut parameters = Vec::with_capacity(fields.len());
                 for (key, value) in fields {

@@ -14,6 +14,10 @@ impl<'a, C: Connector> UserSession<Actor<'a, C>> for ImapSession<C::Stream> {
     type Done = Result<Outcome, Failure>;
 
     async fn act(&mut self, actor: &Actor<'a, C>, action: &Action) -> Self::Done {
+        // A user imitating a recorded client: its client decides the commands.
+        if self.client.is_some() {
+            return self.client_act(actor, action).await;
+        }
         match action.kind {
             ActionKind::CheckInbox => self.check_inbox(actor).await,
             ActionKind::Read => self.read(actor, action.seq).await,
@@ -173,7 +177,7 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> ImapSession
         Ok(Outcome::Ok)
     }
 
-    async fn update_calendar<C: Connector>(
+    pub(crate) async fn update_calendar<C: Connector>(
         &mut self,
         actor: &Actor<'_, C>,
         nth: u64,
@@ -225,11 +229,14 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> ImapSession
 
     /// Keeps a copy of a message the user sent in its Sent folder, as a
     /// client that saves sent mail does.
-    pub(crate) async fn save_copy<C: Connector>(
+    pub(crate) async fn save_copy<C: Connector<Stream = S>>(
         &mut self,
         actor: &Actor<'_, C>,
         message: &[u8],
     ) -> Result<(), Failure> {
+        if self.client.is_some() {
+            return self.client_save_copy(actor, message).await;
+        }
         let sent_folder = self.params.sent_folder.clone();
         let appended = self
             .last_command()

@@ -4,6 +4,8 @@
 //! delivery latency recorded) as it arrives. Its actions are in `actions`.
 
 mod actions;
+pub(crate) mod client;
+pub(crate) mod trace;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +47,8 @@ pub(crate) struct ImapSession<S> {
     pub(crate) idle_next: bool,
     /// state checks: the session's model and checkpoints, when on.
     pub(crate) state: Option<crate::state_checks::SessionChecker>,
+    /// The recorded client this user imitates (`client`), if not peakhour's own.
+    pub(crate) client: Option<Box<client::ClientState<S>>>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
@@ -168,6 +172,17 @@ impl<C: Connector> Actor<'_, C> {
     /// Logs on over IMAP; `logon` counts this user's logons from 1 (it names
     /// the session in state checks).
     pub(crate) async fn imap_log_on(&self, logon: u32) -> Result<ImapSession<C::Stream>, Failure> {
+        self.imap_log_on_traced(logon, false).await
+    }
+
+    /// Connects to the user's IMAP endpoint and logs in: LOGIN, or
+    /// AUTHENTICATE PLAIN (`sasl`) as the recorded clients do; the wire is
+    /// recorded when `record` (or the state checks) asks for it.
+    pub(crate) async fn imap_open(
+        &self,
+        sasl: bool,
+        record: bool,
+    ) -> Result<peakhour_imap::ImapConnection<C::Stream>, Failure> {
         let target = &self.shared.target;
         let connector = &self.shared.connector;
         let endpoint = &target.from_source(&target.imap, self.index);
@@ -194,10 +209,29 @@ impl<C: Connector> Actor<'_, C> {
         // state checks: sessions_per_account users share the first one's account; the wire is recorded for the model
         let account = self.shared.plan.account_of(self.index);
         let address = self.shared.population.address(account).unwrap_or_default();
-        imap.record_wire(self.shared.state_checks.is_some());
+        imap.record_wire(self.shared.state_checks.is_some() || record);
         let (login, password) = target.login(account, &address);
-        let done = imap.login(login, password).await?;
-        self.command("imap.LOGIN", done);
+        if sasl && imap.capabilities().has("AUTH=PLAIN") {
+            let done = imap.authenticate_plain(login, password).await?;
+            self.command("imap.AUTHENTICATE", done);
+        } else {
+            let done = imap.login(login, password).await?;
+            self.command("imap.LOGIN", done);
+        }
+        Ok(imap)
+    }
+
+    /// [`Actor::imap_log_on`], every connection's wire kept in the session's
+    /// trace when `traced` (the fidelity test, `crate::trace`).
+    pub(crate) async fn imap_log_on_traced(
+        &self,
+        logon: u32,
+        traced: bool,
+    ) -> Result<ImapSession<C::Stream>, Failure> {
+        let target = &self.shared.target;
+        let account = self.shared.plan.account_of(self.index);
+        let model = client::model_of(self.shared.plan.client_of(self.index));
+        let mut imap = self.imap_open(model.is_some(), traced).await?;
         // Where the user's folders are (NAMESPACE, LIST with special-use
         // attributes): the profile's names as this server spells them.
         let events = &self.shared.events;
@@ -207,7 +241,8 @@ impl<C: Connector> Actor<'_, C> {
         })
         .await?;
         let params = server.params(self.shared.plan.params());
-        let existing: Vec<String> = listing.into_iter().map(|e| e.name).collect();
+        let existing: Vec<String> = listing.iter().map(|e| e.name.clone()).collect();
+        let listing_entries = listing;
         // Folders a run needs: create any that `init` has not (idempotent).
         let mut needed: Vec<&str> =
             vec![&params.trash, &params.sent_folder, &params.calendar_folder];
@@ -217,6 +252,27 @@ impl<C: Connector> Actor<'_, C> {
                 let done = imap.create(folder).await.map_err(on_folder(folder))?;
                 self.command("imap.CREATE", done);
             }
+        }
+        if let Some(model) = model {
+            let client = client::ClientState::new(
+                model,
+                &listing_entries,
+                &params.inbox,
+                traced.then(|| self.shared.plan.speed()),
+            );
+            let mut session = ImapSession {
+                params: Arc::new(params),
+                imap,
+                inbox: Vec::new(),
+                highest_uid: 0,
+                calendar_item: None,
+                can_idle: false,
+                idle_next: false,
+                state: None,
+                client: Some(Box::new(client)),
+            };
+            session.client_logon(self).await?;
+            return Ok(session);
         }
         let selected = imap
             .select(&params.inbox)
@@ -258,6 +314,7 @@ impl<C: Connector> Actor<'_, C> {
             can_idle,
             idle_next: false,
             state,
+            client: None,
         })
     }
 
