@@ -26,7 +26,7 @@ pub(crate) fn step(
     summary: &Summary,
     wall_s: f64,
 ) -> Result<AnswerStep, CapacityError> {
-    let dir = RunDir::new(&request.dir);
+    let dir = RunDir::new(&request.out);
     let monitor = dir.read_monitor()?;
     let (start, end) = (
         summary.steady.start_s,
@@ -87,14 +87,14 @@ pub(crate) fn step(
         .map(|p| p.1)
         .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
     let run_dir = request
-        .dir
+        .out
         .strip_prefix(out)
-        .unwrap_or(&request.dir)
+        .unwrap_or(&request.out)
         .display()
         .to_string();
     Ok(AnswerStep {
         users: request.users,
-        window: request.window.clone(),
+        window: request.window.to_string(),
         run_dir,
         sessions_held: sessions.map(|s| s as u32),
         sessions_source: if sessions.is_some() { "server" } else { "none" }.into(),
@@ -115,6 +115,8 @@ pub(crate) fn step(
         logons_per_second: summary.logon_storm.as_ref().map(|l| l.logons_per_second),
         logon_p95_ms: summary.logon_storm.as_ref().and_then(|l| l.p95_ms),
         wall_s,
+        lab_restarted: false,
+        lab_unhealthy: None,
     })
 }
 
