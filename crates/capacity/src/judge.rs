@@ -1,20 +1,16 @@
-//! One step judged: its summary and monitor series through the one QoS rule,
-//! the sessions the server held, and what ran out.
+//! One step judged: the run's verdict (the one QoS rule, whose growth check
+//! the run made on the monitor's series it recorded), the sessions the
+//! server held (from those series), and what ran out.
 
 use std::path::Path;
 
 use peakhour_analysis::Summary;
 use peakhour_analysis::capacity::answer::{AnswerStep, FirstExhausted, ModelComparison};
 use peakhour_analysis::monitor::columns::DOVECOT_CONNECTIONS;
-use peakhour_analysis::qos::{Growth, QosMeasure, QosRule, still_growing};
 use peakhour_rundir::RunDir;
 
 use crate::state::StateSettings;
 use crate::{CapacityError, StepRequest};
-
-/// A rise over the window's last half below this share of the level is
-/// not growth (a queue of 10 that ends at 10.4 is flat).
-const GROWTH_MIN_RISE: f64 = 0.10;
 
 /// Fewer actions than this in a window make its p95 a guess: say so.
 const FEW_SAMPLES: u64 = 20;
@@ -47,22 +43,6 @@ pub(crate) fn step(
             .filter(|(t, v)| *t >= start && *t <= end && v.is_finite())
             .collect()
     };
-    let growing: Vec<Growth> = monitor
-        .as_ref()
-        .map(|t| t.names().to_vec())
-        .unwrap_or_default()
-        .iter()
-        .filter(|name| grows_badly(name))
-        .filter_map(|name| {
-            let (from, to, growing) = still_growing(&series(name), GROWTH_MIN_RISE)?;
-            growing.then(|| Growth {
-                metric: name.clone(),
-                label: name.replace('_', " "),
-                from,
-                to,
-            })
-        })
-        .collect();
     let samples: u64 = summary.actions.values().map(|a| a.count + a.errors).sum();
     if samples < FEW_SAMPLES {
         eprintln!(
@@ -70,18 +50,22 @@ pub(crate) fn step(
             request.window, request.users
         );
     }
-    let rule = QosRule::from_thresholds(&summary.meta.qos);
-    let failures = rule.judge(&QosMeasure::of_summary(summary, growing));
-    // The run's own verdict has checks the rule does not see (delivery,
-    // panics, a run with no sample): they fail the step too.
-    // The rule's own failures are the run's too: each is listed once.
-    let mut qos_failures: Vec<String> = Vec::new();
-    for f in summary.qos.failures.iter().chain(&failures) {
-        let line = format!("{}: {}", f.subject, f.reason);
-        if !qos_failures.contains(&line) {
-            qos_failures.push(line);
-        }
+    // The step's verdict is the run's: the one QoS rule, its growth check
+    // included (the run judged the monitor's series it recorded), and the
+    // checks the rule does not see (delivery, panics, a run with no sample).
+    let mut qos_failures: Vec<String> = summary
+        .qos
+        .failures
+        .iter()
+        .map(|f| format!("{}: {}", f.subject, f.reason))
+        .collect();
+    if summary.qos.growth_checked.is_empty() {
+        eprintln!(
+            "capacity: warning: the {} window at {} users was not checked for a queue or memory still growing (no monitor series; see its monitor.csv)",
+            request.window, request.users
+        );
     }
+    qos_failures.dedup();
     let sessions = series(DOVECOT_CONNECTIONS)
         .iter()
         .map(|p| p.1)
@@ -132,12 +116,6 @@ fn memory_at_cap(summary: &Summary, lab_memory_kb: &[(f64, f64)]) -> Option<Stri
             cap / 1_048_576.0
         )
     })
-}
-
-/// Queues and the lab's memory: what must not keep growing.
-fn grows_badly(column: &str) -> bool {
-    column.starts_with("postfix_queue_")
-        || column == peakhour_analysis::monitor::columns::LAB_MEMORY_KB
 }
 
 /// One line of progress for a finished step.
