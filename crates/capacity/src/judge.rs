@@ -92,10 +92,15 @@ pub(crate) fn step(
             .collect(),
         bottleneck: summary.bottleneck.as_ref().map(|b| b.resource.clone()),
         bottleneck_evidence: summary.bottleneck.as_ref().map(|b| b.evidence.clone()),
-        at_cap: memory_at_cap(
-            summary,
-            &series(peakhour_analysis::monitor::columns::LAB_MEMORY_KB),
-        ),
+        at_cap: {
+            use peakhour_analysis::monitor::columns::{LAB_MEMORY_KB, LAB_MEMORY_NO_CACHE_KB};
+            let no_cache = series(LAB_MEMORY_NO_CACHE_KB);
+            if no_cache.is_empty() {
+                memory_at_cap(summary, &series(LAB_MEMORY_KB), LAB_MEMORY_KB)
+            } else {
+                memory_at_cap(summary, &no_cache, LAB_MEMORY_NO_CACHE_KB)
+            }
+        },
         logons_per_second: summary.logon_storm.as_ref().map(|l| l.logons_per_second),
         logon_p95_ms: summary.logon_storm.as_ref().and_then(|l| l.p95_ms),
         wall_s,
@@ -106,12 +111,16 @@ pub(crate) fn step(
 
 /// A shaped lab whose memory reached its cap (within 2%) in the window: the
 /// figures, since the monitor's bottleneck looks at the host's memory.
-fn memory_at_cap(summary: &Summary, lab_memory_kb: &[(f64, f64)]) -> Option<String> {
+/// `column` is what `memory_kb` is: the charge without page cache where the
+/// monitor recorded it (the page cache fills any cap with the mail `init`
+/// wrote, so the whole charge sits at the cap from the smallest step on and
+/// says nothing), else the whole charge.
+fn memory_at_cap(summary: &Summary, memory_kb: &[(f64, f64)], column: &str) -> Option<String> {
     let cap = summary.limits.and_then(|l| l.memory_bytes)? as f64;
-    let peak = lab_memory_kb.iter().map(|p| p.1).fold(0.0, f64::max) * 1024.0;
+    let peak = memory_kb.iter().map(|p| p.1).fold(0.0, f64::max) * 1024.0;
     (peak >= 0.98 * cap).then(|| {
         format!(
-            "the lab's memory reached {:.0} MiB of its {:.0} MiB cap (monitor.csv lab_memory_kb)",
+            "the lab's memory reached {:.0} MiB of its {:.0} MiB cap (monitor.csv {column})",
             peak / 1_048_576.0,
             cap / 1_048_576.0
         )
