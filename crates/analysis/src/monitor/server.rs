@@ -164,9 +164,9 @@ pub fn server_memory_bytes(table: &MetricTable) -> Vec<f64> {
 /// 541 MiB ± 19 MiB of noise against 100 sessions). Not the RSS either
 /// where the cgroup can say better: RSS counts the pages an imap process
 /// shares with every other (libraries, Dovecot's own mappings) once per
-/// process, so its sum grew by 5.2 MiB per idle session on the lab where
-/// the cgroup's charge grew by 0.7 MiB, and a plan from it ran out of
-/// memory at a quarter of the sessions the lab held (issue 25).
+/// process, so its sum grew by 5.2 MiB per idle session on a lab where
+/// the cgroup's charge without page cache grew by 598 KiB, and a plan from
+/// it ran out of memory at a fifth of the sessions the lab held (issue 25).
 pub fn server_session_memory_bytes(table: &MetricTable) -> Vec<f64> {
     if let Some(lab) = table.column(&system(SystemField::LabMemoryNoCacheKb).column())
         && lab.iter().any(|v| v.is_finite())
