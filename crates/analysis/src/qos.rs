@@ -19,8 +19,10 @@
 //!
 //! [`QosRule::judge`] applies the rule to a [`QosMeasure`] and returns
 //! every failed check; [`crate::Summary::compute`] calls it for the run's
-//! verdict, and the sweep and `capacity` read that verdict or call it
-//! themselves on a summary ([`QosMeasure::of_summary`]).
+//! verdict (checks 1-4), and the run adds check 5 once its monitor has
+//! finished ([`crate::Summary::judge_growth`] with [`growth_in`] over the
+//! steady window of the series it recorded), so the sweep and `capacity`
+//! read one verdict that holds all five.
 
 use std::collections::BTreeMap;
 
@@ -195,6 +197,69 @@ pub struct Growth {
 /// Fewest samples in the last half of a window for [`still_growing`] to judge.
 pub const GROWTH_MIN_SAMPLES: usize = 6;
 
+/// A rise over the window's last half below this share of the level is
+/// not growth (a queue of 10 that ends at 10.4 is flat).
+pub const GROWTH_MIN_RISE: f64 = 0.10;
+
+/// The monitor columns that must not still be growing at the end of a
+/// window, of those `names` holds: Postfix's queues, and a shaped lab's
+/// memory without its page cache (`lab_memory_no_cache_kb`; the page cache
+/// grows with the mail written and is given back under pressure), or the
+/// whole charge (`lab_memory_kb`) where a monitor did not record that.
+pub fn growth_columns(names: &[String]) -> Vec<String> {
+    use crate::monitor::columns::{LAB_MEMORY_KB, LAB_MEMORY_NO_CACHE_KB};
+    let has = |c: &str| names.iter().any(|n| n == c);
+    let memory = if has(LAB_MEMORY_NO_CACHE_KB) {
+        Some(LAB_MEMORY_NO_CACHE_KB)
+    } else if has(LAB_MEMORY_KB) {
+        Some(LAB_MEMORY_KB)
+    } else {
+        None
+    };
+    names
+        .iter()
+        .filter(|n| n.starts_with("postfix_queue_"))
+        .cloned()
+        .chain(memory.map(str::to_owned))
+        .collect()
+}
+
+/// What is still growing at the end of `window` in `table`
+/// ([`growth_columns`], each judged by [`still_growing`] with
+/// [`GROWTH_MIN_RISE`]), and the columns judged (those with enough samples).
+pub fn growth_in(
+    table: &crate::monitor::MetricTable,
+    window: crate::monitor::TimeWindow,
+) -> (Vec<Growth>, Vec<String>) {
+    let mut growing = Vec::new();
+    let mut judged = Vec::new();
+    for name in growth_columns(table.names()) {
+        let Some(values) = table.column(&name) else {
+            continue;
+        };
+        let series: Vec<(f64, f64)> = table
+            .times()
+            .iter()
+            .copied()
+            .zip(values)
+            .filter(|(t, v)| *t >= window.start_s && *t < window.end_s && v.is_finite())
+            .collect();
+        let Some((from, to, grows)) = still_growing(&series, GROWTH_MIN_RISE) else {
+            continue;
+        };
+        if grows {
+            growing.push(Growth {
+                metric: name.clone(),
+                label: name.replace('_', " "),
+                from,
+                to,
+            });
+        }
+        judged.push(name);
+    }
+    (growing, judged)
+}
+
 /// Whether `series` (time in seconds, value) is still growing at the end of
 /// its window: the least-squares line over the window's last half rises by
 /// more than `min_rise` of the mean and by more than three standard
@@ -335,6 +400,62 @@ mod tests {
         assert!(
             still_growing(&rising[..8], 0.05).is_none(),
             "too few samples"
+        );
+    }
+
+    /// A monitor table: a queue rising to the end, the lab's page cache
+    /// rising with it, the lab's memory without page cache flat.
+    fn monitor_table() -> crate::monitor::MetricTable {
+        let mut csv = String::from(
+            "time_s,postfix_queue_active,postfix_queue_deferred,lab_memory_kb,lab_memory_no_cache_kb\n",
+        );
+        for t in 0..40 {
+            let t = f64::from(t);
+            let flat = 100_000.0 + (t % 3.0);
+            csv.push_str(&format!(
+                "{t},{},0,{},{flat}\n",
+                t * 5.0,
+                200_000.0 + t * 10_000.0
+            ));
+        }
+        crate::monitor::MetricTable::from_csv(csv.as_bytes(), 100).unwrap()
+    }
+
+    /// Issue 25 (c): the run's verdict makes the growth check itself, on the
+    /// monitor's series, so that `capacity` never fails a step the run passed.
+    #[test]
+    fn issue_25_a_queue_still_growing_fails_the_runs_own_verdict_and_page_cache_does_not() {
+        let table = monitor_table();
+        let (growing, judged) = growth_in(&table, crate::monitor::TimeWindow::new(0.0, 40.0));
+        assert_eq!(
+            judged,
+            [
+                "postfix_queue_active",
+                "postfix_queue_deferred",
+                "lab_memory_no_cache_kb"
+            ]
+        );
+        let names: Vec<&str> = growing.iter().map(|g| g.metric.as_str()).collect();
+        assert_eq!(names, ["postfix_queue_active"]);
+
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../report/tests/fixtures/run-small/summary.json"
+        );
+        let mut summary: Summary =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(summary.verdict, crate::Verdict::Pass);
+        summary.judge_growth(growing, judged.clone());
+        assert_eq!(summary.verdict, crate::Verdict::Fail);
+        assert_eq!(summary.qos.failures.len(), 1);
+        assert_eq!(summary.qos.failures[0].subject, "postfix_queue_active");
+        assert!(summary.qos.failures[0].reason.contains("still growing"));
+        assert_eq!(summary.qos.growth_checked, judged);
+
+        // Without the column that leaves the page cache out, the whole charge.
+        assert_eq!(
+            growth_columns(&["lab_memory_kb".to_owned()]),
+            ["lab_memory_kb"]
         );
     }
 }

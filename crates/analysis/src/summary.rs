@@ -60,6 +60,12 @@ pub struct QosReport {
     /// Weighted actions that had no sample in the steady state (not a failure
     /// by itself: a short run may miss a rare action).
     pub unmeasured: Vec<String>,
+    /// The monitor columns judged for "still growing at the end of the
+    /// window" (Postfix's queues, a shaped lab's memory): empty when the run
+    /// had no monitor, or too few samples in the window's last half, and
+    /// then that check of the QoS rule was not made.
+    #[serde(default)]
+    pub growth_checked: Vec<String>,
 }
 
 /// Latency figures of one histogram, in milliseconds (3 significant digits;
@@ -515,6 +521,23 @@ struct ActionAcc {
 }
 
 impl Summary {
+    /// Adds the QoS rule's last check, made from the monitor's series once
+    /// the run has them ([`crate::qos::growth_in`] over the steady window):
+    /// each metric in `growing` fails the verdict; `judged` are the columns
+    /// the check looked at ([`QosReport::growth_checked`]).
+    pub fn judge_growth(&mut self, growing: Vec<crate::qos::Growth>, judged: Vec<String>) {
+        let measure = crate::qos::QosMeasure {
+            growing,
+            ..crate::qos::QosMeasure::default()
+        };
+        let rule = crate::qos::QosRule::from_thresholds(&self.meta.qos);
+        self.qos.failures.extend(rule.judge(&measure));
+        self.qos.growth_checked = judged;
+        if !self.qos.failures.is_empty() {
+            self.verdict = Verdict::Fail;
+        }
+    }
+
     /// Computes the summary of `record` over its steady-phase intervals.
     pub fn compute(record: &RunRecord) -> Result<Summary, AnalysisError> {
         let meta = &record.meta;

@@ -17,10 +17,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use peakhour_command_line::TargetSpec;
-use peakhour_command_line::args::{FileArgs, SweepArgs, TargetArgs};
-use peakhour_command_line::config::DEFAULT_DURATION;
+use peakhour_command_line::args::{CapacityArgs, FileArgs, SweepArgs, TargetArgs};
+use peakhour_command_line::config::{DEFAULT_DURATION, WINDOW_LENGTH};
 use peakhour_engine::AuthPolicy;
-use peakhour_workload::HumanDuration;
+use peakhour_workload::{HumanDuration, Window};
 
 /// The `--target ...` flags that name `spec` to another peakhour.
 pub fn target_flags(spec: &TargetSpec) -> Vec<OsString> {
@@ -177,6 +177,9 @@ pub struct StepRequest {
     pub users: u32,
     /// The seed, the same for every step.
     pub seed: u64,
+    /// `--window`: the part of the day the step measures (the even day,
+    /// the run's default, is not passed).
+    pub window: Window,
     /// The phases.
     pub phases: StepPhases,
     /// `--qos-p95-ms`, if given.
@@ -209,6 +212,7 @@ impl StepRequest {
             target,
             users,
             seed,
+            window: Window::Day,
             phases,
             qos_p95_ms: None,
             node_exporter: None,
@@ -227,6 +231,7 @@ impl StepRequest {
             target: ChildTarget::of(&args.target),
             users,
             seed,
+            window: Window::Day,
             phases: StepPhases {
                 duration: shape.duration.unwrap_or(DEFAULT_DURATION),
                 ramp_up: shape.ramp_up,
@@ -243,6 +248,34 @@ impl StepRequest {
             metrics: (args.metrics.metrics_listen).map(|at| (at, args.metrics.metrics_linger)),
             out: out.to_path_buf(),
         }
+    }
+
+    /// The step of `peakhour capacity` at `users` real users in `window`,
+    /// written into `out`: speed 1 (the profile's own day), the search's
+    /// phases and QoS limit, the child's defaults for the rest. Without
+    /// `--duration` the window is measured for [`WINDOW_LENGTH`], as `run
+    /// --window` does.
+    pub fn capacity_step(
+        args: &CapacityArgs,
+        (users, window): (u32, Window),
+        seed: u64,
+        out: &Path,
+    ) -> Self {
+        let phases = StepPhases::new(
+            args.ramp_up,
+            args.duration.unwrap_or(WINDOW_LENGTH),
+            args.drain,
+        );
+        let mut step = Self::new(
+            args.profile.profile.clone(),
+            ChildTarget::of(&args.target),
+            (users, seed),
+            phases,
+            out,
+        );
+        step.window = window;
+        step.qos_p95_ms = args.qos_p95_ms;
+        step
     }
 
     /// The child's arguments, `run` first.
@@ -274,6 +307,9 @@ impl StepRequest {
         }
         if let Some(speed) = p.speed {
             out.extend(["--speed".into(), speed.to_string().into()]);
+        }
+        if self.window != Window::Day {
+            out.extend(["--window".into(), self.window.as_str().into()]);
         }
         if let Some(ms) = self.qos_p95_ms {
             out.extend(["--qos-p95-ms".into(), ms.to_string().into()]);
@@ -576,5 +612,46 @@ mod tests {
         let at = args.iter().position(|a| a == "--ramp-up").expect("ramp-up");
         assert_eq!(args[at + 1], "5s");
         assert_eq!(args.last().map(String::as_str), Some("d"));
+    }
+
+    /// Issue 25 (b): a capacity step is the same request as a sweep's, with
+    /// its window and the search's QoS limit; without `--duration` it
+    /// measures the window's own length.
+    #[test]
+    fn issue_25_a_capacity_step_passes_its_window_and_qos_limit() {
+        use clap::Parser as _;
+        use peakhour_command_line::args::{Cli, Command};
+        let parse = |flags: &[&str]| {
+            let argv = ["peakhour", "capacity", "--lab-dir", "/tmp/lab"]
+                .iter()
+                .chain(flags);
+            match Cli::try_parse_from(argv).expect("parses").command {
+                Command::Capacity(args) => args,
+                _ => unreachable!("capacity"),
+            }
+        };
+        let value = |args: &[String], flag: &str| {
+            let at = args.iter().position(|a| a == flag).expect(flag);
+            args[at + 1].clone()
+        };
+        let args = parse(&["--qos-p95-ms", "800", "--ramp-up", "30s", "--drain", "15s"]);
+        let out = Path::new("/tmp/cap/step-400u-morning");
+        let step = StepRequest::capacity_step(&args, (400, Window::Morning), 3, out);
+        let argv = strings(step.args());
+        assert_eq!(argv[..3], ["run", "--profile", "mmb-medium"]);
+        assert_eq!(value(&argv, "--window"), "morning");
+        assert_eq!(value(&argv, "--qos-p95-ms"), "800");
+        assert_eq!(value(&argv, "--duration"), "10m");
+        assert_eq!(value(&argv, "--ramp-up"), "30s");
+        assert_eq!(value(&argv, "--users"), "400");
+        assert_eq!(value(&argv, "--seed"), "3");
+        assert_eq!(value(&argv, "--out"), "/tmp/cap/step-400u-morning");
+        assert!(!argv.iter().any(|a| a == "--speed"), "real users: {argv:?}");
+        let short = parse(&["--duration", "90s"]);
+        let step = StepRequest::capacity_step(&short, (50, Window::PeakHour), 1, out);
+        let argv = strings(step.args());
+        assert_eq!(value(&argv, "--window"), "peak-hour");
+        assert_eq!(value(&argv, "--duration"), "1m30s");
+        assert!(!argv.iter().any(|a| a == "--qos-p95-ms"), "{argv:?}");
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use peakhour_analysis::monitor::server::{
-    measure_window, memory_fit, seconds_window, server_rss_bytes, task_run, window_mean,
+    measure_window, memory_fit, seconds_window, server_session_memory_bytes, task_run, window_mean,
 };
 use peakhour_analysis::plan::{IdleBaseline, LatencyMeasurement, MemoryFit, TaskRun, TaskUnit};
 use peakhour_lab::LabStatus;
@@ -103,7 +103,8 @@ impl TaskMeter<'_> {
         Ok(Monitor::start(source, Some(csv), config)?)
     }
 
-    /// The idle server over `length`, and its mean resident memory.
+    /// The idle server over `length`, and its mean session memory
+    /// (`server_session_memory_bytes`: what the memory model's line starts from).
     pub async fn idle_baseline(
         &self,
         dir: &Path,
@@ -113,7 +114,7 @@ impl TaskMeter<'_> {
         tokio::time::sleep(length + self.interval / 2).await;
         let table = monitor.finish().await?.table;
         let window = seconds_window(0.0, length.as_secs_f64(), self.interval);
-        let memory = window_mean(&table, &server_rss_bytes(&table), window);
+        let memory = window_mean(&table, &server_session_memory_bytes(&table), window);
         Ok((measure_window(&table, window), memory))
     }
 

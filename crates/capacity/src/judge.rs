@@ -1,20 +1,16 @@
-//! One step judged: its summary and monitor series through the one QoS rule,
-//! the sessions the server held, and what ran out.
+//! One step judged: the run's verdict (the one QoS rule, whose growth check
+//! the run made on the monitor's series it recorded), the sessions the
+//! server held (from those series), and what ran out.
 
 use std::path::Path;
 
 use peakhour_analysis::Summary;
 use peakhour_analysis::capacity::answer::{AnswerStep, FirstExhausted, ModelComparison};
 use peakhour_analysis::monitor::columns::DOVECOT_CONNECTIONS;
-use peakhour_analysis::qos::{Growth, QosMeasure, QosRule, still_growing};
 use peakhour_rundir::RunDir;
 
 use crate::state::StateSettings;
 use crate::{CapacityError, StepRequest};
-
-/// A rise over the window's last half below this share of the level is
-/// not growth (a queue of 10 that ends at 10.4 is flat).
-const GROWTH_MIN_RISE: f64 = 0.10;
 
 /// Fewer actions than this in a window make its p95 a guess: say so.
 const FEW_SAMPLES: u64 = 20;
@@ -26,7 +22,7 @@ pub(crate) fn step(
     summary: &Summary,
     wall_s: f64,
 ) -> Result<AnswerStep, CapacityError> {
-    let dir = RunDir::new(&request.dir);
+    let dir = RunDir::new(&request.out);
     let monitor = dir.read_monitor()?;
     let (start, end) = (
         summary.steady.start_s,
@@ -47,22 +43,6 @@ pub(crate) fn step(
             .filter(|(t, v)| *t >= start && *t <= end && v.is_finite())
             .collect()
     };
-    let growing: Vec<Growth> = monitor
-        .as_ref()
-        .map(|t| t.names().to_vec())
-        .unwrap_or_default()
-        .iter()
-        .filter(|name| grows_badly(name))
-        .filter_map(|name| {
-            let (from, to, growing) = still_growing(&series(name), GROWTH_MIN_RISE)?;
-            growing.then(|| Growth {
-                metric: name.clone(),
-                label: name.replace('_', " "),
-                from,
-                to,
-            })
-        })
-        .collect();
     let samples: u64 = summary.actions.values().map(|a| a.count + a.errors).sum();
     if samples < FEW_SAMPLES {
         eprintln!(
@@ -70,31 +50,35 @@ pub(crate) fn step(
             request.window, request.users
         );
     }
-    let rule = QosRule::from_thresholds(&summary.meta.qos);
-    let failures = rule.judge(&QosMeasure::of_summary(summary, growing));
-    // The run's own verdict has checks the rule does not see (delivery,
-    // panics, a run with no sample): they fail the step too.
-    // The rule's own failures are the run's too: each is listed once.
-    let mut qos_failures: Vec<String> = Vec::new();
-    for f in summary.qos.failures.iter().chain(&failures) {
-        let line = format!("{}: {}", f.subject, f.reason);
-        if !qos_failures.contains(&line) {
-            qos_failures.push(line);
-        }
+    // The step's verdict is the run's: the one QoS rule, its growth check
+    // included (the run judged the monitor's series it recorded), and the
+    // checks the rule does not see (delivery, panics, a run with no sample).
+    let mut qos_failures: Vec<String> = summary
+        .qos
+        .failures
+        .iter()
+        .map(|f| format!("{}: {}", f.subject, f.reason))
+        .collect();
+    if summary.qos.growth_checked.is_empty() {
+        eprintln!(
+            "capacity: warning: the {} window at {} users was not checked for a queue or memory still growing (no monitor series; see its monitor.csv)",
+            request.window, request.users
+        );
     }
+    qos_failures.dedup();
     let sessions = series(DOVECOT_CONNECTIONS)
         .iter()
         .map(|p| p.1)
         .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
     let run_dir = request
-        .dir
+        .out
         .strip_prefix(out)
-        .unwrap_or(&request.dir)
+        .unwrap_or(&request.out)
         .display()
         .to_string();
     Ok(AnswerStep {
         users: request.users,
-        window: request.window.clone(),
+        window: request.window.to_string(),
         run_dir,
         sessions_held: sessions.map(|s| s as u32),
         sessions_source: if sessions.is_some() { "server" } else { "none" }.into(),
@@ -108,34 +92,39 @@ pub(crate) fn step(
             .collect(),
         bottleneck: summary.bottleneck.as_ref().map(|b| b.resource.clone()),
         bottleneck_evidence: summary.bottleneck.as_ref().map(|b| b.evidence.clone()),
-        at_cap: memory_at_cap(
-            summary,
-            &series(peakhour_analysis::monitor::columns::LAB_MEMORY_KB),
-        ),
+        at_cap: {
+            use peakhour_analysis::monitor::columns::{LAB_MEMORY_KB, LAB_MEMORY_NO_CACHE_KB};
+            let no_cache = series(LAB_MEMORY_NO_CACHE_KB);
+            if no_cache.is_empty() {
+                memory_at_cap(summary, &series(LAB_MEMORY_KB), LAB_MEMORY_KB)
+            } else {
+                memory_at_cap(summary, &no_cache, LAB_MEMORY_NO_CACHE_KB)
+            }
+        },
         logons_per_second: summary.logon_storm.as_ref().map(|l| l.logons_per_second),
         logon_p95_ms: summary.logon_storm.as_ref().and_then(|l| l.p95_ms),
         wall_s,
+        lab_restarted: false,
+        lab_unhealthy: None,
     })
 }
 
 /// A shaped lab whose memory reached its cap (within 2%) in the window: the
 /// figures, since the monitor's bottleneck looks at the host's memory.
-fn memory_at_cap(summary: &Summary, lab_memory_kb: &[(f64, f64)]) -> Option<String> {
+/// `column` is what `memory_kb` is: the charge without page cache where the
+/// monitor recorded it (the page cache fills any cap with the mail `init`
+/// wrote, so the whole charge sits at the cap from the smallest step on and
+/// says nothing), else the whole charge.
+fn memory_at_cap(summary: &Summary, memory_kb: &[(f64, f64)], column: &str) -> Option<String> {
     let cap = summary.limits.and_then(|l| l.memory_bytes)? as f64;
-    let peak = lab_memory_kb.iter().map(|p| p.1).fold(0.0, f64::max) * 1024.0;
+    let peak = memory_kb.iter().map(|p| p.1).fold(0.0, f64::max) * 1024.0;
     (peak >= 0.98 * cap).then(|| {
         format!(
-            "the lab's memory reached {:.0} MiB of its {:.0} MiB cap (monitor.csv lab_memory_kb)",
+            "the lab's memory reached {:.0} MiB of its {:.0} MiB cap (monitor.csv {column})",
             peak / 1_048_576.0,
             cap / 1_048_576.0
         )
     })
-}
-
-/// Queues and the lab's memory: what must not keep growing.
-fn grows_badly(column: &str) -> bool {
-    column.starts_with("postfix_queue_")
-        || column == peakhour_analysis::monitor::columns::LAB_MEMORY_KB
 }
 
 /// One line of progress for a finished step.

@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 mod judge;
+mod lab_health;
 pub mod runner;
 pub mod state;
 
@@ -30,6 +31,7 @@ use peakhour_analysis::capacity::search::{
     Bracket, Measured, Next, SearchSettings, fits_budget, next_step,
 };
 use peakhour_command_line::args::CapacityArgs;
+use peakhour_command_line::config::WINDOW_LENGTH;
 use peakhour_lab::Lab;
 
 pub use runner::{ChildSteps, StepRequest, Steps};
@@ -43,8 +45,6 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 pub const WINDOWS: [&str; 2] = ["peak-hour", "morning"];
 /// What a window costs beyond its phases (start, monitor, reconciliation), for the budget.
 const STEP_OVERHEAD: Duration = Duration::from_secs(30);
-/// The measured window of a run with `--window` when no --duration is given.
-const DEFAULT_WINDOW: Duration = Duration::from_secs(600);
 
 /// What can go wrong; [`CapacityError::is_usage`] tells bad usage (exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -186,6 +186,7 @@ impl<'a> Search<'a> {
     fn run(self, steps: &mut dyn Steps) -> Result<u8, CapacityError> {
         std::fs::create_dir_all(&self.out).map_err(|e| CapacityError::Io(self.out.clone(), e))?;
         let mut state = self.load_state()?;
+        self.lab_ready(&mut state, steps)?;
         let budget = self.args.budget;
         let search = SearchSettings {
             first_users: self.args.first_users,
@@ -296,6 +297,33 @@ impl<'a> Search<'a> {
         }
     }
 
+    /// On a lab target, a lab fit for the next step: one that this search's
+    /// last step left unhealthy (a search resumed after the error that
+    /// stopped it) is restarted; any other unhealthy lab is refused (exit 2).
+    fn lab_ready(
+        &self,
+        state: &mut SearchState,
+        steps: &mut dyn Steps,
+    ) -> Result<(), CapacityError> {
+        if self.population != Population::Lab {
+            return Ok(());
+        }
+        if let Some(last) = state.steps.last_mut() {
+            let took = lab_health::restart_if_unhealthy(last, steps)?;
+            state.elapsed_s += took;
+            state.save(&self.out)?;
+        }
+        let problems = steps.lab_problems()?.unwrap_or_default();
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let dir = self.args.target.lab_dir.display();
+        Err(CapacityError::Usage(format!(
+            "the lab in {dir} is not healthy ({}); see `peakhour lab status --lab-dir {dir}`",
+            problems.join("; ")
+        )))
+    }
+
     /// The windows not yet measured at `users`.
     fn missing(&self, state: &SearchState, users: u32) -> Vec<String> {
         self.args
@@ -316,7 +344,7 @@ impl<'a> Search<'a> {
     /// morning's logon storm at its real pace, too).
     fn estimate(&self, state: &SearchState, windows: &[String]) -> Duration {
         let a = self.args;
-        let phases = a.ramp_up + a.duration.unwrap_or(DEFAULT_WINDOW) + a.drain + STEP_OVERHEAD;
+        let phases = a.ramp_up + a.duration.unwrap_or(WINDOW_LENGTH) + a.drain + STEP_OVERHEAD;
         windows
             .iter()
             .map(|w| {
@@ -366,17 +394,16 @@ impl<'a> Search<'a> {
         }
         for window in windows {
             let step_started = Instant::now();
-            let request = StepRequest {
-                users,
-                window: window.clone(),
-                dir: fresh_dir(&self.out, users, window),
-                seed: self.settings.seed,
-                prefix: format!("[{users}u {window}] "),
-            };
+            let request = StepRequest::capacity_step(
+                self.args,
+                (users, window_of(window)),
+                self.settings.seed,
+                &fresh_dir(&self.out, users, window),
+            );
             eprintln!(
                 "capacity: step {}: {users} users, {window} -> {}",
                 measured(state).len() + 1,
-                request.dir.display()
+                request.out.display()
             );
             let Some(summary) = steps.run_step(&request)? else {
                 return Ok(false);
@@ -388,9 +415,12 @@ impl<'a> Search<'a> {
             let step = judge::step(&request, &self.out, &summary, wall)?;
             eprintln!("capacity: {}", judge::step_line(&step));
             let pass = step.qos_pass;
+            let mut step = step;
+            let restart = lab_health::restart_if_unhealthy(&mut step, steps);
             state.steps.push(step);
-            state.elapsed_s += wall;
+            state.elapsed_s += wall + restart.as_ref().copied().unwrap_or(0.0);
             state.save(&self.out)?;
+            restart?;
             if !pass {
                 break;
             }
@@ -540,6 +570,11 @@ fn first_exhausted(state: &SearchState, high: Option<u32>) -> FirstExhausted {
     }
 }
 
+/// A window's name, checked by [`check_args`], as the run takes it.
+fn window_of(name: &str) -> peakhour_workload::Window {
+    peakhour_workload::Window::parse(name).unwrap_or(peakhour_workload::Window::PeakHour)
+}
+
 /// A new run directory for `users` in `window`: `step-100u-peak-hour`, or
 /// with `-2`, `-3` ... when an interrupted attempt left one behind.
 fn fresh_dir(out: &Path, users: u32, window: &str) -> PathBuf {
@@ -580,14 +615,9 @@ fn check_args(args: &CapacityArgs) -> Result<(), CapacityError> {
 fn population(args: &CapacityArgs) -> Result<Population, CapacityError> {
     if args.target.target == "lab" {
         let dir = &args.target.lab_dir;
-        let status = Lab::new(dir).status()?;
-        if !status.healthy {
-            return Err(CapacityError::Usage(format!(
-                "the lab in {} is not healthy; see `peakhour lab status --lab-dir {}`",
-                dir.display(),
-                dir.display()
-            )));
-        }
+        // Its health is checked once the state is read ([`Search::lab_ready`]):
+        // a resumed search restarts a lab its own last step left unhealthy.
+        Lab::new(dir).status()?;
         return Ok(Population::Lab);
     }
     match &args.target.users_file {

@@ -2,38 +2,24 @@
 //! "run this step, give me its summary" ([`Steps::run_step`]), and one to
 //! fill the mailboxes a step needs ([`Steps::init`]).
 //!
-//! [`ChildSteps`] implements it today with the sweep's own child machinery
-//! (a `peakhour run` child per step, its output prefixed, SIGINT passed on),
-//! lent by the binary as a closure; the application layer can take its place
-//! by implementing [`Steps`] from its resolved request.
+//! A step is the application layer's [`StepRequest`] (the one a sweep's
+//! step is, built by [`StepRequest::capacity_step`]), so a capacity step's
+//! `peakhour run` gets the same flags a sweep's would, plus its window.
+//! [`ChildSteps`] runs it with the sweep's own child machinery (a `peakhour
+//! run` child per step, its output prefixed, SIGINT passed on), lent by the
+//! binary as a closure.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
 use std::process::ExitStatus;
-use std::time::Duration;
 
 use peakhour_analysis::Summary;
+pub use peakhour_app::children::StepRequest;
 use peakhour_app::children::{ChildTarget, InitRequest};
 use peakhour_command_line::args::CapacityArgs;
+use peakhour_lab::Lab;
 use peakhour_rundir::RunDir;
-use peakhour_workload::HumanDuration;
 
 use crate::CapacityError;
-
-/// One step in one window, as the search asks for it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StepRequest {
-    /// Real users (no day compression).
-    pub users: u32,
-    /// `peak-hour` or `morning`.
-    pub window: String,
-    /// The step's run directory (new).
-    pub dir: PathBuf,
-    /// The seed of every step.
-    pub seed: u64,
-    /// What prefixes the child's output lines.
-    pub prefix: String,
-}
 
 /// What measures the steps.
 pub trait Steps {
@@ -44,6 +30,15 @@ pub trait Steps {
     fn init(&mut self, users: u32, seed: u64) -> Result<(), CapacityError>;
     /// A stopping signal came.
     fn interrupted(&self) -> bool;
+    /// The lab's health check ([`peakhour_lab::LabStatus::problems`]):
+    /// empty when it is healthy; `None` when the target is no lab.
+    fn lab_problems(&mut self) -> Result<Option<Vec<String>>, CapacityError> {
+        Ok(None)
+    }
+    /// Restarts the lab with its own settings, mail kept (`lab down`, `lab up`).
+    fn restart_lab(&mut self) -> Result<(), CapacityError> {
+        Ok(())
+    }
 }
 
 /// [`Steps`] as `peakhour run` and `peakhour init` children, started by
@@ -76,17 +71,6 @@ where
             .map(|status| status.code())
             .map_err(|e| CapacityError::Child(e.to_string()))
     }
-
-    fn common(&self) -> Vec<OsString> {
-        let mut out: Vec<OsString> =
-            vec!["--profile".into(), self.args.profile.profile.clone().into()];
-        out.extend(ChildTarget::of(&self.args.target).flags());
-        out
-    }
-}
-
-fn duration(d: Duration) -> OsString {
-    HumanDuration(d).to_string().into()
 }
 
 impl<S, E, I> Steps for ChildSteps<'_, S, I>
@@ -96,42 +80,19 @@ where
     I: Fn() -> bool,
 {
     fn run_step(&mut self, step: &StepRequest) -> Result<Option<Summary>, CapacityError> {
-        let a = self.args;
-        let mut argv: Vec<OsString> = vec!["run".into()];
-        argv.extend(self.common());
-        argv.extend([
-            "--users".into(),
-            step.users.to_string().into(),
-            "--window".into(),
-            step.window.clone().into(),
-            "--seed".into(),
-            step.seed.to_string().into(),
-            "--ramp-up".into(),
-            duration(a.ramp_up),
-            "--drain".into(),
-            duration(a.drain),
-            "--out".into(),
-            step.dir.clone().into(),
-        ]);
-        if let Some(d) = a.duration {
-            argv.extend(["--duration".into(), duration(d)]);
-        }
-        if let Some(ms) = a.qos_p95_ms {
-            argv.extend(["--qos-p95-ms".into(), ms.to_string().into()]);
-        }
-        let code = self.start(&argv, &step.prefix)?;
-        let dir = RunDir::new(&step.dir);
-        if !step.dir.join("summary.json").exists() {
+        let prefix = format!("[{}u {}] ", step.users, step.window);
+        let code = self.start(&step.args(), &prefix)?;
+        if !step.out.join("summary.json").exists() {
             return match code {
                 _ if (self.interrupted)() => Ok(None),
                 code => Err(CapacityError::StepWithoutResults {
                     users: step.users,
-                    window: step.window.clone(),
+                    window: step.window.to_string(),
                     code,
                 }),
             };
         }
-        Ok(Some(dir.read_summary()?))
+        Ok(Some(RunDir::new(&step.out).read_summary()?))
     }
 
     fn init(&mut self, users: u32, seed: u64) -> Result<(), CapacityError> {
@@ -151,5 +112,18 @@ where
 
     fn interrupted(&self) -> bool {
         (self.interrupted)()
+    }
+
+    fn lab_problems(&mut self) -> Result<Option<Vec<String>>, CapacityError> {
+        if self.args.target.target != "lab" {
+            return Ok(None);
+        }
+        let status = Lab::new(&self.args.target.lab_dir).status()?;
+        Ok(Some(status.problems()))
+    }
+
+    fn restart_lab(&mut self) -> Result<(), CapacityError> {
+        Lab::new(&self.args.target.lab_dir).restart()?;
+        Ok(())
     }
 }

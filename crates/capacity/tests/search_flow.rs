@@ -22,6 +22,13 @@ struct SimulatedServer {
     /// Stop (as a signal would) when this many steps were asked for.
     interrupt_at: Option<usize>,
     interrupted: bool,
+    /// A lab whose servers die (an OOM kill) in every step above this many
+    /// users; `None`: no lab.
+    lab_dies_above: Option<u32>,
+    /// Its servers are dead now.
+    lab_down: bool,
+    /// The users of the steps after which it was restarted.
+    restarted_after: Vec<u32>,
 }
 
 impl SimulatedServer {
@@ -32,6 +39,9 @@ impl SimulatedServer {
             asked: Vec::new(),
             interrupt_at: None,
             interrupted: false,
+            lab_dies_above: None,
+            lab_down: false,
+            restarted_after: Vec::new(),
         }
     }
 }
@@ -46,12 +56,23 @@ fn fixture() -> Summary {
 
 impl Steps for SimulatedServer {
     fn run_step(&mut self, step: &StepRequest) -> Result<Option<Summary>, CapacityError> {
-        self.asked.push((step.users, step.window.clone()));
+        self.asked.push((step.users, step.window.to_string()));
         if self.interrupt_at == Some(self.asked.len()) {
             self.interrupted = true;
             return Ok(None);
         }
-        let limit = if step.window == "morning" {
+        if self.lab_down {
+            // What the run's preflight does against a dead lab.
+            return Err(CapacityError::StepWithoutResults {
+                users: step.users,
+                window: step.window.to_string(),
+                code: Some(1),
+            });
+        }
+        if self.lab_dies_above.is_some_and(|n| step.users > n) {
+            self.lab_down = true;
+        }
+        let limit = if step.window == peakhour_workload::Window::Morning {
             self.morning
         } else {
             self.capacity
@@ -69,9 +90,9 @@ impl Steps for SimulatedServer {
                 reason: format!("weighted p95 {p95} ms is above the 1000 ms limit"),
             });
         }
-        std::fs::create_dir_all(&step.dir).unwrap();
+        std::fs::create_dir_all(&step.out).unwrap();
         std::fs::write(
-            step.dir.join("summary.json"),
+            step.out.join("summary.json"),
             serde_json::to_string(&s).unwrap(),
         )
         .unwrap();
@@ -84,6 +105,23 @@ impl Steps for SimulatedServer {
 
     fn interrupted(&self) -> bool {
         self.interrupted
+    }
+
+    fn lab_problems(&mut self) -> Result<Option<Vec<String>>, CapacityError> {
+        Ok(self.lab_dies_above.map(|_| {
+            if self.lab_down {
+                vec!["dovecot is not running".to_owned()]
+            } else {
+                Vec::new()
+            }
+        }))
+    }
+
+    fn restart_lab(&mut self) -> Result<(), CapacityError> {
+        self.lab_down = false;
+        let last = self.asked.last().map_or(0, |s| s.0);
+        self.restarted_after.push(last);
+        Ok(())
     }
 }
 
@@ -230,4 +268,52 @@ fn issue_25_item_4_an_interrupted_search_resumes_without_repeating_a_finished_st
         peakhour_capacity::run(&other, &mut SimulatedServer::new(300, 1000)).unwrap(),
         peakhour_capacity::EXIT_USAGE
     );
+}
+
+/// Issue 25 (a bracket 25% wide): a shaped lab's OOM killed Dovecot in the
+/// step that failed, the next step was refused by the run's preflight, and
+/// the search stopped. Now a failed step on an unhealthy lab restarts it,
+/// and the search bisects on to the precision asked for.
+#[test]
+fn issue_25_a_lab_left_unhealthy_by_a_failed_step_is_restarted_and_the_bisection_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("capacity");
+    let args = args(&out, &users_file(dir.path(), 5000));
+    let mut server = SimulatedServer::new(300, 1000);
+    server.lab_dies_above = Some(300);
+    assert_eq!(peakhour_capacity::run(&args, &mut server).unwrap(), 0);
+    let a = answer(&out);
+    let (low, high) = (
+        a["users_low"].as_u64().unwrap(),
+        a["users_high"].as_u64().unwrap(),
+    );
+    assert!(low <= 300 && 300 < high, "{a:#}");
+    assert!((high - low) as f64 <= 0.1 * low as f64, "{a:#}");
+    assert_eq!(a["complete"], true, "{a:#}");
+    let steps = a["steps"].as_array().unwrap();
+    let restarted: Vec<u64> = steps
+        .iter()
+        .filter(|s| s["lab_restarted"] == true)
+        .map(|s| s["users"].as_u64().unwrap())
+        .collect();
+    let killed: Vec<u64> = steps
+        .iter()
+        .filter(|s| s["users"].as_u64().unwrap() > 300)
+        .map(|s| s["users"].as_u64().unwrap())
+        .collect();
+    assert!(!killed.is_empty());
+    assert_eq!(restarted, killed, "{a:#}");
+    assert_eq!(
+        server.restarted_after,
+        killed
+            .iter()
+            .map(|&u| u32::try_from(u).unwrap())
+            .collect::<Vec<_>>()
+    );
+    for s in steps.iter().filter(|s| s["lab_restarted"] == true) {
+        assert_eq!(s["lab_unhealthy"], "dovecot is not running");
+    }
+    for s in steps.iter().filter(|s| s["lab_restarted"] == false) {
+        assert!(s["lab_unhealthy"].is_null());
+    }
 }

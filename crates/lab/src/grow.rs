@@ -1,6 +1,9 @@
-//! Growing a running lab's population for `peakhour capacity`: the same
-//! lab (ports, shape, storage, password, mail already there) restarted with
-//! more users, so that a step of N real users has N accounts (issue 25).
+//! What `peakhour capacity` asks of a running lab (issue 25): growing its
+//! population (the same lab, ports, shape, storage, password and mail
+//! already there, restarted with more users, so that a step of N real users
+//! has N accounts), and restarting it with the same settings after a step
+//! left it unhealthy (a shaped lab's cgroup out of memory, its Dovecot
+//! master killed by the kernel), so that the search can go on.
 
 use crate::error::LabError;
 use crate::lifecycle::{Lab, UpReport};
@@ -32,6 +35,20 @@ impl Lab {
         config.users = users;
         self.down(false)?;
         Lab::up(&config).map(Some)
+    }
+
+    /// Stops whatever is left of the lab and starts it again with the
+    /// settings it was started with, keeping its mail, password and users:
+    /// `lab down` then `lab up` of the same directory. A new cgroup comes
+    /// with it, so a shaped lab starts from an empty memory charge and no
+    /// OOM state.
+    pub fn restart(&self) -> Result<UpReport, LabError> {
+        let state_file = self.layout().state_file();
+        let Some(state) = LabState::load(&state_file)? else {
+            return Err(LabError::NoLab(self.layout().root().to_path_buf()));
+        };
+        self.down(false)?;
+        Lab::up(&state.config)
     }
 
     /// The imap service's process and client limits from the lab's

@@ -262,6 +262,23 @@ impl LabStatus {
         })
     }
 
+    /// Why the lab is not healthy, one item per server that does not run
+    /// and per endpoint that does not answer (with what the probe got);
+    /// empty for a healthy lab.
+    pub fn problems(&self) -> Vec<String> {
+        let servers = self
+            .servers
+            .iter()
+            .filter(|s| !s.running)
+            .map(|s| format!("{} is not running", s.name));
+        let ports = self
+            .ports
+            .iter()
+            .filter(|p| !p.answers)
+            .map(|p| format!("{} {} does not answer ({})", p.service, p.address, p.detail));
+        servers.chain(ports).collect()
+    }
+
     /// Dovecot's client ports: IMAP, IMAPS and POP3 (not LMTP, which Postfix uses).
     pub fn dovecot_client_ports(&self) -> Vec<u16> {
         let e = &self.endpoints;

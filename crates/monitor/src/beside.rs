@@ -134,7 +134,8 @@ impl MonitorRun {
 }
 
 /// Adds to `summary` the high averages and the bottleneck over its steady
-/// phase, and the mail queue at the end, from `table`, whose `time_s` is
+/// phase, the mail queue at the end, and the QoS rule's growth check (a
+/// queue or memory still growing fails the verdict), from `table`, whose `time_s` is
 /// `shift_s` behind the run's offsets.
 pub fn add_steady_findings(
     summary: &mut Summary,
@@ -148,8 +149,14 @@ pub fn add_steady_findings(
     // A sample at t covers the interval before t: the steady phase's
     // samples are those at start + 1 s ... end.
     let half = interval.as_secs_f64() / 2.0;
-    let found = findings(table, TimeWindow::new(start + half, end + half), min_window);
+    let steady = TimeWindow::new(start + half, end + half);
+    let found = findings(table, steady, min_window);
     summary.bottleneck = Some(found.bottleneck);
     summary.resources = found.resources;
     summary.delivery.mail_queue_at_end = mail_queue_at_end(table);
+    // The QoS rule's last check needs the series the summary does not keep:
+    // a queue or memory still growing at the end of the steady window fails
+    // the run's verdict here, so a sweep or `capacity` reads one verdict.
+    let (growing, judged) = peakhour_analysis::qos::growth_in(table, steady);
+    summary.judge_growth(growing, judged);
 }

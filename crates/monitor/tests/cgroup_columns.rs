@@ -41,6 +41,13 @@ fn cgroup(dir: &Path, usage_ns: u64, throttled_ns: u64, memory: u64) {
         &format!("nr_periods 10\nnr_throttled 3\nthrottled_time {throttled_ns}\n"),
     );
     write(dir, "memory/memory.usage_in_bytes", &format!("{memory}\n"));
+    // A quarter of it page cache, read beside the usage file.
+    let cache = memory / 4;
+    write(
+        dir,
+        "memory/memory.stat",
+        &format!("cache 0\nrss 0\ntotal_cache {cache}\ntotal_rss 0\n"),
+    );
 }
 
 #[test]
@@ -87,16 +94,24 @@ fn a_shaped_labs_cgroup_adds_its_cpu_throttling_and_memory_columns() {
     };
     assert!((value(SystemField::LabCpuPct).unwrap() - 50.0).abs() < 1e-9);
     assert_eq!(value(SystemField::LabMemoryKb), Some(81920.0));
+    assert_eq!(value(SystemField::LabMemoryNoCacheKb), Some(61440.0));
 
     let mut writer = CsvWriter::new(Vec::new());
     writer.write_sample(&second).unwrap();
     let text = String::from_utf8(writer.into_inner()).unwrap();
     let header = text.lines().next().unwrap();
     assert!(
-        header.ends_with("monitor_cpu_us,lab_cpu_pct,lab_cpu_throttled_pct,lab_memory_kb"),
+        header.ends_with(
+            "monitor_cpu_us,lab_cpu_pct,lab_cpu_throttled_pct,lab_memory_kb,lab_memory_no_cache_kb"
+        ),
         "{header}"
     );
-    for column in ["lab_cpu_pct", "lab_cpu_throttled_pct", "lab_memory_kb"] {
+    for column in [
+        "lab_cpu_pct",
+        "lab_cpu_throttled_pct",
+        "lab_memory_kb",
+        "lab_memory_no_cache_kb",
+    ] {
         assert_eq!(MetricKey::parse(column).unwrap().column(), column);
     }
 }

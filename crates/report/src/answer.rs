@@ -8,6 +8,16 @@ use peakhour_analysis::capacity::answer::Answer;
 
 use crate::html::escape;
 
+/// A step's failed checks, and the lab's restart after it when there was one.
+fn why_failed(s: &peakhour_analysis::capacity::answer::AnswerStep) -> String {
+    let mut out = s.qos_failures.join("; ");
+    if s.lab_restarted {
+        let found = s.lab_unhealthy.as_deref().unwrap_or("unhealthy");
+        out.push_str(&format!("; then the lab was restarted ({found})"));
+    }
+    out
+}
+
 /// The self-contained HTML page of `answer`.
 pub fn render_answer_html(answer: &Answer) -> String {
     let mut page = String::new();
@@ -40,7 +50,7 @@ pub fn render_answer_html(answer: &Answer) -> String {
             if s.qos_pass { "pass" } else { "fail" },
             if s.qos_pass { "pass" } else { "fail" },
             escape(s.bottleneck.as_deref().unwrap_or("-")),
-            escape(&s.qos_failures.join("; ")),
+            escape(&why_failed(s)),
             escape(&s.run_dir),
             escape(&s.run_dir),
         );

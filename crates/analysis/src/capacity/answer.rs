@@ -129,6 +129,15 @@ pub struct AnswerStep {
     pub logon_p95_ms: Option<f64>,
     /// Wall-clock seconds the step took.
     pub wall_s: f64,
+    /// The lab's health check found it unhealthy after this step, and the
+    /// search restarted it (same settings, mail kept) before the next step.
+    /// (Absent from a state saved before it existed.)
+    #[serde(default)]
+    pub lab_restarted: bool,
+    /// What that health check found (servers not running, endpoints not
+    /// answering); `None` when the lab was healthy or not checked.
+    #[serde(default)]
+    pub lab_unhealthy: Option<String>,
 }
 
 impl Answer {
@@ -274,6 +283,8 @@ mod tests {
             bottleneck: None,
             bottleneck_evidence: None,
             at_cap: None,
+            lab_restarted: false,
+            lab_unhealthy: None,
             logons_per_second: None,
             logon_p95_ms: None,
             wall_s: 1.0,

@@ -71,6 +71,11 @@ pub const LAB_CPU_PCT: &str = "lab_cpu_pct";
 pub const LAB_CPU_THROTTLED_PCT: &str = "lab_cpu_throttled_pct";
 /// Memory charged to the lab's cgroup (page cache included), KiB.
 pub const LAB_MEMORY_KB: &str = "lab_memory_kb";
+/// Memory charged to the lab's cgroup without its page cache (what its
+/// processes and the kernel hold for them: anonymous memory, page tables,
+/// socket buffers), KiB: what sessions cost, which the page cache of the
+/// mail hides in `lab_memory_kb`.
+pub const LAB_MEMORY_NO_CACHE_KB: &str = "lab_memory_no_cache_kb";
 /// Bytes peakhour's own clients wrote to servers per second (`peakhour_monitor::ClientNetSample`).
 pub const CLIENT_NET_SENT_BYTES_PER_S: &str = "client_net_sent_bytes_per_s";
 /// Bytes peakhour's own clients read from servers per second.

@@ -153,6 +153,8 @@ fields! {
         LabCpuThrottledPct => (columns::LAB_CPU_THROTTLED_PCT, Percent, "lab cgroup throttled %"),
         /// Memory charged to the lab's cgroup.
         LabMemoryKb => (columns::LAB_MEMORY_KB, Kibibytes, "lab cgroup memory"),
+        /// Memory charged to the lab's cgroup, its page cache left out.
+        LabMemoryNoCacheKb => (columns::LAB_MEMORY_NO_CACHE_KB, Kibibytes, "lab cgroup memory without page cache"),
         /// Bytes peakhour's own clients sent to servers per second.
         ClientNetSentBytesPerS => (columns::CLIENT_NET_SENT_BYTES_PER_S, BytesPerSecond, "peakhour bytes sent/s"),
         /// Bytes peakhour's own clients received from servers per second.

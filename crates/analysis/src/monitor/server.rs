@@ -153,12 +153,26 @@ pub fn server_memory_bytes(table: &MetricTable) -> Vec<f64> {
     )
 }
 
-/// The server's resident memory per sample, bytes: the `dovecot` and
-/// `postfix` groups' RSS. The memory model fits this rather than the
-/// cgroup's charge, which holds the page cache: the mail an `init` wrote
-/// stays cached and swamps a few MiB per session (measured: 541 MiB ±
-/// 19 MiB of noise against 100 sessions).
-pub fn server_rss_bytes(table: &MetricTable) -> Vec<f64> {
+/// The memory the server's sessions hold per sample, bytes: what the
+/// memory model fits. A shaped lab's cgroup charge without its page cache
+/// (`lab_memory_no_cache_kb`: anonymous memory and the kernel's for the
+/// processes) where the table has it, else the `dovecot` and `postfix`
+/// groups' RSS.
+///
+/// Not the cgroup's whole charge: it holds the page cache, and the mail an
+/// `init` wrote stays cached and swamps a few MiB per session (measured:
+/// 541 MiB ± 19 MiB of noise against 100 sessions). Not the RSS either
+/// where the cgroup can say better: RSS counts the pages an imap process
+/// shares with every other (libraries, Dovecot's own mappings) once per
+/// process, so its sum grew by 5.2 MiB per idle session on a lab where
+/// the cgroup's charge without page cache grew by 598 KiB, and a plan from
+/// it ran out of memory at a fifth of the sessions the lab held (issue 25).
+pub fn server_session_memory_bytes(table: &MetricTable) -> Vec<f64> {
+    if let Some(lab) = table.column(&system(SystemField::LabMemoryNoCacheKb).column())
+        && lab.iter().any(|v| v.is_finite())
+    {
+        return lab.iter().map(|v| v * 1024.0).collect();
+    }
     row_sum(
         &columns_where(table, |k| is_group_field(k, GroupField::RssKb)),
         table.times().len(),
@@ -314,15 +328,15 @@ pub fn seconds_window(from: f64, to: f64, interval: Duration) -> TimeWindow {
     TimeWindow::new(from + half, to + half)
 }
 
-/// The memory model fitted to the server's resident memory against
-/// sessions held: the idle server (`baseline` bytes, at 0 sessions), and
+/// The memory model fitted to the server's session memory
+/// ([`server_session_memory_bytes`]) against sessions held: the idle server (`baseline` bytes, at 0 sessions), and
 /// the mean over each `(sessions, window)` of `held`.
 pub fn memory_fit(
     table: &MetricTable,
     baseline: Option<f64>,
     held: &[(usize, TimeWindow)],
 ) -> Result<MemoryFit, PlanError> {
-    let memory = server_rss_bytes(table);
+    let memory = server_session_memory_bytes(table);
     let mut points: Vec<MemoryPoint> = baseline
         .map(|bytes| MemoryPoint {
             sessions: 0.0,
@@ -463,5 +477,59 @@ pub fn task_run(
         latency,
         measured: measure_window(table, window),
         memory_per_session_bytes: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// Ten samples a second apart at each of 100 and 200 idle sessions:
+    /// RSS grows 5 MiB per session (shared pages counted per process), the
+    /// cgroup's charge without page cache 0.5 MiB, its page cache stays.
+    fn held_sessions(with_cgroup: bool) -> MetricTable {
+        let mut csv = String::from("time_s,group_dovecot_rss_kb,lab_memory_kb");
+        csv.push_str(if with_cgroup {
+            ",lab_memory_no_cache_kb\n"
+        } else {
+            "\n"
+        });
+        for t in 0..20 {
+            let sessions = if t < 10 { 100.0 } else { 200.0 };
+            let rss = 50_000.0 + sessions * 5.0 * 1024.0;
+            let no_cache = 40_000.0 + sessions * 512.0;
+            let all = no_cache + 500_000.0;
+            csv.push_str(&format!("{t},{rss},{all}"));
+            csv.push_str(&if with_cgroup {
+                format!(",{no_cache}\n")
+            } else {
+                "\n".to_owned()
+            });
+        }
+        MetricTable::from_csv(csv.as_bytes(), 100).unwrap()
+    }
+
+    /// Issue 25, item 5: the memory model fits the cgroup's charge without
+    /// page cache where the lab has a cgroup, not the processes' RSS.
+    #[test]
+    fn issue_25_item_5_memory_per_session_comes_from_the_cgroup_without_its_page_cache() {
+        let held = [
+            (100, TimeWindow::new(0.0, 10.0)),
+            (200, TimeWindow::new(10.0, 20.0)),
+        ];
+        let table = held_sessions(true);
+        let fit = memory_fit(&table, Some(40_000.0 * 1024.0), &held).unwrap();
+        assert!(
+            (fit.per_session_bytes - 512.0 * 1024.0).abs() < 1.0,
+            "{fit:?}"
+        );
+        // Without the cgroup's column, the groups' RSS, as before.
+        let table = held_sessions(false);
+        let fit = memory_fit(&table, None, &held).unwrap();
+        assert!(
+            (fit.per_session_bytes - 5.0 * 1_048_576.0).abs() < 1.0,
+            "{fit:?}"
+        );
     }
 }
