@@ -66,6 +66,7 @@
 mod connector;
 mod core;
 mod delivery;
+mod delivery_check;
 mod distributed;
 mod events;
 pub mod files;

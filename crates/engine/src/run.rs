@@ -21,6 +21,7 @@ use crate::core::{
     Halt, Load, Observer, RunClock, RunLoop, RunRecorder, ScheduleProgress, Tasks, Tee,
 };
 use crate::delivery::{DeliveryTracker, LOST_LIST_CAP, Lost};
+use crate::delivery_check::check_deliveries;
 use crate::events::{Counter, Event, EventSink};
 use crate::population::{Population, PopulationError};
 use crate::reconcile::{Reconciled, Reconciliation};
@@ -383,7 +384,10 @@ pub async fn run_with<C: Connector>(
     let late = crate::distributed::observed_wait(settings.start_at, &mut stop, observer).await;
     let started_at = SystemTime::now();
     let clock = RunClock::starting_now(&settings)?;
-    let delivery = Arc::new(DeliveryTracker::for_run(settings.shard, &settings.run_id));
+    let delivery = Arc::new(
+        DeliveryTracker::for_run(settings.shard, &settings.run_id)
+            .checking_content(settings.check_state.is_some()), // state checks: delivery
+    );
     let shard_marks = crate::distributed::shard_marks(&plan, &settings, late, false);
     let halt = Arc::new(Halt::default());
     let progress = Arc::new(ScheduleProgress::new(plan.users()));
@@ -446,7 +450,16 @@ pub async fn run_with<C: Connector>(
             settings: &settings,
             delivery: &delivery,
         };
-        Some(timed_reconciliation(&reconciliation, &mut both, &clock, &mut stop).await)
+        let reconciled = timed_reconciliation(&reconciliation, &mut both, &clock, &mut stop).await;
+        if let Some(hub) = &state_checks {
+            // state checks: each delivered copy against its submission
+            let unsearched = check_deliveries(&reconciliation, hub, &mut stop).await;
+            for _ in 0..unsearched {
+                let failed = Event::SearchFailed("imap:delivery-check".to_owned());
+                both.event(&clock, Instant::now(), &failed);
+            }
+        }
+        Some(reconciled)
     };
     let reconciled = reconciliation.as_ref().is_some_and(|r| r.finished);
     let search_panics = reconciliation.as_ref().map_or(0, |r| r.panics);

@@ -206,6 +206,13 @@ impl StateCheckHub {
         }
     }
 
+    /// Checks made and violations found outside any session (the delivery
+    /// checks after the drain).
+    pub(crate) fn add_checked(&self, checks: &CheckCounts, violations: Vec<Violation>) {
+        self.totals().checks.add(checks);
+        self.record(violations);
+    }
+
     fn compare(&self, snapshots: &[Snapshot]) {
         let mailboxes: BTreeSet<&str> = snapshots.iter().map(|s| s.mailbox.as_str()).collect();
         let mut found = Vec::new();
