@@ -690,7 +690,12 @@ mod tests {
         assert_eq!(id, "s0.1.r@bench.test");
         assert_eq!(submitted, &SubmittedMessage::from_message(message));
         // Past the bound, messages are counted, not kept.
-        let big = [b"X: ".as_slice(), &vec![b'x'; CONTENT_BYTES_MAX], b"\r\n\r\n"].concat();
+        let big = [
+            b"X: ".as_slice(),
+            &vec![b'x'; CONTENT_BYTES_MAX],
+            b"\r\n\r\n",
+        ]
+        .concat();
         on.submitted_content("<s0.2.r@bench.test>", &big, &[1]);
         assert_eq!(on.content_checks().1, 1);
     }

@@ -182,12 +182,18 @@ fn inconsistent_rows(record: &RunRecord) -> Vec<[String; 6]> {
     let mut cells: BTreeMap<(usize, &str), (u64, Option<&peakhour_analysis::StateViolation>)> =
         BTreeMap::new();
     for v in &checks.examples {
-        let cell = cells.entry((interval_of(v.at_s), v.check.as_str())).or_default();
+        let cell = cells
+            .entry((interval_of(v.at_s), v.check.as_str()))
+            .or_default();
         cell.0 += 1;
         cell.1.get_or_insert(v);
     }
     for (kind, count, _) in checks.violated_kinds() {
-        let kept: u64 = cells.iter().filter(|((_, k), _)| *k == kind).map(|(_, c)| c.0).sum();
+        let kept: u64 = cells
+            .iter()
+            .filter(|((_, k), _)| *k == kind)
+            .map(|(_, c)| c.0)
+            .sum();
         let past = count.violations.saturating_sub(kept);
         if past > 0 {
             let at = cells

@@ -55,7 +55,10 @@ pub(crate) enum Key {
     /// `SEEN`, `UNFLAGGED`, `KEYWORD x` ...: the flag (folded) set or not.
     /// Judged only for a sole writer: another session may change a flag
     /// between the search and the news of it.
-    Flag { flag: String, set: bool },
+    Flag {
+        flag: String,
+        set: bool,
+    },
 }
 
 /// The criteria of a SEARCH, all of which a message must match (RFC 3501

@@ -161,7 +161,9 @@ fn literal_size(line: &[u8], cut: usize) -> Option<u64> {
     if cut > 0 {
         return None;
     }
-    let text = std::str::from_utf8(line).ok()?.trim_end_matches(['\r', '\n']);
+    let text = std::str::from_utf8(line)
+        .ok()?
+        .trim_end_matches(['\r', '\n']);
     let inner = text.strip_suffix('}')?;
     let open = inner.rfind('{')?;
     inner[open + 1..].trim_end_matches('+').parse().ok()
@@ -207,7 +209,11 @@ mod tests {
             log.received(long.as_bytes());
         }
         let text = log.text();
-        assert!(text.len() <= RAW_LOG_BYTES + log.lines.len(), "{}", text.len());
+        assert!(
+            text.len() <= RAW_LOG_BYTES + log.lines.len(),
+            "{}",
+            text.len()
+        );
         assert!(text.lines().all(|l| l.len() <= RAW_LOG_LINE + 8), "{text}");
         assert!(text.contains("* 999 EXISTS"), "the newest lines stay");
         assert!(!text.contains("* 1 EXISTS\n"), "the oldest go");

@@ -102,5 +102,9 @@ fn issue_27_item_6_a_search_without_a_message_expunged_elsewhere_is_allowed() {
 #[test]
 fn issue_27_item_6_a_shared_sessions_search_by_flag_is_not_judged() {
     let replay = no_violation("search_by_flag_in_a_shared_session");
-    assert_eq!(replay.checks.get(CheckKind::SearchMissing), 2, "only UID 2:3");
+    assert_eq!(
+        replay.checks.get(CheckKind::SearchMissing),
+        2,
+        "only UID 2:3"
+    );
 }
