@@ -58,7 +58,8 @@
 //!   spreads users over loopback source addresses or refuses with shards.
 //! * [`state_checks`] runs the IMAP state checks (`run --check-state`):
 //!   a model beside every IMAP session, checkpoints across the sessions of
-//!   each account, their pauses kept out of every latency.
+//!   each account, their pauses kept out of every latency, and after the
+//!   reconciliation each delivered copy compared with its submission.
 //! * [`files`] runs file clients (NetBench's disk mix, dbench trace replay) against a
 //!   directory or an SMB share.
 #![deny(missing_docs)]
