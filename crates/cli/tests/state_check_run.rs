@@ -307,7 +307,7 @@ fn on_odd_sessions(
         let mut streams = streams.lock().unwrap();
         let stream = streams.entry(connection).or_default();
         let was_idling = stream.idling;
-        if !stream.protocol(line) || connection % 2 == 0 || connection >= 4 {
+        if !stream.protocol(line) || connection.is_multiple_of(2) || connection >= 4 {
             return line.to_vec();
         }
         let text = String::from_utf8_lossy(line);

@@ -255,8 +255,8 @@ impl DeliveryTracker {
     }
 
     /// `message` was accepted for `recipients`: with the delivery checks
-    /// on, its header section and size are kept (within
-    /// [`CONTENT_BYTES_MAX`]) to compare each delivered copy with.
+    /// on, its header section and size are kept (8 MiB of headers at most)
+    /// to compare each delivered copy with.
     pub fn submitted_content(&self, message_id: &str, message: &[u8], recipients: &[u32]) {
         let Some((key, _)) = parse_id(bare_message_id(message_id)) else {
             return;
