@@ -21,7 +21,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use peakhour_imap::{BodySection, FetchItem, ImapConnection, ImapError, SearchKey};
-use peakhour_state_check::{FoundCopy, SubmittedMessage, check_delivery};
+use peakhour_state_check::{DeliveryOptions, FoundCopy, SubmittedMessage, check_delivery_as};
 use peakhour_workload::ActionKind;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
@@ -51,6 +51,8 @@ struct Shared<C> {
     timeout: std::time::Duration,
     command_timeout: std::time::Duration,
     queue: Mutex<Vec<Mailbox>>,
+    /// How the mailboxes were used: by one session each, or shared.
+    options: DeliveryOptions,
 }
 
 /// Checks every kept submission's copies in its recipients' mailboxes;
@@ -87,6 +89,11 @@ pub(crate) async fn check_deliveries<C: Connector>(
         timeout: parts.settings.connect_timeout,
         command_timeout: parts.settings.action_timeout,
         queue: Mutex::new(mailboxes),
+        // Two sessions of a shared account moving one message at once may
+        // each leave a copy in its target: only Inbox copies are duplicates.
+        options: DeliveryOptions {
+            sole_mover: parts.plan.sessions_per_account() == 1,
+        },
     });
     let mut searches = JoinSet::new();
     for _ in 0..tasks {
@@ -123,21 +130,26 @@ async fn search_task<C: Connector>(shared: Arc<Shared<C>>) -> u64 {
         };
         let search = copies_in(&shared, &mailbox);
         match imap_deadline(MAILBOX_SEARCH_LIMIT, "SEARCH", search).await {
-            Ok(found) => check_mailbox(&shared.hub, &mailbox, &found),
+            Ok(found) => check_mailbox(&shared.hub, &mailbox, &found, shared.options),
             Err(_) => failed += 1,
         }
     }
 }
 
 /// Compares each submission to `mailbox`'s copies of it.
-fn check_mailbox(hub: &StateCheckHub, mailbox: &Mailbox, found: &[(String, FoundCopy)]) {
+fn check_mailbox(
+    hub: &StateCheckHub,
+    mailbox: &Mailbox,
+    found: &[(String, FoundCopy)],
+    options: DeliveryOptions,
+) {
     for (id, submitted) in &mailbox.submitted {
         let copies: Vec<FoundCopy> = found
             .iter()
             .filter(|(copy_id, _)| copy_id == id)
             .map(|(_, copy)| copy.clone())
             .collect();
-        let outcome = check_delivery(&mailbox.address, submitted, &copies);
+        let outcome = check_delivery_as(&mailbox.address, submitted, &copies, options);
         hub.add_checked(&outcome.checks, outcome.violations);
     }
 }

@@ -54,8 +54,8 @@ mod violation;
 pub use crate::audit::{AuditOutcome, audit, audit_cleanup};
 pub use crate::caldav::{CalDavExchange, CalDavOptions, CalDavSessionModel, ReportEntry};
 pub use crate::delivery::{
-    ADDED_BY_MAIL_SYSTEM, DeliveryOutcome, FoundCopy, SubmittedMessage, TRACKED_FIELDS,
-    check_delivery,
+    ADDED_BY_MAIL_SYSTEM, DeliveryOptions, DeliveryOutcome, FoundCopy, SubmittedMessage,
+    TRACKED_FIELDS, check_delivery, check_delivery_as,
 };
 pub use crate::jmap::{JmapExpectations, JmapOptions, JmapSessionModel};
 pub use crate::rawlog::{RAW_LOG_BYTES, RAW_LOG_LINE, RawLog};
