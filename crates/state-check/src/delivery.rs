@@ -216,7 +216,7 @@ pub fn check_delivery_as(
         outcome.violations.push(violation(
             CheckKind::DeliveryDuplicated,
             recipient,
-            *second,
+            second,
             "1 copy".to_owned(),
             format!("{} copies: {}", delivered.len(), places.join(", ")),
         ));
