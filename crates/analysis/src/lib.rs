@@ -108,7 +108,8 @@ pub use server::{
 };
 pub use shard::{CrossCopy, CrossShardDeliveries, LATE_START_TOLERANCE_MS, ShardMark};
 pub use state_checks::{
-    EXAMPLES_IN_SUMMARY, KindCount, StateChecks, StateViolation, VIOLATIONS_KEPT,
+    EXAMPLES_IN_SUMMARY, KindCount, SESSION_LOGS_KEPT, StateChecks, StateViolation,
+    VIOLATIONS_KEPT, session_log_file,
 };
 pub use summary::{
     ActionSummary, BITS_PER_MEGABIT, Bottleneck, CLIENT_CPU_BUSY_INTERVALS_FRACTION,

@@ -49,7 +49,16 @@ pub struct StateChecks {
     /// [`EXAMPLES_IN_SUMMARY`] in a summary.
     #[serde(default)]
     pub examples: Vec<StateViolation>,
+    /// The raw logs of the sessions that had a violation (their last
+    /// `C:`/`S:` lines around it, bounded, credentials and literals left
+    /// out), by client: written as `state-violations/<client>.log`, never in
+    /// a summary.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub session_logs: BTreeMap<String, String>,
 }
+
+/// The most raw logs of sessions with a violation a record keeps.
+pub const SESSION_LOGS_KEPT: usize = 20;
 
 /// Checks and violations of one kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,7 +70,7 @@ pub struct KindCount {
 }
 
 /// One violation with its evidence: which session was told what.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StateViolation {
     /// The check's kind (`uid_changed`).
     pub check: String,
@@ -77,6 +86,27 @@ pub struct StateViolation {
     pub expected: String,
     /// What the server said instead.
     pub seen: String,
+    /// When it was found, seconds since the run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_s: Option<f64>,
+}
+
+/// The file name of `client`'s raw log in a run directory, under
+/// `state-violations/`: the client id with anything but letters, digits,
+/// `@`, `.` and `-` made `_` (`user3@bench.test#1` gives
+/// `user3@bench.test_1.log`).
+pub fn session_log_file(client: &str) -> String {
+    let name: String = client
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '@' | '.' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{}.log", name.trim_start_matches('.'))
 }
 
 impl std::fmt::Display for StateViolation {
@@ -122,16 +152,43 @@ impl StateChecks {
             let room = VIOLATIONS_KEPT.saturating_sub(all.examples.len());
             all.examples
                 .extend(shard.examples.iter().take(room).cloned());
+            for (client, log) in &shard.session_logs {
+                if all.session_logs.len() < SESSION_LOGS_KEPT {
+                    all.session_logs.insert(client.clone(), log.clone());
+                }
+            }
         }
         merged
     }
 
-    /// The copy a summary carries: the counts, and only the first
-    /// [`EXAMPLES_IN_SUMMARY`] violations.
+    /// The copy a summary carries: the counts, the first
+    /// [`EXAMPLES_IN_SUMMARY`] violations and the first of every other kind
+    /// found (so that each kind is shown with its evidence), no raw logs.
     pub fn for_summary(&self) -> StateChecks {
         let mut copy = self.clone();
+        copy.session_logs.clear();
         copy.examples.truncate(EXAMPLES_IN_SUMMARY);
+        for (_, _, first) in self.violated_kinds() {
+            if let Some(first) = first
+                && !copy.examples.iter().any(|e| e.check == first.check)
+            {
+                copy.examples.push(first.clone());
+            }
+        }
         copy
+    }
+
+    /// Every kind with a violation: its name, its counts and its first
+    /// violation kept (`None` past the kept ones), in name order.
+    pub fn violated_kinds(&self) -> Vec<(&str, KindCount, Option<&StateViolation>)> {
+        self.by_kind
+            .iter()
+            .filter(|(_, count)| count.violations > 0)
+            .map(|(kind, count)| {
+                let first = self.examples.iter().find(|e| &e.check == kind);
+                (kind.as_str(), *count, first)
+            })
+            .collect()
     }
 
     /// One line for the terminal and the report: `state checks: 12,345
@@ -238,6 +295,7 @@ mod tests {
             uid: Some(9),
             expected: "UID 1".into(),
             seen: "UID 9".into(),
+            at_s: Some(3.5),
         });
         let failure = checks.failure().expect("a violation fails");
         assert!(

@@ -62,11 +62,20 @@ fn init_then_run_scores_every_table3_action_and_loses_nothing() {
         "5s",
         "--seed",
         "7",
+        // On by default in the lab's mail runs (issue 27): the server must
+        // also stay consistent, continuously, at checkpoints and on delivery.
+        "--check-state=5s",
         "--out",
         run_dir.to_str().unwrap(),
     ]);
     let stdout = String::from_utf8_lossy(&run.stdout);
     let summary = summary(&run_dir);
+    let checks = &summary["state_checks"];
+    assert_eq!(checks["violations"], 0, "{checks}");
+    for kind in ["uid_order", "search_missing", "delivery_size_mismatch"] {
+        let made = checks["by_kind"][kind]["checks"].as_u64().unwrap();
+        assert!(made > 0, "{kind}: {checks}");
+    }
     assert_eq!(summary["seed"], 7);
     assert_eq!(summary["users"], 12);
     assert_eq!(summary["profile"], "mmb-medium");

@@ -1,14 +1,20 @@
-//! Issue 27 item 2: `run --check-state` on the lab's Dovecot, two sessions
-//! per account, and through a proxy that corrupts one UID in the server's
-//! answers (a fault a real server will not produce on demand).
+//! Issue 27 items 2, 4, 5 and 6: `run --check-state` on the lab's Dovecot,
+//! two sessions per account, and through a proxy that corrupts the server's
+//! answers the ways real bugs do (faults a real server will not produce on
+//! demand): a UID rewritten, flags added or dropped, an EXPUNGE withheld, a
+//! SEARCH answer missing a message, a delivered copy's size changed. Each
+//! must be caught and named, with its evidence in `state-violations.csv`,
+//! `errors.csv` (outcome class `inconsistent`), the report and the raw log
+//! of the session.
 #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
 
 mod common;
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::proxy::{Hook, Proxy};
@@ -116,6 +122,16 @@ fn issue_27_item_2_check_state_with_two_sessions_per_account_on_dovecot_checks_a
         "{checks}"
     );
     assert!(checks["checkpoint_pause_s"].as_f64().is_some(), "{checks}");
+    // Every delivered copy checked against its submission, and every
+    // checkpoint's SEARCH against what the session knows (items 4 and 6).
+    for kind in [
+        "search_missing",
+        "delivery_duplicated",
+        "delivery_size_mismatch",
+    ] {
+        let made = checks["by_kind"][kind]["checks"].as_u64().unwrap();
+        assert!(made > 0, "{kind}: {checks}");
+    }
     assert_eq!(summary["verdict"], "pass", "{}", summary["qos"]);
     assert_eq!(done.status.code(), Some(0), "{}", done.stderr);
     assert!(
@@ -245,4 +261,266 @@ fn issue_27_item_2_one_session_told_other_flags_than_its_accounts_other_session_
     let csv = std::fs::read_to_string(run_dir.join("state-violations.csv")).unwrap();
     assert!(csv.contains("checkpoint_flags,user"), "{csv}");
     assert!(csv.contains("\\flagged"), "{csv}");
+}
+
+/// One connection's stream from the server, line by line: which lines are
+/// inside a literal (a message body: never touched), and whether the
+/// session is in IDLE (after `+ `, until a tagged line).
+#[derive(Default)]
+struct ServerLines {
+    literal: usize,
+    idling: bool,
+}
+
+impl ServerLines {
+    /// Whether `line` is protocol (not literal data); updates the state.
+    fn protocol(&mut self, line: &[u8]) -> bool {
+        if self.literal > 0 {
+            self.literal = self.literal.saturating_sub(line.len());
+            return false;
+        }
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim_end();
+        if text.starts_with("+ ") || text == "+" {
+            self.idling = true;
+        } else if !text.starts_with('*') {
+            self.idling = false;
+        }
+        if let Some(open) = text
+            .strip_suffix('}')
+            .and_then(|t| t.rfind('{').map(|at| &t[at + 1..]))
+        {
+            self.literal = open.trim_end_matches('+').parse().unwrap_or(0);
+        }
+        true
+    }
+}
+
+/// Answers rewritten by `fault` on the first sessions of the odd users
+/// (connections 1 and 3: users log on in order, 0.25 s apart, and users 0
+/// and 1, 2 and 3 share an account), protocol lines only.
+fn on_odd_sessions(
+    fault: impl Fn(&str, &ServerLines) -> Option<String> + Send + Sync + 'static,
+) -> common::proxy::AnswerFn {
+    let streams: Mutex<HashMap<usize, ServerLines>> = Mutex::default();
+    Arc::new(move |connection: usize, line: &[u8]| {
+        let mut streams = streams.lock().unwrap();
+        let stream = streams.entry(connection).or_default();
+        let was_idling = stream.idling;
+        if !stream.protocol(line) || connection.is_multiple_of(2) || connection >= 4 {
+            return line.to_vec();
+        }
+        let text = String::from_utf8_lossy(line);
+        let during = ServerLines {
+            literal: 0,
+            idling: was_idling,
+        };
+        match fault(&text, &during) {
+            Some(new) => new.into_bytes(),
+            None => line.to_vec(),
+        }
+    })
+}
+
+/// A run of the shared profile through a proxy rewriting the answers with
+/// `answers`; the run directory.
+fn run_through(answers: common::proxy::AnswerFn, filing: bool) -> (tempfile::TempDir, LabStatus) {
+    let (dir, lab) = start_lab(4);
+    let profile = shared_profile(dir.path(), filing);
+    init(dir.path(), &profile);
+    let proxy = Proxy::start_rewriting(
+        lab.status.endpoints.imap.clone(),
+        Arc::new(|_: &str| Hook::Forward),
+        Some(answers),
+    );
+    let run_dir = dir.path().join("run");
+    let imap = format!("imap://127.0.0.1:{}", proxy.port);
+    let done = run(&lab.status, &profile, &imap, &run_dir);
+    assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+    assert!(done.stdout.contains("inconsistent:"), "{}", done.stdout);
+    let status = lab.status.clone();
+    // The lab stops when its guard goes; the run directory stays in `dir`.
+    drop(lab);
+    (dir, status)
+}
+
+/// The evidence of `kind` everywhere it must be: its count in summary.json,
+/// its rows in state-violations.csv (returned), its `inconsistent` row in
+/// errors.csv quoting the first and naming the session's raw log, which
+/// holds the session's lines and no password, and the HTML report.
+fn evidence(run_dir: &Path, kind: &str, password: &str) -> Vec<Vec<String>> {
+    let summary = summary(run_dir);
+    assert_eq!(summary["verdict"], "fail");
+    let checks = &summary["state_checks"];
+    assert!(
+        checks["by_kind"][kind]["violations"].as_u64().unwrap() >= 1,
+        "{kind}: {checks}"
+    );
+    assert!(
+        checks["examples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["check"] == kind),
+        "the first {kind} among the summary's examples: {checks}"
+    );
+    let rows: Vec<Vec<String>> = csv::Reader::from_path(run_dir.join("state-violations.csv"))
+        .unwrap()
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_owned).collect())
+        .filter(|r: &Vec<String>| r[0] == kind)
+        .collect();
+    assert!(!rows.is_empty(), "no {kind} row in state-violations.csv");
+    let errors: Vec<Vec<String>> = csv::Reader::from_path(run_dir.join("errors.csv"))
+        .unwrap()
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_owned).collect())
+        .filter(|r: &Vec<String>| r[3] == format!("inconsistent:{kind}"))
+        .collect();
+    assert!(
+        !errors.is_empty(),
+        "no inconsistent:{kind} row in errors.csv"
+    );
+    assert_eq!(errors[0][2], "state_check");
+    let example = &errors[0][5];
+    assert!(
+        example.starts_with(&format!("{kind}: client ")),
+        "{example}"
+    );
+    let log_name = example
+        .split("raw log: state-violations/")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no raw log named: {example}"));
+    let log = std::fs::read_to_string(run_dir.join("state-violations").join(log_name)).unwrap();
+    assert!(log.contains("C: ") && log.contains("S: "), "{log}");
+    assert!(log.contains(&format!("!! {kind}")), "{log}");
+    for file in std::fs::read_dir(run_dir.join("state-violations")).unwrap() {
+        let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
+        assert!(!text.contains(password), "the password in a raw log");
+    }
+    let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
+    assert!(
+        html.contains(&format!("inconsistent:{kind}</code>")),
+        "the HTML report"
+    );
+    rows
+}
+
+#[test]
+fn issue_27_item_6_a_flag_dropped_from_one_sessions_fetch_answers_fails_the_checkpoint() {
+    // `\Seen` never reaches one session of each account: what it reads,
+    // and the messages init left read, look unread to it alone.
+    let answers = on_odd_sessions(|text, _| {
+        let fetch = text.starts_with("* ") && text.contains(" FETCH (");
+        (fetch && text.contains("\\Seen")).then(|| {
+            text.replace("FLAGS (\\Seen)", "FLAGS ()")
+                .replace("\\Seen ", "")
+                .replace(" \\Seen", "")
+        })
+    });
+    let (dir, lab) = run_through(answers, false);
+    let rows = evidence(&dir.path().join("run"), "checkpoint_flags", &lab.password);
+    // The two values: one session's flags with \Seen, the other's without.
+    let (expected, seen) = (&rows[0][5], &rows[0][6]);
+    assert!(
+        expected.contains("\\seen") != seen.contains("\\seen"),
+        "{expected} / {seen}"
+    );
+    assert!(
+        expected.contains("as user") && expected.contains("was told"),
+        "{expected}"
+    );
+}
+
+#[test]
+fn issue_27_item_6_an_expunge_withheld_from_one_session_fails_the_checkpoint() {
+    // Another session's EXPUNGE, announced during IDLE, never reaches one
+    // session of each account: it counts a message the server no longer has.
+    let answers = on_odd_sessions(|text, during| {
+        let expunge = text.starts_with("* ") && text.trim_end().ends_with(" EXPUNGE");
+        (expunge && during.idling).then(String::new)
+    });
+    let (dir, lab) = run_through(answers, true);
+    let rows = evidence(&dir.path().join("run"), "checkpoint_count", &lab.password);
+    // `N messages (as ... was told)` against `M messages`, N and M apart.
+    let count = |text: &str| -> u64 { text.split(' ').next().unwrap().parse().unwrap() };
+    let (expected, seen) = (&rows[0][5], &rows[0][6]);
+    assert_ne!(count(expected), count(seen), "{expected} / {seen}");
+    assert_eq!(rows[0][2], "INBOX");
+}
+
+#[test]
+fn issue_27_item_6_a_search_answer_missing_a_message_is_a_named_violation() {
+    // The checkpoint's UID SEARCH ALL loses its first UID on one session of
+    // each account.
+    let answers = on_odd_sessions(|text, _| {
+        let numbers = text.strip_prefix("* SEARCH ")?.trim_end();
+        let rest = numbers.split_once(' ').map_or("", |(_, rest)| rest);
+        Some(format!("* SEARCH {rest}\r\n").replace("SEARCH \r\n", "SEARCH\r\n"))
+    });
+    let (dir, lab) = run_through(answers, false);
+    let rows = evidence(&dir.path().join("run"), "search_missing", &lab.password);
+    let row = &rows[0];
+    let uid = &row[4];
+    assert!(!uid.is_empty(), "{row:?}");
+    let expected = format!("UID {uid} in the answer to UID SEARCH ALL (");
+    assert!(row[5].starts_with(&expected), "{row:?}");
+    assert!(row[6].starts_with("left out, and still at seq "), "{row:?}");
+}
+
+#[test]
+fn issue_27_item_4_a_delivered_copy_whose_size_changed_is_a_named_violation() {
+    let (dir, lab) = start_lab(4);
+    let profile = shared_profile(dir.path(), false);
+    init(dir.path(), &profile);
+    // Only the delivery checks fetch RFC822.SIZE: every size they are told
+    // is one byte more than the server's.
+    let answers = Arc::new(|_: usize, line: &[u8]| {
+        let text = String::from_utf8_lossy(line);
+        let Some((head, tail)) = text.split_once("RFC822.SIZE ") else {
+            return line.to_vec();
+        };
+        let digits: String = tail.chars().take_while(char::is_ascii_digit).collect();
+        let size: u64 = digits.parse().unwrap();
+        format!("{head}RFC822.SIZE {}{}", size + 1, &tail[digits.len()..]).into_bytes()
+    });
+    let proxy = Proxy::start_rewriting(
+        lab.status.endpoints.imap.clone(),
+        Arc::new(|_: &str| Hook::Forward),
+        Some(answers),
+    );
+    let run_dir = dir.path().join("run");
+    let imap = format!("imap://127.0.0.1:{}", proxy.port);
+    let done = run(&lab.status, &profile, &imap, &run_dir);
+    assert_eq!(done.status.code(), Some(1), "{}", done.stderr);
+    let summary = summary(&run_dir);
+    let checks = &summary["state_checks"];
+    let kind = &checks["by_kind"]["delivery_size_mismatch"];
+    assert!(kind["violations"].as_u64().unwrap() >= 1, "{checks}");
+    assert_eq!(kind["violations"], kind["checks"], "every copy: {checks}");
+    let csv = std::fs::read_to_string(run_dir.join("state-violations.csv")).unwrap();
+    let row = csv
+        .lines()
+        .find(|l| l.starts_with("delivery_size_mismatch,user"))
+        .unwrap_or_else(|| panic!("{csv}"));
+    // `expected N bytes (S submitted + A of K added trace fields)`, seen N+1.
+    let expected: u64 = row
+        .split(",")
+        .nth(5)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(row.contains(&format!(",{} bytes", expected + 1)), "{row}");
+    assert!(
+        row.contains("submitted +") && row.contains("added trace fields"),
+        "{row}"
+    );
+    let errors = std::fs::read_to_string(run_dir.join("errors.csv")).unwrap();
+    assert!(
+        errors.contains(",state_check,inconsistent:delivery_size_mismatch,"),
+        "{errors}"
+    );
 }

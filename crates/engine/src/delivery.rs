@@ -15,11 +15,12 @@
 //! gives the measured figure). Lost copies are reported capped
 //! ([`LOST_LIST_CAP`]), with counts for the rest.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use peakhour_analysis::{CrossCopy, CrossShardDeliveries};
+use peakhour_state_check::SubmittedMessage;
 use peakhour_workload::Shard;
 use tokio::time::Instant;
 
@@ -27,6 +28,42 @@ use crate::population::Population;
 
 /// Lost copies named one by one in a run's results; the rest are counted.
 pub const LOST_LIST_CAP: usize = 1_000;
+
+/// Header bytes the ledger keeps at most for the delivery checks
+/// (`run --check-state`): about 20,000 messages of peakhour's. Messages
+/// submitted past it are not checked ([`ContentBook::not_kept`]).
+pub(crate) const CONTENT_BYTES_MAX: usize = 8 * 1024 * 1024;
+
+/// What the delivery checks need of each submission: its header section
+/// and size, and its recipients of this shard (`run --check-state` only).
+#[derive(Debug, Default)]
+struct ContentBook {
+    on: bool,
+    kept: HashMap<u64, KeptMessage>,
+    bytes: usize,
+    /// Submissions past [`CONTENT_BYTES_MAX`], not checked.
+    not_kept: u64,
+}
+
+#[derive(Debug)]
+struct KeptMessage {
+    header: Box<[u8]>,
+    size: u64,
+    recipients: Box<[u32]>,
+}
+
+/// The submissions kept for the delivery checks, per recipient: the
+/// Message-ID (bare) and what was submitted.
+pub(crate) type ContentChecks = BTreeMap<u32, Vec<(String, SubmittedMessage)>>;
+
+/// The header section of `message`: up to and with its empty line.
+fn header_section(message: &[u8]) -> &[u8] {
+    let end = message
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(message.len(), |at| at + 4);
+    &message[..end]
+}
 
 /// A recipient that never saw its copy.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -131,6 +168,7 @@ pub struct DeliveryTracker {
     /// (issue 26, item 10); `None` takes every run's.
     run_marker: Option<String>,
     books: Mutex<Books>,
+    content: Mutex<ContentBook>,
 }
 
 impl Default for DeliveryTracker {
@@ -185,6 +223,7 @@ impl DeliveryTracker {
             shard,
             run_marker: None,
             books: Mutex::default(),
+            content: Mutex::default(),
         }
     }
 
@@ -198,6 +237,78 @@ impl DeliveryTracker {
             )),
             ..Self::for_shard(shard)
         }
+    }
+
+    /// The ledger, keeping each submission's header and size for the
+    /// delivery checks when `on` (`run --check-state`).
+    pub fn checking_content(self, on: bool) -> Self {
+        self.content(|book| book.on = on);
+        self
+    }
+
+    fn content<T>(&self, f: impl FnOnce(&mut ContentBook) -> T) -> T {
+        let mut book = self
+            .content
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&mut book)
+    }
+
+    /// `message` was accepted for `recipients`: with the delivery checks
+    /// on, its header section and size are kept (8 MiB of headers at most)
+    /// to compare each delivered copy with.
+    pub fn submitted_content(&self, message_id: &str, message: &[u8], recipients: &[u32]) {
+        let Some((key, _)) = parse_id(bare_message_id(message_id)) else {
+            return;
+        };
+        let mut own: Vec<u32> = recipients
+            .iter()
+            .copied()
+            .filter(|&u| self.shard.owns(u))
+            .collect();
+        own.sort_unstable();
+        own.dedup();
+        self.content(|book| {
+            if !book.on || own.is_empty() || book.kept.contains_key(&key) {
+                return;
+            }
+            let header = header_section(message);
+            if book.bytes + header.len() > CONTENT_BYTES_MAX {
+                book.not_kept += 1;
+                return;
+            }
+            book.bytes += header.len();
+            book.kept.insert(
+                key,
+                KeptMessage {
+                    header: header.into(),
+                    size: message.len() as u64,
+                    recipients: own.into(),
+                },
+            );
+        });
+    }
+
+    /// The submissions kept for the delivery checks, by recipient, and how
+    /// many were not kept (past [`CONTENT_BYTES_MAX`]).
+    pub(crate) fn content_checks(&self) -> (ContentChecks, u64) {
+        self.content(|book| {
+            let mut by_user = ContentChecks::new();
+            for kept in book.kept.values() {
+                let submitted = SubmittedMessage::from_header(&kept.header, kept.size);
+                let Some(id) = submitted.message_id() else {
+                    continue;
+                };
+                let id = bare_message_id(&id).to_owned();
+                for &user in kept.recipients.iter() {
+                    by_user
+                        .entry(user)
+                        .or_default()
+                        .push((id.clone(), submitted.clone()));
+                }
+            }
+            (by_user, book.not_kept)
+        })
     }
 
     fn books(&self) -> std::sync::MutexGuard<'_, Books> {
@@ -562,6 +673,31 @@ mod tests {
         assert_eq!(parse_id("s01.2.r@x"), None, "not canonical");
         assert_eq!(parse_id("s1.2r@x"), None, "no suffix");
         assert_eq!(parse_id("s1.2.r@x"), Some(((1 << 32) | 2, ".r@x")));
+    }
+
+    #[test]
+    fn issue_27_item_4_the_ledger_keeps_each_submissions_header_and_size_only_when_checking() {
+        let message = b"Message-ID: <s0.1.r@bench.test>\r\nSubject: hi\r\n\r\nbody\r\n";
+        let off = DeliveryTracker::default();
+        off.submitted_content("<s0.1.r@bench.test>", message, &[1]);
+        assert!(off.content_checks().0.is_empty(), "off unless asked for");
+        let on = DeliveryTracker::default().checking_content(true);
+        on.submitted_content("<s0.1.r@bench.test>", message, &[2, 1, 2]);
+        let (checks, not_kept) = on.content_checks();
+        assert_eq!(not_kept, 0);
+        assert_eq!(checks.keys().copied().collect::<Vec<_>>(), [1, 2]);
+        let (id, submitted) = &checks[&1][0];
+        assert_eq!(id, "s0.1.r@bench.test");
+        assert_eq!(submitted, &SubmittedMessage::from_message(message));
+        // Past the bound, messages are counted, not kept.
+        let big = [
+            b"X: ".as_slice(),
+            &vec![b'x'; CONTENT_BYTES_MAX],
+            b"\r\n\r\n",
+        ]
+        .concat();
+        on.submitted_content("<s0.2.r@bench.test>", &big, &[1]);
+        assert_eq!(on.content_checks().1, 1);
     }
 
     #[test]

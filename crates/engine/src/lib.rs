@@ -59,7 +59,8 @@
 //! * [`state_checks`] runs the state checks (`run --check-state`):
 //!   a model beside every IMAP, JMAP and CalDAV session, checkpoints across
 //!   the IMAP sessions of each account, their pauses kept out of every
-//!   latency, and the audit after a run over JMAP.
+//!   latency, the audit after a run over JMAP, and after the reconciliation
+//!   each delivered copy compared with its submission.
 //! * [`files`] runs file clients (NetBench's disk mix, dbench trace replay) against a
 //!   directory or an SMB share.
 #![deny(missing_docs)]
@@ -67,6 +68,7 @@
 mod connector;
 mod core;
 mod delivery;
+mod delivery_check;
 mod distributed;
 mod events;
 pub mod files;

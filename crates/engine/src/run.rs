@@ -21,6 +21,7 @@ use crate::core::{
     Halt, Load, Observer, RunClock, RunLoop, RunRecorder, ScheduleProgress, Tasks, Tee,
 };
 use crate::delivery::{DeliveryTracker, LOST_LIST_CAP, Lost};
+use crate::delivery_check::check_deliveries;
 use crate::events::{Counter, Event, EventSink};
 use crate::population::{Population, PopulationError};
 use crate::reconcile::{Reconciled, Reconciliation};
@@ -383,7 +384,8 @@ pub async fn run_with<C: Connector>(
     let late = crate::distributed::observed_wait(settings.start_at, &mut stop, observer).await;
     let started_at = SystemTime::now();
     let clock = RunClock::starting_now(&settings)?;
-    let delivery = Arc::new(DeliveryTracker::for_run(settings.shard, &settings.run_id));
+    let delivery = DeliveryTracker::for_run(settings.shard, &settings.run_id);
+    let delivery = Arc::new(delivery.checking_content(settings.check_state.is_some())); // state checks
     let shard_marks = crate::distributed::shard_marks(&plan, &settings, late, false);
     let halt = Arc::new(Halt::default());
     let progress = Arc::new(ScheduleProgress::new(plan.users()));
@@ -446,7 +448,10 @@ pub async fn run_with<C: Connector>(
             settings: &settings,
             delivery: &delivery,
         };
-        Some(timed_reconciliation(&reconciliation, &mut both, &clock, &mut stop).await)
+        let reconciled = timed_reconciliation(&reconciliation, &mut both, &clock, &mut stop).await;
+        let hub = state_checks.as_ref(); // state checks: each delivered copy against its submission
+        delivery_checks(&reconciliation, hub, &mut both, &clock, &mut stop).await;
+        Some(reconciled)
     };
     if let Some(hub) = state_checks.as_ref().filter(|_| !ended.interrupted) {
         hub.audit_jmap(&target, &population, settings.action_timeout)
@@ -476,6 +481,26 @@ pub async fn run_with<C: Connector>(
     record.meta.protocols = crate::sessions::action_protocols(&plan, &target, settings.protocol);
     record.state_checks = state_checks.map(|hub| hub.report()); // state checks
     Ok(RunResult { outcome, record })
+}
+
+/// With the state checks on, compares each delivered copy with its
+/// submission ([`check_deliveries`]); a mailbox it could not search is a
+/// reconciliation error of kind `imap:delivery-check`.
+async fn delivery_checks<C: Connector>(
+    reconciliation: &Reconciliation<'_, C>,
+    hub: Option<&Arc<crate::state_checks::StateCheckHub>>,
+    observer: &mut dyn Observer,
+    clock: &RunClock,
+    stop: &mut watch::Receiver<bool>,
+) {
+    let Some(hub) = hub else {
+        return;
+    };
+    let unsearched = check_deliveries(reconciliation, hub, stop).await;
+    for _ in 0..unsearched {
+        let failed = Event::SearchFailed("imap:delivery-check".to_owned());
+        observer.event(clock, Instant::now(), &failed);
+    }
 }
 
 /// Reconciles the deliveries after the drain, and records what it cost:

@@ -124,8 +124,17 @@ fn interval_rows<W: Write>(
     Ok(())
 }
 
+/// The action of `errors.csv`'s rows of state-check violations.
+pub const STATE_CHECK_ACTION: &str = "state_check";
+
+/// The outcome class of a state-check violation in `errors.csv`: its
+/// error kind is `inconsistent:<check>` (`inconsistent:uid_order`).
+pub const INCONSISTENT: &str = "inconsistent";
+
 /// Writes `errors.csv`: one row per interval, action and error kind with a
-/// non-zero count, in time, action and kind order.
+/// non-zero count, in time, action and kind order; then the state checks'
+/// violations (`run --check-state`), one row per interval and check kind,
+/// action `state_check`, kind `inconsistent:<check>`.
 pub fn write_errors_csv<W: Write>(record: &RunRecord, out: &mut W) -> Result<(), ReportError> {
     let mut writer = csv_writer(out);
     write_header(&mut writer, ERRORS_CSV_HEADER)?;
@@ -139,8 +148,90 @@ pub fn write_errors_csv<W: Write>(record: &RunRecord, out: &mut W) -> Result<(),
             }
         })?;
     }
+    for row in inconsistent_rows(record) {
+        writer.write_record(row)?;
+    }
     writer.flush()?;
     Ok(())
+}
+
+/// The rows of the state checks' violations: the kept ones counted in the
+/// interval they were found in (the last interval when later, as the
+/// delivery checks after the drain are), and the violations past the kept
+/// ones added to the last row of their kind, so that a kind's rows add up
+/// to `state_checks.by_kind`. A kind's first row quotes its first violation
+/// and names the session's raw log.
+fn inconsistent_rows(record: &RunRecord) -> Vec<[String; 6]> {
+    use std::collections::BTreeMap;
+    let Some(checks) = &record.state_checks else {
+        return Vec::new();
+    };
+    let Some(last) = record.intervals.len().checked_sub(1) else {
+        return Vec::new();
+    };
+    let interval_of = |at_s: Option<f64>| {
+        at_s.and_then(|at| {
+            record
+                .intervals
+                .iter()
+                .position(|i| at < (i.start + i.length).as_secs_f64())
+        })
+        .unwrap_or(last)
+    };
+    // (interval, kind) -> (count, the first violation there).
+    let mut cells: BTreeMap<(usize, &str), (u64, Option<&peakhour_analysis::StateViolation>)> =
+        BTreeMap::new();
+    for v in &checks.examples {
+        let cell = cells
+            .entry((interval_of(v.at_s), v.check.as_str()))
+            .or_default();
+        cell.0 += 1;
+        cell.1.get_or_insert(v);
+    }
+    for (kind, count, _) in checks.violated_kinds() {
+        let kept: u64 = cells
+            .iter()
+            .filter(|((_, k), _)| *k == kind)
+            .map(|(_, c)| c.0)
+            .sum();
+        let past = count.violations.saturating_sub(kept);
+        if past > 0 {
+            let at = cells
+                .keys()
+                .filter(|(_, k)| *k == kind)
+                .map(|(i, _)| *i)
+                .max()
+                .unwrap_or(last);
+            cells.entry((at, kind)).or_default().0 += past;
+        }
+    }
+    let mut quoted = std::collections::BTreeSet::new();
+    cells
+        .into_iter()
+        .map(|((at, kind), (count, first))| {
+            let interval = &record.intervals[at];
+            let example = match first {
+                Some(v) if quoted.insert(kind) => {
+                    let log = checks.session_logs.contains_key(&v.client).then(|| {
+                        format!(
+                            "; raw log: state-violations/{}",
+                            peakhour_analysis::session_log_file(&v.client)
+                        )
+                    });
+                    format!("{v}{}", log.unwrap_or_default())
+                }
+                _ => String::new(),
+            };
+            [
+                interval.start.as_secs_f64().to_string(),
+                interval.phase.to_string(),
+                STATE_CHECK_ACTION.to_owned(),
+                format!("{INCONSISTENT}:{kind}"),
+                count.to_string(),
+                example,
+            ]
+        })
+        .collect()
 }
 
 /// The rows of `errors.csv` for one interval, without the header.

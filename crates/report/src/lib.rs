@@ -60,8 +60,9 @@ pub use compare::{
     write_compare_csv,
 };
 pub use csv::{
-    ERRORS_CSV_HEADER, INTERVALS_CSV_HEADER, STATE_VIOLATIONS_CSV_HEADER, write_error_rows,
-    write_errors_csv, write_interval_rows, write_intervals_csv, write_state_violations_csv,
+    ERRORS_CSV_HEADER, INCONSISTENT, INTERVALS_CSV_HEADER, STATE_CHECK_ACTION,
+    STATE_VIOLATIONS_CSV_HEADER, write_error_rows, write_errors_csv, write_interval_rows,
+    write_intervals_csv, write_state_violations_csv,
 };
 pub use hlog::{write_hlog, write_hlog_intervals};
 pub use html::{

@@ -321,6 +321,18 @@ fn verdict_into(s: &Summary, out: &mut String) -> std::fmt::Result {
     // `run --check-state`: a violation is also among the verdict's failures.
     if let Some(checks) = &s.state_checks {
         writeln!(out, "{}", checks.line())?;
+        // Each kind found, counted, with its first violation (issue 27 item 5).
+        for (kind, count, first) in checks.violated_kinds() {
+            let first = first.map_or_else(
+                || "(see state-violations.csv)".to_owned(),
+                ToString::to_string,
+            );
+            writeln!(
+                out,
+                "  inconsistent:{kind} x {} of {} checks; first: {first}",
+                count.violations, count.checks
+            )?;
+        }
     }
     match s.verdict {
         // The one QoS rule (analysis `qos`): the weighted p95 against its

@@ -235,6 +235,80 @@ fn errors_csv_lists_every_kind_and_quotes_commas() {
 }
 
 #[test]
+fn issue_27_item_5_violations_are_inconsistent_rows_of_errors_csv_in_their_intervals() {
+    use peakhour_analysis::{KindCount, StateChecks, StateViolation};
+    let mut record = sample();
+    let violation = |check: &str, client: &str, at_s: f64| StateViolation {
+        check: check.into(),
+        client: client.into(),
+        mailbox: "INBOX".into(),
+        seq: Some(2),
+        uid: Some(1),
+        expected: "UID > 1".into(),
+        seen: "UID 1".into(),
+        at_s: Some(at_s),
+    };
+    let mut checks = StateChecks {
+        enabled: true,
+        checks: 50,
+        violations: 4,
+        // Three uid_order (two kept), one search_missing found after the run.
+        examples: vec![
+            violation("uid_order", "user1@bench.test#1", 12.0),
+            violation("uid_order", "user2@bench.test#1", 25.0),
+            violation("search_missing", "user2@bench.test#1", 40.0),
+        ],
+        ..StateChecks::default()
+    };
+    checks.by_kind.insert(
+        "uid_order".into(),
+        KindCount {
+            checks: 40,
+            violations: 3,
+        },
+    );
+    checks.by_kind.insert(
+        "search_missing".into(),
+        KindCount {
+            checks: 10,
+            violations: 1,
+        },
+    );
+    checks.by_kind.insert(
+        "uid_changed".into(),
+        KindCount {
+            checks: 40,
+            violations: 0,
+        },
+    );
+    checks
+        .session_logs
+        .insert("user1@bench.test#1".into(), "C: A1 NOOP\n".into());
+    record.state_checks = Some(checks);
+    let mut out = Vec::new();
+    write_errors_csv(&record, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let rows: Vec<&str> = text.lines().skip(3).collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert!(
+        rows[0].starts_with("10,steady,state_check,inconsistent:uid_order,1,\"uid_order: client user1@bench.test#1, mailbox \"\"INBOX\"\", seq 2, UID 1: expected UID > 1, seen UID 1; raw log: state-violations/user1@bench.test_1.log\""),
+        "{text}"
+    );
+    // The violation past the kept ones is counted on its kind's last row.
+    assert_eq!(
+        rows[1], "20,steady,state_check,inconsistent:uid_order,2,",
+        "{text}"
+    );
+    // Found after the last interval: counted in it; no raw log kept.
+    assert!(
+        rows[2].starts_with("30,drain,state_check,inconsistent:search_missing,1,search_missing: client user2@bench.test#1,")
+            || rows[2].starts_with("30,drain,state_check,inconsistent:search_missing,1,\"search_missing: client user2@bench.test#1,"),
+        "{text}"
+    );
+    assert!(!rows[2].contains("raw log"), "{text}");
+}
+
+#[test]
 fn hlog_reads_back_with_hdrhistogram() {
     let record = sample();
     let mut out = Vec::new();

@@ -11,6 +11,7 @@
 //! | `record.json` | [`RunDir::write_results`] | [`RunRecord`] |
 //! | `intervals.csv`, `errors.csv`, `latency.hlog` | appended per closed interval by the [`RunJournal`], then rewritten whole by [`RunDir::write_results`] | (for other tools) |
 //! | `state-violations.csv` | each state-check violation with its evidence, written by [`RunDir::write_results`] with `run --check-state` | (for other tools) |
+//! | `state-violations/<client>.log` | the last `C:`/`S:` lines of each session that had a violation, around it (credentials and literals left out) | (for people) |
 //! | `intervals.jsonl` | the [`RunJournal`], while the run goes on; removed once `summary.json` is written | by [`RunDir::recover`], after a kill |
 //! | `monitor.csv` | the monitor, through [`RunDir::create_monitor_csv`] | [`MetricTable`], reduced to the report's [`MonitorView`] |
 //! | `host.json` | [`RunDir::finish_run`] (`peakhour run` only), from [`host::collect`] | [`HostFacts`] |
@@ -311,6 +312,7 @@ impl RunDir {
             peakhour_report::write_state_violations_csv(record, &mut violations)
                 .map_err(|source| self.render_error(RunFile::StateViolations, source))?;
             self.write(RunFile::StateViolations, &violations)?;
+            self.write_session_logs(record)?;
         }
         let summary_text = peakhour_report::summary_json(summary)
             .map_err(|source| self.render_error(RunFile::Summary, source))?;
@@ -320,6 +322,21 @@ impl RunDir {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RunDirError::io(journal)(e)),
             _ => Ok(()),
         }
+    }
+
+    /// Writes `state-violations/<client>.log`: the raw log of each session
+    /// that had a state-check violation (its last lines around it).
+    fn write_session_logs(&self, record: &RunRecord) -> Result<(), RunDirError> {
+        let logs = record.state_checks.iter().flat_map(|s| &s.session_logs);
+        let dir = self.file(RunFile::StateViolations).with_extension("");
+        for (at, (client, log)) in logs.enumerate() {
+            if at == 0 {
+                std::fs::create_dir_all(&dir).map_err(RunDirError::io(&dir))?;
+            }
+            let path = dir.join(peakhour_analysis::session_log_file(client));
+            atomic::write_atomic(&path, log.as_bytes()).map_err(RunDirError::io(path))?;
+        }
+        Ok(())
     }
 
     /// Writes `host.json`.

@@ -6,6 +6,7 @@
 //! whole command for it.
 
 use crate::framing::Frame;
+use crate::selected::fold;
 
 /// A sequence set or UID set (`1:4,7,9:*`): ranges, `*` as `None`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -40,6 +41,67 @@ impl NumberSet {
             let (a, b) = (a.unwrap_or(largest), b.unwrap_or(largest));
             (a.min(b)..=a.max(b)).contains(&n)
         })
+    }
+}
+
+/// One search key the model can evaluate from what a session knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Key {
+    All,
+    Uid(NumberSet),
+    /// A sequence set: only in SEARCH by sequence number, during which no
+    /// EXPUNGE may renumber the messages (RFC 3501 section 7.4.1).
+    Sequence(NumberSet),
+    /// `SEEN`, `UNFLAGGED`, `KEYWORD x` ...: the flag (folded) set or not.
+    /// Judged only for a sole writer: another session may change a flag
+    /// between the search and the news of it.
+    Flag {
+        flag: String,
+        set: bool,
+    },
+}
+
+/// The criteria of a SEARCH, all of which a message must match (RFC 3501
+/// section 6.4.4: the keys of a list are ANDed), as the text sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Criteria {
+    pub(crate) keys: Vec<Key>,
+    pub(crate) text: String,
+}
+
+impl Criteria {
+    /// The criteria after `SEARCH`, or `None` when any key is one the model
+    /// cannot evaluate (text, dates, sizes, OR, NOT, lists, ESEARCH's RETURN):
+    /// then the answer is not checked.
+    fn parse(uid: bool, words: &mut Words<'_>) -> Option<Self> {
+        let text = words.rest().trim_end().to_owned();
+        let mut keys = Vec::new();
+        while let Some(word) = words.next() {
+            let upper = word.to_ascii_uppercase();
+            let flag = |flag: &str, set: bool| Key::Flag {
+                flag: flag.to_owned(),
+                set,
+            };
+            let key = match upper.as_str() {
+                "ALL" => Key::All,
+                "UID" => Key::Uid(NumberSet::parse(&words.next()?)?),
+                "SEEN" | "UNSEEN" => flag("\\seen", upper == "SEEN"),
+                "FLAGGED" | "UNFLAGGED" => flag("\\flagged", upper == "FLAGGED"),
+                "ANSWERED" | "UNANSWERED" => flag("\\answered", upper == "ANSWERED"),
+                "DELETED" | "UNDELETED" => flag("\\deleted", upper == "DELETED"),
+                "DRAFT" | "UNDRAFT" => flag("\\draft", upper == "DRAFT"),
+                "KEYWORD" | "UNKEYWORD" => flag(&fold(&words.next()?), upper == "KEYWORD"),
+                _ if !uid => Key::Sequence(NumberSet::parse(&word)?),
+                _ => return None,
+            };
+            keys.push(key);
+        }
+        (!keys.is_empty()).then_some(Criteria { keys, text })
+    }
+
+    /// Whether any key needs the message's flags.
+    pub(crate) fn needs_flags(&self) -> bool {
+        self.keys.iter().any(|k| matches!(k, Key::Flag { .. }))
     }
 }
 
@@ -81,6 +143,8 @@ pub(crate) enum Command {
     /// SEARCH (not SORT or THREAD, which RFC 3501 section 7.4.1 does not name).
     Search {
         uid: bool,
+        /// The criteria, when the model can evaluate them ([`Criteria`]).
+        criteria: Option<Criteria>,
     },
     /// CLOSE and UNSELECT: the mailbox is no longer selected.
     Close,
@@ -151,7 +215,10 @@ pub(crate) fn read(frame: &Frame) -> Sent {
             None => Command::Other(name),
         },
         // Only SEARCH: RFC 3501 section 7.4.1 names it, not SORT or THREAD.
-        "SEARCH" => Command::Search { uid },
+        "SEARCH" => Command::Search {
+            uid,
+            criteria: Criteria::parse(uid, &mut words),
+        },
         "CLOSE" | "UNSELECT" => Command::Close,
         "IDLE" => Command::Idle,
         _ => Command::Other(if uid { format!("UID {name}") } else { name }),
@@ -311,6 +378,44 @@ mod tests {
             }
         ));
         assert_eq!(read(&frame("DONE\r\n")), Sent::Done);
+    }
+
+    #[test]
+    fn search_criteria_are_read_when_the_model_can_evaluate_them() {
+        let criteria = |line: &str| match read(&frame(line)) {
+            Sent::Command {
+                command: Command::Search { criteria, .. },
+                ..
+            } => criteria,
+            other => panic!("{other:?}"),
+        };
+        let all = criteria("A1 UID SEARCH ALL\r\n").unwrap();
+        assert_eq!((all.keys, all.text.as_str()), (vec![Key::All], "ALL"));
+        let keys = criteria("A2 UID SEARCH UID 5:* UNSEEN KEYWORD $Work\r\n")
+            .unwrap()
+            .keys;
+        assert_eq!(keys.len(), 3);
+        assert_eq!(
+            keys[2],
+            Key::Flag {
+                flag: "$work".into(),
+                set: true
+            }
+        );
+        assert!(matches!(
+            criteria("A3 SEARCH 2:4 FLAGGED\r\n").unwrap().keys[0],
+            Key::Sequence(_)
+        ));
+        // Not evaluable: text, OR, a sequence set in UID SEARCH, ESEARCH.
+        for line in [
+            "A4 UID SEARCH HEADER X-Peakhour-Run r1\r\n",
+            "A5 SEARCH OR SEEN FLAGGED\r\n",
+            "A6 UID SEARCH 1:3\r\n",
+            "A7 UID SEARCH RETURN (ALL) ALL\r\n",
+            "A8 SEARCH\r\n",
+        ] {
+            assert_eq!(criteria(line), None, "{line}");
+        }
     }
 
     #[test]

@@ -160,21 +160,53 @@ fn violation(
     }
 }
 
+/// How the recipient's mailbox was used, which decides what a second copy
+/// means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeliveryOptions {
+    /// At most one session at a time moved messages in the mailbox. When
+    /// several did (a profile's shared accounts), two of them moving one
+    /// message at once can each leave a copy in its target (the lab's
+    /// Dovecot does, under load): then only copies in the Inbox, where
+    /// delivery puts them and no move does, count as duplicates.
+    pub sole_mover: bool,
+}
+
 /// Checks the copies of `submitted` found in `recipient`'s mailbox (every
-/// folder searched, Sent left out as the reconciliation does). No copy is
-/// not checked here: the reconciliation reports it lost.
+/// folder searched, Sent left out as the reconciliation does), the mailbox
+/// used by one session at a time. No copy is not checked here: the
+/// reconciliation reports it lost.
 pub fn check_delivery(
     recipient: &str,
     submitted: &SubmittedMessage,
     found: &[FoundCopy],
+) -> DeliveryOutcome {
+    check_delivery_as(
+        recipient,
+        submitted,
+        found,
+        DeliveryOptions { sole_mover: true },
+    )
+}
+
+/// [`check_delivery`], for a mailbox used as `options` says.
+pub fn check_delivery_as(
+    recipient: &str,
+    submitted: &SubmittedMessage,
+    found: &[FoundCopy],
+    options: DeliveryOptions,
 ) -> DeliveryOutcome {
     let mut outcome = DeliveryOutcome::default();
     if found.is_empty() {
         return outcome;
     }
     outcome.checks.count(CheckKind::DeliveryDuplicated);
-    if let [_, second, ..] = found {
-        let places: Vec<String> = found
+    let delivered: Vec<&FoundCopy> = found
+        .iter()
+        .filter(|c| options.sole_mover || c.folder.eq_ignore_ascii_case("INBOX"))
+        .collect();
+    if let [_, second, ..] = delivered.as_slice() {
+        let places: Vec<String> = delivered
             .iter()
             .map(|c| match c.uid {
                 Some(uid) => format!("{} UID {uid}", c.folder),
@@ -186,7 +218,7 @@ pub fn check_delivery(
             recipient,
             second,
             "1 copy".to_owned(),
-            format!("{} copies: {}", found.len(), places.join(", ")),
+            format!("{} copies: {}", delivered.len(), places.join(", ")),
         ));
     }
     for copy in found {

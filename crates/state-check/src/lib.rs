@@ -33,6 +33,9 @@
 //! after-run [`audit()`]), CalDAV ([`CalDavSessionModel`], fed each
 //! [`CalDavExchange`]) and delivery ([`check_delivery`], a submission
 //! against the copies the reconciliation found).
+//!
+//! [`RawLog`] keeps a session's last lines, bounded and without
+//! credentials, to show a violation with the exchange around it.
 #![deny(missing_docs)]
 
 mod audit;
@@ -41,6 +44,7 @@ mod command;
 mod delivery;
 mod framing;
 mod jmap;
+mod rawlog;
 mod response;
 mod selected;
 mod session;
@@ -50,10 +54,11 @@ mod violation;
 pub use crate::audit::{AuditOutcome, audit, audit_cleanup};
 pub use crate::caldav::{CalDavExchange, CalDavOptions, CalDavSessionModel, ReportEntry};
 pub use crate::delivery::{
-    ADDED_BY_MAIL_SYSTEM, DeliveryOutcome, FoundCopy, SubmittedMessage, TRACKED_FIELDS,
-    check_delivery,
+    ADDED_BY_MAIL_SYSTEM, DeliveryOptions, DeliveryOutcome, FoundCopy, SubmittedMessage,
+    TRACKED_FIELDS, check_delivery, check_delivery_as,
 };
 pub use crate::jmap::{JmapExpectations, JmapOptions, JmapSessionModel};
+pub use crate::rawlog::{RAW_LOG_BYTES, RAW_LOG_LINE, RawLog};
 pub use crate::session::{SessionModel, SessionOptions};
 pub use crate::snapshot::{CheckpointOutcome, MessageView, Snapshot, SnapshotError, checkpoint};
 pub use crate::violation::{CheckCounts, CheckKind, Protocol, Violation};

@@ -60,7 +60,9 @@ pub(crate) enum Received {
     Expunge(u32),
     Flags(Vec<String>),
     Fetch(Fetched),
-    /// Data the checks do not use (LIST, SEARCH, STATUS ...).
+    /// `* SEARCH n ...`: sequence numbers or UIDs, as the command asked.
+    Search(Vec<u32>),
+    /// Data the checks do not use (LIST, STATUS ...).
     Other,
     /// Data imap-codec could not decode.
     Undecodable,
@@ -126,6 +128,7 @@ fn from_data(data: Data<'_>, modseq: Option<u64>) -> Received {
         Data::Recent(n) => Received::Recent(n),
         Data::Expunge(n) => Received::Expunge(n.get()),
         Data::Flags(flags) => Received::Flags(flags.iter().map(ToString::to_string).collect()),
+        Data::Search(numbers, ..) => Received::Search(numbers.iter().map(|n| n.get()).collect()),
         Data::Fetch { seq, items } => {
             let mut fetched = Fetched {
                 seq: seq.get(),

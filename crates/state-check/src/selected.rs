@@ -1,6 +1,6 @@
 //! What one session was told about its selected mailbox.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::command::{NumberSet, StoreMode};
 use crate::snapshot::{MessageView, Snapshot};
@@ -8,6 +8,10 @@ use crate::snapshot::{MessageView, Snapshot};
 /// UIDs of expunged messages a session remembers at most (the oldest are
 /// forgotten first), so that memory stays bounded on a long run.
 const EXPUNGED_MAX: usize = 100_000;
+
+/// Messages a SEARCH left out that a session keeps waiting for an EXPUNGE
+/// at most (the judgement of the rest is given up).
+const SEARCH_SUSPECTS_MAX: usize = 10_000;
 
 /// Flags compare without case (RFC 3501 section 2.3.2 names them so).
 pub(crate) fn fold(flag: &str) -> String {
@@ -94,6 +98,12 @@ pub(crate) struct Selected {
     /// The highest UID the session was told of, expunged ones included.
     pub(crate) max_uid: u32,
     pub(crate) own: HashMap<u32, Own>,
+    /// Messages a completed SEARCH left out although they matched, by UID,
+    /// with what was expected: each is judged when the next NOOP or CHECK
+    /// completes, unless an EXPUNGE of it comes first (the server may have
+    /// searched a view in which another session had expunged it, and must
+    /// defer that EXPUNGE past a SEARCH by sequence number).
+    pub(crate) search_suspects: BTreeMap<u32, String>,
 }
 
 impl Selected {
@@ -145,7 +155,26 @@ impl Selected {
                 self.expunged.pop_first();
             }
             self.own.remove(&uid);
+            self.search_suspects.remove(&uid);
         }
+    }
+
+    /// A SEARCH left out `uid`, which it should have answered.
+    pub(crate) fn suspect(&mut self, uid: u32, expected: String) {
+        if self.search_suspects.len() < SEARCH_SUSPECTS_MAX {
+            self.search_suspects.insert(uid, expected);
+        }
+    }
+
+    /// The UIDs the session knows, in ascending order (UIDs ascend with
+    /// sequence numbers).
+    pub(crate) fn known_uids(&self) -> Vec<u32> {
+        self.slots.iter().filter_map(|s| s.uid).collect()
+    }
+
+    /// The messages in sequence order, from 1.
+    pub(crate) fn slots(&self) -> impl Iterator<Item = (u32, &Slot)> {
+        (1..).zip(self.slots.iter())
     }
 
     pub(crate) fn set_uid(&mut self, seq: u32, uid: u32) {
@@ -290,6 +319,7 @@ impl Selected {
         }
         self.expunged.clear();
         self.own.clear();
+        self.search_suspects.clear();
         self.max_uid = 0;
     }
 

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::command::{self, Command, NumberSet, Sent, StoreMode};
+use crate::command::{self, Command, Criteria, Key, NumberSet, Sent, StoreMode};
 use crate::framing::{Frame, Splitter};
 use crate::response::{self, Codes, Fetched, Received};
 use crate::selected::{Own, Selected, fold};
@@ -42,6 +42,11 @@ struct Pending {
     /// STORE: the sequence numbers whose flags its answer reported (the
     /// others, a silent STORE's, take the flags the session set).
     reported: Vec<u32>,
+    /// SEARCH with criteria the model evaluates: the UIDs the session knew
+    /// when it was sent (ascending), the only ones its answer is checked for.
+    known: Vec<u32>,
+    /// SEARCH: the numbers of its `* SEARCH` answers.
+    answer: Vec<u32>,
     /// SELECT and EXAMINE: the mailbox is switched when the command becomes
     /// the one the server answers (a SELECT written behind DONE leaves the
     /// mailbox alone until IDLE completes), once.
@@ -176,6 +181,7 @@ impl SessionModel {
             return;
         };
         let mut moved = Vec::new();
+        let mut known = Vec::new();
         match &command {
             Command::Fetch {
                 uid,
@@ -195,6 +201,13 @@ impl SessionModel {
                     moved = selected.uids_in(*uid, set);
                 }
             }
+            Command::Search {
+                criteria: Some(_), ..
+            } => {
+                if let Some(selected) = &self.selected {
+                    known = selected.known_uids();
+                }
+            }
             _ => {}
         }
         self.pending.push(Pending {
@@ -203,6 +216,8 @@ impl SessionModel {
             moved,
             copied: None,
             reported: Vec::new(),
+            known,
+            answer: Vec::new(),
             switched: false,
         });
         self.switch_mailbox();
@@ -252,6 +267,16 @@ impl SessionModel {
                 }
             }
             Received::Fetch(fetched) => self.on_fetch(fetched),
+            Received::Search(numbers) => {
+                if let Some(Pending {
+                    command: Command::Search { .. },
+                    answer,
+                    ..
+                }) = self.pending.first_mut()
+                {
+                    answer.extend(numbers);
+                }
+            }
         }
     }
 
@@ -326,6 +351,13 @@ impl SessionModel {
                     self.check_moved(&pending.moved, copied);
                 }
             }
+            Command::Search {
+                uid,
+                criteria: Some(criteria),
+            } if ok => self.check_search(uid, &criteria, &pending.known, pending.answer),
+            Command::Other(name) if ok && (name == "NOOP" || name == "CHECK") => {
+                self.judge_search_suspects(&name);
+            }
             _ => {}
         }
     }
@@ -376,6 +408,83 @@ impl SessionModel {
         }
     }
 
+    /// After the session's SEARCH completed: every message it knew when it
+    /// searched, still there, that matches the criteria must be in the
+    /// answer. One left out is a suspect, not yet a violation: another
+    /// session may have expunged it, and the server searched without it
+    /// while it still owes this session the EXPUNGE (which it may not send
+    /// during a SEARCH by sequence number). Flag criteria are judged only
+    /// for a sole writer (another session may change a flag at any time);
+    /// messages whose flags the session was never told are skipped.
+    fn check_search(&mut self, by_uid: bool, criteria: &Criteria, known: &[u32], answer: Vec<u32>) {
+        if criteria.needs_flags() && !self.options.sole_writer {
+            return;
+        }
+        let Some(selected) = &mut self.selected else {
+            return;
+        };
+        let answer: BTreeSet<u32> = answer.into_iter().collect();
+        let (count, max_uid) = (selected.count(), selected.max_uid);
+        let mut left_out = Vec::new();
+        for (seq, slot) in selected.slots() {
+            let Some(uid) = slot.uid.filter(|uid| known.binary_search(uid).is_ok()) else {
+                continue;
+            };
+            let matches = criteria.keys.iter().try_fold(true, |all, key| {
+                let this = match key {
+                    Key::All => true,
+                    Key::Uid(set) => set.contains(uid, max_uid),
+                    Key::Sequence(set) => set.contains(seq, count),
+                    Key::Flag { flag, set } => {
+                        let flags = slot.flags.as_ref()?;
+                        flags.iter().any(|f| fold(f) == *flag) == *set
+                    }
+                };
+                Some(all && this)
+            });
+            if matches != Some(true) {
+                continue;
+            }
+            self.checks.count(CheckKind::SearchMissing);
+            if !answer.contains(if by_uid { &uid } else { &seq }) {
+                left_out.push(uid);
+            }
+        }
+        let command = if by_uid { "UID SEARCH" } else { "SEARCH" };
+        for uid in left_out {
+            selected.suspect(
+                uid,
+                format!(
+                    "UID {uid} in the answer to {command} {} ({} numbers)",
+                    criteria.text,
+                    answer.len()
+                ),
+            );
+        }
+    }
+
+    /// A NOOP or CHECK completed: the server has told the session of every
+    /// EXPUNGE by now (RFC 3501 section 5.2, as the checkpoint assumes), so
+    /// a message a SEARCH left out and that is still there was missed.
+    fn judge_search_suspects(&mut self, command: &str) {
+        let Some(selected) = &mut self.selected else {
+            return;
+        };
+        let suspects = std::mem::take(&mut selected.search_suspects);
+        let missed: Vec<(u32, u32, String)> = suspects
+            .into_iter()
+            .filter_map(|(uid, expected)| selected.seq_of_uid(uid).map(|seq| (seq, uid, expected)))
+            .collect();
+        for (seq, uid, expected) in missed {
+            self.violation(
+                CheckKind::SearchMissing,
+                (Some(seq), Some(uid)),
+                expected,
+                format!("left out, and still at seq {seq} when {command} completed"),
+            );
+        }
+    }
+
     fn on_exists(&mut self, n: u32) {
         if n > MESSAGES_MAX {
             self.lost_track = Some(format!(
@@ -414,7 +523,7 @@ impl SessionModel {
             None => Some("no command in progress".to_owned()),
             Some(Command::Fetch { uid: false, .. }) => Some("during FETCH".to_owned()),
             Some(Command::Store { uid: false, .. }) => Some("during STORE".to_owned()),
-            Some(Command::Search { uid: false }) => Some("during SEARCH".to_owned()),
+            Some(Command::Search { uid: false, .. }) => Some("during SEARCH".to_owned()),
             _ => None,
         };
         let count = self.selected.as_ref().map_or(0, Selected::count);

@@ -42,6 +42,11 @@ pub enum CheckKind {
     /// The session's MOVE completed but a message its `[COPYUID]` says was
     /// moved was not reported expunged from the source (RFC 6851 section 3.3).
     MoveNotExpunged,
+    /// A SEARCH left out a message the session knew, that matched criteria
+    /// the model can evaluate, and that was still there (not reported
+    /// expunged) when the session's next NOOP or CHECK completed (RFC 3501
+    /// section 6.4.4; imaptest's SEARCH check).
+    SearchMissing,
     /// Checkpoint: sessions of one mailbox count different numbers of messages.
     CheckpointCount,
     /// Checkpoint: sessions disagree on UIDVALIDITY or on a sequence
@@ -128,7 +133,7 @@ impl Protocol {
 
 impl CheckKind {
     /// Every kind, in a stable order (for counters and reports).
-    pub const ALL: [CheckKind; 31] = [
+    pub const ALL: [CheckKind; 32] = [
         CheckKind::SequenceNotAnnounced,
         CheckKind::ExistsShrank,
         CheckKind::UidChanged,
@@ -140,6 +145,7 @@ impl CheckKind {
         CheckKind::ExpungeNotAllowed,
         CheckKind::OwnStoreLost,
         CheckKind::MoveNotExpunged,
+        CheckKind::SearchMissing,
         CheckKind::CheckpointCount,
         CheckKind::CheckpointUid,
         CheckKind::CheckpointFlags,
@@ -176,6 +182,7 @@ impl CheckKind {
             CheckKind::ExpungeNotAllowed => "expunge_not_allowed",
             CheckKind::OwnStoreLost => "own_store_lost",
             CheckKind::MoveNotExpunged => "move_not_expunged",
+            CheckKind::SearchMissing => "search_missing",
             CheckKind::CheckpointCount => "checkpoint_count",
             CheckKind::CheckpointUid => "checkpoint_uid",
             CheckKind::CheckpointFlags => "checkpoint_flags",

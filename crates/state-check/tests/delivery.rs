@@ -4,7 +4,10 @@
 
 use std::path::Path;
 
-use peakhour_state_check::{CheckKind, FoundCopy, SubmittedMessage, Violation, check_delivery};
+use peakhour_state_check::{
+    CheckKind, DeliveryOptions, FoundCopy, SubmittedMessage, Violation, check_delivery,
+    check_delivery_as,
+};
 use serde_json::Value;
 
 /// The Cyrus recording: (the submitted message, the copies found).
@@ -108,6 +111,32 @@ fn issue_27_item_4_a_copy_delivered_twice_is_caught() {
             seen: "2 copies: INBOX UID 1, INBOX UID 2".to_owned(),
         }
     );
+}
+
+#[test]
+fn issue_27_item_4_two_sessions_moving_one_copy_at_once_is_no_duplicate_delivery() {
+    // Two sessions of a shared account moved the one copy at once, one to a
+    // folder, one to Trash: the lab's Dovecot kept a copy in each (found in
+    // a 20-user run with two sessions per account). Not a delivery fault.
+    let (message, found) = recording();
+    let submitted = SubmittedMessage::from_message(&message);
+    let moved = |folder: &str, uid| FoundCopy {
+        folder: folder.to_owned(),
+        uid: Some(uid),
+        ..found[0].clone()
+    };
+    let raced = [moved("Folder33", 11), moved("Trash", 114)];
+    let shared = DeliveryOptions { sole_mover: false };
+    let outcome = check_delivery_as("user7@bench.test", &submitted, &raced, shared);
+    assert!(outcome.violations.is_empty(), "{:#?}", outcome.violations);
+    assert_eq!(outcome.checks.get(CheckKind::DeliveryDuplicated), 1);
+    // Two copies in the Inbox are a duplicate delivery however the
+    // mailbox is shared; any two copies are when one session moves alone.
+    let twice = [found[0].clone(), moved("INBOX", 2)];
+    let outcome = check_delivery_as("user7@bench.test", &submitted, &twice, shared);
+    assert_eq!(one(outcome.violations).kind, CheckKind::DeliveryDuplicated);
+    let outcome = check_delivery("user7@bench.test", &submitted, &raced);
+    assert_eq!(one(outcome.violations).kind, CheckKind::DeliveryDuplicated);
 }
 
 #[test]

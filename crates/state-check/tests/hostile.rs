@@ -221,6 +221,34 @@ fn issue_27_item_1_a_move_that_leaves_the_message_in_the_source_is_caught() {
 }
 
 #[test]
+fn issue_27_item_6_a_search_leaving_out_a_message_still_there_is_caught() {
+    assert_eq!(
+        only_violation("search_missing"),
+        violation(
+            CheckKind::SearchMissing,
+            "a",
+            (Some(2), Some(2)),
+            "UID 2 in the answer to UID SEARCH ALL (2 numbers)",
+            "left out, and still at seq 2 when NOOP completed"
+        )
+    );
+}
+
+#[test]
+fn issue_27_item_6_a_sole_writers_search_by_flag_leaving_out_a_match_is_caught() {
+    assert_eq!(
+        only_violation("search_missing_unseen_sole_writer"),
+        violation(
+            CheckKind::SearchMissing,
+            "a",
+            (Some(3), Some(3)),
+            "UID 3 in the answer to SEARCH UNSEEN (1 numbers)",
+            "left out, and still at seq 3 when CHECK completed"
+        )
+    );
+}
+
+#[test]
 fn issue_27_item_2_sessions_counting_different_messages_are_caught() {
     assert_eq!(
         only_violation("checkpoint_count"),

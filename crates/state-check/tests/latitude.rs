@@ -3,6 +3,8 @@
 
 mod common;
 
+use peakhour_state_check::CheckKind;
+
 fn no_violation(name: &str) -> common::Replay {
     let replay = common::replay_both_ways(&common::fixture(&format!("latitude/{name}.txt")));
     assert!(
@@ -86,5 +88,23 @@ fn issue_27_item_2_a_nil_body_for_a_message_expunged_elsewhere_is_allowed() {
             .get(peakhour_state_check::CheckKind::StaticChanged)
             == 0,
         "a NIL body is not compared"
+    );
+}
+
+#[test]
+fn issue_27_item_6_a_search_without_a_message_expunged_elsewhere_is_allowed() {
+    let replay = no_violation("search_without_a_message_expunged_elsewhere");
+    // Messages 1 and 3 of SEARCH ALL, then 1 and 3 of the UID range; UID 2
+    // twice (expunged by the NOOP), the new message never (no UID known).
+    assert_eq!(replay.checks.get(CheckKind::SearchMissing), 6);
+}
+
+#[test]
+fn issue_27_item_6_a_shared_sessions_search_by_flag_is_not_judged() {
+    let replay = no_violation("search_by_flag_in_a_shared_session");
+    assert_eq!(
+        replay.checks.get(CheckKind::SearchMissing),
+        2,
+        "only UID 2:3"
     );
 }

@@ -151,8 +151,10 @@ and keywords, MODSEQ, the static items of messages it fetched, where an
 EXPUNGE may come. A contradiction (a UID that changes, a sequence number
 never announced, an ENVELOPE that changes ...) is a violation. Every
 INTERVAL (default 30s: --check-state alone; --check-state=10s to choose) a
-checkpoint waits until every session of an account is quiet, sends NOOP in
-each and compares what they were told: count, UIDs, flags, keywords, MODSEQ.
+checkpoint waits until every session of an account is quiet, sends UID
+SEARCH ALL and NOOP in each and compares what they were told: count, UIDs,
+flags, keywords, MODSEQ. After the run, every delivered copy is compared
+with its submission: found once, same headers, same size but trace fields.
 Give sessions shared accounts with the profile's `[users]
 sessions_per_account = 2` for the checkpoints to compare anything.
 
@@ -164,8 +166,10 @@ be in the one mailbox they last put it in. A calendar client's PUT ETag must
 be what its next REPORT shows, and an inbox item it deleted must stay gone.
 
 Any violation fails the run (exit 1), named; summary.json's `state_checks`
-counts checks and violations by kind, and state-violations.csv lists each
-with its evidence.
+counts checks and violations by kind, errors.csv counts them as
+`inconsistent:<check>`, state-violations.csv lists each with its evidence,
+and state-violations/<client>.log holds the last lines of each session that
+had one.
 
 Cost: a second parse of every IMAP response on the generator's CPU, and at
 each checkpoint a pause of every session of an account until the slowest has

@@ -145,6 +145,10 @@ impl<C: Connector> Actor<'_, C> {
         }
         if !accepted.is_empty() {
             self.submitted(&message_id, &accepted);
+            // state checks: the header and size each delivered copy must show
+            shared
+                .delivery
+                .submitted_content(&message_id, &message, &accepted);
         }
         if refused > 0 {
             shared

@@ -32,14 +32,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use peakhour_analysis::{KindCount, StateChecks, StateViolation, VIOLATIONS_KEPT};
-use peakhour_imap::{ImapConnection, ImapError, Wire};
+use peakhour_imap::{ImapConnection, ImapError, SearchKey, Wire};
 use peakhour_state_check::{
-    CheckCounts, CheckKind, SessionModel, SessionOptions, Snapshot, Violation, checkpoint,
+    CheckCounts, CheckKind, RawLog, SessionModel, SessionOptions, Snapshot, Violation, checkpoint,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+mod evidence;
 #[cfg(test)]
 mod tests;
 
@@ -67,6 +68,8 @@ pub struct StateCheckHub {
     shifts: Box<[AtomicU64]>,
     /// The JMAP sessions' expectations, for the audit after the run.
     jmap: jmap::JmapRecords,
+    /// When the checks began (the run's start): violations are timed from it.
+    epoch: Instant,
 }
 
 /// One account's sessions at the current checkpoint.
@@ -105,6 +108,8 @@ struct Totals {
     pause: Duration,
     lost_track: u64,
     undecodable: u64,
+    /// The raw logs of sessions with a violation.
+    logs: evidence::SessionLogs,
 }
 
 impl StateCheckHub {
@@ -119,6 +124,7 @@ impl StateCheckHub {
             totals: Mutex::new(Totals::default()),
             shifts: (0..users).map(|_| AtomicU64::new(0)).collect(),
             jmap: jmap::JmapRecords::default(),
+            epoch: Instant::now(),
         })
     }
 
@@ -168,6 +174,7 @@ impl StateCheckHub {
             user,
             requests: self.requested.subscribe(),
             seen,
+            log: RawLog::new(),
         }
     }
 
@@ -188,9 +195,11 @@ impl StateCheckHub {
         if violations.is_empty() {
             return;
         }
+        let at_s = self.epoch.elapsed().as_secs_f64();
         let mut totals = self.totals();
         for v in violations {
             *totals.violations.entry(v.kind).or_default() += 1;
+            totals.logs.want(&v.client, None);
             if totals.examples.len() < VIOLATIONS_KEPT {
                 totals.examples.push(StateViolation {
                     check: v.kind.name().to_owned(),
@@ -200,9 +209,17 @@ impl StateCheckHub {
                     uid: v.uid,
                     expected: v.expected,
                     seen: v.seen,
+                    at_s: Some(at_s),
                 });
             }
         }
+    }
+
+    /// Checks made and violations found outside any session (the delivery
+    /// checks after the drain).
+    pub(crate) fn add_checked(&self, checks: &CheckCounts, violations: Vec<Violation>) {
+        self.totals().checks.add(checks);
+        self.record(violations);
     }
 
     fn compare(&self, snapshots: &[Snapshot]) {
@@ -213,6 +230,12 @@ impl StateCheckHub {
             let mut totals = self.totals();
             totals.checks.add(&outcome.checks);
             totals.checkpoints += 1;
+            // Every session compared shows its side of a disagreement.
+            for v in &outcome.violations {
+                for s in snapshots.iter().filter(|s| s.mailbox == mailbox) {
+                    totals.logs.want(&s.client, Some(v.to_string()));
+                }
+            }
             drop(totals);
             found.extend(outcome.violations);
         }
@@ -245,6 +268,7 @@ impl StateCheckHub {
             sessions_lost_track: totals.lost_track,
             undecodable: totals.undecodable,
             examples: totals.examples.clone(),
+            session_logs: totals.logs.logs(),
         }
     }
 }
@@ -267,6 +291,8 @@ pub struct SessionChecker {
     requests: watch::Receiver<u64>,
     /// The last checkpoint generation this session has seen.
     seen: u64,
+    /// The session's last lines, for a violation's evidence.
+    log: RawLog,
 }
 
 impl SessionChecker {
@@ -275,11 +301,38 @@ impl SessionChecker {
         let mut found = Vec::new();
         for piece in wire {
             match piece {
-                Wire::Sent(bytes) => self.model.sent(&bytes),
-                Wire::Received(bytes) => found.extend(self.model.received(&bytes)),
+                Wire::Sent(bytes) => {
+                    self.log.sent(&bytes);
+                    self.model.sent(&bytes);
+                }
+                Wire::Received(bytes) => {
+                    self.log.received(&bytes);
+                    let violations = self.model.received(&bytes);
+                    for v in &violations {
+                        self.log.mark(&v.to_string());
+                    }
+                    found.extend(violations);
+                }
             }
         }
+        let any = !found.is_empty();
         self.hub.record(found);
+        if any {
+            self.hand_in_log();
+        }
+    }
+
+    /// Hands the session's last lines to the run if they are wanted (it had
+    /// a violation, here or at a checkpoint).
+    fn hand_in_log(&mut self) {
+        let client = self.model.client().to_owned();
+        let mut totals = self.hub.totals();
+        if let Some(marks) = totals.logs.take_wanted(&client) {
+            for mark in marks {
+                self.log.mark(&mark);
+            }
+            totals.logs.keep(&client, &self.log.text());
+        }
     }
 
     /// A checkpoint was asked for that this session has not held yet.
@@ -439,15 +492,23 @@ where
     checker.feed(imap.take_wire());
     let mut result = Ok(());
     if checker.arrive(generation, stop).await {
-        // The NOOP's own time is the checker's, not an action's: it is not
-        // recorded as a command.
-        result = imap.noop().await.map(drop);
+        // The commands' own time is the checker's, not an action's: they
+        // are not recorded. The account is quiet now: its UID SEARCH ALL
+        // must answer every message the session knows that the NOOP does
+        // not report expunged (`search_missing`).
+        if imap.mailbox().is_some() {
+            result = imap.search(&SearchKey::All, true).await.map(drop);
+        }
+        if result.is_ok() {
+            result = imap.noop().await.map(drop);
+        }
         checker.feed(imap.take_wire());
         let snapshot = result
             .as_ref()
             .ok()
             .and_then(|()| checker.model.snapshot().ok());
         checker.submit(generation, snapshot, stop).await;
+        checker.hand_in_log();
     }
     let pause = arrived_at.elapsed();
     checker.hub.totals().pause += pause;

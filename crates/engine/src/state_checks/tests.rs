@@ -11,8 +11,14 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use super::{StateCheckHub, hold};
 
 /// A scripted IMAP server for one session of a two-message INBOX whose
-/// second message has UID `second_uid`.
-async fn serve(stream: DuplexStream, second_uid: u32) {
+/// second message has UID `second_uid`, which its UID SEARCH answers
+/// unless `search_misses_it`.
+async fn serve(stream: DuplexStream, second_uid: u32, search_misses_it: bool) {
+    let searched = if search_misses_it {
+        String::new()
+    } else {
+        format!(" {second_uid}")
+    };
     let (read, mut write) = tokio::io::split(stream);
     let mut lines = BufReader::new(read).lines();
     write
@@ -27,6 +33,7 @@ async fn serve(stream: DuplexStream, second_uid: u32) {
                 "* FLAGS (\\Seen)\r\n* 2 EXISTS\r\n* OK [UIDVALIDITY 5] v\r\n\
                  * OK [UIDNEXT 9] n\r\n{tag} OK [READ-WRITE] done\r\n"
             ),
+            "UID" => format!("* SEARCH 1{searched}\r\n{tag} OK done\r\n"),
             "FETCH" => format!(
                 "* 1 FETCH (UID 1 FLAGS ())\r\n* 2 FETCH (UID {second_uid} FLAGS ())\r\n\
                  {tag} OK done\r\n"
@@ -48,8 +55,14 @@ fn running() -> tokio::sync::watch::Receiver<bool> {
 
 /// A session that selected INBOX and fetched its UIDs and flags.
 async fn session(second_uid: u32) -> ImapConnection<DuplexStream> {
+    session_of(second_uid, false).await
+}
+
+/// [`session`], its server's UID SEARCH leaving out the second message if
+/// `search_misses_it`.
+async fn session_of(second_uid: u32, search_misses_it: bool) -> ImapConnection<DuplexStream> {
     let (client, server) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(serve(server, second_uid));
+    tokio::spawn(serve(server, second_uid, search_misses_it));
     let mut imap = ImapConnection::from_stream(client, Limits::default())
         .await
         .unwrap()
@@ -129,4 +142,31 @@ async fn issue_27_item_2_a_session_that_never_comes_makes_the_checkpoint_missed(
     drop((a, b));
     let report = hub.report();
     assert_eq!((report.checkpoints, report.checkpoints_missed), (0, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_27_item_6_a_checkpoints_search_leaving_out_a_message_is_named_with_its_raw_log() {
+    let hub = StateCheckHub::new(Duration::from_secs(10), Duration::from_secs(30), 1);
+    let mut imap = session_of(2, true).await;
+    let mut alone = hub.session(0, 0, "a".into());
+    hub.request_checkpoint();
+    let (_, failed) = hold(&mut alone, &mut imap, &mut running()).await;
+    assert!(failed.is_none());
+    drop(alone);
+    let report = hub.report();
+    assert_eq!(report.violations, 1, "{:?}", report.examples);
+    assert_eq!(report.by_kind["search_missing"].violations, 1);
+    let first = &report.examples[0];
+    assert_eq!(
+        (first.check.as_str(), first.seq, first.uid),
+        ("search_missing", Some(2), Some(2))
+    );
+    assert!(first.expected.contains("UID SEARCH ALL"), "{first}");
+    assert!(first.at_s.is_some());
+    // The session's raw log: the exchange, then the violation marked.
+    let log = &report.session_logs["a"];
+    let search = log.find("UID SEARCH ALL").expect("the search sent");
+    let answer = log.find("S: * SEARCH 1\n").expect("its answer");
+    let mark = log.find("!! search_missing").expect("the violation marked");
+    assert!(search < answer && answer < mark, "{log}");
 }

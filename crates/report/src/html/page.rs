@@ -108,7 +108,30 @@ fn opt(v: Option<f64>) -> String {
 /// contradicted itself, a note otherwise.
 fn state_checks_line(s: &Summary, bad: &mut Vec<String>, notes: &mut Vec<String>) {
     if let Some(checks) = &s.state_checks {
-        let line = format!("<b>State checks:</b> {}.", escape(&checks.line()));
+        let mut line = format!("<b>State checks:</b> {}.", escape(&checks.line()));
+        // Each kind found, counted, with its first violation; the raw logs
+        // of the sessions are in the run directory (issue 27 item 5).
+        let kinds = checks.violated_kinds();
+        if !kinds.is_empty() {
+            line.push_str("<ul>");
+            for (kind, count, first) in kinds {
+                let first = first.map_or_else(
+                    || "see state-violations.csv".to_owned(),
+                    |v| format!("first: {v}"),
+                );
+                let _ = write!(
+                    line,
+                    "<li><code>inconsistent:{}</code> × {} of {} checks; {}</li>",
+                    escape(kind),
+                    count.violations,
+                    count.checks,
+                    escape(&first)
+                );
+            }
+            line.push_str(
+                "</ul>The sessions' last lines around each are in <code>state-violations/</code>.",
+            );
+        }
         if checks.violations > 0 {
             bad.push(line);
         } else {
