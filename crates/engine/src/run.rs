@@ -448,15 +448,9 @@ pub async fn run_with<C: Connector>(
             settings: &settings,
             delivery: &delivery,
         };
-        let reconciled = timed_reconciliation(&reconciliation, &mut both, &clock, &mut stop).await;
-        let hub = state_checks.as_ref(); // state checks: each delivered copy against its submission
-        delivery_checks(&reconciliation, hub, &mut both, &clock, &mut stop).await;
-        Some(reconciled)
+        let hub = state_checks.as_ref();
+        Some(reconcile_and_audit(&reconciliation, hub, &mut both, &clock, &mut stop).await)
     };
-    if let Some(hub) = state_checks.as_ref().filter(|_| !ended.interrupted) {
-        hub.audit_jmap(&target, &population, settings.action_timeout)
-            .await; // state checks: Stalwart's audit
-    }
     let reconciled = reconciliation.as_ref().is_some_and(|r| r.finished);
     let search_panics = reconciliation.as_ref().map_or(0, |r| r.panics);
     let (submitted_recipients, delivered_recipients) = delivery.totals();
@@ -481,6 +475,30 @@ pub async fn run_with<C: Connector>(
     record.meta.protocols = crate::sessions::action_protocols(&plan, &target, settings.protocol);
     record.state_checks = state_checks.map(|hub| hub.report()); // state checks
     Ok(RunResult { outcome, record })
+}
+
+/// The reconciliation; then, with the state checks on, each delivered copy
+/// against its submission and, over JMAP, Stalwart's audit.
+async fn reconcile_and_audit<C: Connector>(
+    reconciliation: &Reconciliation<'_, C>,
+    hub: Option<&Arc<crate::state_checks::StateCheckHub>>,
+    observer: &mut dyn Observer,
+    clock: &RunClock,
+    stop: &mut watch::Receiver<bool>,
+) -> Reconciled {
+    let reconciled = timed_reconciliation(reconciliation, observer, clock, stop).await;
+    delivery_checks(reconciliation, hub, observer, clock, stop).await; // state checks
+    if let Some(hub) = hub {
+        let Reconciliation {
+            target,
+            population,
+            settings,
+            ..
+        } = reconciliation;
+        hub.audit_jmap(target, population, settings.action_timeout)
+            .await; // state checks: Stalwart's audit
+    }
+    reconciled
 }
 
 /// With the state checks on, compares each delivered copy with its
