@@ -20,7 +20,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use peakhour_imap::{BodySection, FetchItem, ImapConnection, ImapError, SearchKey};
+use peakhour_imap::{BodySection, FetchItem, ImapConnection, ImapError};
 use peakhour_state_check::{DeliveryOptions, FoundCopy, SubmittedMessage, check_delivery_as};
 use peakhour_workload::ActionKind;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -200,19 +200,9 @@ async fn copies_in_folder<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
 {
-    if imap.examine(folder).await?.value.exists == 0 {
+    let Some(set) = crate::reconcile::run_messages_in(imap, folder, run_id).await? else {
         return Ok(());
-    }
-    let header = SearchKey::Header("X-Peakhour-Run".into(), run_id.into());
-    let uids = imap.search(&header, true).await?.value;
-    if uids.is_empty() {
-        return Ok(());
-    }
-    let set = uids
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
+    };
     let items = [
         FetchItem::Uid,
         FetchItem::Flags,

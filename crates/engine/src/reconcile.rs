@@ -481,19 +481,9 @@ impl MailboxSearch<'_> {
     where
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send,
     {
-        if imap.examine(folder).await?.value.exists == 0 {
+        let Some(set) = run_messages_in(imap, folder, self.run_id).await? else {
             return Ok(());
-        }
-        let header = SearchKey::Header("X-Peakhour-Run".into(), self.run_id.into());
-        let uids = imap.search(&header, true).await?.value;
-        if uids.is_empty() {
-            return Ok(());
-        }
-        let set = uids
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
+        };
         let fetched = imap
             .fetch(&set, &[FetchItem::Uid, FetchItem::Envelope], true)
             .await?
@@ -507,6 +497,29 @@ impl MailboxSearch<'_> {
         }
         Ok(())
     }
+}
+
+/// The UID set of this run's messages in `folder` (the ones carrying its
+/// `X-Peakhour-Run` header), opened read-only; `None` when it holds none.
+/// The reconciliation and the delivery checks both look for them so.
+pub(crate) async fn run_messages_in<S>(
+    imap: &mut ImapConnection<S>,
+    folder: &str,
+    run_id: &str,
+) -> Result<Option<String>, ImapError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send,
+{
+    if imap.examine(folder).await?.value.exists == 0 {
+        return Ok(None);
+    }
+    let header = SearchKey::Header("X-Peakhour-Run".into(), run_id.into());
+    let uids = imap.search(&header, true).await?.value;
+    if uids.is_empty() {
+        return Ok(None);
+    }
+    let set = uids.iter().map(u32::to_string).collect::<Vec<_>>();
+    Ok(Some(set.join(",")))
 }
 
 #[cfg(test)]
