@@ -215,10 +215,9 @@ fn digest(bytes: &[u8]) -> String {
 /// `None` (and no copy) when it holds none, as most responses do.
 fn without_modseq(frame: &Frame) -> Option<(Vec<u8>, u64)> {
     let parts = frame.text_parts();
-    let (at, (range, modseq)) = parts
-        .iter()
-        .enumerate()
-        .find_map(|(i, part)| find_modseq(&frame.bytes[part.clone()]).map(|found| (i, found)))?;
+    let (at, (range, modseq)) = parts.iter().enumerate().find_map(|(i, part)| {
+        peakhour_imap::modseq::find_modseq(&frame.bytes[part.clone()]).map(|found| (i, found))
+    })?;
     let mut out = Vec::with_capacity(frame.bytes.len());
     for (i, part) in parts.iter().enumerate() {
         let text = &frame.bytes[part.clone()];
@@ -240,21 +239,6 @@ fn without_modseq(frame: &Frame) -> Option<(Vec<u8>, u64)> {
         }
     }
     Some((out, modseq))
-}
-
-/// `MODSEQ (digits)` in `text`: its range and value.
-fn find_modseq(text: &[u8]) -> Option<(std::ops::Range<usize>, u64)> {
-    let needle = b"MODSEQ (";
-    let start = text
-        .windows(needle.len())
-        .position(|w| w.eq_ignore_ascii_case(needle))?;
-    let digits_start = start + needle.len();
-    let close = digits_start + text[digits_start..].iter().position(|&b| b == b')')?;
-    let value = std::str::from_utf8(&text[digits_start..close])
-        .ok()?
-        .parse()
-        .ok()?;
-    Some((start..close + 1, value))
 }
 
 /// The codes of a status response's text (`[UIDVALIDITY 7] ...`).

@@ -18,6 +18,8 @@ use imap_codec::imap_types::response::{
 use imap_codec::imap_types::status::StatusDataItem;
 use imap_codec::{GreetingCodec, ResponseCodec};
 
+use crate::modseq::WithoutModseq;
+
 use crate::convert;
 use crate::error::{ImapError, Refusal};
 use crate::framer::{Framed, Framer, Limits, LiteralSpan};
@@ -656,11 +658,22 @@ impl ClientCore {
             Err(ResponseDecodeError::Incomplete | ResponseDecodeError::LiteralFound { .. }) => {
                 return Err(ImapError::malformed("incomplete response", bytes));
             }
-            Err(ResponseDecodeError::Failed) => {
-                return Err(ImapError::malformed("not an IMAP response", bytes));
-            }
+            Err(ResponseDecodeError::Failed) => return self.apply_without_modseq(bytes),
         };
         self.apply(response, bytes, None)
+    }
+
+    /// A FETCH imap-codec could not decode because of its CONDSTORE
+    /// `MODSEQ` item (`crate::modseq`): applied without it.
+    fn apply_without_modseq(&mut self, bytes: &[u8]) -> Result<(), ImapError> {
+        let malformed = || ImapError::malformed("not an IMAP response", bytes);
+        match crate::modseq::without_modseq(bytes).ok_or_else(malformed)? {
+            WithoutModseq::Nothing => self.count_collected(bytes),
+            WithoutModseq::Rest(rest) => match ResponseCodec::default().decode(&rest) {
+                Ok(([], response)) => self.apply(response, bytes, None),
+                _ => Err(malformed()),
+            },
+        }
     }
 
     /// Applies a response read without imap-codec ([`quick::read`]): the

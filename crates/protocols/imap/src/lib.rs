@@ -39,6 +39,7 @@ mod direct;
 mod error;
 pub mod fidelity;
 mod framer;
+pub mod modseq;
 mod quick;
 mod request;
 mod types;

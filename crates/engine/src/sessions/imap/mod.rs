@@ -10,7 +10,7 @@ pub(crate) mod trace;
 use std::sync::Arc;
 use std::time::Duration;
 
-use peakhour_imap::{FetchItem, FetchedMessage, Idle, ImapConnection, MailboxUpdate};
+use peakhour_imap::{FetchItem, FetchedMessage, Idle, ImapConnection, MailboxUpdate, Request};
 use peakhour_workload::ActionParams;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
@@ -273,6 +273,17 @@ impl<C: Connector> Actor<'_, C> {
             };
             session.client_logon(self).await?;
             return Ok(session);
+        }
+        // state checks: with CONDSTORE on, every FETCH carries the message's
+        // MODSEQ (RFC 7162 §3.1.4), so the model can see one go backwards
+        // (imaptest's check); without the checks the session stays the plain
+        // client it is.
+        if self.shared.state_checks.is_some() && imap.capabilities().has("CONDSTORE") {
+            let enabled = imap
+                .run(&Request::Enable(vec!["CONDSTORE".into()]))
+                .await
+                .map_err(Failure::from)?;
+            self.command("imap.ENABLE", enabled);
         }
         let selected = imap
             .select(&params.inbox)
