@@ -68,8 +68,14 @@ fuzz_target!(|input: &[u8]| {
         let _ = scheduling::default_calendar(&response, &XML);
         let classes = scheduling::dav_classes(&response);
         assert!(classes.len() <= 64);
-        if scheduling::schedules(&response) {
-            assert!(classes.iter().any(|c| c == scheduling::AUTO_SCHEDULE));
+        // A header's tokens compare without regard to case (`schedules`),
+        // while `dav_classes` keeps them as sent, and at most 64 of them.
+        if scheduling::schedules(&response) && classes.len() < 64 {
+            assert!(
+                classes
+                    .iter()
+                    .any(|c| c.eq_ignore_ascii_case(scheduling::AUTO_SCHEDULE))
+            );
         }
     }
 });
