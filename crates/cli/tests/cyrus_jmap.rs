@@ -12,8 +12,7 @@ mod common;
 
 use std::path::Path;
 
-use common::peakhour;
-use peakhour_lab::{LabConfig, LabGuard, MailServer, Ports};
+use common::{peakhour, start_cyrus_lab};
 
 const ACTIONS: [&str; 6] = [
     "check_inbox",
@@ -23,27 +22,6 @@ const ACTIONS: [&str; 6] = [
     "delete",
     "update_calendar",
 ];
-
-fn start_cyrus_lab(users: u32) -> (tempfile::TempDir, LabGuard) {
-    let dir = tempfile::Builder::new()
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .tempdir()
-        .unwrap();
-    let mut attempts = 0;
-    loop {
-        let config = LabConfig {
-            users,
-            mail_server: MailServer::Cyrus,
-            ports: Ports::free().expect("free loopback ports"),
-            ..LabConfig::new(dir.path())
-        };
-        match LabGuard::start(&config) {
-            Ok(lab) => return (dir, lab),
-            Err(peakhour_lab::LabError::PortInUse { .. }) if attempts < 3 => attempts += 1,
-            Err(e) => panic!("cannot start the Cyrus lab: {e}"),
-        }
-    }
-}
 
 /// A short run of `mmb-medium` over `protocol`; its summary.
 fn run(lab_dir: &str, protocol: &str, out: &Path) -> serde_json::Value {

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::{PEAKHOUR, peakhour, run_bounded, start_lab_with};
-use peakhour_lab::{LabConfig, LabGuard, MailServer, OptionalServer, Ports};
+use common::{PEAKHOUR, peakhour, run_bounded, start_cyrus_lab, start_lab_with};
+use peakhour_lab::OptionalServer;
 
 /// Far above what a short run takes: a hang, not a slow machine.
 const HANG: Duration = Duration::from_secs(300);
@@ -188,27 +188,6 @@ fn assert_caught(done: &common::Bounded, run_dir: &Path, kind: &str) -> String {
     eprintln!("evidence: {row}");
     assert!(row.starts_with(&format!("{kind},user")), "{csv}");
     row
-}
-
-fn start_cyrus_lab(users: u32) -> (tempfile::TempDir, LabGuard) {
-    let dir = tempfile::Builder::new()
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .tempdir()
-        .unwrap();
-    let mut attempts = 0;
-    loop {
-        let config = LabConfig {
-            users,
-            mail_server: MailServer::Cyrus,
-            ports: Ports::free().expect("free loopback ports"),
-            ..LabConfig::new(dir.path())
-        };
-        match LabGuard::start(&config) {
-            Ok(lab) => return (dir, lab),
-            Err(peakhour_lab::LabError::PortInUse { .. }) if attempts < 3 => attempts += 1,
-            Err(e) => panic!("cannot start the Cyrus lab: {e}"),
-        }
-    }
 }
 
 /// In the first `Email/set` or `Email/import` answer that changed an
