@@ -30,8 +30,9 @@ pub const MAX_SLOTS: usize = 5;
 /// A recorded client whose behaviour a session can take on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ClientModel {
-    /// Thunderbird 153 ESR, warm start: a connection per busy folder, IDLE on
-    /// each, renewed every 120 s; flags marked on the next command.
+    /// Thunderbird 153 ESR, warm start: a connection per folder that changed
+    /// since it last looked (up to 5 in all), IDLE on each 2 s after its last
+    /// command, renewed every 120 s; flags marked on the next command.
     Thunderbird,
     /// mbsync (isync 1.4): every action is one `mbsync -a`: log in, walk every
     /// folder, log out; a sync every 300 s while idle.
@@ -273,12 +274,99 @@ impl ClientModel {
     /// The folder sweep that follows the start, if the client makes one:
     /// when it begins after the start and how far apart its folders are
     /// (simulated time). Thunderbird asks every folder's STATUS, one every
-    /// 0.4 s from 8 s after its folder list (the warm recording).
+    /// 0.406 s from 8.3 s after its start (the warm recording: 43 STATUS
+    /// from 8.34 s to 25.40 s after its first connection opened).
     pub fn startup_sweep(self) -> Option<(Duration, Duration)> {
         match self {
-            ClientModel::Thunderbird => Some((Duration::from_secs(8), Duration::from_millis(400))),
+            ClientModel::Thunderbird => {
+                Some((Duration::from_millis(8300), Duration::from_millis(406)))
+            }
             _ => None,
         }
+    }
+
+    /// How long after its last command on a connection the client enters
+    /// IDLE there (simulated time). Thunderbird waits 2 s every time in the
+    /// warm recording: the Inbox's `UID fetch 1:* (FLAGS)` at 0.20 s, IDLE
+    /// at 2.24 s; after the move's fetch 18.94 s, IDLE 20.94 s; Sent's and
+    /// Folder1's connections 22.57/24.57 s and 25.42/27.42 s; after each
+    /// 120 s renewal 53.13/55.13 s. The others idle at once (or never).
+    pub fn idle_delay(self) -> Duration {
+        match self {
+            ClientModel::Thunderbird => Duration::from_secs(2),
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// The end of the client's folder discovery, which the user's first
+    /// look at the mailbox (whatever the action) waits for. Thunderbird's
+    /// warm start shows its window at 0.237 s while the folder connection's
+    /// `LIST (SUBSCRIBED)` is still being answered (0.277 s); then it asks
+    /// for the Inbox on its own, `LIST "" "INBOX"` at 0.292 s, in the
+    /// recorded open_inbox ("the Inbox shown in the 3-pane tab (folder
+    /// discovery, then the header list)", says its manifest).
+    pub fn discovery_tail(self, view: &View<'_>) -> Vec<Step> {
+        match self {
+            ClientModel::Thunderbird => vec![Step::Run(1, list(view.inbox))],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The folders the start's sweep looks at, in the order the client
+    /// keeps them. Thunderbird skips the Inbox (selected already) and Trash
+    /// (both recordings STATUS 43 of 45 folders, never those two; its
+    /// `GetNewMessagesForNonInboxFolders` leaves out Inbox and Trash). Its
+    /// first start walks the server's LIST order (Sent, Calendar,
+    /// Folder40 ... Folder1, Drafts); a warm start walks the folders as it
+    /// finds them in its profile's mail directory, an order that has nothing
+    /// to do with names or use (Folder2, Folder27, Folder28, Folder38 ...
+    /// Sent 36th, Folder1 43rd): the directory's hash order. `profile` stands
+    /// for that profile: one fixed shuffle per user.
+    pub fn sweep_order(self, view: &View<'_>, profile: u64) -> Vec<String> {
+        if self != ClientModel::Thunderbird {
+            return Vec::new();
+        }
+        let mut folders: Vec<String> = view
+            .folders
+            .iter()
+            .filter(|f| *f != view.inbox && *f != view.trash)
+            .cloned()
+            .collect();
+        folders.sort_by_key(|f| (directory_hash(profile, f), f.clone()));
+        folders
+    }
+
+    /// The folders that changed since the client last looked at them, as a
+    /// new session begins: a connection of their own when the start's sweep
+    /// reaches them. Thunderbird does not learn a folder's next UID from its
+    /// own APPEND or MOVE, so the folders it wrote to in its last session
+    /// look changed at the next start: the first recording appended to Sent
+    /// (41.98 s) after its last SELECT there (8.75 s), and the warm start
+    /// then opened a connection for Sent (22.55 s, c3) though nothing else
+    /// had touched it. A user who sends mail starts every day so.
+    pub fn changed_at_start(self, view: &View<'_>) -> Vec<String> {
+        match self {
+            ClientModel::Thunderbird => vec![view.sent.to_owned()],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The Inbox message the client shows once `uid` has been moved away,
+    /// marked `\Seen` with its next command on the Inbox. Thunderbird's
+    /// message pane moves on to the next message after a move: the warm
+    /// recording's delete stores two `\Seen` flags (29.60 s and 29.63 s)
+    /// before its `uid move`, one of them the message shown after the move.
+    /// A delete leaves nothing to mark (its next Inbox command, the 120 s
+    /// renewal at 53.13 s, stores nothing).
+    pub fn shown_after_move(self, view: &View<'_>, uid: u32, delete: bool) -> Option<u32> {
+        if self != ClientModel::Thunderbird || delete {
+            return None;
+        }
+        let rest = view.uids.iter().copied().filter(|&u| u != uid);
+        rest.clone()
+            .filter(|&u| u < uid)
+            .max()
+            .or_else(|| rest.max())
     }
 
     /// One folder of the sweep: its STATUS on the folder connection, and,
@@ -316,12 +404,10 @@ impl ClientModel {
                     Step::Run(0, fetch("1:*", vec![FetchItem::Flags], true)),
                     Step::Idle(0),
                 ];
-                // The folder connection: the folder list, then it goes quiet.
-                steps.extend([
-                    Step::Open(1),
-                    Step::Run(1, Request::Id(thunderbird_id())),
-                    Step::Run(1, list(view.inbox)),
-                ]);
+                // The folder connection: it lists the folders, then goes
+                // quiet; the end of its discovery comes after the Inbox is
+                // shown ([`ClientModel::discovery_tail`]).
+                steps.extend([Step::Open(1), Step::Run(1, Request::Id(thunderbird_id()))]);
                 steps
             }
             ClientModel::Neomutt => neomutt_start(view),
@@ -550,6 +636,26 @@ fn free_slot(view: &View<'_>) -> Slot {
     (2..MAX_SLOTS)
         .find(|&slot| !view.is_open(slot))
         .unwrap_or(MAX_SLOTS - 1)
+}
+
+/// The key of a user's mail profile for [`ClientModel::sweep_order`]: one
+/// per user and run seed.
+pub fn profile_key(seed: u64, user: u32) -> u64 {
+    seed ^ u64::from(user).rotate_left(32)
+}
+
+/// A fixed pseudo-random rank of `folder` in the mail directory of the
+/// profile `profile` (SplitMix64 over FNV-1a of the name): the same for a
+/// user in every session, different from one user to the next.
+fn directory_hash(profile: u64, folder: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in folder.bytes() {
+        h = (h ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    }
+    let mut z = h ^ profile.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// `\Seen` for the messages read since the last command, one `UID STORE`
@@ -983,6 +1089,56 @@ mod tests {
         assert_eq!(names.iter().filter(|&&n| n == "CLOSE").count(), 3);
         assert_eq!(names.first(), Some(&"AUTHENTICATE"));
         assert_eq!(names.last(), Some(&"LOGOUT"));
+    }
+
+    #[test]
+    fn issue_28_item_3_thunderbird_walks_its_folders_in_a_fixed_order_per_profile() {
+        let folders: Vec<String> = ["INBOX", "Trash", "Sent", "Drafts"]
+            .map(String::from)
+            .into_iter()
+            .chain((1..=40).map(|n| format!("Folder{n}")))
+            .collect();
+        let v = view(&[], &folders, &[]);
+        let tb = ClientModel::Thunderbird;
+        let order = tb.sweep_order(&v, profile_key(28, 3));
+        assert_eq!(order.len(), 42, "every folder but the Inbox and Trash");
+        assert!(!order.iter().any(|f| f == "INBOX" || f == "Trash"));
+        assert_eq!(
+            order,
+            tb.sweep_order(&v, profile_key(28, 3)),
+            "fixed per profile"
+        );
+        assert_ne!(
+            order,
+            tb.sweep_order(&v, profile_key(28, 4)),
+            "another profile"
+        );
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_ne!(order, sorted, "not the names' order");
+        assert!(ClientModel::Neomutt.sweep_order(&v, 1).is_empty());
+        assert_eq!(tb.changed_at_start(&v), ["Sent"]);
+        assert_eq!(tb.idle_delay(), Duration::from_secs(2));
+        assert_eq!(ClientModel::Neomutt.idle_delay(), Duration::ZERO);
+    }
+
+    #[test]
+    fn issue_28_item_3_thunderbird_shows_the_next_message_after_a_move_not_after_a_delete() {
+        let folders = vec!["INBOX".to_owned()];
+        let v = view(&[3, 4, 5], &folders, &[]);
+        let tb = ClientModel::Thunderbird;
+        assert_eq!(
+            tb.shown_after_move(&v, 4, false),
+            Some(3),
+            "the next one down"
+        );
+        assert_eq!(
+            tb.shown_after_move(&v, 3, false),
+            Some(5),
+            "the last when none is below"
+        );
+        assert_eq!(tb.shown_after_move(&v, 4, true), None);
+        assert_eq!(ClientModel::Neomutt.shown_after_move(&v, 4, false), None);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use peakhour_imap::clients::{ClientModel, Step};
+use peakhour_imap::clients::{ClientModel, Step, profile_key};
 use peakhour_workload::ActionKind;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
@@ -22,6 +22,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
         actor: &Actor<'_, C>,
         action: &Action,
     ) -> Result<Outcome, Failure> {
+        let tail = std::mem::take(&mut self.client().tail);
+        self.perform(actor, tail).await?;
         match action.kind {
             ActionKind::CheckInbox => {
                 let steps = self.steps(|m, v| m.check_inbox(v));
@@ -59,6 +61,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
                     return Ok(Outcome::Skipped("no_folders"));
                 };
                 let uid = self.inbox[index].uid;
+                let shown = self.steps(|m, v| m.shown_after_move(v, uid, delete));
                 let upload = if self.client().model == ClientModel::Mbsync && !delete {
                     actor
                         .compose(action.nth)
@@ -72,6 +75,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
                 self.inbox.retain(|k| k.uid != uid);
                 let client = self.client();
                 client.pending_seen.retain(|&u| u != uid);
+                client.pending_seen.extend(shown);
                 client.changed.insert(folder);
             }
             ActionKind::UpdateCalendar => {
@@ -113,6 +117,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
         actor: &Actor<'_, C>,
         message: &[u8],
     ) -> Result<(), Failure> {
+        let tail = std::mem::take(&mut self.client().tail);
+        self.perform(actor, tail).await?;
         let steps = self.steps(|m, v| m.save_sent(v, message));
         self.perform(actor, steps).await?;
         let sent = self.params.sent_folder.clone();
@@ -130,20 +136,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
         let steps = self.steps(|m, v| m.logon(v));
         self.perform(actor, steps).await?;
         let period = self.idle_period(actor);
-        let inbox = self.params.inbox.clone();
+        // One fixed folder order per user, as a profile's directory keeps it.
+        let profile = profile_key(actor.shared.plan.seed(), actor.index);
+        let order = self.steps(|m, v| m.sweep_order(v, profile));
+        let changed = self.steps(|m, v| m.changed_at_start(v));
+        let tail = self.steps(|m, v| m.discovery_tail(v));
         let client = self.client();
         let now = Instant::now();
+        let speed = client.speed.max(1e-9);
         client.next_burst = now + period;
         client.synced = true;
+        client.changed.extend(changed);
+        client.tail = tail;
         if let Some((start, spacing)) = client.model.startup_sweep() {
-            let speed = client.speed.max(1e-9);
-            let folders: Vec<String> = client
-                .folders
-                .iter()
-                .filter(|f| **f != inbox)
-                .cloned()
-                .collect();
-            for (i, folder) in folders.into_iter().enumerate() {
+            for (i, folder) in order.into_iter().enumerate() {
                 let due = now + (start + spacing * i as u32).div_f64(speed);
                 client.sweep.push_back((due, folder));
             }
@@ -174,7 +180,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
             self.sweep_due(actor).await?;
             let next = self.client().next_burst;
             let sweep = self.client().sweep.front().map(|(at, _)| *at);
-            let wake = sweep.map_or(next, |s| s.min(next));
+            let later = self.client().later.iter().map(|(at, _)| *at).min();
+            let wake = [sweep, later]
+                .into_iter()
+                .flatten()
+                .fold(next, Instant::min);
             if wake > due {
                 sleep_until(due, stop).await;
                 return Ok(());
@@ -192,12 +202,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
         }
     }
 
-    /// The folders of the start's sweep whose time has come.
+    /// The folders of the start's sweep, and the steps the client put off,
+    /// whose time has come.
     pub(super) async fn sweep_due<C: Connector<Stream = S>>(
         &mut self,
         actor: &Actor<'_, C>,
     ) -> Result<(), Failure> {
         let now = Instant::now();
+        loop {
+            let later = &mut self.client().later;
+            let Some(first) = (0..later.len())
+                .filter(|&i| later[i].0 <= now)
+                .min_by_key(|&i| later[i].0)
+            else {
+                break;
+            };
+            let (_, step) = later.remove(first);
+            match step {
+                Step::Idle(slot) => {
+                    let done = self.idle_now(actor, slot).await;
+                    self.trace_slot(slot);
+                    done?;
+                }
+                step => self.perform(actor, vec![step]).await?,
+            }
+        }
         while let Some((at, folder)) = self.client().sweep.front().cloned() {
             if at > now {
                 break;

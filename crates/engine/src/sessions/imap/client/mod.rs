@@ -5,7 +5,7 @@
 //! the replies, as for peakhour's own client. `run --client` and a
 //! profile's `[clients]` choose the model ([`peakhour_workload::Personality`]).
 
-use peakhour_imap::clients::{ClientModel, MAX_SLOTS, Slot};
+use peakhour_imap::clients::{ClientModel, MAX_SLOTS, Slot, Step};
 use peakhour_imap::fidelity::{WireCursor, wire_lines};
 use peakhour_imap::{FetchedMessage, ImapConnection, ListEntry, Request, Wire};
 use peakhour_workload::Personality;
@@ -42,6 +42,12 @@ pub(crate) struct ClientState<S> {
     next_burst: Instant,
     /// Folders the start's sweep has still to look at, each with its time.
     sweep: std::collections::VecDeque<(Instant, String)>,
+    /// Steps the client runs on its own a little later, each with its time
+    /// (a delayed IDLE, [`ClientModel::idle_delay`]).
+    later: Vec<(Instant, Step)>,
+    /// What the user's first action waits for
+    /// ([`ClientModel::discovery_tail`]).
+    tail: Vec<Step>,
     /// Folders mail went into since the client last looked at them.
     changed: std::collections::BTreeSet<String>,
     /// The day's speed (the plan's; a trace may change it).
@@ -124,6 +130,9 @@ impl<S> ClientState<S> {
         for (at, _) in &mut self.sweep {
             *at = rescale(*at);
         }
+        for (at, _) in &mut self.later {
+            *at = rescale(*at);
+        }
         self.speed = speed;
         if let Some(trace) = self.trace.as_mut() {
             trace.rescale(speed);
@@ -180,6 +189,8 @@ impl<S> ClientState<S> {
             fresh: Vec::new(),
             next_burst: Instant::now(),
             sweep: std::collections::VecDeque::new(),
+            later: Vec::new(),
+            tail: Vec::new(),
             changed: std::collections::BTreeSet::new(),
             speed: 1.0,
             synced: false,

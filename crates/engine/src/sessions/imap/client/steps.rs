@@ -28,11 +28,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
         }
     }
 
-    /// Asks the model for steps with the session's view of its mailbox.
-    pub(super) fn steps(
-        &mut self,
-        ask: impl FnOnce(ClientModel, &View<'_>) -> Vec<Step>,
-    ) -> Vec<Step> {
+    /// Asks the model for steps (or anything else) with the session's view
+    /// of its mailbox.
+    pub(super) fn steps<T>(&mut self, ask: impl FnOnce(ClientModel, &View<'_>) -> T) -> T {
         let params = self.params.clone();
         let mut uids: Vec<u32> = self.inbox.iter().map(|k| k.uid).collect();
         uids.sort_unstable();
@@ -168,13 +166,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
                 }
             }
             Step::Idle(slot) => {
-                if let Some(conn) = self.slot(slot)
-                    && !conn.idle_in_progress()
-                    && conn.capabilities().has("IDLE")
-                {
-                    let started = conn.idle_start().await?;
-                    events.command("imap.IDLE", started.elapsed);
+                let client = self.client();
+                let delay = client.model.idle_delay();
+                if delay.is_zero() {
+                    return self.idle_now(actor, slot).await;
                 }
+                // Thunderbird enters IDLE a moment after its last command;
+                // another command on the slot before then cancels it.
+                let due = Instant::now() + delay.div_f64(client.speed.max(1e-9));
+                client.later.retain(|(_, s)| *s != Step::Idle(slot));
+                client.later.push((due, Step::Idle(slot)));
             }
             Step::Logout(slot) => {
                 if let Some(conn) = self.slot(slot) {
@@ -189,8 +190,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
         Ok(())
     }
 
+    /// Enters IDLE on the slot now.
+    pub(super) async fn idle_now<C: Connector<Stream = S>>(
+        &mut self,
+        actor: &Actor<'_, C>,
+        slot: Slot,
+    ) -> Result<(), Failure> {
+        if let Some(conn) = self.slot(slot)
+            && !conn.idle_in_progress()
+            && conn.capabilities().has("IDLE")
+        {
+            let started = conn.idle_start().await?;
+            actor.shared.events.command("imap.IDLE", started.elapsed);
+        }
+        Ok(())
+    }
+
     pub(super) fn close_slot(&mut self, slot: Slot) {
         let client = self.client();
+        client.later.retain(|(_, s)| *s != Step::Idle(slot));
         client.open[slot] = None;
         if slot > 0 {
             client.extra[slot - 1] = None;
@@ -212,6 +230,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
         request: &Request,
     ) -> Result<(), Failure> {
         let inbox = self.params.inbox.clone();
+        // A command before the slot's delayed IDLE: no IDLE yet.
+        self.client().later.retain(|(_, s)| *s != Step::Idle(slot));
         let Some(conn) = self.slot(slot) else {
             return Err(Failure::bare("imap:client-slot-closed", false));
         };
