@@ -22,7 +22,8 @@ use peakhour_engine::init::{InitSettings, Progress, Via};
 use peakhour_engine::{Credentials, Endpoint, Target, TracedAction, trace_client};
 use peakhour_imap::clients::{ClientModel, View, profile_key};
 use peakhour_imap::fidelity::{
-    ActionMeasure, ActionWindow, differences, measure, parse_transcript, weighted_jaccard,
+    ActionMeasure, ActionWindow, Line, LineKind, differences, measure, parse_transcript,
+    weighted_jaccard,
 };
 use peakhour_lab::{LabConfig, LabGuard, Ports};
 use peakhour_net::{Secret, TlsSettings};
@@ -84,14 +85,19 @@ fn plan_seeded(client: Personality, speed: f64, seed: u64) -> Arc<Plan> {
     Arc::new(Plan::resolve(&profile(), &overrides).unwrap())
 }
 
-/// The recording of `client`: its per-action measures.
-fn recorded(fixture: &str) -> BTreeMap<String, ActionMeasure> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+fn fixture_dir(fixture: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/clients")
-        .join(fixture);
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
-    let actions: Vec<ActionWindow> = manifest["actions"]
+        .join(fixture)
+}
+
+/// The recording's action windows, from its manifest.
+fn recorded_windows(fixture: &str) -> Vec<ActionWindow> {
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture_dir(fixture).join("manifest.json")).unwrap(),
+    )
+    .unwrap();
+    manifest["actions"]
         .as_array()
         .unwrap()
         .iter()
@@ -100,10 +106,18 @@ fn recorded(fixture: &str) -> BTreeMap<String, ActionMeasure> {
             start: a["start"].as_f64().unwrap(),
             end: a["end"].as_f64().unwrap(),
         })
-        .collect();
-    let lines =
-        parse_transcript(&std::fs::read_to_string(dir.join("transcript.txt")).unwrap()).unwrap();
-    measure(&lines, &actions)
+        .collect()
+}
+
+/// The recording's transcript.
+fn recording_lines(fixture: &str) -> Vec<Line> {
+    let text = std::fs::read_to_string(fixture_dir(fixture).join("transcript.txt")).unwrap();
+    parse_transcript(&text).unwrap()
+}
+
+/// The recording of `client`: its per-action measures.
+fn recorded(fixture: &str) -> BTreeMap<String, ActionMeasure> {
+    measure(&recording_lines(fixture), &recorded_windows(fixture))
         .into_iter()
         .map(|m| (m.action.clone(), m))
         .collect()
@@ -121,11 +135,10 @@ fn measured(trace: &peakhour_engine::ClientTrace) -> BTreeMap<String, ActionMeas
 /// (from its first action, which our logon stands for), at day speed 10;
 /// then an idle hour at speed 200 and a closing mark.
 fn day(fixture: &str) -> Vec<TracedAction> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/clients")
-        .join(fixture);
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture_dir(fixture).join("manifest.json")).unwrap(),
+    )
+    .unwrap();
     let recorded = manifest["actions"].as_array().unwrap();
     // Our logon stands for the recorded first action; Thunderbird's warm
     // `launch` starts before its first connection, which is our logon.
@@ -268,7 +281,20 @@ async fn issue_28_item_3_each_personality_sends_what_its_recorded_client_sent() 
                 .unwrap()
         }
     });
+    // A Thunderbird user at the plan's own draw, beside the one whose draw
+    // is like the recording's (`thunderbird_seed`).
+    let any_draw = {
+        let target = target.clone();
+        tokio::spawn(async move {
+            let day = day("thunderbird-warm");
+            let plan = plan(Personality::Thunderbird, 10.0);
+            trace_client(plan, target, ANY_DRAW_USER, &day, Duration::from_secs(30))
+                .await
+                .unwrap()
+        })
+    };
     let traces = futures_join(traces.collect()).await;
+    let any_draw = any_draw.await.unwrap();
 
     let mut failures = Vec::new();
     let mut table = Vec::new();
@@ -342,6 +368,32 @@ async fn issue_28_item_3_each_personality_sends_what_its_recorded_client_sent() 
             }
         }
     }
+    // At any draw the day sends the same commands but for the move target's
+    // own connection, which it opens only when the sweep reaches the target
+    // after the move: scored over the day's actions together, that
+    // connection left out on both sides (the recording's Folder1, c4).
+    let day_actions = ["open_inbox", "read", "move", "delete", "send"];
+    let theirs = day_without_move_target(
+        &recording_lines("thunderbird-warm"),
+        &recorded_windows("thunderbird-warm"),
+        &day_actions,
+    );
+    let ours = day_without_move_target(
+        &parse_transcript(&any_draw.transcript).unwrap(),
+        &any_draw.actions,
+        &day_actions,
+    );
+    let score = weighted_jaccard(&theirs, &ours);
+    table.push(format!(
+        "thunderbird at the plan's draw (user {ANY_DRAW_USER}), the day's actions together \
+         without the move target's connection: {score:.3} {:?}",
+        differences(&theirs, &ours)
+    ));
+    if score < 0.9 {
+        failures.push(format!(
+            "thunderbird at the plan's draw, the day without the move target's connection: {score:.3}"
+        ));
+    }
     println!("{}", table.join("\n"));
     assert!(
         failures.is_empty(),
@@ -349,6 +401,50 @@ async fn issue_28_item_3_each_personality_sends_what_its_recorded_client_sent() 
         failures.join("\n"),
         table.join("\n")
     );
+}
+
+/// The user traced as Thunderbird at the plan's own folder-order draw.
+const ANY_DRAW_USER: u32 = 4;
+
+/// The commands and FETCH items of `actions` together, without the lines of
+/// the connection that selected the day's move target (the first `UID MOVE`
+/// that does not go to Trash), if there is one.
+fn day_without_move_target(
+    lines: &[Line],
+    windows: &[ActionWindow],
+    actions: &[&str],
+) -> BTreeMap<String, u64> {
+    let words = |line: &Line| match &line.kind {
+        LineKind::Client(text) => text.split_whitespace().map(str::to_owned).collect(),
+        _ => Vec::new(),
+    };
+    let target = lines.iter().find_map(|line| {
+        let w = words(line);
+        (w.len() >= 5 && w[1].eq_ignore_ascii_case("uid") && w[2].eq_ignore_ascii_case("move"))
+            .then(|| w[4].trim_matches('"').to_owned())
+            .filter(|f| f != "Trash")
+    });
+    let own = lines.iter().find_map(|line| {
+        let w = words(line);
+        (w.len() >= 3
+            && w[1].eq_ignore_ascii_case("select")
+            && Some(w[2].trim_matches('"')) == target.as_deref())
+        .then(|| line.connection.clone())
+    });
+    let kept: Vec<Line> = lines
+        .iter()
+        .filter(|line| Some(&line.connection) != own.as_ref())
+        .cloned()
+        .collect();
+    let mut all = BTreeMap::new();
+    for m in measure(&kept, windows) {
+        if actions.contains(&m.action.as_str()) {
+            for (name, n) in m.joint() {
+                *all.entry(name).or_default() += n;
+            }
+        }
+    }
+    all
 }
 
 /// Thunderbird's warm start walks its folders in its profile's directory

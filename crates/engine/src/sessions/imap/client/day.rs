@@ -76,7 +76,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
                 let client = self.client();
                 client.pending_seen.retain(|&u| u != uid);
                 client.pending_seen.extend(shown);
-                client.changed.insert(folder);
+                client.changed.insert(folder, true);
             }
             ActionKind::UpdateCalendar => {
                 // Not one of the recorded actions: peakhour's own, on a
@@ -102,10 +102,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
     }
 
     /// The user did something: a client whose wake-ups count from its last
-    /// activity starts counting again (Thunderbird's IDLE renewal, neomutt's
-    /// `timeout`, Roundcube's refresh); mbsync's timer keeps its schedule.
+    /// activity starts counting again (neomutt's `timeout`, Roundcube's
+    /// refresh); mbsync's timer and the server's keepalive that Thunderbird
+    /// answers keep their schedule ([`ClientModel::wakes_on_schedule`]).
     pub(super) fn after_activity<C: Connector<Stream = S>>(&mut self, actor: &Actor<'_, C>) {
-        if self.client().model != ClientModel::Mbsync {
+        if !self.client().model.wakes_on_schedule() {
             let period = self.idle_period(actor);
             self.client().next_burst = Instant::now() + period;
         }
@@ -122,7 +123,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
         let steps = self.steps(|m, v| m.save_sent(v, message));
         self.perform(actor, steps).await?;
         let sent = self.params.sent_folder.clone();
-        self.client().changed.insert(sent);
+        self.client().changed.entry(sent).or_insert(false);
         self.after_activity(actor);
         Ok(())
     }
@@ -146,7 +147,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
         let speed = client.speed.max(1e-9);
         client.next_burst = now + period;
         client.synced = true;
-        client.changed.extend(changed);
+        client
+            .changed
+            .extend(changed.into_iter().map(|folder| (folder, false)));
         client.tail = tail;
         if let Some((start, spacing)) = client.model.startup_sweep() {
             for (i, folder) in order.into_iter().enumerate() {

@@ -48,8 +48,10 @@ pub(crate) struct ClientState<S> {
     /// What the user's first action waits for
     /// ([`ClientModel::discovery_tail`]).
     tail: Vec<Step>,
-    /// Folders mail went into since the client last looked at them.
-    changed: std::collections::BTreeSet<String>,
+    /// Folders mail went into since the client last looked at them, each
+    /// with whether that mail is new to the client (moved there) or its own
+    /// (copies it saved).
+    changed: std::collections::BTreeMap<String, bool>,
     /// The day's speed (the plan's; a trace may change it).
     pub(crate) speed: f64,
     /// The client's start is over: a FETCH's unknown UIDs are new mail from
@@ -191,7 +193,7 @@ impl<S> ClientState<S> {
             sweep: std::collections::VecDeque::new(),
             later: Vec::new(),
             tail: Vec::new(),
-            changed: std::collections::BTreeSet::new(),
+            changed: std::collections::BTreeMap::new(),
             speed: 1.0,
             synced: false,
             trace,
