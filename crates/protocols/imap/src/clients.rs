@@ -315,7 +315,8 @@ impl ClientModel {
     }
 
     /// The end of the client's folder discovery, which the user's first
-    /// look at the mailbox (whatever the action) waits for. Thunderbird's
+    /// look at the mailbox (whatever the action) waits for, or the start's
+    /// sweep if that comes first. Thunderbird's
     /// warm start shows its window at 0.237 s while the folder connection's
     /// `LIST (SUBSCRIBED)` is still being answered (0.277 s); then it asks
     /// for the Inbox on its own, `LIST "" "INBOX"` at 0.292 s, in the

@@ -22,8 +22,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
         actor: &Actor<'_, C>,
         action: &Action,
     ) -> Result<Outcome, Failure> {
-        let tail = std::mem::take(&mut self.client().tail);
-        self.perform(actor, tail).await?;
+        self.discovery_done(actor).await?;
         match action.kind {
             ActionKind::CheckInbox => {
                 let steps = self.steps(|m, v| m.check_inbox(v));
@@ -101,6 +100,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
         Ok(Outcome::Ok)
     }
 
+    /// The end of the client's folder discovery, if it is still to come
+    /// ([`ClientModel::discovery_tail`]).
+    async fn discovery_done<C: Connector<Stream = S>>(
+        &mut self,
+        actor: &Actor<'_, C>,
+    ) -> Result<(), Failure> {
+        let tail = std::mem::take(&mut self.client().tail);
+        self.perform(actor, tail).await
+    }
+
     /// The user did something: a client whose wake-ups count from its last
     /// activity starts counting again (neomutt's `timeout`, Roundcube's
     /// refresh); mbsync's timer and the server's keepalive that Thunderbird
@@ -118,8 +127,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
         actor: &Actor<'_, C>,
         message: &[u8],
     ) -> Result<(), Failure> {
-        let tail = std::mem::take(&mut self.client().tail);
-        self.perform(actor, tail).await?;
+        self.discovery_done(actor).await?;
         let steps = self.steps(|m, v| m.save_sent(v, message));
         self.perform(actor, steps).await?;
         let sent = self.params.sent_folder.clone();
@@ -235,6 +243,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> ImapSession<S> {
                 break;
             }
             self.client().sweep.pop_front();
+            // The discovery ends before the sweep at the latest, on a folder
+            // connection still young (Dovecot drops a silent one after 30
+            // minutes), when the user's first action comes later.
+            self.discovery_done(actor).await?;
             let changed = self.client().changed.remove(&folder);
             let steps = self.steps(|m, v| m.sweep_folder(v, &folder, changed));
             self.perform(actor, steps).await?;
