@@ -407,7 +407,7 @@ impl ClientModel {
             && view.slot_of(folder).is_none()
         {
             let slot = free_slot(view);
-            thunderbird_open_folder(&mut steps, slot, folder, new_mail);
+            steps.extend(thunderbird_open_folder(view, slot, folder, new_mail));
             steps.push(Step::Idle(slot));
         }
         steps
@@ -650,8 +650,12 @@ fn thunderbird_id() -> Vec<(String, String)> {
     ]
 }
 
-/// A free slot for another folder connection: the first closed one past
-/// the folder connection, or the last when all are taken.
+/// A slot for another folder: the first closed one past the folder
+/// connection (a new connection while it holds fewer than 5), or the last
+/// when all are taken, which then selects the folder in place of its own
+/// (Thunderbird's `GetImapConnection` reuses a free connection at its
+/// limit: the first recording's fifth connection, c5, went from Folder40 to
+/// Folder39 and on with a SELECT each, no new login).
 fn free_slot(view: &View<'_>) -> Slot {
     (2..MAX_SLOTS)
         .find(|&slot| !view.is_open(slot))
@@ -729,10 +733,15 @@ fn thunderbird_refresh(view: &View<'_>, slot: Slot, highest: Option<u32>) -> Vec
 /// start fetched the headers of the message moved into Folder1 (`UID fetch
 /// 7 (UID RFC822.SIZE FLAGS BODY.PEEK[HEADER.FIELDS ...])`), not of Sent's
 /// copy, which its previous session had fetched.
-fn thunderbird_open_folder(steps: &mut Vec<Step>, slot: Slot, folder: &str, new_mail: bool) {
+fn thunderbird_open_folder(view: &View<'_>, slot: Slot, folder: &str, new_mail: bool) -> Vec<Step> {
+    let mut steps = Vec::new();
+    if !view.is_open(slot) {
+        steps.extend([
+            Step::Open(slot),
+            Step::Run(slot, Request::Id(thunderbird_id())),
+        ]);
+    }
     steps.extend([
-        Step::Open(slot),
-        Step::Run(slot, Request::Id(thunderbird_id())),
         Step::Run(slot, Request::Select(folder.to_owned())),
         Step::RunIfAny(slot, fetch("1:*", vec![FetchItem::Flags], true)),
     ]);
@@ -749,6 +758,7 @@ fn thunderbird_open_folder(steps: &mut Vec<Step>, slot: Slot, folder: &str, new_
         Step::Run(slot, Request::Noop),
         Step::RunIfAny(slot, fetch("*", vec![FetchItem::Flags], true)),
     ]);
+    steps
 }
 
 fn thunderbird_move(view: &View<'_>, uid: u32, folder: &str, delete: bool) -> Vec<Step> {
@@ -1149,6 +1159,49 @@ mod tests {
         assert_eq!(tb.changed_at_start(&v), ["Sent"]);
         assert_eq!(tb.idle_delay(), Duration::from_secs(2));
         assert_eq!(ClientModel::Neomutt.idle_delay(), Duration::ZERO);
+    }
+
+    #[test]
+    fn issue_28_item_3_thunderbird_opens_a_connection_per_changed_folder_up_to_five_then_reuses_one()
+     {
+        let folders: Vec<String> = ["INBOX", "Sent", "Folder1"].map(String::from).to_vec();
+        let tb = ClientModel::Thunderbird;
+        let some = |f: &str| Some(f.to_owned());
+        // The Inbox's and the folder connection: Sent gets a new one.
+        let open = vec![some("INBOX"), some(""), None, None, None];
+        let v = view(&[1], &folders, &open);
+        let steps = tb.sweep_folder(&v, "Sent", Some(false));
+        assert_eq!(
+            commands(&steps),
+            [
+                "STATUS",
+                "AUTHENTICATE",
+                "ID",
+                "SELECT",
+                "UID FETCH",
+                "NOOP",
+                "UID FETCH",
+                "IDLE"
+            ]
+        );
+        assert!(steps.contains(&Step::Open(2)));
+        // Unchanged: its STATUS only.
+        assert_eq!(commands(&tb.sweep_folder(&v, "Folder1", None)), ["STATUS"]);
+        // Mail moved there: the headers of what is new to the client too.
+        let names = commands(&tb.sweep_folder(&v, "Folder1", Some(true)));
+        assert_eq!(names.iter().filter(|&&n| n == "UID FETCH").count(), 3);
+        // Five connections: the last one selects the folder, no new login.
+        let full = vec![
+            some("INBOX"),
+            some(""),
+            some("Sent"),
+            some("Folder2"),
+            some("Folder3"),
+        ];
+        let v = view(&[1], &folders, &full);
+        let steps = tb.sweep_folder(&v, "Folder1", Some(true));
+        assert!(!commands(&steps).contains(&"AUTHENTICATE"));
+        assert!(steps.contains(&Step::Run(4, Request::Select("Folder1".to_owned()))));
     }
 
     #[test]
