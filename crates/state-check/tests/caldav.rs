@@ -186,7 +186,13 @@ fn issue_27_item_1_a_get_that_finds_the_event_put_counts_as_a_check_it_was_not_l
     // Nothing is held without a sole writer, and a GET of an href the
     // session never had compares nothing.
     let mut shared = CalDavSessionModel::new("b", CalDavOptions { sole_writer: false });
-    run(&mut shared, &[request("PUT", 201, Some("\"e1\""), None), request("GET", 200, Some("\"e1\""), None)]);
+    run(
+        &mut shared,
+        &[
+            request("PUT", 201, Some("\"e1\""), None),
+            request("GET", 200, Some("\"e1\""), None),
+        ],
+    );
     let mut stranger = CalDavSessionModel::new("c", SOLE);
     run(&mut stranger, &[request("GET", 200, Some("\"e1\""), None)]);
     assert_eq!(shared.checks().get(CheckKind::CaldavEventLost), 0);

@@ -678,7 +678,11 @@ impl Profile {
         let shares = [
             (&self.users.shared_accounts, "users.shared_accounts"),
             (
-                &self.actions.read.as_ref().and_then(|r| r.label_share.clone()),
+                &self
+                    .actions
+                    .read
+                    .as_ref()
+                    .and_then(|r| r.label_share.clone()),
                 "actions.read.label_share",
             ),
         ];
@@ -689,7 +693,10 @@ impl Profile {
                 return Err(err(
                     share.span(),
                     field,
-                    format!("must be between 0 and 1 (got {})", Readable(*share.get_ref())),
+                    format!(
+                        "must be between 0 and 1 (got {})",
+                        Readable(*share.get_ref())
+                    ),
                 ));
             }
         }

@@ -278,7 +278,11 @@ impl<C: Connector> Actor<'_, C> {
     /// account is shared and another of its sessions moved it.
     pub(crate) fn raced(&self, message: &str) -> bool {
         let account = self.shared.plan.account_of(self.index);
-        self.account_shared() && self.shared.moves.moved_by_other(account, self.index, message)
+        self.account_shared()
+            && self
+                .shared
+                .moves
+                .moved_by_other(account, self.index, message)
     }
 
     /// Picks a message of an Inbox whose messages are `seen` or not: unread
