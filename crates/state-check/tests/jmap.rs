@@ -349,6 +349,56 @@ fn issue_27_item_3_the_audit_catches_a_message_in_two_mailboxes() {
 }
 
 #[test]
+fn issue_27_item_3_an_email_already_in_two_mailboxes_when_first_seen_is_not_held_to_one() {
+    // Cyrus shows identical messages as one Email in each mailbox (a lab
+    // used before): found in inbox and trash, moved from inbox to folder,
+    // it stays in trash too. Two of the first three Cyrus JMAP runs of
+    // docs/state-checks.md each had one such message (one `init` appended
+    // again after an earlier run had moved it away).
+    let mut model = JmapSessionModel::new("a", SOLE);
+    exchange(
+        &mut model,
+        "Email/get",
+        json!({"accountId": "u", "ids": ["M1"]}),
+        json!({"state": "s1", "notFound": [],
+               "list": [{"id": "M1", "mailboxIds": {"inbox": true, "trash": true}}]}),
+    );
+    exchange(
+        &mut model,
+        "Email/set",
+        json!({"accountId": "u", "update": {"M1": {"mailboxIds/inbox": null, "mailboxIds/folder": true}}}),
+        json!({"oldState": "s1", "newState": "s2", "updated": {"M1": null}}),
+    );
+    let after = found(json!([{"id": "M1", "mailboxIds": {"folder": true, "trash": true}}]));
+    let outcome = audit("u", &[("a", model.expectations())], &after);
+    assert_eq!(outcome.violations, vec![]);
+    // Still where the session put it: that much is checked.
+    assert_eq!(outcome.checks.get(CheckKind::AuditWrongMailbox), 1);
+    // One the session placed and only then found in two is still caught.
+    let mut placed = after_a_move(SOLE);
+    exchange(
+        &mut placed,
+        "Email/get",
+        json!({"accountId": "u", "ids": ["M1"]}),
+        json!({"state": "s2", "notFound": [],
+               "list": [{"id": "M1", "mailboxIds": {"inbox": true, "trash": true}}]}),
+    );
+    let outcome = audit(
+        "u",
+        &[("a", placed.expectations())],
+        &found(json!([{"id": "M1", "mailboxIds": {"inbox": true, "trash": true}}])),
+    );
+    assert_eq!(
+        outcome
+            .violations
+            .iter()
+            .map(|v| v.kind)
+            .collect::<Vec<_>>(),
+        vec![CheckKind::AuditMailboxCount]
+    );
+}
+
+#[test]
 fn issue_27_item_3_the_audit_catches_a_message_not_where_it_was_last_moved() {
     let model = after_a_move(SOLE);
     let outcome = audit(
