@@ -440,8 +440,14 @@ impl JmapSessionModel {
             }
         }
         for id in strings(args.get("destroyed")) {
-            changed += 1;
-            self.book(kind).changed(&id, Op::Destroyed, step);
+            // On a shared account the other session may have destroyed it
+            // first, and Cyrus 3.6 then still lists it `destroyed`, the
+            // state unchanged (RFC 8620 section 5.3 wants `notDestroyed`,
+            // `notFound`): a destroy is held to nothing there either.
+            if !self.options.shared_account {
+                changed += 1;
+                self.book(kind).changed(&id, Op::Destroyed, step);
+            }
             if kind == "Email" {
                 self.alive.remove(&id);
                 self.expectations.locations.remove(&id);

@@ -325,6 +325,29 @@ fn issue_27_item_3_a_shared_account_does_not_expect_its_creations_to_survive() {
     assert_eq!([created, changes, got].concat(), vec![]);
 }
 
+#[test]
+fn issue_27_item_3_a_second_destroy_cyrus_answers_destroyed_is_caught_only_when_alone() {
+    // Cyrus 3.6 answers a destroy of an Email already destroyed (here by
+    // the account's other session first) with `destroyed` and the state
+    // unchanged, as a curl on the lab shows: RFC 8620 section 5.3 wants
+    // `notDestroyed`. On a shared account the model cannot tell it from the
+    // other session's destroy, so it holds a destroy to nothing there.
+    let answer = json!({"oldState": "1058", "newState": "1058", "destroyed": ["M1"]});
+    let request = json!({"accountId": "u", "destroy": ["M1"]});
+    let shared = JmapOptions {
+        sole_writer: true,
+        shared_account: true,
+    };
+    let mut model = JmapSessionModel::new("a", shared);
+    assert_eq!(
+        exchange(&mut model, "Email/set", request.clone(), answer.clone()),
+        vec![]
+    );
+    let mut alone = JmapSessionModel::new("a", SOLE);
+    let found = exchange(&mut alone, "Email/set", request, answer);
+    assert_eq!(one(found).kind, CheckKind::JmapStateUnchanged);
+}
+
 fn found(list: Value) -> Value {
     json!({"accountId": "u", "list": list, "notFound": [], "state": "s9"})
 }
