@@ -53,17 +53,6 @@ pub(crate) const POLL_WITHOUT_PUSH: Duration = Duration::from_secs(2);
 /// Message-ID (delivery tracking).
 const KNOW: [&str; 3] = ["id", "keywords", "messageId"];
 
-/// [`KNOW`], and with the state checks on each Email's mailboxes too: the
-/// audit after the run leaves out an Email the session found in several
-/// (`JmapExpectations::in_several`).
-fn known_properties(checked: bool) -> Vec<&'static str> {
-    let mut properties = KNOW.to_vec();
-    if checked {
-        properties.push("mailboxIds"); // state checks
-    }
-    properties
-}
-
 /// For `map_err`: the JMAP request `method` failed, the method named (an
 /// HTTP error or a status says which request, not which method).
 fn calling(method: &'static str) -> impl FnOnce(JmapError) -> Failure {
@@ -278,13 +267,13 @@ impl<C: Connector> Actor<'_, C> {
         if new.is_empty() {
             return Ok(());
         }
+        let mut properties = KNOW.to_vec();
+        if self.shared.state_checks.is_some() {
+            properties.push("mailboxIds"); // state checks: for the audit's `in_several`
+        }
         let got = session
             .client
-            .get(
-                new,
-                known_properties(self.shared.state_checks.is_some()),
-                false,
-            )
+            .get(new, properties, false)
             .await
             .map_err(calling("Email/get"))?;
         let got = self.command("jmap.Email/get", got);

@@ -171,7 +171,7 @@ impl StateCheckHub {
 
     /// The checker of a new session of user `user`, logged on to the account
     /// of user `account`; `client` names it in violations.
-    /// `sole_writer`: no other session changes the account (see [`sole_writer`]).
+    /// `sole_writer`: no other session changes the account (the module's `sole_writer`).
     pub fn session(
         self: &Arc<Self>,
         user: u32,
