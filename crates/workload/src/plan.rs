@@ -518,7 +518,8 @@ impl Plan {
     }
     /// The user whose account user `user`'s IMAP session logs on to: the
     /// first of its group of [`Plan::sessions_per_account`] users (the user
-    /// itself when accounts are not shared). Sending, recipients and
+    /// itself when accounts are not shared, or when it is beyond the share
+    /// `users.shared_accounts` gives to shared ones). Sending, recipients and
     /// delivery tracking stay the user's own.
     pub fn account_of(&self, user: u32) -> u32 {
         let per = self.sessions_per_account();

@@ -182,7 +182,7 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> ImapSession
         };
         let session = self;
         let uid = session.inbox[index].uid;
-        let message = imap_message(&params.move_from, uid);
+        let message = imap_message(&params.inbox, uid); // the Inbox it picked from
         actor.moving(message.clone());
         let moved = match session
             .last_command()
