@@ -406,6 +406,7 @@ pub async fn run_with<C: Connector>(
         progress: progress.clone(),
         protocol: settings.protocol,
         state_checks: crate::state_checks::start(&settings, plan.users(), clock.steady_end), // state checks: the run's coordinator and ticker
+        moves: Default::default(),
     });
     let state_checks = shared.state_checks.clone(); // state checks
     let mut head = crate::recording::run_meta(&plan, &settings, started_at, true);

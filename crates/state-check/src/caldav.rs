@@ -140,6 +140,15 @@ impl CalDavSessionModel {
             "GET" => match exchange.status {
                 404 | 410 => self.read_gone(&href, &mut found),
                 status if success(status) => {
+                    // A GET names the event, so it could have answered 404:
+                    // finding one the session has is a check it was not
+                    // lost (a REPORT that filters proves nothing by leaving
+                    // one out, so its finds are not counted so).
+                    if self.options.sole_writer
+                        && matches!(self.known.get(&href), Some(Known::Etag(_) | Known::Written))
+                    {
+                        self.checks.count(CheckKind::CaldavEventLost);
+                    }
                     self.read(&href, exchange.etag.as_deref(), &mut found);
                 }
                 _ => {}

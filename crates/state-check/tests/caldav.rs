@@ -168,6 +168,38 @@ fn issue_27_item_3_an_event_put_and_then_not_found_is_caught() {
 }
 
 #[test]
+fn issue_27_item_1_a_get_that_finds_the_event_put_counts_as_a_check_it_was_not_lost() {
+    let mut model = CalDavSessionModel::new("a", SOLE);
+    let found = run(
+        &mut model,
+        &[
+            request("PUT", 201, Some("\"e1\""), None),
+            request("GET", 200, Some("\"e1\""), None),
+            // A REPORT that filters could leave an event out: its finds
+            // are not counted as checks that the event was not lost.
+            report(200, Some("\"e1\"")),
+        ],
+    );
+    assert_eq!(found, vec![]);
+    assert_eq!(model.checks().get(CheckKind::CaldavEventLost), 1);
+    assert_eq!(model.checks().get(CheckKind::CaldavEtagMismatch), 2);
+    // Nothing is held without a sole writer, and a GET of an href the
+    // session never had compares nothing.
+    let mut shared = CalDavSessionModel::new("b", CalDavOptions { sole_writer: false });
+    run(
+        &mut shared,
+        &[
+            request("PUT", 201, Some("\"e1\""), None),
+            request("GET", 200, Some("\"e1\""), None),
+        ],
+    );
+    let mut stranger = CalDavSessionModel::new("c", SOLE);
+    run(&mut stranger, &[request("GET", 200, Some("\"e1\""), None)]);
+    assert_eq!(shared.checks().get(CheckKind::CaldavEventLost), 0);
+    assert_eq!(stranger.checks().get(CheckKind::CaldavEventLost), 0);
+}
+
+#[test]
 fn issue_27_item_3_a_deleted_event_coming_back_is_caught() {
     let mut model = CalDavSessionModel::new("a", SOLE);
     let found = run(

@@ -59,6 +59,10 @@ pub struct CalendarSpec {
     /// The latest hour (UTC, 0–23) an event starts at.
     #[serde(default = "default_last_hour")]
     pub last_hour: Spanned<i64>,
+    /// After each PUT of an event the client reads it back (GET), as a
+    /// client that refreshes an item it stored. Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_back: bool,
 }
 
 impl Default for CalendarSpec {
@@ -69,6 +73,7 @@ impl Default for CalendarSpec {
             event_length: default_event_length(),
             first_hour: default_first_hour(),
             last_hour: default_last_hour(),
+            read_back: false,
         }
     }
 }
@@ -380,6 +385,8 @@ pub struct CalendarParams {
     pub first_hour: u32,
     /// The latest start hour (UTC).
     pub last_hour: u32,
+    /// Each PUT of an event is read back (GET).
+    pub read_back: bool,
 }
 
 /// The groupware parts of a plan.
@@ -403,6 +410,7 @@ impl GroupwareParams {
                 event_length: *spec.event_length.get_ref(),
                 first_hour: hour(&spec.first_hour),
                 last_hour: hour(&spec.last_hour),
+                read_back: spec.read_back,
             },
             leave_on_server: profile
                 .actions

@@ -518,11 +518,56 @@ impl Plan {
     }
     /// The user whose account user `user`'s IMAP session logs on to: the
     /// first of its group of [`Plan::sessions_per_account`] users (the user
-    /// itself when accounts are not shared). Sending, recipients and
+    /// itself when accounts are not shared, or when it is beyond the share
+    /// `users.shared_accounts` gives to shared ones). Sending, recipients and
     /// delivery tracking stay the user's own.
     pub fn account_of(&self, user: u32) -> u32 {
         let per = self.sessions_per_account();
+        if user >= self.shared_users() {
+            return user;
+        }
         user - user % per
+    }
+    /// How many users' sessions log on to the account of user `account`
+    /// (1: the account is its user's alone, no other session changes it).
+    pub fn sessions_on(&self, account: u32) -> u32 {
+        let per = self.sessions_per_account();
+        let shared = self.shared_users();
+        if per == 1 || account >= shared {
+            return 1;
+        }
+        per.min(shared - account)
+    }
+    /// The users `0..n` whose sessions share accounts
+    /// (`users.shared_accounts`, whole groups of `sessions_per_account`;
+    /// all of them by default).
+    fn shared_users(&self) -> u32 {
+        let per = self.sessions_per_account();
+        match &self.profile.users.shared_accounts {
+            Some(share) if *share.get_ref() < 1.0 => {
+                // Whole groups only: a share never leaves a group half full.
+                let groups = (f64::from(self.users) * share.get_ref() / f64::from(per)).floor();
+                (groups as u32).saturating_mul(per).min(self.users)
+            }
+            _ => self.users,
+        }
+    }
+    /// The label (a Thunderbird tag: keyword `$label1` to `$label5`) user
+    /// `user` gives the message it opens in its `seq`-th read, if this read
+    /// labels one (`actions.read.label_share`).
+    pub fn label_of_read(&self, user: u32, seq: u64) -> Option<&'static str> {
+        const LABELS: [&str; 5] = ["$label1", "$label2", "$label3", "$label4", "$label5"];
+        let share = self
+            .profile
+            .actions
+            .read
+            .as_ref()
+            .and_then(|r| r.label_share.as_ref())
+            .map_or(0.0, |s| *s.get_ref());
+        // Two picks on their own streams (the high bits keep them apart
+        // from the read's own picks of `seq`).
+        let drawn = self.pick(user, seq ^ (0b101 << 60), 1_000_000) as f64 / 1_000_000.0;
+        (drawn < share).then(|| LABELS[self.pick(user, seq ^ (0b110 << 60), LABELS.len())])
     }
     /// The simulated day.
     pub fn day(&self) -> Duration {

@@ -311,6 +311,12 @@ pub struct Users {
         skip_serializing_if = "is_one_session"
     )]
     pub sessions_per_account: Spanned<i64>,
+    /// The share of the users (0 to 1) whose sessions share accounts by
+    /// `sessions_per_account`; the others each have their own. Default 1:
+    /// every user shares. A run that mixes both makes its checkpoints
+    /// compare shared mailboxes and its sole writers' STOREs checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_accounts: Option<Spanned<f64>>,
 }
 
 /// Distribution lists.
@@ -500,6 +506,10 @@ pub struct Read {
     /// Open unread messages before read ones.
     #[serde(default = "default_true")]
     pub unread_first: bool,
+    /// The share (0 to 1) of opened messages the user also tags with a
+    /// label, as Thunderbird's tags (keywords `$label1` to `$label5`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_share: Option<Spanned<f64>>,
 }
 
 /// `[actions.move]`.
@@ -664,6 +674,31 @@ impl Profile {
                     sharing.get_ref()
                 ),
             ));
+        }
+        let shares = [
+            (&self.users.shared_accounts, "users.shared_accounts"),
+            (
+                &self
+                    .actions
+                    .read
+                    .as_ref()
+                    .and_then(|r| r.label_share.clone()),
+                "actions.read.label_share",
+            ),
+        ];
+        for (share, field) in shares {
+            if let Some(share) = share
+                && !(0.0..=1.0).contains(share.get_ref())
+            {
+                return Err(err(
+                    share.span(),
+                    field,
+                    format!(
+                        "must be between 0 and 1 (got {})",
+                        Readable(*share.get_ref())
+                    ),
+                ));
+            }
         }
         let lists_per = non_negative(&self.lists.per_users, "lists.per_users", file, src)?;
         positive_f(&self.lists.members, "lists.members", file, src)?;

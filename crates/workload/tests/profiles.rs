@@ -365,6 +365,84 @@ fn issue_27_item_2_sessions_per_account_shares_an_account_among_users() {
 }
 
 #[test]
+fn issue_27_item_1_shared_accounts_shares_only_whole_groups_of_the_first_users() {
+    let src = MINIMAL.replace(
+        "count = 10",
+        "count = 10\nsessions_per_account = 2\nshared_accounts = 0.5",
+    );
+    let p = Profile::parse("ok.toml", &src).expect("parses");
+    let plan = Plan::resolve(&p, &Overrides::default()).expect("resolves");
+    // Half of 10 users is 5, whole groups of 2: users 0 to 3 share.
+    let accounts: Vec<u32> = (0..10).map(|u| plan.account_of(u)).collect();
+    assert_eq!(accounts, [0, 0, 2, 2, 4, 5, 6, 7, 8, 9]);
+    let sessions: Vec<u32> = [0, 2, 4, 5, 9].map(|a| plan.sessions_on(a)).to_vec();
+    assert_eq!(sessions, [2, 2, 1, 1, 1]);
+    // Without the share every group shares; a last group cut short by the
+    // user count holds fewer sessions.
+    let src = MINIMAL.replace("count = 10", "count = 5\nsessions_per_account = 2");
+    let plan = Plan::resolve(
+        &Profile::parse("ok.toml", &src).unwrap(),
+        &Overrides::default(),
+    )
+    .expect("resolves");
+    assert_eq!((plan.sessions_on(2), plan.sessions_on(4)), (2, 1));
+    // And it reads back from the written profile.
+    let again = Profile::parse("again.toml", &p.to_toml().expect("writes")).expect("parses");
+    assert_eq!(again.users.shared_accounts.map(|s| *s.get_ref()), Some(0.5));
+}
+
+#[test]
+fn issue_27_item_1_label_share_tags_about_that_share_of_reads_with_thunderbirds_labels() {
+    let src = MINIMAL.replace(
+        "[actions.send]",
+        "[actions.read]\nper_day = 10\nlabel_share = 0.2\n\n[actions.send]",
+    );
+    let plan = Plan::resolve(
+        &Profile::parse("ok.toml", &src).expect("parses"),
+        &Overrides::default(),
+    )
+    .expect("resolves");
+    let labels: Vec<Option<&str>> = (0..10_000).map(|n| plan.label_of_read(3, n)).collect();
+    let tagged = labels.iter().flatten().count();
+    assert!(
+        (1_800..=2_200).contains(&tagged),
+        "{tagged} of 10,000 reads tagged"
+    );
+    for label in ["$label1", "$label2", "$label3", "$label4", "$label5"] {
+        assert!(labels.contains(&Some(label)), "{label} never drawn");
+    }
+    // The same seed, user and read: the same decision.
+    assert_eq!(plan.label_of_read(3, 17), labels[17]);
+    // Without the field no read tags.
+    let plan = Plan::resolve(
+        &Profile::parse("ok.toml", MINIMAL).unwrap(),
+        &Overrides::default(),
+    )
+    .expect("resolves");
+    assert!((0..1_000).all(|n| plan.label_of_read(3, n).is_none()));
+}
+
+#[test]
+fn issue_27_item_1_a_share_outside_0_to_1_is_named_at_its_line() {
+    let src = MINIMAL.replace("count = 10", "count = 10\nshared_accounts = 1.5");
+    assert_eq!(
+        parse_err(&src).to_string(),
+        "bad.toml:7:19: field `users.shared_accounts`: must be between 0 and 1 (got 1.5)"
+    );
+    let src = MINIMAL.replace(
+        "[actions.send]",
+        "[actions.read]\nper_day = 1\nlabel_share = -0.1\n\n[actions.send]",
+    );
+    assert!(
+        parse_err(&src)
+            .to_string()
+            .contains("field `actions.read.label_share`: must be between 0 and 1 (got -0.1)"),
+        "{}",
+        parse_err(&src)
+    );
+}
+
+#[test]
 fn issue_27_item_2_a_bad_sessions_per_account_is_named_at_its_line() {
     let src = MINIMAL.replace("count = 10", "count = 10\nsessions_per_account = 0");
     let e = parse_err(&src);

@@ -240,7 +240,7 @@ impl<C: Connector> Actor<'_, C> {
             // state checks: a model for this session
             state: hub.map(|h| {
                 let client = format!("{}#{logon}", self.address);
-                let options = crate::state_checks::jmap_options(&self.shared.plan);
+                let options = crate::state_checks::jmap_options(&self.shared.plan, account);
                 h.jmap_session(self.index, account, client, options)
             }),
         };
@@ -267,17 +267,24 @@ impl<C: Connector> Actor<'_, C> {
         if new.is_empty() {
             return Ok(());
         }
+        let mut properties = KNOW.to_vec();
+        if self.shared.state_checks.is_some() {
+            properties.push("mailboxIds"); // state checks: for the audit's `in_several`
+        }
         let got = session
             .client
-            .get(new, KNOW.to_vec(), false)
+            .get(new, properties, false)
             .await
             .map_err(calling("Email/get"))?;
         let got = self.command("jmap.Email/get", got);
         let seen_at = Instant::now();
+        // The copy in the account's mailbox is its owner's, whichever
+        // session of the account sees it (`users.sessions_per_account`).
+        let owner = self.shared.plan.account_of(self.index);
         for email in got.list {
             let message_ids = email.other.get("messageId").and_then(|v| v.as_array());
             for id in message_ids.into_iter().flatten().filter_map(|v| v.as_str()) {
-                if let Some(latency) = self.shared.delivery.noticed(id, self.index, seen_at) {
+                if let Some(latency) = self.shared.delivery.noticed(id, owner, seen_at) {
                     self.shared.events.send(Event::Delivered(latency));
                 }
             }
@@ -313,6 +320,9 @@ impl<C: Connector> Actor<'_, C> {
         self.shared.events.count(Counter::MessageOpens, 1);
         if got.list.is_empty() {
             session.inbox.swap_remove(index);
+            if self.raced(&id) {
+                return Ok(Outcome::Skipped("raced")); // the workload's race (`raced`)
+            }
             return Ok(Outcome::Error("jmap:message-gone".into()));
         }
         // Opening a message marks it read, as a client does.
@@ -327,6 +337,18 @@ impl<C: Connector> Actor<'_, C> {
                 return Ok(Outcome::Error("jmap:not-updated".into()));
             }
             session.inbox[index].seen = true;
+        }
+        if let Some(label) = self.shared.plan.label_of_read(self.index, seq) {
+            // The user tags it, as with Thunderbird's tags (a keyword).
+            let set = session
+                .client
+                .set_keyword(&id, label, true)
+                .await
+                .map_err(calling("Email/set"))?;
+            let set = self.command("jmap.Email/set", set);
+            if !set.failures().is_empty() {
+                return Ok(Outcome::Error("jmap:not-updated".into()));
+            }
         }
         Ok(Outcome::Ok)
     }
@@ -348,6 +370,7 @@ impl<C: Connector> Actor<'_, C> {
         let to = session.mailbox(&folder)?;
         let id = session.inbox[index].id.clone();
         let from = session.inbox_id.clone();
+        self.moving(id.clone());
         let moved = session
             .client
             .move_email(&id, &from, &to)
@@ -356,7 +379,25 @@ impl<C: Connector> Actor<'_, C> {
         let moved = self.command("jmap.Email/set", moved);
         session.inbox.swap_remove(index);
         if !moved.failures().is_empty() {
+            if self.raced(&id) {
+                return Ok(Outcome::Skipped("raced")); // the workload's race (`raced`)
+            }
             return Ok(Outcome::Error("jmap:not-updated".into()));
+        }
+        if delete && params.empty_trash {
+            // The trash emptied of it (`actions.delete.empty_trash`): destroyed.
+            let destroyed = session
+                .client
+                .destroy(vec![id.clone()])
+                .await
+                .map_err(calling("Email/set"))?;
+            let destroyed = self.command("jmap.Email/set", destroyed);
+            if !destroyed.failures().is_empty() && self.raced(&id) {
+                return Ok(Outcome::Skipped("raced"));
+            }
+            if !destroyed.failures().is_empty() {
+                return Ok(Outcome::Error("jmap:not-destroyed".into()));
+            }
         }
         Ok(Outcome::Ok)
     }

@@ -39,6 +39,7 @@ pub(crate) mod groupware;
 pub(crate) mod imap;
 pub(crate) mod jmap;
 pub(crate) mod pop3;
+pub(crate) mod raced;
 pub(crate) mod smtp;
 mod user;
 
@@ -201,6 +202,8 @@ pub(crate) struct Shared<C> {
     pub(crate) protocol: MailProtocol,
     /// state checks: the run's coordinator, when `--check-state` is on.
     pub(crate) state_checks: Option<Arc<crate::state_checks::StateCheckHub>>,
+    /// The messages the sessions of shared accounts moved: their races (`raced`).
+    pub(crate) moves: Arc<raced::AccountMoves>,
 }
 
 /// The user's phase timeline.
@@ -254,6 +257,32 @@ impl<C: Connector> Actor<'_, C> {
             kind: failure.kind.clone(),
             example: format!("as {login}: {detail}"),
         });
+    }
+
+    /// Whether this user's session shares its account with other users'.
+    pub(crate) fn account_shared(&self) -> bool {
+        let plan = &self.shared.plan;
+        plan.sessions_on(plan.account_of(self.index)) > 1
+    }
+
+    /// This user's session is about to move `message` away (`raced`); kept
+    /// only when its account is shared.
+    pub(crate) fn moving(&self, message: String) {
+        if self.account_shared() {
+            let account = self.shared.plan.account_of(self.index);
+            self.shared.moves.moving(account, self.index, message);
+        }
+    }
+
+    /// Whether `message` being gone is the workload's race (`raced`): the
+    /// account is shared and another of its sessions moved it.
+    pub(crate) fn raced(&self, message: &str) -> bool {
+        let account = self.shared.plan.account_of(self.index);
+        self.account_shared()
+            && self
+                .shared
+                .moves
+                .moved_by_other(account, self.index, message)
     }
 
     /// Picks a message of an Inbox whose messages are `seen` or not: unread

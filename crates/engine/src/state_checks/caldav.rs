@@ -70,6 +70,19 @@ impl CalDavChecker {
         });
     }
 
+    /// A GET of one of the user's own events (`[calendar] read_back`): its
+    /// status and the ETag it told.
+    pub(crate) fn get(&mut self, href: &str, status: u16, etag: Option<&str>) {
+        self.exchange(CalDavExchange {
+            method: "GET".into(),
+            href: href.into(),
+            if_match: None,
+            status,
+            etag: etag.map(str::to_owned),
+            report: Vec::new(),
+        });
+    }
+
     /// A DELETE (of a schedule inbox item).
     pub(crate) fn delete(&mut self, href: &str, deleted: DeleteOutcome) {
         let status = match deleted {

@@ -42,13 +42,13 @@ pub(crate) struct JmapRecords {
     sessions: Mutex<BTreeMap<u32, Vec<(String, JmapExpectations)>>>,
 }
 
-/// How a run's JMAP sessions share their accounts.
-pub(crate) fn options(plan: &peakhour_workload::Plan) -> JmapOptions {
+/// How the JMAP session on the account of user `account` shares it.
+pub(crate) fn options(plan: &peakhour_workload::Plan, account: u32) -> JmapOptions {
     use peakhour_workload::ActionKind;
     JmapOptions {
         // POP3 downloads may delete what a JMAP session created.
         sole_writer: !plan.actions().contains(&ActionKind::DownloadMail),
-        shared_account: plan.sessions_per_account() > 1,
+        shared_account: plan.sessions_on(account) > 1,
     }
 }
 

@@ -112,6 +112,18 @@ struct Totals {
     logs: evidence::SessionLogs,
 }
 
+/// Whether user `user`'s IMAP session is its account's only writer of
+/// flags, so that its own STOREs are checked (`own_store_lost`): its
+/// account is its own (`Plan::sessions_on`), no POP3 download marks or
+/// deletes its messages, and it imitates no recorded client (whose other
+/// connections write too). Mail delivered meanwhile only adds messages.
+pub(crate) fn sole_writer(plan: &peakhour_workload::Plan, user: u32) -> bool {
+    use peakhour_workload::ActionKind;
+    plan.sessions_on(plan.account_of(user)) == 1
+        && !plan.actions().contains(&ActionKind::DownloadMail)
+        && plan.client_of(user) == peakhour_workload::Personality::Peakhour
+}
+
 impl StateCheckHub {
     /// Checks for a run of `users` users, a checkpoint every `interval`,
     /// each session waiting at most `limit` for the others of its account.
@@ -159,7 +171,14 @@ impl StateCheckHub {
 
     /// The checker of a new session of user `user`, logged on to the account
     /// of user `account`; `client` names it in violations.
-    pub fn session(self: &Arc<Self>, user: u32, account: u32, client: String) -> SessionChecker {
+    /// `sole_writer`: no other session changes the account (the module's `sole_writer`).
+    pub fn session(
+        self: &Arc<Self>,
+        user: u32,
+        account: u32,
+        client: String,
+        sole_writer: bool,
+    ) -> SessionChecker {
         let group = self.group(account);
         let seen = *self.requested.borrow();
         let member = next_member_id();
@@ -167,7 +186,7 @@ impl StateCheckHub {
             g.members.insert(member, seen);
         });
         SessionChecker {
-            model: SessionModel::new(client, SessionOptions { sole_writer: false }),
+            model: SessionModel::new(client, SessionOptions { sole_writer }),
             hub: self.clone(),
             group,
             member,

@@ -78,8 +78,8 @@ async fn session_of(second_uid: u32, search_misses_it: bool) -> ImapConnection<D
 async fn issue_27_item_2_a_checkpoints_wait_is_kept_out_of_the_users_schedule() {
     let hub = StateCheckHub::new(Duration::from_secs(10), Duration::from_secs(30), 2);
     let (mut a_imap, mut b_imap) = (session(2).await, session(2).await);
-    let mut a = hub.session(0, 0, "a".into());
-    let mut b = hub.session(1, 0, "b".into());
+    let mut a = hub.session(0, 0, "a".into(), false);
+    let mut b = hub.session(1, 0, "b".into(), false);
     hub.request_checkpoint();
     // a is quiet at once; b finishes a 3-second action first.
     let early = tokio::spawn(async move {
@@ -110,8 +110,8 @@ async fn issue_27_item_2_a_checkpoints_wait_is_kept_out_of_the_users_schedule() 
 async fn issue_27_item_2_sessions_of_one_account_told_different_uids_are_a_violation() {
     let hub = StateCheckHub::new(Duration::from_secs(10), Duration::from_secs(30), 2);
     let (mut a_imap, mut b_imap) = (session(2).await, session(7).await);
-    let mut a = hub.session(0, 0, "a".into());
-    let mut b = hub.session(1, 0, "b".into());
+    let mut a = hub.session(0, 0, "a".into(), false);
+    let mut b = hub.session(1, 0, "b".into(), false);
     hub.request_checkpoint();
     let early = tokio::spawn(async move {
         let held = hold(&mut a, &mut a_imap, &mut running()).await;
@@ -132,9 +132,9 @@ async fn issue_27_item_2_sessions_of_one_account_told_different_uids_are_a_viola
 async fn issue_27_item_2_a_session_that_never_comes_makes_the_checkpoint_missed() {
     let hub = StateCheckHub::new(Duration::from_secs(10), Duration::from_secs(30), 2);
     let mut a_imap = session(2).await;
-    let mut a = hub.session(0, 0, "a".into());
+    let mut a = hub.session(0, 0, "a".into(), false);
     // b is logged on to the same account but stuck in a long action.
-    let b = hub.session(1, 0, "b".into());
+    let b = hub.session(1, 0, "b".into(), false);
     hub.request_checkpoint();
     let (pause, failed) = hold(&mut a, &mut a_imap, &mut running()).await;
     assert!(failed.is_none());
@@ -148,7 +148,7 @@ async fn issue_27_item_2_a_session_that_never_comes_makes_the_checkpoint_missed(
 async fn issue_27_item_6_a_checkpoints_search_leaving_out_a_message_is_named_with_its_raw_log() {
     let hub = StateCheckHub::new(Duration::from_secs(10), Duration::from_secs(30), 1);
     let mut imap = session_of(2, true).await;
-    let mut alone = hub.session(0, 0, "a".into());
+    let mut alone = hub.session(0, 0, "a".into(), false);
     hub.request_checkpoint();
     let (_, failed) = hold(&mut alone, &mut imap, &mut running()).await;
     assert!(failed.is_none());

@@ -35,6 +35,7 @@
 mod endpoint;
 pub(crate) mod init;
 pub(crate) mod invite;
+mod read_back;
 
 pub use endpoint::CalDavEndpoint;
 pub(crate) use endpoint::{caldav_login, check_calendar};
@@ -405,6 +406,7 @@ impl CalendarUser {
             // Our UIDs carry the run id: a 412 here means the server is confused.
             return Ok(Outcome::Error("caldav:precondition-failed".into()));
         }
+        let stored = self.read_back(plan, events, &href, stored).await?;
         events.count(Counter::EventsCreated, 1);
         if self.week == Some(this_week()) && self.events.len() < MAX_KNOWN_EVENTS {
             self.events.push(KnownEvent {
@@ -453,6 +455,8 @@ impl CalendarUser {
                 Ok(Outcome::Error("caldav:precondition-failed".into()))
             }
             stored => {
+                let stored = self.read_back(plan, events, &event.href, stored).await?;
+                let known = &mut self.events[index];
                 known.etag = stored.etag().map(str::to_owned);
                 known.sequence = sequence;
                 events.count(Counter::EventsChanged, 1);

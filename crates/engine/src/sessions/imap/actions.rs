@@ -1,11 +1,12 @@
 //! The IMAP session's actions, as the routing table sends them to it.
 
-use peakhour_imap::{BodySection, FetchItem, StoreMode};
+use peakhour_imap::{BodySection, FetchItem, ImapError, Refusal, StoreMode};
 use tokio::time::Instant;
 
 use super::{ImapSession, merge, newest_page};
 use crate::connector::Connector;
 use crate::events::{Counter, Outcome};
+use crate::sessions::raced::imap_message;
 use crate::sessions::{Action, Actor, Failure, UserSession, calendar_item, on_folder};
 use peakhour_workload::ActionKind;
 
@@ -122,24 +123,45 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> ImapSession
         let session = self;
         let inbox = session.params.inbox.clone();
         let uid = session.inbox[index].uid;
+        let label = actor.shared.plan.label_of_read(actor.index, seq);
         // BODY[] (not PEEK): opening a message marks it read, as a client does.
         let body = [FetchItem::Body {
             section: BodySection::Full,
             peek: false,
         }];
-        let fetched = session
-            .last_command()
-            .fetch(&uid.to_string(), &body, true)
-            .await
-            .map_err(on_folder(&inbox))?;
+        let imap = match label {
+            Some(_) => &mut session.imap,
+            None => session.last_command(),
+        };
+        let fetched = match imap.fetch(&uid.to_string(), &body, true).await {
+            Ok(fetched) => fetched,
+            // The workload's race on a shared account (`raced`).
+            Err(error) if rejected(&error) && actor.raced(&imap_message(&inbox, uid)) => {
+                session.inbox.swap_remove(index);
+                return Ok(Outcome::Skipped("raced"));
+            }
+            Err(error) => return Err(on_folder(&inbox)(error)),
+        };
         events.command("imap.UID FETCH", fetched.elapsed);
         events.count(Counter::MessageOpens, 1);
         if fetched.value.is_empty() {
             // Gone (expunged elsewhere): forget it.
             session.inbox.swap_remove(index);
+            if actor.raced(&imap_message(&inbox, uid)) {
+                return Ok(Outcome::Skipped("raced"));
+            }
             return Ok(Outcome::Error("imap:message-gone".into()));
         }
         session.inbox[index].seen = true;
+        if let Some(label) = label {
+            // The user tags it, as with Thunderbird's tags (a keyword).
+            let stored = session
+                .last_command()
+                .store(&uid.to_string(), StoreMode::Add, &[label], false, true)
+                .await
+                .map_err(on_folder(&inbox))?;
+            events.command("imap.UID STORE", stored.elapsed);
+        }
         Ok(Outcome::Ok)
     }
 
@@ -160,11 +182,21 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> ImapSession
         };
         let session = self;
         let uid = session.inbox[index].uid;
-        let moved = session
+        let message = imap_message(&params.inbox, uid); // the Inbox it picked from
+        actor.moving(message.clone());
+        let moved = match session
             .last_command()
             .move_messages(&uid.to_string(), &folder, true)
             .await
-            .map_err(on_folder(&folder))?;
+        {
+            Ok(moved) => moved,
+            // The workload's race on a shared account (`raced`).
+            Err(error) if rejected(&error) && actor.raced(&message) => {
+                session.inbox.swap_remove(index);
+                return Ok(Outcome::Skipped("raced"));
+            }
+            Err(error) => return Err(on_folder(&folder)(error)),
+        };
         // Recorded under the commands actually sent: a server without MOVE
         // got COPY, STORE and EXPUNGE (RFC 6851's fallback).
         let sent = if session.imap.capabilities().has("MOVE") {
@@ -246,4 +278,15 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> ImapSession
         actor.shared.events.command("imap.APPEND", appended.elapsed);
         Ok(())
     }
+}
+
+/// A `NO` to the command: the server refused it and the session goes on.
+fn rejected(error: &ImapError) -> bool {
+    matches!(
+        error,
+        ImapError::Rejected {
+            refusal: Refusal::No,
+            ..
+        }
+    )
 }

@@ -313,8 +313,9 @@ impl<C: Connector> Actor<'_, C> {
         let can_idle = imap.capabilities().has("IDLE");
         // state checks: a model for this session, in its account's group
         let client = format!("{}#{}", self.address, logon);
-        let mut state =
-            (self.shared.state_checks.as_ref()).map(|h| h.session(self.index, account, client));
+        let sole_writer = crate::state_checks::sole_writer(&self.shared.plan, self.index);
+        let mut state = (self.shared.state_checks.as_ref())
+            .map(|h| h.session(self.index, account, client, sole_writer));
         crate::state_checks::feed(state.as_mut(), &mut imap);
         Ok(ImapSession {
             params: Arc::new(params),
@@ -335,9 +336,12 @@ impl<C: Connector> Actor<'_, C> {
             .as_ref()
             .and_then(|e| e.message_id.as_deref());
         if let Some(id) = id {
+            // The copy in the account's mailbox is its owner's, whichever
+            // session of the account sees it (`users.sessions_per_account`).
+            let owner = self.shared.plan.account_of(self.index);
             self.shared
                 .events
-                .noticed(self.shared.delivery.notice(id, self.index, at));
+                .noticed(self.shared.delivery.notice(id, owner, at));
         }
     }
 }

@@ -209,5 +209,6 @@ fn shared(
         progress: Arc::new(ScheduleProgress::new(plan.users())),
         protocol: MailProtocol::Imap,
         state_checks: None,
+        moves: Default::default(),
     }
 }
