@@ -172,6 +172,24 @@ pub(crate) fn exhausted(s: &AnswerStep) -> FirstExhausted {
             )),
         };
     }
+    // Memory whose trend reaches the cap within the hour is named before the
+    // monitor's bottleneck, which reads the host's CPU (busy with neighbours
+    // on a shared machine) and not the lab's cgroup.
+    if let Some(f) = s
+        .qos_failures
+        .iter()
+        .find(|f| f.starts_with("lab_memory") && f.contains("reaches its cap"))
+    {
+        return FirstExhausted {
+            resource: "memory".into(),
+            users: Some(s.users),
+            evidence: evidence(format!(
+                "the lab's memory (without page cache) rises toward its cap within the hour ({}); the monitor's bottleneck: {}",
+                f.split(':').next().unwrap_or(f),
+                s.bottleneck_evidence.as_deref().unwrap_or("none")
+            )),
+        };
+    }
     let saturated = s.bottleneck.as_deref().filter(|r| *r != "none");
     if let Some(resource) = saturated {
         return FirstExhausted {
