@@ -307,10 +307,37 @@ pub fn growth_in(
     (growing, judged)
 }
 
-/// The least-squares line over the last half of `series`: (slope, its
-/// standard error, the fitted value at the half, at the end, the mean).
+/// The least-squares line over the last half of a window's series.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Trend {
+    /// Rise per second.
+    pub slope: f64,
+    /// The slope's standard error.
+    pub slope_se: f64,
+    /// The fitted value at the start of the last half.
+    pub from: f64,
+    /// The fitted value at the end.
+    pub to: f64,
+    /// The mean of the last half.
+    pub mean: f64,
+}
+
+impl Trend {
+    /// The rise per second where it is real (above three standard errors),
+    /// else 0: a flat level's wobble is no trend.
+    pub fn real_rise_per_s(&self) -> f64 {
+        if self.slope > 0.0 && self.slope > 3.0 * self.slope_se {
+            self.slope
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The least-squares line over the last half of `series` (time in seconds,
+/// value): the window's steady part, after what the sessions' start moved.
 /// `None` with fewer than [`GROWTH_MIN_SAMPLES`] samples there.
-fn last_half_trend(series: &[(f64, f64)]) -> Option<(f64, f64, f64, f64, f64)> {
+pub fn last_half_trend(series: &[(f64, f64)]) -> Option<Trend> {
     let (start, end) = (series.first()?.0, series.last()?.0);
     let half = start + (end - start) / 2.0;
     let tail: Vec<(f64, f64)> = series.iter().copied().filter(|p| p.0 >= half).collect();
@@ -331,14 +358,13 @@ fn last_half_trend(series: &[(f64, f64)]) -> Option<(f64, f64, f64, f64, f64)> {
         .iter()
         .map(|p| (p.1 - (mv + slope * (p.0 - mt))).powi(2))
         .sum();
-    let slope_se = (residual / (n - 2.0) / sxx).sqrt();
-    Some((
+    Some(Trend {
         slope,
-        slope_se,
-        mv + slope * (half - mt),
-        mv + slope * (end - mt),
-        mv,
-    ))
+        slope_se: (residual / (n - 2.0) / sxx).sqrt(),
+        from: mv + slope * (half - mt),
+        to: mv + slope * (end - mt),
+        mean: mv,
+    })
 }
 
 /// Whether the trend of `series` over the window's last half, held for
@@ -350,11 +376,12 @@ fn last_half_trend(series: &[(f64, f64)]) -> Option<(f64, f64, f64, f64, f64)> {
 /// memory would have levelled off below the cap, and none that would have
 /// reached it. `None` when it does not reach the cap, or too few samples.
 pub fn reaches_cap(series: &[(f64, f64)], cap: f64, horizon_s: f64) -> Option<CapReach> {
-    let (slope, slope_se, _, to, _) = last_half_trend(series)?;
-    if slope <= 0.0 || slope <= 3.0 * slope_se {
+    let trend = last_half_trend(series)?;
+    let slope = trend.real_rise_per_s();
+    if slope <= 0.0 {
         return None;
     }
-    let after_s = ((cap - to) / slope).max(0.0);
+    let after_s = ((cap - trend.to) / slope).max(0.0);
     (after_s <= horizon_s).then_some(CapReach {
         cap,
         per_second: slope,
@@ -369,11 +396,11 @@ pub fn reaches_cap(series: &[(f64, f64)], cap: f64, horizon_s: f64) -> Option<Ca
 /// errors of that rise. A level that stepped up early and stays flat is not
 /// growing; a queue that rises to the end is. `None` with too few samples.
 pub fn still_growing(series: &[(f64, f64)], min_rise: f64) -> Option<(f64, f64, bool)> {
-    let (slope, slope_se, from, to, mean) = last_half_trend(series)?;
+    let t = last_half_trend(series)?;
     let span = series.last()?.0 - (series.first()?.0 + series.last()?.0) / 2.0;
-    let rise = slope * span;
-    let growing = rise > min_rise * mean.abs().max(1.0) && rise > 3.0 * slope_se * span;
-    Some((from, to, growing))
+    let rise = t.slope * span;
+    let growing = rise > min_rise * t.mean.abs().max(1.0) && rise > 3.0 * t.slope_se * span;
+    Some((t.from, t.to, growing))
 }
 
 #[cfg(test)]
@@ -616,7 +643,9 @@ mod tests {
         assert_eq!(failures[0].subject, "lab_memory_no_cache_kb");
         assert!(
             failures[0].reason.contains("reaches its cap of 1048576")
-                && failures[0].reason.contains("within the 3510 s left of the hour"),
+                && failures[0]
+                    .reason
+                    .contains("within the 3510 s left of the hour"),
             "{}",
             failures[0].reason
         );

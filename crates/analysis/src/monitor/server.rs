@@ -355,6 +355,33 @@ pub fn memory_fit(
     fit_memory(&points)
 }
 
+/// The memory of a run's working sessions ([`crate::plan::WorkingMemory`]):
+/// the server's session memory ([`server_session_memory_bytes`]) over the
+/// run's steady window, its sessions the monitor's `dovecot_connections`
+/// there (their mean), else the run's users. `None` without memory samples.
+pub fn working_memory(
+    summary: &Summary,
+    table: &MetricTable,
+    interval: Duration,
+    run: String,
+) -> Option<crate::plan::WorkingMemory> {
+    let window = steady_window(summary, interval);
+    let memory = server_session_memory_bytes(table);
+    let series: Vec<(f64, f64)> = table
+        .times()
+        .iter()
+        .copied()
+        .zip(memory)
+        .filter(|(t, v)| *t >= window.start_s && *t < window.end_s && v.is_finite())
+        .collect();
+    let sessions = table
+        .column(super::columns::DOVECOT_CONNECTIONS)
+        .and_then(|c| window_mean(table, &c, window))
+        .filter(|s| *s > 0.0)
+        .unwrap_or(f64::from(summary.meta.users));
+    crate::plan::WorkingMemory::of_series(run, sessions, &series)
+}
+
 /// A matrix cell's metrics from its run (seed 003's Tables 2 and 3, Graph
 /// 1): the weighted p95 and each action's, the server's CPU as % of its
 /// `cpus`, memory, the read share of the server's disk bytes, the run

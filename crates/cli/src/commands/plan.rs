@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use peakhour_analysis::plan::{
-    HostCapacity, Plan, PlanRequest, ProfileRates, QosModel, per_user_rates,
+    HostCapacity, Plan, PlanRequest, ProfileRates, QosModel, per_user_rates, use_working_memory,
 };
 use peakhour_lab::{Lab, shape_label};
 use peakhour_report::plan::{plan_json, render_plan_terminal, tasks_from_json, write_plan_files};
@@ -20,8 +20,12 @@ use peakhour_app::setup::load_profile;
 pub(crate) fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.tasks)
         .with_context(|| format!("cannot read {}", args.tasks.display()))?;
-    let tasks = tasks_from_json(&text)
+    let mut tasks = tasks_from_json(&text)
         .with_context(|| format!("{} is not a tasks.json", args.tasks.display()))?;
+    let working: Vec<_> = (args.working_run.iter())
+        .map(|dir| peakhour_rundir::read_working_memory(dir))
+        .collect::<Result<_, _>>()?;
+    let working = use_working_memory(&mut tasks.memory, &working)?;
     let profile = load_profile(&args.profile.profile)?;
     let (rates, notes) = per_user_rates(
         &profile_rates(&profile, args.speed)?,
@@ -46,6 +50,7 @@ pub(crate) fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     };
     let mut plan = Plan::compute(&tasks, &request)?;
     plan.warnings.extend(notes);
+    plan.assumptions.extend(working);
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         write_plan_files(dir, &plan)
