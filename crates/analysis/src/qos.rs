@@ -84,10 +84,24 @@ impl QosRule {
                     "{} was still growing at the end of the window ({:.1} -> {:.1} over its last half)",
                     g.label, g.from, g.to
                 ),
-                Some(c) => format!(
-                    "{} rose {:.2} per second over the window's last half ({:.1} -> {:.1}): at that rate it reaches its cap of {:.0} {:.0} s after the window, within the {:.0} s left of the hour the window stands for",
-                    g.label, c.per_second, g.from, g.to, c.cap, c.after_s, c.horizon_s
-                ),
+                Some(c) => {
+                    // Memory columns are KiB: said in MiB, as the lab's cap is.
+                    let (unit, scale) = if g.metric.ends_with("_kb") {
+                        (" MiB", 1024.0)
+                    } else {
+                        ("", 1.0)
+                    };
+                    format!(
+                        "{} rose {:.2}{unit} per second over the window's last half ({:.1} -> {:.1}{unit}): at that rate it reaches its cap of {:.0}{unit} {:.0} s after the window, within the {:.0} s left of the hour the window stands for",
+                        g.label,
+                        c.per_second / scale,
+                        g.from / scale,
+                        g.to / scale,
+                        c.cap / scale,
+                        c.after_s,
+                        c.horizon_s
+                    )
+                }
             };
             out.push(QosFailure {
                 subject: g.metric.clone(),
@@ -642,7 +656,8 @@ mod tests {
         });
         assert_eq!(failures[0].subject, "lab_memory_no_cache_kb");
         assert!(
-            failures[0].reason.contains("reaches its cap of 1048576")
+            failures[0].reason.contains("rose 0.60 MiB per second")
+                && failures[0].reason.contains("reaches its cap of 1024 MiB")
                 && failures[0]
                     .reason
                     .contains("within the 3510 s left of the hour"),
