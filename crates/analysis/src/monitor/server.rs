@@ -559,4 +559,35 @@ mod tests {
             "{fit:?}"
         );
     }
+
+    /// Issue 25 (the answer), item 2: a working run's memory is read over
+    /// its steady window, its sessions from the server's side.
+    #[test]
+    fn issue_25_item_2_a_working_runs_memory_is_its_steady_windows_end_and_rise() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../report/tests/fixtures/run-small/summary.json"
+        );
+        let summary: Summary =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        // Steady from 3 s for 20 s: 300 MiB before it (the logons), then
+        // 400 MiB rising 1 MiB/s, 8 sessions held (the run had 10 users).
+        let mut csv =
+            String::from("time_s,lab_memory_kb,lab_memory_no_cache_kb,dovecot_connections\n");
+        for t in 0..30 {
+            let mib = if t < 4 {
+                300.0
+            } else {
+                400.0 + f64::from(t - 4)
+            };
+            csv.push_str(&format!("{t},2000000,{},8\n", mib * 1024.0));
+        }
+        let table = MetricTable::from_csv(csv.as_bytes(), 100).unwrap();
+        let w = working_memory(&summary, &table, Duration::from_secs(1), "run".into()).unwrap();
+        assert_eq!(w.sessions, 8.0);
+        assert!((w.rise_bytes_per_s - 1_048_576.0).abs() < 1.0, "{w:?}");
+        // The window's samples are those at 4 ... 23 s: 419 MiB at its end.
+        assert!((w.end_bytes / 1_048_576.0 - 419.0).abs() < 0.01, "{w:?}");
+        assert_eq!(w.horizon_s, 3600.0 - 19.0);
+    }
 }
