@@ -15,6 +15,7 @@ use peakhour_rundir::read_qos_capacity;
 use peakhour_workload::Profile;
 
 use crate::args::PlanArgs;
+use crate::config::{UsageError, usage_exit};
 use peakhour_app::setup::load_profile;
 
 pub(crate) fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
@@ -22,9 +23,17 @@ pub(crate) fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot read {}", args.tasks.display()))?;
     let mut tasks = tasks_from_json(&text)
         .with_context(|| format!("{} is not a tasks.json", args.tasks.display()))?;
-    let working: Vec<_> = (args.working_run.iter())
-        .map(|dir| peakhour_rundir::read_working_memory(dir))
-        .collect::<Result<_, _>>()?;
+    let working: Vec<_> = match (args.working_run.iter())
+        .map(|dir| {
+            peakhour_rundir::read_working_memory(dir)
+                .map_err(|e| UsageError(format!("--working-run {}: {e}", dir.display())))
+        })
+        .collect::<Result<_, _>>()
+    {
+        Ok(working) => working,
+        // A directory that is not a usable run is bad input (exit 2).
+        Err(error) => return usage_exit(error.into()),
+    };
     let working = use_working_memory(&mut tasks.memory, &working)?;
     let profile = load_profile(&args.profile.profile)?;
     let (rates, notes) = per_user_rates(
