@@ -79,12 +79,33 @@ impl QosRule {
             out.extend(self.judge_action(a));
         }
         for g in &m.growing {
-            out.push(QosFailure {
-                subject: g.metric.clone(),
-                reason: format!(
+            let reason = match &g.toward_cap {
+                None => format!(
                     "{} was still growing at the end of the window ({:.1} -> {:.1} over its last half)",
                     g.label, g.from, g.to
                 ),
+                Some(c) => {
+                    // Memory columns are KiB: said in MiB, as the lab's cap is.
+                    let (unit, scale) = if g.metric.ends_with("_kb") {
+                        (" MiB", 1024.0)
+                    } else {
+                        ("", 1.0)
+                    };
+                    format!(
+                        "{} rose {:.2}{unit} per second over the window's last half ({:.1} -> {:.1}{unit}): at that rate it reaches its cap of {:.0}{unit} {:.0} s after the window, within the {:.0} s left of the hour the window stands for",
+                        g.label,
+                        c.per_second / scale,
+                        g.from / scale,
+                        g.to / scale,
+                        c.cap / scale,
+                        c.after_s,
+                        c.horizon_s
+                    )
+                }
+            };
+            out.push(QosFailure {
+                subject: g.metric.clone(),
+                reason,
             });
         }
         out
@@ -192,6 +213,24 @@ pub struct Growth {
     pub from: f64,
     /// The fitted value at the end.
     pub to: f64,
+    /// Set when the metric has a cap (a shaped lab's memory) that its
+    /// trend reaches within the horizon ([`reaches_cap`]); `None` when it
+    /// fails as plain growth ([`still_growing`]).
+    pub toward_cap: Option<CapReach>,
+}
+
+/// A trend that reaches its metric's cap within the horizon.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CapReach {
+    /// The cap, in the metric's unit.
+    pub cap: f64,
+    /// The fitted rise per second over the window's last half.
+    pub per_second: f64,
+    /// Seconds after the window's end at which the trend reaches the cap
+    /// (0 when the fitted end is already there).
+    pub after_s: f64,
+    /// The horizon judged, seconds after the window's end.
+    pub horizon_s: f64,
 }
 
 /// Fewest samples in the last half of a window for [`still_growing`] to judge.
@@ -224,15 +263,32 @@ pub fn growth_columns(names: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The hour a measured window stands for, seconds: the peak hour (or the
+/// morning's first hour) whose steady load the window samples.
+pub const WINDOW_STANDS_FOR_S: f64 = 3600.0;
+
+/// The horizon over which a capped metric's trend must stay below its cap:
+/// the rest of the hour a window of `window_s` seconds stands for (the
+/// window is its start; a window of an hour or more needs no projection).
+pub fn cap_horizon_s(window_s: f64) -> f64 {
+    (WINDOW_STANDS_FOR_S - window_s).max(0.0)
+}
+
 /// What is still growing at the end of `window` in `table`
 /// ([`growth_columns`], each judged by [`still_growing`] with
 /// [`GROWTH_MIN_RISE`]), and the columns judged (those with enough samples).
+/// `memory_cap_kb` is a shaped lab's memory cap: the memory column then
+/// also fails when its trend reaches the cap within [`cap_horizon_s`] of
+/// the window ([`reaches_cap`]).
 pub fn growth_in(
     table: &crate::monitor::MetricTable,
     window: crate::monitor::TimeWindow,
+    memory_cap_kb: Option<f64>,
 ) -> (Vec<Growth>, Vec<String>) {
+    use crate::monitor::columns::{LAB_MEMORY_KB, LAB_MEMORY_NO_CACHE_KB};
     let mut growing = Vec::new();
     let mut judged = Vec::new();
+    let horizon = cap_horizon_s(window.end_s - window.start_s);
     for name in growth_columns(table.names()) {
         let Some(values) = table.column(&name) else {
             continue;
@@ -247,12 +303,17 @@ pub fn growth_in(
         let Some((from, to, grows)) = still_growing(&series, GROWTH_MIN_RISE) else {
             continue;
         };
-        if grows {
+        let is_memory = name == LAB_MEMORY_NO_CACHE_KB || name == LAB_MEMORY_KB;
+        let toward_cap = memory_cap_kb
+            .filter(|_| is_memory)
+            .and_then(|cap| reaches_cap(&series, cap, horizon));
+        if grows || toward_cap.is_some() {
             growing.push(Growth {
                 metric: name.clone(),
                 label: name.replace('_', " "),
                 from,
                 to,
+                toward_cap,
             });
         }
         judged.push(name);
@@ -260,12 +321,37 @@ pub fn growth_in(
     (growing, judged)
 }
 
-/// Whether `series` (time in seconds, value) is still growing at the end of
-/// its window: the least-squares line over the window's last half rises by
-/// more than `min_rise` of the mean and by more than three standard
-/// errors of that rise. A level that stepped up early and stays flat is not
-/// growing; a queue that rises to the end is. `None` with too few samples.
-pub fn still_growing(series: &[(f64, f64)], min_rise: f64) -> Option<(f64, f64, bool)> {
+/// The least-squares line over the last half of a window's series.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Trend {
+    /// Rise per second.
+    pub slope: f64,
+    /// The slope's standard error.
+    pub slope_se: f64,
+    /// The fitted value at the start of the last half.
+    pub from: f64,
+    /// The fitted value at the end.
+    pub to: f64,
+    /// The mean of the last half.
+    pub mean: f64,
+}
+
+impl Trend {
+    /// The rise per second where it is real (above three standard errors),
+    /// else 0: a flat level's wobble is no trend.
+    pub fn real_rise_per_s(&self) -> f64 {
+        if self.slope > 0.0 && self.slope > 3.0 * self.slope_se {
+            self.slope
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The least-squares line over the last half of `series` (time in seconds,
+/// value): the window's steady part, after what the sessions' start moved.
+/// `None` with fewer than [`GROWTH_MIN_SAMPLES`] samples there.
+pub fn last_half_trend(series: &[(f64, f64)]) -> Option<Trend> {
     let (start, end) = (series.first()?.0, series.last()?.0);
     let half = start + (end - start) / 2.0;
     let tail: Vec<(f64, f64)> = series.iter().copied().filter(|p| p.0 >= half).collect();
@@ -286,12 +372,49 @@ pub fn still_growing(series: &[(f64, f64)], min_rise: f64) -> Option<(f64, f64, 
         .iter()
         .map(|p| (p.1 - (mv + slope * (p.0 - mt))).powi(2))
         .sum();
-    let slope_se = (residual / (n - 2.0) / sxx).sqrt();
-    let span = end - half;
-    let rise = slope * span;
-    let (from, to) = (mv + slope * (half - mt), mv + slope * (end - mt));
-    let growing = rise > min_rise * mv.abs().max(1.0) && rise > 3.0 * slope_se * span;
-    Some((from, to, growing))
+    Some(Trend {
+        slope,
+        slope_se: (residual / (n - 2.0) / sxx).sqrt(),
+        from: mv + slope * (half - mt),
+        to: mv + slope * (end - mt),
+        mean: mv,
+    })
+}
+
+/// Whether the trend of `series` over the window's last half, held for
+/// `horizon_s` seconds after its end, reaches `cap`: the fitted rise must
+/// be real (above three standard errors, so the noise of a flat level near
+/// its cap does not fail it) and the fitted end plus the rise over the
+/// horizon at or above the cap. A linear trend is the cautious reading of
+/// memory whose rise slows (caches filling): it fails some windows whose
+/// memory would have levelled off below the cap, and none that would have
+/// reached it. `None` when it does not reach the cap, or too few samples.
+pub fn reaches_cap(series: &[(f64, f64)], cap: f64, horizon_s: f64) -> Option<CapReach> {
+    let trend = last_half_trend(series)?;
+    let slope = trend.real_rise_per_s();
+    if slope <= 0.0 {
+        return None;
+    }
+    let after_s = ((cap - trend.to) / slope).max(0.0);
+    (after_s <= horizon_s).then_some(CapReach {
+        cap,
+        per_second: slope,
+        after_s,
+        horizon_s,
+    })
+}
+
+/// Whether `series` (time in seconds, value) is still growing at the end of
+/// its window: the least-squares line over the window's last half rises by
+/// more than `min_rise` of the mean and by more than three standard
+/// errors of that rise. A level that stepped up early and stays flat is not
+/// growing; a queue that rises to the end is. `None` with too few samples.
+pub fn still_growing(series: &[(f64, f64)], min_rise: f64) -> Option<(f64, f64, bool)> {
+    let t = last_half_trend(series)?;
+    let span = series.last()?.0 - (series.first()?.0 + series.last()?.0) / 2.0;
+    let rise = t.slope * span;
+    let growing = rise > min_rise * t.mean.abs().max(1.0) && rise > 3.0 * t.slope_se * span;
+    Some((t.from, t.to, growing))
 }
 
 #[cfg(test)]
@@ -367,6 +490,7 @@ mod tests {
                 label: "mail queue".into(),
                 from: 10.0,
                 to: 200.0,
+                toward_cap: None,
             }],
         };
         assert_eq!(r.judge(&growing)[0].subject, "queue_active");
@@ -426,7 +550,7 @@ mod tests {
     #[test]
     fn issue_25_a_queue_still_growing_fails_the_runs_own_verdict_and_page_cache_does_not() {
         let table = monitor_table();
-        let (growing, judged) = growth_in(&table, crate::monitor::TimeWindow::new(0.0, 40.0));
+        let (growing, judged) = growth_in(&table, crate::monitor::TimeWindow::new(0.0, 40.0), None);
         assert_eq!(
             judged,
             [
@@ -456,6 +580,89 @@ mod tests {
         assert_eq!(
             growth_columns(&["lab_memory_kb".to_owned()]),
             ["lab_memory_kb"]
+        );
+    }
+
+    /// A window's memory in KiB: `level` at its start, rising `per_s` KiB a
+    /// second, with a wobble of a few KiB (one sample a second).
+    fn memory_series(seconds: u32, level: f64, per_s: f64) -> Vec<(f64, f64)> {
+        (0..seconds)
+            .map(|i| {
+                let t = f64::from(i);
+                (t, level + per_s * t + f64::from(i % 4) * 300.0)
+            })
+            .collect()
+    }
+
+    const MIB: f64 = 1024.0;
+
+    #[test]
+    fn issue_25_item_1_memory_rising_slowly_toward_its_cap_fails_within_the_hour() {
+        // The 1,340-user step on the 1 GiB lab: 923 -> 977 MiB over 90 s,
+        // a 2% rise over the last half, which plain growth lets pass.
+        let series = memory_series(90, 923.0 * MIB, 0.6 * MIB);
+        let (_, _, grows) = still_growing(&series, GROWTH_MIN_RISE).unwrap();
+        assert!(!grows, "too small a rise for the plain growth check");
+        let reach = reaches_cap(&series, 1024.0 * MIB, cap_horizon_s(90.0)).unwrap();
+        assert!(
+            (reach.per_second - 0.6 * MIB).abs() < 0.05 * MIB,
+            "{reach:?}"
+        );
+        // (1024 - 923 - 0.6 * 89) MiB left at 0.6 MiB/s: about 79 s.
+        assert!((reach.after_s - 79.0).abs() < 5.0, "{reach:?}");
+        assert_eq!(reach.horizon_s, 3510.0);
+
+        // The same rise with more room: at 500 MiB, 0.02 MiB/s adds 70 MiB
+        // in the hour, far from the cap.
+        let slow = memory_series(90, 500.0 * MIB, 0.02 * MIB);
+        assert!(reaches_cap(&slow, 1024.0 * MIB, 3510.0).is_none());
+        // Reaching the cap only after the horizon passes; within it fails.
+        let late = memory_series(600, 700.0 * MIB, 0.05 * MIB);
+        let at = reaches_cap(&late, 1024.0 * MIB, 1.0e6).unwrap().after_s;
+        assert!(reaches_cap(&late, 1024.0 * MIB, at - 60.0).is_none());
+        assert!(reaches_cap(&late, 1024.0 * MIB, at + 60.0).is_some());
+    }
+
+    #[test]
+    fn issue_25_item_1_a_flat_level_near_its_cap_or_a_falling_one_does_not_reach_it() {
+        // Flat at 1,000 of 1,024 MiB, with only its wobble: no real rise.
+        let flat = memory_series(90, 1000.0 * MIB, 0.0);
+        assert!(reaches_cap(&flat, 1024.0 * MIB, 3510.0).is_none());
+        let falling = memory_series(90, 1000.0 * MIB, -0.5 * MIB);
+        assert!(reaches_cap(&falling, 1024.0 * MIB, 3510.0).is_none());
+        assert!(reaches_cap(&flat[..5], 1024.0 * MIB, 3510.0).is_none());
+        // A window of an hour or more projects nothing beyond itself.
+        assert_eq!(cap_horizon_s(600.0), 3000.0);
+        assert_eq!(cap_horizon_s(7200.0), 0.0);
+    }
+
+    #[test]
+    fn issue_25_item_1_the_runs_verdict_fails_a_shaped_labs_memory_on_course_to_its_cap() {
+        let mut csv = String::from("time_s,lab_memory_kb,lab_memory_no_cache_kb\n");
+        for (t, v) in memory_series(90, 923.0 * MIB, 0.6 * MIB) {
+            csv.push_str(&format!("{t},{},{v}\n", 1024.0 * MIB));
+        }
+        let table = crate::monitor::MetricTable::from_csv(csv.as_bytes(), 100).unwrap();
+        let window = crate::monitor::TimeWindow::new(0.0, 90.0);
+        let (uncapped, judged) = growth_in(&table, window, None);
+        assert!(uncapped.is_empty(), "{uncapped:?}");
+        assert_eq!(judged, ["lab_memory_no_cache_kb"]);
+        let (growing, _) = growth_in(&table, window, Some(1024.0 * MIB));
+        assert_eq!(growing.len(), 1);
+        assert!(growing[0].toward_cap.is_some());
+        let failures = rule().judge(&QosMeasure {
+            growing,
+            ..QosMeasure::default()
+        });
+        assert_eq!(failures[0].subject, "lab_memory_no_cache_kb");
+        assert!(
+            failures[0].reason.contains("rose 0.60 MiB per second")
+                && failures[0].reason.contains("reaches its cap of 1024 MiB")
+                && failures[0]
+                    .reason
+                    .contains("within the 3510 s left of the hour"),
+            "{}",
+            failures[0].reason
         );
     }
 }

@@ -172,6 +172,24 @@ pub(crate) fn exhausted(s: &AnswerStep) -> FirstExhausted {
             )),
         };
     }
+    // Memory whose trend reaches the cap within the hour is named before the
+    // monitor's bottleneck, which reads the host's CPU (busy with neighbours
+    // on a shared machine) and not the lab's cgroup.
+    if let Some(f) = s
+        .qos_failures
+        .iter()
+        .find(|f| f.starts_with("lab_memory") && f.contains("reaches its cap"))
+    {
+        return FirstExhausted {
+            resource: "memory".into(),
+            users: Some(s.users),
+            evidence: evidence(format!(
+                "the lab's memory (without page cache) rises toward its cap within the hour ({}); the monitor's bottleneck: {}",
+                f.split(':').next().unwrap_or(f),
+                s.bottleneck_evidence.as_deref().unwrap_or("none")
+            )),
+        };
+    }
     let saturated = s.bottleneck.as_deref().filter(|r| *r != "none");
     if let Some(resource) = saturated {
         return FirstExhausted {
@@ -262,4 +280,49 @@ pub(crate) fn settings_difference(saved: &StateSettings, now: &StateSettings) ->
         format!("{:?}", now.qos_p95_ms),
     );
     out.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// Issue 25 (the answer), item 1: a step failed by memory on course to
+    /// the lab's cap names memory, though the monitor's bottleneck (the
+    /// host's CPU, busy with neighbours) names CPU; without that failure
+    /// the bottleneck is what ran out.
+    #[test]
+    fn issue_25_item_1_memory_on_course_to_its_cap_is_what_ran_out_before_the_hosts_cpu() {
+        let mut s = AnswerStep {
+            users: 850,
+            window: "peak-hour".into(),
+            run_dir: "step-850u-peak-hour".into(),
+            sessions_held: Some(850),
+            sessions_source: "server".into(),
+            weighted_p95_ms: Some(19.8),
+            qos_pass: false,
+            qos_failures: vec![
+                "lab_memory_no_cache_kb: lab memory no cache kb rose 0.29 MiB per second over the window's last half (625.6 -> 638.4 MiB): at that rate it reaches its cap of 1024 MiB 1341 s after the window, within the 3510 s left of the hour the window stands for".into(),
+            ],
+            action_p95_ms: BTreeMap::new(),
+            bottleneck: Some("cpu".into()),
+            bottleneck_evidence: Some("97% busy".into()),
+            at_cap: None,
+            logons_per_second: None,
+            logon_p95_ms: None,
+            wall_s: 120.0,
+            lab_restarted: false,
+            lab_unhealthy: None,
+        };
+        let found = exhausted(&s);
+        assert_eq!(found.resource, "memory");
+        assert!(
+            found.evidence.contains("1341 s after the window"),
+            "{}",
+            found.evidence
+        );
+        assert!(found.evidence.contains("97% busy"), "{}", found.evidence);
+        s.qos_failures = vec!["score: weighted p95 1500 ms is above the 1000 ms limit".into()];
+        assert_eq!(exhausted(&s).resource, "cpu");
+    }
 }

@@ -157,6 +157,14 @@ pub fn add_steady_findings(
     // The QoS rule's last check needs the series the summary does not keep:
     // a queue or memory still growing at the end of the steady window fails
     // the run's verdict here, so a sweep or `capacity` reads one verdict.
-    let (growing, judged) = peakhour_analysis::qos::growth_in(table, steady);
+    // A shaped lab's memory also fails when its trend would reach the cap
+    // within the hour the window stands for (the cap is on the whole charge,
+    // which the page cache gives back under pressure: what is left for the
+    // memory without it).
+    let memory_cap_kb = summary
+        .limits
+        .and_then(|l| l.memory_bytes)
+        .map(|b| b as f64 / 1024.0);
+    let (growing, judged) = peakhour_analysis::qos::growth_in(table, steady, memory_cap_kb);
     summary.judge_growth(growing, judged);
 }

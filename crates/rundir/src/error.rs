@@ -48,6 +48,10 @@ pub enum RunDirError {
     /// A run that should have had the server monitor beside it has no `monitor.csv`.
     #[error("{} has no monitor.csv", .0.display())]
     NoMonitor(PathBuf),
+    /// A run given for the working sessions' memory has too few memory
+    /// samples in its steady window.
+    #[error("{}: too few memory samples in the steady window of monitor.csv to fit the working sessions' memory", .0.display())]
+    NoWorkingMemory(PathBuf),
     /// A sweep's `capacity.json` has no QoS capacity (even its smallest
     /// step failed the limit).
     #[error("{}: the sweep has no QoS capacity", .0.display())]

@@ -494,6 +494,26 @@ impl RunDir {
 /// The steady phase on the monitor's time axis: a sample at t covers the
 /// (1 s) interval before t, so the phase's samples are those at start + 1 s
 /// ... end; half an interval either way takes them and no other.
+/// The memory of the working sessions of the run in `dir` (`plan
+/// --working-run`; [`peakhour_analysis::monitor::server::working_memory`]
+/// over its steady window, with the monitor's 1 s samples).
+pub fn read_working_memory(
+    dir: &Path,
+) -> Result<peakhour_analysis::plan::WorkingMemory, RunDirError> {
+    let run = RunDir::new(dir);
+    let summary = run.read_summary()?;
+    let table = run
+        .read_monitor()?
+        .ok_or_else(|| RunDirError::NoMonitor(dir.to_path_buf()))?;
+    peakhour_analysis::monitor::server::working_memory(
+        &summary,
+        &table,
+        std::time::Duration::from_secs(1),
+        dir.display().to_string(),
+    )
+    .ok_or_else(|| RunDirError::NoWorkingMemory(dir.to_path_buf()))
+}
+
 fn steady_window(summary: &Summary) -> TimeWindow {
     let start = summary.steady.start_s;
     TimeWindow::new(start + 0.5, start + summary.steady.length_s + 0.5)

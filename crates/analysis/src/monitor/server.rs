@@ -355,6 +355,33 @@ pub fn memory_fit(
     fit_memory(&points)
 }
 
+/// The memory of a run's working sessions ([`crate::plan::WorkingMemory`]):
+/// the server's session memory ([`server_session_memory_bytes`]) over the
+/// run's steady window, its sessions the monitor's `dovecot_connections`
+/// there (their mean), else the run's users. `None` without memory samples.
+pub fn working_memory(
+    summary: &Summary,
+    table: &MetricTable,
+    interval: Duration,
+    run: String,
+) -> Option<crate::plan::WorkingMemory> {
+    let window = steady_window(summary, interval);
+    let memory = server_session_memory_bytes(table);
+    let series: Vec<(f64, f64)> = table
+        .times()
+        .iter()
+        .copied()
+        .zip(memory)
+        .filter(|(t, v)| *t >= window.start_s && *t < window.end_s && v.is_finite())
+        .collect();
+    let sessions = table
+        .column(super::columns::DOVECOT_CONNECTIONS)
+        .and_then(|c| window_mean(table, &c, window))
+        .filter(|s| *s > 0.0)
+        .unwrap_or(f64::from(summary.meta.users));
+    crate::plan::WorkingMemory::of_series(run, sessions, &series)
+}
+
 /// A matrix cell's metrics from its run (seed 003's Tables 2 and 3, Graph
 /// 1): the weighted p95 and each action's, the server's CPU as % of its
 /// `cpus`, memory, the read share of the server's disk bytes, the run
@@ -531,5 +558,36 @@ mod tests {
             (fit.per_session_bytes - 5.0 * 1_048_576.0).abs() < 1.0,
             "{fit:?}"
         );
+    }
+
+    /// Issue 25 (the answer), item 2: a working run's memory is read over
+    /// its steady window, its sessions from the server's side.
+    #[test]
+    fn issue_25_item_2_a_working_runs_memory_is_its_steady_windows_end_and_rise() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../report/tests/fixtures/run-small/summary.json"
+        );
+        let summary: Summary =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        // Steady from 3 s for 20 s: 300 MiB before it (the logons), then
+        // 400 MiB rising 1 MiB/s, 8 sessions held (the run had 10 users).
+        let mut csv =
+            String::from("time_s,lab_memory_kb,lab_memory_no_cache_kb,dovecot_connections\n");
+        for t in 0..30 {
+            let mib = if t < 4 {
+                300.0
+            } else {
+                400.0 + f64::from(t - 4)
+            };
+            csv.push_str(&format!("{t},2000000,{},8\n", mib * 1024.0));
+        }
+        let table = MetricTable::from_csv(csv.as_bytes(), 100).unwrap();
+        let w = working_memory(&summary, &table, Duration::from_secs(1), "run".into()).unwrap();
+        assert_eq!(w.sessions, 8.0);
+        assert!((w.rise_bytes_per_s - 1_048_576.0).abs() < 1.0, "{w:?}");
+        // The window's samples are those at 4 ... 23 s: 419 MiB at its end.
+        assert!((w.end_bytes / 1_048_576.0 - 419.0).abs() < 0.01, "{w:?}");
+        assert_eq!(w.horizon_s, 3600.0 - 19.0);
     }
 }

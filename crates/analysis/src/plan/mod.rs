@@ -41,7 +41,9 @@ pub use matrix::{
     MATRIX_FORMAT_VERSION, METRIC_CPU_PCT, METRIC_WEIGHTED_P95_MS, Matrix, MatrixCell,
     Relationship, Trend, change_pct, latency_spread,
 };
-pub use memory::{MemoryFit, MemoryPoint, fit_memory};
+pub use memory::{
+    MemoryFit, MemoryPoint, WorkingMemory, fit_memory, use_working_memory, working_memory_fit,
+};
 pub use model::{
     DEFAULT_HEADROOM, Exhaustion, HostCapacity, PLAN_FORMAT_VERSION, PerUserDemand, Plan,
     PlanRequest, PlanRow, RateUse, Resource, memory_to_install,

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use peakhour_analysis::plan::{
-    HostCapacity, Plan, PlanRequest, ProfileRates, QosModel, per_user_rates,
+    HostCapacity, Plan, PlanRequest, ProfileRates, QosModel, per_user_rates, use_working_memory,
 };
 use peakhour_lab::{Lab, shape_label};
 use peakhour_report::plan::{plan_json, render_plan_terminal, tasks_from_json, write_plan_files};
@@ -15,13 +15,26 @@ use peakhour_rundir::read_qos_capacity;
 use peakhour_workload::Profile;
 
 use crate::args::PlanArgs;
+use crate::config::{UsageError, usage_exit};
 use peakhour_app::setup::load_profile;
 
 pub(crate) fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.tasks)
         .with_context(|| format!("cannot read {}", args.tasks.display()))?;
-    let tasks = tasks_from_json(&text)
+    let mut tasks = tasks_from_json(&text)
         .with_context(|| format!("{} is not a tasks.json", args.tasks.display()))?;
+    let working: Vec<_> = match (args.working_run.iter())
+        .map(|dir| {
+            peakhour_rundir::read_working_memory(dir)
+                .map_err(|e| UsageError(format!("--working-run {}: {e}", dir.display())))
+        })
+        .collect::<Result<_, _>>()
+    {
+        Ok(working) => working,
+        // A directory that is not a usable run is bad input (exit 2).
+        Err(error) => return usage_exit(error.into()),
+    };
+    let working = use_working_memory(&mut tasks.memory, &working)?;
     let profile = load_profile(&args.profile.profile)?;
     let (rates, notes) = per_user_rates(
         &profile_rates(&profile, args.speed)?,
@@ -46,6 +59,7 @@ pub(crate) fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     };
     let mut plan = Plan::compute(&tasks, &request)?;
     plan.warnings.extend(notes);
+    plan.assumptions.extend(working);
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         write_plan_files(dir, &plan)

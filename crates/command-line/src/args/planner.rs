@@ -138,6 +138,11 @@ pub struct PlanArgs {
     /// capacity becomes max_users_at_qos, with the model beside it.
     #[arg(long, value_name = "DIR|FILE")]
     pub sweep: Option<PathBuf>,
+    /// A `peakhour run --window peak-hour` directory from the lab the tasks were measured
+    /// on (repeat it: one at half and one at all of the sessions): memory per session is then
+    /// what those working sessions held, carried to the end of the hour, not idle sessions'.
+    #[arg(long, value_name = "DIR")]
+    pub working_run: Vec<PathBuf>,
     /// A price for seed 004's price/performance, e.g. 2659 or 2659USD.
     #[arg(long, value_name = "AMOUNT[CURRENCY]", value_parser = parse_price)]
     pub price: Option<Price>,
