@@ -50,6 +50,13 @@ async fn lmtp_and_multiappend_fill_the_same_folders_and_issue_26_item_13_a_resum
     assert!(append.contains("410 already there, 410 added"), "{append}");
     let again = init(&lab_dir, &[]);
     assert!(again.contains("820 already there, 0 added"), "{again}");
+    // Issue 25: an init with another seed finds the starting state (any
+    // init's messages count) instead of appending a second one.
+    let other_seed = init(&lab_dir, &["--seed", "7"]);
+    assert!(
+        other_seed.contains("820 already there, 0 added"),
+        "{other_seed}"
+    );
 
     // Issue 26 item 13, the normal path: user 4's Folder40 loses its last
     // message (init counts what is there, so the last is the one it adds);

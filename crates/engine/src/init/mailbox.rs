@@ -101,7 +101,7 @@ impl UserJob<'_> {
         for folder in plan.folders() {
             let name = server.initial_folder(plan.params(), &folder.name);
             let count = if listed(&existing, &name) {
-                let (count, selected) = own_messages(&mut imap, &name, &self.run_id())
+                let (count, selected) = own_messages(&mut imap, &name, ANY_INIT)
                     .await
                     .map_err(failed(Some(&name)))?;
                 examined |= selected;
@@ -137,6 +137,8 @@ impl UserJob<'_> {
     }
 
     /// The run id every message of this init carries (`X-Peakhour-Run`).
+    /// Counting looks for any init's messages ([`ANY_INIT`]), not only this
+    /// seed's.
     fn run_id(&self) -> String {
         format!("init-{}", self.plan.seed())
     }
@@ -357,7 +359,17 @@ impl Writer<'_> {
     }
 }
 
-/// How many messages of this init (`X-Peakhour-Run: run_id`) `folder`
+/// What every init's run id starts with. The mailboxes are the server's
+/// state, not the load's randomness: an init with another seed (a second
+/// `capacity --seed`, a `run --seed` on a lab filled before) must find the
+/// starting state there and add nothing, or every mailbox doubles and the
+/// next search measures another server (issue 25: a second seed's search
+/// found "0 already there" and appended 82,000 messages). IMAP's SEARCH HEADER
+/// matches a substring (RFC 3501 §6.4.4), so this prefix finds every seed's
+/// messages (and `init-1` no longer also counts `init-12`'s).
+const ANY_INIT: &str = "init-";
+
+/// How many messages of an init (`X-Peakhour-Run` containing `run_id`) `folder`
 /// holds: whatever else it holds is not counted, so a mailbox with mail of
 /// its own still gets all of the profile's messages. The flag says whether
 /// `folder` was EXAMINEd to count them (it stays selected, read-only).

@@ -4,6 +4,8 @@
 //! * **Idempotent and resumable.** Each user's folders are counted first
 //!   (IMAP STATUS), and only the missing messages are added, in order, so a
 //!   second run adds nothing and an interrupted run continues where it stopped.
+//!   Any init's messages count, whatever its seed: the mailboxes are the
+//!   server's state, and a second seed must not double them.
 //! * **Fast where it can be.** Messages go in with IMAP APPEND, each folder's
 //!   in MULTIAPPEND batches (RFC 3502) when the server offers it: one command
 //!   and one mailbox transaction for many messages. Into the lab that is about
