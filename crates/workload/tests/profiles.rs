@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use peakhour_workload::{
-    ActionKind, AttachmentKind, Mode, Overrides, Plan, PlanError, Profile, ProfileError, builtin,
-    builtins,
+    ActionKind, AttachmentKind, ClientMix, Mode, Overrides, Personality, Plan, PlanError, Profile,
+    ProfileError, builtin, builtins,
 };
 
 fn mmb() -> Profile {
@@ -450,4 +450,51 @@ fn issue_27_item_2_a_bad_sessions_per_account_is_named_at_its_line() {
         e.to_string(),
         "bad.toml:7:24: field `users.sessions_per_account`: must be 1 to 64 (got 0)"
     );
+}
+
+/// The client-mix profiles of docs/clients.md ("Capacity per client mix") differ from
+/// mmb-medium in their name, their first comment and `[clients]` alone, so that the
+/// capacities measured with them differ by the client mix and nothing else.
+#[test]
+fn issue_28_item_4_the_client_mix_profiles_are_mmb_medium_but_for_their_clients() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/clients");
+    let expected: [(&str, &[(Personality, f64)]); 4] = [
+        ("mmb-medium-peakhour", &[(Personality::Peakhour, 1.0)]),
+        ("mmb-medium-thunderbird", &[(Personality::Thunderbird, 1.0)]),
+        ("mmb-medium-roundcube", &[(Personality::Roundcube, 1.0)]),
+        (
+            "mmb-medium-mix",
+            &[
+                (Personality::Thunderbird, 0.6),
+                (Personality::Mbsync, 0.1),
+                (Personality::Roundcube, 0.3),
+            ],
+        ),
+    ];
+    let mmb_toml = mmb().to_toml().expect("mmb-medium serialises");
+    for (name, shares) in expected {
+        let path = dir.join(format!("{name}.toml"));
+        let source =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut profile =
+            Profile::parse(&path.display().to_string(), &source).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(profile.name, name);
+        let weights = profile.clients.take().expect("a [clients] table");
+        let mix = ClientMix::from_weights(weights.get_ref()).expect("a valid mix");
+        let mut got = mix.shares().to_vec();
+        got.sort_by_key(|(p, _)| *p);
+        let mut want = shares.to_vec();
+        want.sort_by_key(|(p, _)| *p);
+        assert_eq!(got.len(), want.len(), "{name}: {got:?}");
+        for ((gp, gw), (wp, ww)) in got.iter().zip(&want) {
+            assert_eq!(gp, wp, "{name}");
+            assert!((gw - ww).abs() < 1e-9, "{name}: {gp:?} {gw} != {ww}");
+        }
+        profile.name = "mmb-medium".to_owned();
+        assert_eq!(
+            profile.to_toml().expect("serialises"),
+            mmb_toml,
+            "{name}.toml no longer matches mmb-medium outside [clients]"
+        );
+    }
 }
