@@ -25,6 +25,11 @@ GROUPS = {
         imap.uid("COPY", str(uid), f"Folder{k + 1}"),
         imap.uid("STORE", str(uid), "+FLAGS.SILENT", "(\\Deleted)"),
         imap.expunge()],
+    "neomutt move of an old message": lambda imap, uid, k: [
+        imap.status(f"Folder{k + 1}", "(UIDNEXT UIDVALIDITY UNSEEN RECENT MESSAGES)"),
+        imap.uid("COPY", str(uid), f"Folder{k + 1}"),
+        imap.uid("STORE", str(uid), "+FLAGS.SILENT", "(\\Deleted)"),
+        imap.expunge()],
     "neomutt delete": lambda imap, uid, k: [
         imap.uid("STORE", str(uid), "+FLAGS.SILENT", "(\\Deleted)"), imap.expunge()],
     "neomutt read": lambda imap, uid, k: [imap.uid("FETCH", str(uid), "(BODY.PEEK[])")],
@@ -53,8 +58,11 @@ def main():
                 barrier.wait()
                 for k in range(args.times):
                     barrier.wait()
-                    group(imap, int(uids[-(k + 1)]), k)
+                    # The newest messages, or (as the neomutt recording moved UID 3) the oldest.
+                    uid = uids[k + 2] if "old" in name else uids[-(k + 1)]
+                    group(imap, int(uid), k)
                     barrier.wait()
+                barrier.wait()  # the last reading is taken: LOGOUT outside it
                 imap.logout()
 
             threads = [threading.Thread(target=worker, args=(u,), daemon=True) for u in users]
@@ -69,6 +77,7 @@ def main():
                 barrier.wait()
                 time.sleep(args.settle)
                 spent.append((meter() - before) / len(users) / 1000)
+            barrier.wait()
             for thread in threads:
                 thread.join(60)
             print(f"{name}: " + ", ".join(f"{n + 1}. {us:.0f} µs" for n, us in enumerate(spent)), flush=True)
