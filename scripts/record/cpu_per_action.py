@@ -29,6 +29,14 @@ counts; --no-smtp leaves it out). Each phase ends with --settle seconds of
 quiet so that deliveries and exits land inside it. The whole is done
 --repeats times: the table shows the mean and the spread (min-max).
 
+With --warm a window is replayed inside the client's session: the setup
+replays what the recording did on the connections open before the window
+(not a fresh LOGIN and SELECT), the action phase is the window's commands
+only, and the connections the recording kept past the window log out after
+the reading; the baseline phase then holds nothing but the lab's background.
+A long session's window (neomutt, Thunderbird) then does not pay a fresh
+process's first writes and the closing LOGOUT's index writes once more.
+
 **peakhour runs.** With --peakhour BIN and --personality NAME (repeatable),
 each action is run alone: a copy of the mmb-medium profile in fixed mode with
 one action's count at --low and then --high per user and every other action
@@ -36,7 +44,9 @@ at 0, one recipient per message (as the recordings sent), `peakhour run
 --client NAME` (no --client for `peakhour` itself when the binary has none).
 The cost is Dovecot's CPU over the two runs' difference divided by the
 difference of the action's counts in summary.json, so logins, logouts and
-idle time, equal in both runs, cancel out.
+idle time, equal in both runs, cancel out. Before each run every user's
+Inbox is set to --inbox messages (the recordings' 104), and a warning says
+when a run did not finish its actions within --run-seconds.
 
     python3 scripts/record/cpu_per_action.py --lab-dir DIR [--clients neomutt,mbsync] [--json OUT]
     python3 scripts/record/cpu_per_action.py --lab-dir DIR --peakhour target/debug/peakhour --personality peakhour
