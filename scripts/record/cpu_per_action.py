@@ -137,7 +137,11 @@ class CpuacctGroup:
         with open(f"/proc/{master}/cgroup", encoding="utf-8") as own:
             path = next(line.strip().split(":", 2)[2] for line in own if line.split(":")[1] == "cpuacct")
         self.home = os.path.join(mount, path.lstrip("/"))
-        self.dir = os.path.join(self.home, f"peakhour-dovecot-cpu-{master}")
+        name = f"peakhour-dovecot-cpu-{master}"
+        if os.path.basename(self.home) == name:
+            # Left by an interrupted run: measure in it again rather than in a group nested in it.
+            self.home = os.path.dirname(self.home)
+        self.dir = os.path.join(self.home, name)
         os.makedirs(self.dir, exist_ok=True)
         self.master = master
         self._move(self.dir)
