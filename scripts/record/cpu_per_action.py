@@ -29,6 +29,14 @@ counts; --no-smtp leaves it out). Each phase ends with --settle seconds of
 quiet so that deliveries and exits land inside it. The whole is done
 --repeats times: the table shows the mean and the spread (min-max).
 
+With --warm a window is replayed inside the client's session: the setup
+replays what the recording did on the connections open before the window
+(not a fresh LOGIN and SELECT), the action phase is the window's commands
+only, and the connections the recording kept past the window log out after
+the reading; the baseline phase then holds nothing but the lab's background.
+A long session's window (neomutt, Thunderbird) then does not pay a fresh
+process's first writes and the closing LOGOUT's index writes once more.
+
 **peakhour runs.** With --peakhour BIN and --personality NAME (repeatable),
 each action is run alone: a copy of the mmb-medium profile in fixed mode with
 one action's count at --low and then --high per user and every other action
@@ -36,7 +44,9 @@ at 0, one recipient per message (as the recordings sent), `peakhour run
 --client NAME` (no --client for `peakhour` itself when the binary has none).
 The cost is Dovecot's CPU over the two runs' difference divided by the
 difference of the action's counts in summary.json, so logins, logouts and
-idle time, equal in both runs, cancel out.
+idle time, equal in both runs, cancel out. Before each run every user's
+Inbox is set to --inbox messages (the recordings' 104), and a warning says
+when a run did not finish its actions within --run-seconds.
 
     python3 scripts/record/cpu_per_action.py --lab-dir DIR [--clients neomutt,mbsync] [--json OUT]
     python3 scripts/record/cpu_per_action.py --lab-dir DIR --peakhour target/debug/peakhour --personality peakhour
@@ -127,7 +137,11 @@ class CpuacctGroup:
         with open(f"/proc/{master}/cgroup", encoding="utf-8") as own:
             path = next(line.strip().split(":", 2)[2] for line in own if line.split(":")[1] == "cpuacct")
         self.home = os.path.join(mount, path.lstrip("/"))
-        self.dir = os.path.join(self.home, f"peakhour-dovecot-cpu-{master}")
+        name = f"peakhour-dovecot-cpu-{master}"
+        if os.path.basename(self.home) == name:
+            # Left by an interrupted run: measure in it again rather than in a group nested in it.
+            self.home = os.path.dirname(self.home)
+        self.dir = os.path.join(self.home, name)
         os.makedirs(self.dir, exist_ok=True)
         self.master = master
         self._move(self.dir)
@@ -209,22 +223,23 @@ class Round:
             for phase in ("action", "baseline"):
                 uids = replay.prepare_mailbox(self.recording, self.piece, self.lab, user, self.args.timeout)
                 replayer = replay.Replayer(self.recording, self.piece, self.lab, user, self.args.idle_bound,
-                                           self.args.timeout, uids)
+                                           self.args.timeout, uids, warm=self.args.warm)
                 replayer.setup()
                 self.barrier.wait()  # set up
                 self.barrier.wait()  # the main thread has read the CPU
                 if phase == "action":
-                    replayer.run(time.monotonic() + self.args.timeout)
+                    replayer.run(time.monotonic() + self.args.timeout, keep=self.args.warm)
                     if self.smtp_size is not None:
                         replay.submit(self.lab, user, self.smtp_size, self.args.timeout)
                     with self.lock:
                         self.commands += replayer.commands
                         self.differing += replayer.differing
                         self.notes += replayer.differences[:2]
-                else:
-                    replayer.logout(list(replayer.connections.values()))
+                elif not self.args.warm:
+                    replayer.logout()
                 self.barrier.wait()  # done
                 self.barrier.wait()  # the main thread has read the CPU again: the next setup may start
+                replayer.logout()  # --warm: what the client kept open, outside the measurement
         except (replay.ReplayError, OSError, threading.BrokenBarrierError) as error:
             with self.lock:
                 self.errors.append(f"{user}: {error}")
@@ -280,7 +295,7 @@ def replay_cost(client, action, lab, master, args):
             notes += measured.notes
         per_repeat.append((spent_action - spent_base) / (rounds * len(users)) / 1000)
     window = next(stop - start for name, start, stop in recording.windows() if name == action)
-    return {"client": client, "action": action, "us": per_repeat, "reps": rounds * len(users),
+    return {"client": client, "action": action, "us": per_repeat, "reps": rounds * len(users), "warm": args.warm,
             "window_s": round(window, 1), "commands": commands, "differing": differing, "notes": notes[:3]}
 
 
@@ -311,7 +326,35 @@ def run_count(summary_path, action):
     return summary.get("actions", {}).get(action, {}).get("count", 0)
 
 
-def peakhour_cost(peakhour, personality, action, lab_dir, master, args, work):
+def reset_inboxes(lab, users, wanted, timeout):
+    """Outside the measurement: each user's Inbox holds exactly `wanted` messages
+    (the recordings' count), topped up with fill_inbox's messages or cut by
+    expunging the newest (mail the previous runs delivered), so that every run
+    starts from the mailbox the replays had and moves, deletes and deliveries of
+    earlier runs do not change what a check or a list costs."""
+    import imaplib
+    import fill_inbox  # noqa: E402  (same directory)
+
+    def one(user):
+        imap = imaplib.IMAP4(*lab["imap"], timeout=timeout)
+        imap.login(user, lab["password"])
+        exists = int(imap.select("INBOX")[1][0])
+        for n in range(exists, wanted):
+            imap.append("INBOX", "(\\Seen)", None, fill_inbox.message(user, n))
+        if exists > wanted:
+            imap.store(f"{wanted + 1}:*", "+FLAGS.SILENT", "(\\Deleted)")
+            imap.expunge()
+        imap.logout()
+
+    threads = [threading.Thread(target=one, args=(u,), daemon=True) for u in users]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+
+
+def peakhour_cost(peakhour, personality, action, lab, master, args, work):
+    lab_dir = args.lab_dir
     base = subprocess.run([peakhour, "profiles", "show", "mmb-medium"], capture_output=True, text=True,
                           check=True).stdout
     results = []
@@ -328,6 +371,8 @@ def peakhour_cost(peakhour, personality, action, lab_dir, master, args, work):
                        "--out", out_dir]
             if personality != "peakhour" or args.client_flag:
                 command += ["--client", personality]
+            if args.inbox:
+                reset_inboxes(lab, [f"user{n}" for n in range(1, args.users + 1)], args.inbox, args.timeout)
             time.sleep(args.settle)
             before = master()
             finished = subprocess.run(command, capture_output=True, text=True, timeout=args.run_seconds + 300)
@@ -338,6 +383,10 @@ def peakhour_cost(peakhour, personality, action, lab_dir, master, args, work):
                                  f"{finished.stderr.strip()[-400:]}")
             measured.append((spent, run_count(os.path.join(out_dir, "summary.json"), PEAKHOUR_ACTION[action])))
         (low_ns, low_n), (high_ns, high_n) = measured
+        if high_n < args.high * args.users:
+            print(f"warning: {personality} {action}: the run did {high_n} of {args.high * args.users} actions "
+                  "(an action cut off at the end counts its CPU but not itself): raise --run-seconds",
+                  file=sys.stderr)
         if high_n <= low_n:
             raise SystemExit(f"error: {personality} {action}: the runs did {low_n} and {high_n} actions; "
                              "raise --run-seconds or --high")
@@ -367,7 +416,8 @@ def table(results):
         if action == "idle" and result.get("window_s"):
             # The idle window is long and varies per client: say what an hour of it costs.
             action = f"idle ({result['window_s']:.0f} s; {mean * 3600 / result['window_s'] / 1000:.0f} ms/hour)"
-        lines.append(f"| {result['client']} | {action} | {mean:.0f} | {spread} | {result['reps']} | "
+        client = result["client"] + (" (warm)" if result.get("warm") else "")
+        lines.append(f"| {client} | {action} | {mean:.0f} | {spread} | {result['reps']} | "
                      f"{differing} |")
     return "\n".join(lines)
 
@@ -401,7 +451,10 @@ def comparison(results):
         if "personality" not in result:
             continue
         name, mine = result["personality"], result["us"]
-        for client in clients if name == "peakhour" else [name]:
+        # Thunderbird's personality follows the warm start (the usual day);
+        # its first start (the full download) is shown too.
+        own = [c for c in (name + "-warm", name) if (c, result["action"]) in replays]
+        for client in clients if name == "peakhour" else own:
             reference = replays.get((client, result["action"]))
             if reference is None:
                 continue
@@ -427,6 +480,11 @@ def main():
     parser.add_argument("--settle", type=float, default=0.5)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--no-smtp", dest="smtp", action="store_false")
+    parser.add_argument("--warm", action="store_true",
+                        help="replay each window inside the client's session as it was: the connections open "
+                             "before it set up by replaying their history (not a fresh LOGIN and SELECT), and "
+                             "those still open after it logged out outside the measurement (the baseline phase "
+                             "then measures nothing but the lab's own background)")
     parser.add_argument("--peakhour", help="a peakhour binary: also measure its runs")
     parser.add_argument("--personality", action="append", default=[],
                         help="peakhour run --client NAME (repeatable); 'peakhour' is today's user")
@@ -435,6 +493,8 @@ def main():
     parser.add_argument("--low", type=int, default=2)
     parser.add_argument("--high", type=int, default=12)
     parser.add_argument("--run-seconds", type=int, default=20)
+    parser.add_argument("--inbox", type=int, default=104,
+                        help="each run starts with this many messages in every Inbox (the recordings'; 0: as it is)")
     parser.add_argument("--json", help="also write the results as JSON here")
     args = parser.parse_args()
     for name, value, low, high in (("--users", args.users, 1, 500), ("--rounds", args.rounds, 1, 100),
@@ -469,6 +529,14 @@ def main():
             json.dump(results, out, indent=1)
 
 
+def save_partial(args, results):
+    """The results so far to --json, so that a run cut short keeps what it measured
+    (and --table-from can join it to a later run's)."""
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(results, out, indent=1)
+
+
 def measure_all(args, lab, master):
     results = []
     for client in [c for c in args.clients.split(",") if c]:
@@ -481,6 +549,7 @@ def measure_all(args, lab, master):
                 continue
             if result:
                 results.append(result)
+                save_partial(args, results)
                 mean, spread = row(result)
                 print(f"# {client} {action}: {mean:.0f} µs ({spread}), {time.monotonic() - started:.0f} s",
                       file=sys.stderr, flush=True)
@@ -490,8 +559,9 @@ def measure_all(args, lab, master):
         try:
             for personality in args.personality or ["peakhour"]:
                 for action in [a for a in args.actions.split(",") if a in PEAKHOUR_ACTION]:
-                    result = peakhour_cost(args.peakhour, personality, action, args.lab_dir, master, args, work)
+                    result = peakhour_cost(args.peakhour, personality, action, lab, master, args, work)
                     results.append(result)
+                    save_partial(args, results)
                     mean, spread = row(result)
                     print(f"# peakhour {personality} {action}: {mean:.0f} µs ({spread})", file=sys.stderr,
                           flush=True)

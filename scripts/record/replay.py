@@ -242,7 +242,9 @@ class Recording:
             return Slice(self, list(self.items), float("-inf"))
         for name, start, stop in self.windows():
             if name == action:
-                return Slice(self, [i for i in self.items if start <= i.t < stop], start)
+                piece = Slice(self, [i for i in self.items if start <= i.t < stop], start)
+                piece.stop = stop
+                return piece
         raise ReplayError(f"{self.fixture}: no action {action!r} in manifest.json "
                           f"(it has {', '.join(n for n, _, _ in self.windows())})")
 
@@ -297,6 +299,17 @@ class Slice:
             elif item.name in ("CLOSE", "UNSELECT"):
                 state.selected = None
         return state
+
+    def history(self):
+        """What the recording did before the window on the connections open at its
+        start, in order: replayed, it leaves each `imap` process as the client's was."""
+        return [i for i in self.recording.items if i.conn in self.before and i.t < self.start]
+
+    def closed_within(self):
+        """The window's connections the recording closed before the window's end
+        (the others it kept open past the window)."""
+        stop = getattr(self, "stop", float("inf"))
+        return [c for c in self.connections if self.recording.closed.get(c, float("inf")) < stop]
 
     def folders(self):
         """Every folder the window names or has selected at its start."""
@@ -515,9 +528,10 @@ class Connection:
 class Replayer:
     """Replays one slice of a recording as one lab user."""
 
-    def __init__(self, recording, piece, lab, user, idle_bound, timeout, uids):
+    def __init__(self, recording, piece, lab, user, idle_bound, timeout, uids, warm=False):
         self.recording, self.piece, self.lab, self.user = recording, piece, lab, user
         self.idle_bound, self.timeout, self.uids = idle_bound, timeout, uids
+        self.warm = warm
         self.connections = {}  # recorded conn -> Connection
         self.commands = self.differing = 0
         self.differences = []
@@ -530,7 +544,14 @@ class Replayer:
 
     def setup(self):
         """Brings the connections that were open before the window to their state
-        at its start: logged in, ENABLEd, the folder selected, in IDLE."""
+        at its start: logged in, ENABLEd, the folder selected, in IDLE. With
+        `warm`, by replaying everything the recording did on them before the
+        window instead, so that each `imap` process has done what the client's
+        had (its indexes opened, its first writes made) and the window does not
+        pay what the session paid once."""
+        if self.warm:
+            self._replay_history()
+            return
         for conn, state in self.piece.before.items():
             connection = self.connect(conn)
             if not state.logged_in:
@@ -547,6 +568,16 @@ class Replayer:
                 connection.until_continuation()
                 connection.idle_tag, connection.idle_since = tag, time.monotonic()
 
+    def _replay_history(self):
+        previous = {}
+        for item in self.piece.history():
+            connection = self.connections.get(item.conn) or self.connect(item.conn)
+            self.step(connection, item, previous.get(item.conn))
+            previous[item.conn] = item
+        if self.differing:
+            raise ReplayError(f"{self.user}: the history before the window: {'; '.join(self.differences[:2])}")
+        self.commands = self.differing = 0
+
     def plain(self, connection, command):
         tag = connection.next_tag()
         connection.send(f"{tag} {command}\r\n".encode())
@@ -554,8 +585,10 @@ class Replayer:
         if status != "OK":
             raise ReplayError(f"{connection.name}: {command.split(' ')[0]} answered {status}")
 
-    def run(self, deadline):
-        """Replays the window's items in order, then logs out every connection still open."""
+    def run(self, deadline, keep=False):
+        """Replays the window's items in order, then logs out every connection still
+        open; with `keep`, only those the recording closed within the window (the
+        others stay for `logout()` later, as the client kept them)."""
         previous = {}
         for item in self.piece.items:
             if time.monotonic() > deadline:
@@ -570,7 +603,11 @@ class Replayer:
                 self.differences.append(str(error))
                 connection.alive = False
             previous[item.conn] = item
-        self.logout(list(self.connections.values()))
+        if not keep:
+            self.logout(list(self.connections.values()))
+            return
+        ended = [c for c in self.piece.closed_within() if c in self.connections]
+        self.logout([self.connections.pop(c) for c in ended])
 
     def step(self, connection, item, previous):
         if item.done:
@@ -623,7 +660,10 @@ class Replayer:
             if len(self.differences) < 5:
                 self.differences.append(f"{item.text[:70]!r} (transcript line {item.line}): the lab answered {status}")
 
-    def logout(self, connections):
+    def logout(self, connections=None):
+        """LOGOUT of `connections` (every one still held when None)."""
+        if connections is None:
+            connections = list(self.connections.values())
         for connection in connections:
             if connection.alive:
                 try:
@@ -636,7 +676,7 @@ class Replayer:
                 except (ReplayError, OSError):
                     pass
             connection.close()
-        self.connections = {}
+        self.connections = {c: k for c, k in self.connections.items() if k not in connections}
 
 
 # ---------------------------------------------------------------- the lab mailbox

@@ -58,6 +58,7 @@ TRANSCRIPT = """\
 70.100100 c3 S: * OK ready
 70.200000 c3 C: b1 AUTHENTICATE PLAIN <credentials>
 70.200100 c3 S: b1 OK Logged in
+70.300000 c3 close
 """
 
 MANIFEST = {"client": "test", "actions": [
@@ -156,6 +157,16 @@ class ReplayRewriting(unittest.TestCase):
         self.assertTrue(idle.before["c2"].idling)
         self.assertEqual(idle.before["c2"].selected, "Sent")
         self.assertNotIn("c3", idle.before)  # opened inside the window: connected there
+
+    def test_a_warm_replay_sets_up_with_the_history_and_keeps_what_the_client_kept(self):
+        # cpu_per_action.py --warm: the connections open at the window's start
+        # replay what they did before it; those still open at its end stay open.
+        piece = self.recording.slice("move")
+        self.assertEqual([i.tag for i in piece.history()], ["a1", "a2", "a3"])
+        self.assertEqual(piece.closed_within(), [])
+        idle = self.recording.slice("idle")
+        self.assertEqual([i.tag for i in idle.history()], ["7", "8", "9"])
+        self.assertEqual(idle.closed_within(), ["c3"])
 
     def test_no_recorded_password_reaches_a_rewritten_command(self):
         for item in self.recording.items:
