@@ -91,7 +91,7 @@ mod tests {
         config.users = 3000;
         let conf = crate::render::dovecot_conf(&config, &crate::Layout::new("/tmp/lab"));
         let limits = parse_imap_limits(&conf).unwrap();
-        assert_eq!(limits.imap_process_limit, 6100);
+        assert_eq!(limits.imap_process_limit, 15100);
         assert!(limits.imap_client_limit >= 1);
     }
 }

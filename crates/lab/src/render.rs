@@ -12,8 +12,13 @@ use crate::layout::Layout;
 /// Dovecot processes allowed per service. Each connected IMAP user holds one
 /// `imap` process (a few MB each), so this caps the users a lab can carry.
 fn process_limit(users: u32) -> u32 {
-    // Two sessions per user (an online client and a sender), plus headroom.
-    (users.saturating_mul(2) + 100).max(1000)
+    // Five sessions per user, plus headroom: a Thunderbird user keeps up to
+    // five connections (its default of cached connections; the warm start's
+    // recording held three), and the lab must not be what limits a client
+    // mix (issue 28: a 450-user Thunderbird step held 1,344 sessions and
+    // failed its logons at the 1,300 that two per user allowed). The limit
+    // only caps; Dovecot forks a process per connection as it comes.
+    (users.saturating_mul(5) + 100).max(1000)
 }
 
 /// `dovecot.conf` for the lab. One template over 120 lines, kept whole so
@@ -497,6 +502,6 @@ mod tests {
     #[test]
     fn process_limit_grows_with_users() {
         assert_eq!(process_limit(100), 1000);
-        assert_eq!(process_limit(5000), 10100);
+        assert_eq!(process_limit(5000), 25100);
     }
 }

@@ -191,9 +191,15 @@ fn issue_28_item_3_replay_renumbers_tags_substitutes_logins_and_maps_uids() {
         "python3 {} failed:\n{report}",
         script.display()
     );
-    // unittest's summary: a run that found no test would also exit 0.
+    // unittest's summary: a run that found no test would also exit 0, so
+    // every test the script defines must have run.
+    let defined = std::fs::read_to_string(&script)
+        .unwrap()
+        .matches("\n    def test_")
+        .count();
+    assert!(defined >= 9, "{defined} tests in {}", script.display());
     assert!(
-        report.contains("Ran 9 tests") && report.trim_end().ends_with("OK"),
+        report.contains(&format!("Ran {defined} tests")) && report.trim_end().ends_with("OK"),
         "{report}"
     );
 }
