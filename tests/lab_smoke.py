@@ -50,12 +50,32 @@ def test_message(status, address, token):
     return message
 
 
-def wait_in_inbox(imap, token):
-    """Polls INBOX until the message with this token is there; returns its body."""
+def imap_session(status, address, password):
+    """A logged-in IMAP session on the lab's imap port."""
+    session = imaplib.IMAP4(*host_port(status["endpoints"]["imap"]), timeout=10)
+    session.login(address, password)
+    return session
+
+
+def wait_in_inbox(connect, token):
+    """Polls INBOX until the message with this token is there; returns its body and the session.
+
+    `connect` opens a logged-in session. A session the server drops is opened
+    again, as a mail client would: Dovecot's imap process can panic when its
+    first SELECT creates the INBOX while lmtp delivers into it ("fcntl ...
+    Resource deadlock avoided", crates/lab/src/render.rs), and the delivery
+    it raced is retried, so the message still arrives."""
     deadline = time.monotonic() + 15
+    imap = connect()
     found = []
     while not found:
-        typ, data = imap.select("INBOX")
+        try:
+            typ, data = imap.select("INBOX")
+        except imaplib.IMAP4.abort as dropped:
+            assert time.monotonic() < deadline, f"IMAP session kept dropping: {dropped}"
+            time.sleep(0.05)
+            imap = connect()
+            continue
         if typ != "OK":
             # Say what the server said instead of failing on the next command.
             assert time.monotonic() < deadline, f"SELECT INBOX kept failing: {typ} {data}"
@@ -69,7 +89,7 @@ def wait_in_inbox(imap, token):
             time.sleep(0.05)
     typ, data = imap.fetch(found[-1], "(BODY.PEEK[TEXT])")
     assert typ == "OK", data
-    return data[0][1]
+    return data[0][1], imap
 
 
 def check_namespace(imap, prefix):
@@ -107,9 +127,7 @@ def check_noauth(status, address, password):
         assert not smtp.has_extn("starttls"), f"STARTTLS offered: {smtp.esmtp_features}"
         refused = smtp.send_message(test_message(status, address, token))
         assert not refused, f"recipients refused: {refused}"
-    imap = imaplib.IMAP4(*host_port(status["endpoints"]["imap"]), timeout=10)
-    imap.login(address, password)
-    body = wait_in_inbox(imap, token)
+    body, imap = wait_in_inbox(lambda: imap_session(status, address, password), token)
     assert token.encode() in body, body
     imap.logout()
 
@@ -241,9 +259,7 @@ def main():
         refused = smtp.send_message(test_message(status, address, token))
         assert not refused, f"recipients refused: {refused}"
 
-    imap = imaplib.IMAP4(*host_port(status["endpoints"]["imap"]), timeout=10)
-    imap.login(address, password)
-    imap_body = wait_in_inbox(imap, token)
+    imap_body, imap = wait_in_inbox(lambda: imap_session(status, address, password), token)
     latency_ms = (time.monotonic() - started) * 1000
     assert token.encode() in imap_body, imap_body
     namespace_note = ""
