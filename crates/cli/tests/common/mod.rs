@@ -150,22 +150,7 @@ pub(crate) async fn log_in(
 /// A lab with Cyrus for its mail store on free ports, tried again (three times at most)
 /// when another test took a port between the choice and the start.
 pub(crate) fn start_cyrus_lab(users: u32) -> (tempfile::TempDir, LabGuard) {
-    let dir = tempfile::Builder::new()
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .tempdir()
-        .unwrap();
-    let mut attempts = 0;
-    loop {
-        let config = LabConfig {
-            users,
-            mail_server: peakhour_lab::MailServer::Cyrus,
-            ports: Ports::free().expect("free loopback ports"),
-            ..LabConfig::new(dir.path())
-        };
-        match LabGuard::start(&config) {
-            Ok(lab) => return (dir, lab),
-            Err(peakhour_lab::LabError::PortInUse { .. }) if attempts < 3 => attempts += 1,
-            Err(e) => panic!("cannot start the Cyrus lab: {e}"),
-        }
-    }
+    start_lab_configured(users, |config| {
+        config.mail_server = peakhour_lab::MailServer::Cyrus;
+    })
 }
