@@ -293,13 +293,7 @@ pub fn growth_in(
         let Some(values) = table.column(&name) else {
             continue;
         };
-        let series: Vec<(f64, f64)> = table
-            .times()
-            .iter()
-            .copied()
-            .zip(values)
-            .filter(|(t, v)| *t >= window.start_s && *t < window.end_s && v.is_finite())
-            .collect();
+        let series = crate::monitor::server::finite_samples_in(table, &values, window);
         let Some((from, to, grows)) = still_growing(&series, GROWTH_MIN_RISE) else {
             continue;
         };

@@ -182,14 +182,23 @@ pub fn server_session_memory_bytes(table: &MetricTable) -> Vec<f64> {
 
 /// The mean of `values` over the samples in `window`.
 pub fn window_mean(table: &MetricTable, values: &[f64], window: TimeWindow) -> Option<f64> {
-    let v: Vec<f64> = table
+    let v = finite_samples_in(table, values, window);
+    (!v.is_empty()).then(|| v.iter().map(|(_, v)| v).sum::<f64>() / v.len() as f64)
+}
+
+/// The finite samples of `values` inside `window`, as (time, value) pairs.
+pub fn finite_samples_in(
+    table: &MetricTable,
+    values: &[f64],
+    window: TimeWindow,
+) -> Vec<(f64, f64)> {
+    table
         .times()
         .iter()
-        .zip(values)
-        .filter(|(t, v)| **t >= window.start_s && **t < window.end_s && v.is_finite())
-        .map(|(_, v)| *v)
-        .collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        .copied()
+        .zip(values.iter().copied())
+        .filter(|(t, v)| *t >= window.start_s && *t < window.end_s && v.is_finite())
+        .collect()
 }
 
 /// Network KiB/s per sample: peakhour's own bytes sent + received when the
@@ -366,14 +375,7 @@ pub fn working_memory(
     run: String,
 ) -> Option<crate::plan::WorkingMemory> {
     let window = steady_window(summary, interval);
-    let memory = server_session_memory_bytes(table);
-    let series: Vec<(f64, f64)> = table
-        .times()
-        .iter()
-        .copied()
-        .zip(memory)
-        .filter(|(t, v)| *t >= window.start_s && *t < window.end_s && v.is_finite())
-        .collect();
+    let series = finite_samples_in(table, &server_session_memory_bytes(table), window);
     let sessions = table
         .column(super::columns::DOVECOT_CONNECTIONS)
         .and_then(|c| window_mean(table, &c, window))
