@@ -65,7 +65,7 @@ pub use profile::bounds;
 pub use profile::{
     ActionKind, Actions, AttachmentKind, AttachmentSpec, CalendarSpec, ChangeEvent, CheckInbox,
     CreateEvent, Delete, DownloadMail, Fixed, FolderSpec, Lists, Mailbox, MixEntry, Mode, Move,
-    PollCalendar, Profile, Qos, Read, Recipients, Send, Spread, UpdateCalendar, Users,
+    PollCalendar, Profile, Qos, Read, Recipients, ScriptStep, Send, Spread, UpdateCalendar, Users,
 };
 pub use schedule::{Schedule, ScheduledAction};
 pub use shard::{Shard, ShardError};

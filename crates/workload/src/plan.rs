@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::day_shape::{ShapeParams, Window};
 use crate::error::PlanError;
 use crate::groupware::{CalendarParams, GroupwareParams};
-use crate::profile::{ActionKind, AttachmentKind, Mode, Profile, Spread};
+use crate::profile::{ActionKind, AttachmentKind, Mode, Profile, ScriptStep, Spread};
 use crate::rng::{Rng, domain};
 use crate::schedule::Schedule;
 use crate::units::HumanDuration;
@@ -156,6 +156,7 @@ pub struct Plan {
     speed: f64,
     mode: Mode,
     pause: Duration,
+    script: Vec<ScriptStep>,
     rates: Vec<ActionRate>,
     fixed: Vec<(ActionKind, u64)>,
     mix: Vec<MessageType>,
@@ -421,6 +422,12 @@ impl Plan {
             .as_ref()
             .and_then(|f| f.pause.as_ref())
             .map_or(Duration::ZERO, |p| p.get_ref().0);
+        let script = profile
+            .fixed
+            .as_ref()
+            .and_then(|f| f.script.as_ref())
+            .map(|steps| steps.iter().map(|s| *s.get_ref()).collect())
+            .unwrap_or_default();
 
         let (mix, cumulative) = message_mix(&profile);
         let per_users = u64::try_from(*profile.lists.per_users.get_ref()).unwrap_or(0);
@@ -464,6 +471,7 @@ impl Plan {
             speed,
             mode: profile.mode,
             pause,
+            script,
             rates,
             fixed,
             mix,
@@ -588,6 +596,11 @@ impl Plan {
     /// In `fixed` mode, the pause between one action's end and the next one's start.
     pub fn pause(&self) -> Duration {
         self.pause
+    }
+    /// In `fixed` mode with `fixed.script`, the scripted session every user
+    /// follows (empty otherwise).
+    pub fn script(&self) -> &[ScriptStep] {
+        &self.script
     }
     /// Per-user rates of every action (`poisson` mode; empty in `fixed` mode).
     pub fn rates(&self) -> &[ActionRate] {

@@ -286,6 +286,23 @@ pub struct Fixed {
     /// Pause between one action's end and the next one's start. Default 0: back to back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause: Option<Spanned<HumanDuration>>,
+    /// A scripted session: each user does these actions in this order, each
+    /// at its offset from the steady phase's start (LoadSim's test script
+    /// with the times a recorded user clicked). Replaces the counts' order
+    /// and the pause; each action's `count` must equal how often it appears.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<Vec<Spanned<ScriptStep>>>,
+}
+
+/// One step of a scripted session (`fixed.script`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptStep {
+    /// What the user does.
+    pub action: ActionKind,
+    /// When, from the steady phase's start; a step whose predecessor is still
+    /// running starts when it ends, and its latency counts from this time.
+    pub at: HumanDuration,
 }
 
 /// The user population.
@@ -725,7 +742,95 @@ impl Profile {
                 "the [fixed] table needs mode = \"fixed\"",
             ));
         }
+        self.validate_script(file, src)?;
         self.check_bounds(file, src)
+    }
+
+    /// A scripted session's steps come in time order, name configured
+    /// actions, and tally to the actions' counts, so that the counts the
+    /// results report are what the script does.
+    fn validate_script(&self, file: &str, src: &str) -> Result<(), ProfileError> {
+        let Some(fixed) = &self.fixed else {
+            return Ok(());
+        };
+        let Some(script) = &fixed.script else {
+            return Ok(());
+        };
+        let err = |span: Option<Range<usize>>, field: String, msg: String| {
+            ProfileError::at(file, src, span, field, msg)
+        };
+        if let Some(pause) = &fixed.pause {
+            return Err(err(
+                Some(pause.span()),
+                "fixed.pause".into(),
+                "a scripted session times each step itself: give `fixed.pause` or \
+                 `fixed.script`, not both"
+                    .into(),
+            ));
+        }
+        if script.len() > bounds::MAX_SCRIPT_STEPS {
+            return Err(err(
+                None,
+                "fixed.script".into(),
+                format!(
+                    "{} steps; at most {} are allowed",
+                    script.len(),
+                    bounds::MAX_SCRIPT_STEPS
+                ),
+            ));
+        }
+        let counts: BTreeMap<ActionKind, i64> = self
+            .actions
+            .frequencies()
+            .into_iter()
+            .filter_map(|(kind, f)| f.count.map(|c| (kind, *c.get_ref())))
+            .collect();
+        let mut previous = Duration::ZERO;
+        let mut tally: BTreeMap<ActionKind, i64> = BTreeMap::new();
+        for (i, step) in script.iter().enumerate() {
+            let field = format!("fixed.script[{i}]");
+            let ScriptStep { action, at } = *step.get_ref();
+            if !counts.contains_key(&action) {
+                return Err(err(
+                    Some(step.span()),
+                    field,
+                    format!("`{action}` is not among the profile's [actions.*]"),
+                ));
+            }
+            if at.0 < previous {
+                return Err(err(
+                    Some(step.span()),
+                    field,
+                    format!(
+                        "at {at} comes before the step above it ({}): steps go in time order",
+                        HumanDuration(previous)
+                    ),
+                ));
+            }
+            if at.0 > bounds::MAX_DAY {
+                return Err(err(
+                    Some(step.span()),
+                    field,
+                    format!("at {at} is beyond {}", HumanDuration(bounds::MAX_DAY)),
+                ));
+            }
+            previous = at.0;
+            *tally.entry(action).or_default() += 1;
+        }
+        for (kind, count) in counts {
+            let named = tally.get(&kind).copied().unwrap_or(0);
+            if named != count {
+                return Err(err(
+                    None,
+                    format!("actions.{kind}.count"),
+                    format!(
+                        "is {count}, but fixed.script names `{kind}` {named} times: with a \
+                         script, each count is how often the script does the action"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The users' and the lists' addresses, as their patterns give them, pass
@@ -1136,6 +1241,8 @@ pub mod bounds {
     pub const MAX_PER_DAY: f64 = 100_000.0;
     /// One action's `count` per user in fixed mode.
     pub const MAX_FIXED_COUNT: i64 = 1_000_000;
+    /// Steps of a scripted session (`fixed.script`).
+    pub const MAX_SCRIPT_STEPS: usize = 100_000;
     /// Members of a distribution list, on average.
     pub const MAX_LIST_MEMBERS: f64 = 10_000.0;
     /// Recipients of a message, on average.

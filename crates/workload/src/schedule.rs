@@ -10,11 +10,17 @@
 //! seed's automated script gives no think time, so the reading here is a closed loop:
 //! each action starts when the previous one ends, plus the profile's `fixed.pause`
 //! (default 0). `at` is then only a lower bound: `position × pause`.
+//!
+//! A `fixed` profile with `fixed.script` is a scripted session instead: each step is due at
+//! its own offset, in the script's order, on the user's own clock as a Poisson schedule is
+//! (a step whose predecessor overran starts late, and its latency counts from its offset).
+//! All users follow the same script, so the same step of every user falls in the same
+//! stretch of time: what a measurement of the server's cost per step needs.
 
 use std::time::Duration;
 
 use crate::plan::Plan;
-use crate::profile::{ActionKind, Mode};
+use crate::profile::{ActionKind, Mode, ScriptStep};
 use crate::rng::{Rng, domain};
 
 /// One action due for a user.
@@ -47,6 +53,12 @@ enum Source {
         kind_index: usize,
         nth: u64,
         pause: Duration,
+    },
+    Script {
+        steps: Vec<ScriptStep>,
+        next: usize,
+        /// How many steps of each kind came before (`nth`), by [`ActionKind::index`].
+        done: [u64; ActionKind::ALL.len()],
     },
 }
 
@@ -102,6 +114,11 @@ impl Schedule {
                     })
                     .collect(),
             ),
+            Mode::Fixed if !plan.script().is_empty() => Source::Script {
+                steps: plan.script().to_vec(),
+                next: 0,
+                done: [0; ActionKind::ALL.len()],
+            },
             Mode::Fixed => Source::Fixed {
                 counts: plan.fixed_counts().to_vec(),
                 kind_index: 0,
@@ -121,9 +138,16 @@ impl Schedule {
         }
     }
 
-    /// True when each action must wait for the previous one to finish (`fixed` mode).
+    /// True when each action must wait for the previous one to finish (`fixed` mode
+    /// without a script).
     pub fn is_closed_loop(&self) -> bool {
         matches!(self.source, Source::Fixed { .. })
+    }
+
+    /// True when the schedule ends (`fixed` mode, scripted or not): a user that did all
+    /// of it has finished.
+    pub fn is_finite(&self) -> bool {
+        matches!(self.source, Source::Fixed { .. } | Source::Script { .. })
     }
 }
 
@@ -197,6 +221,18 @@ impl Iterator for Schedule {
                 };
                 *nth += 1;
                 item
+            }
+            Source::Script { steps, next, done } => {
+                let step = *steps.get(*next)?;
+                let nth = done[step.action.index()];
+                done[step.action.index()] += 1;
+                *next += 1;
+                ScheduledAction {
+                    at: step.at.0,
+                    kind: step.action,
+                    seq,
+                    nth,
+                }
             }
         };
         self.seq += 1;

@@ -93,6 +93,7 @@ impl<C: Connector> User<C> {
         // previous one ended, plus the pause; an open (Poisson) schedule keeps
         // to its own clock whatever the server does.
         let closed_loop = schedule.is_closed_loop();
+        let finite = schedule.is_finite();
         let mut schedule = schedule.peekable();
         let action_timeout = self.shared.action_timeout;
         // Logging on is retried until the first action is past saving (its
@@ -189,7 +190,7 @@ impl<C: Connector> User<C> {
             });
             self.reported(scheduled.seq);
         }
-        if closed_loop && completed {
+        if finite && completed {
             self.shared.events.send(Event::Finished);
         }
         self.end_of_day(timeline, &mut stop).await;
