@@ -48,8 +48,15 @@ idle time, equal in both runs, cancel out. Before each run every user's
 Inbox is set to --inbox messages (the recordings' 104), and a warning says
 when a run did not finish its actions within --run-seconds.
 
+With --scripted, each personality is instead measured window by window at the
+same position in the session as its recorded client (scripts/record/scripted.py):
+the recording's actions as a `fixed.script`, Dovecot's CPU read at each window's
+edges. Compare it with the --warm replays.
+
     python3 scripts/record/cpu_per_action.py --lab-dir DIR [--clients neomutt,mbsync] [--json OUT]
     python3 scripts/record/cpu_per_action.py --lab-dir DIR --peakhour target/debug/peakhour --personality peakhour
+    python3 scripts/record/cpu_per_action.py --lab-dir DIR --clients= --peakhour target/debug/peakhour \
+        --personality neomutt --scripted --rounds 3 --repeats 4
 """
 
 import argparse
@@ -66,13 +73,15 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import replay  # noqa: E402
+import scripted  # noqa: E402
 
 CLIENTS = ["neomutt", "mbsync", "roundcube", "thunderbird", "thunderbird-warm"]
+# The recording a personality is scripted like (--scripted): Thunderbird's usual warm start.
+SCRIPTED_LIKE = {"thunderbird": "thunderbird-warm"}
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures", "clients")
 TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
 # The recordings' action names and peakhour's (profile actions).
-PEAKHOUR_ACTION = {"open_inbox": "check_inbox", "read": "read", "move": "move", "delete": "delete",
-                   "send": "send"}
+PEAKHOUR_ACTION = scripted.PEAKHOUR_ACTION
 
 
 # ---------------------------------------------------------------- Dovecot's CPU
@@ -223,7 +232,8 @@ class Round:
             for phase in ("action", "baseline"):
                 uids = replay.prepare_mailbox(self.recording, self.piece, self.lab, user, self.args.timeout)
                 replayer = replay.Replayer(self.recording, self.piece, self.lab, user, self.args.idle_bound,
-                                           self.args.timeout, uids, warm=self.args.warm)
+                                           self.args.timeout, uids, warm=self.args.warm,
+                                           paced=self.args.paced)
                 replayer.setup()
                 self.barrier.wait()  # set up
                 self.barrier.wait()  # the main thread has read the CPU
@@ -237,6 +247,9 @@ class Round:
                         self.notes += replayer.differences[:2]
                 elif not self.args.warm:
                     replayer.logout()
+                if phase == "baseline" and self.args.paced:
+                    # As long as the paced window: the lab's background over it cancels out.
+                    time.sleep(max(0.0, self.piece.stop - self.piece.start))
                 self.barrier.wait()  # done
                 self.barrier.wait()  # the main thread has read the CPU again: the next setup may start
                 replayer.logout()  # --warm: what the client kept open, outside the measurement
@@ -296,6 +309,7 @@ def replay_cost(client, action, lab, master, args):
         per_repeat.append((spent_action - spent_base) / (rounds * len(users)) / 1000)
     window = next(stop - start for name, start, stop in recording.windows() if name == action)
     return {"client": client, "action": action, "us": per_repeat, "reps": rounds * len(users), "warm": args.warm,
+            "paced": args.paced,
             "window_s": round(window, 1), "commands": commands, "differing": differing, "notes": notes[:3]}
 
 
@@ -416,7 +430,8 @@ def table(results):
         if action == "idle" and result.get("window_s"):
             # The idle window is long and varies per client: say what an hour of it costs.
             action = f"idle ({result['window_s']:.0f} s; {mean * 3600 / result['window_s'] / 1000:.0f} ms/hour)"
-        client = result["client"] + (" (warm)" if result.get("warm") else "")
+        client = result["client"] + (" (warm)" if result.get("warm") else "") + (
+            " (paced)" if result.get("paced") else "")
         lines.append(f"| {client} | {action} | {mean:.0f} | {spread} | {result['reps']} | "
                      f"{differing} |")
     return "\n".join(lines)
@@ -444,6 +459,9 @@ def comparison(results):
     replay's): `thunderbird` against thunderbird's recording, and so on;
     `peakhour` (today's user, which imitates no client) against every one."""
     replays = {(r["client"], r["action"]): r["us"] for r in results if "personality" not in r}
+    # A scripted personality keeps the client's pace: the paced warm replay first.
+    warm = {(r["client"], r["action"]): r for r in sorted(
+        (r for r in results if "personality" not in r and r.get("warm")), key=lambda r: bool(r.get("paced")))}
     clients = sorted({client for client, _ in replays})
     lines = ["| personality | action | recorded client | peakhour µs | recorded client µs | ratio (range) | "
              "within 20% |", "|---|---|---|---|---|---|---|"]
@@ -451,6 +469,16 @@ def comparison(results):
         if "personality" not in result:
             continue
         name, mine = result["personality"], result["us"]
+        if result.get("scripted"):
+            # The same position in the session: against the window replayed inside its session.
+            key = (result["scripted"], result["action"])
+            reference = warm[key]["us"] if key in warm else replays.get(key)
+            if reference is not None:
+                label = result["scripted"] + (" (warm" + (", paced)" if warm[key].get("paced") else ")")
+                                              if key in warm else "")
+                lines.append(f"| {name} (scripted) | {result['action']} | {label} | {statistics.mean(mine):.0f} | "
+                             f"{statistics.mean(reference):.0f} | {verdict(mine, reference)} |")
+            continue
         # Thunderbird's personality follows the warm start (the usual day);
         # its first start (the full download) is shown too.
         own = [c for c in (name + "-warm", name) if (c, result["action"]) in replays]
@@ -485,6 +513,9 @@ def main():
                              "before it set up by replaying their history (not a fresh LOGIN and SELECT), and "
                              "those still open after it logged out outside the measurement (the baseline phase "
                              "then measures nothing but the lab's own background)")
+    parser.add_argument("--paced", action="store_true",
+                        help="replay each command at its recorded offset into the window (the client's own "
+                             "pace, IDLE held as long as recorded) instead of back to back")
     parser.add_argument("--peakhour", help="a peakhour binary: also measure its runs")
     parser.add_argument("--personality", action="append", default=[],
                         help="peakhour run --client NAME (repeatable); 'peakhour' is today's user")
@@ -495,6 +526,16 @@ def main():
     parser.add_argument("--run-seconds", type=int, default=20)
     parser.add_argument("--inbox", type=int, default=104,
                         help="each run starts with this many messages in every Inbox (the recordings'; 0: as it is)")
+    parser.add_argument("--scripted", action="store_true",
+                        help="measure each personality window by window at its recorded client's positions "
+                             "(a fixed.script of the recording's actions; scripts/record/scripted.py)")
+    parser.add_argument("--against", help="with --scripted: the recording to script after (default: the "
+                                          "personality's own; thunderbird-warm for thunderbird)")
+    parser.add_argument("--lead", type=float, default=1.5,
+                        help="with --scripted: seconds from the logon to the first step, for a client whose "
+                             "recorded start is its open_inbox")
+    parser.add_argument("--startup", type=float, default=4.0,
+                        help="with --scripted: seconds between launching peakhour and its --start-at")
     parser.add_argument("--json", help="also write the results as JSON here")
     args = parser.parse_args()
     for name, value, low, high in (("--users", args.users, 1, 500), ("--rounds", args.rounds, 1, 100),
@@ -558,6 +599,16 @@ def measure_all(args, lab, master):
         os.chmod(work, 0o755)
         try:
             for personality in args.personality or ["peakhour"]:
+                if args.scripted:
+                    client = args.against or SCRIPTED_LIKE.get(personality, personality)
+                    for result in scripted.scripted_cost(args.peakhour, personality, client, lab, master, args,
+                                                         work, reset_inboxes):
+                        results.append(result)
+                        mean, spread = row(result)
+                        print(f"# peakhour {personality} scripted like {client} {result['action']}: "
+                              f"{mean:.0f} µs ({spread})", file=sys.stderr, flush=True)
+                    save_partial(args, results)
+                    continue
                 for action in [a for a in args.actions.split(",") if a in PEAKHOUR_ACTION]:
                     result = peakhour_cost(args.peakhour, personality, action, lab, master, args, work)
                     results.append(result)

@@ -528,10 +528,14 @@ class Connection:
 class Replayer:
     """Replays one slice of a recording as one lab user."""
 
-    def __init__(self, recording, piece, lab, user, idle_bound, timeout, uids, warm=False):
+    def __init__(self, recording, piece, lab, user, idle_bound, timeout, uids, warm=False, paced=False):
         self.recording, self.piece, self.lab, self.user = recording, piece, lab, user
         self.idle_bound, self.timeout, self.uids = idle_bound, timeout, uids
         self.warm = warm
+        # Each command at its recorded offset into the window, not back to back: a
+        # command that wakes a process asleep for 0.4 s (Thunderbird's sweep) costs
+        # more than the same command right after another.
+        self.paced = paced
         self.connections = {}  # recorded conn -> Connection
         self.commands = self.differing = 0
         self.differences = []
@@ -590,7 +594,12 @@ class Replayer:
         open; with `keep`, only those the recording closed within the window (the
         others stay for `logout()` later, as the client kept them)."""
         previous = {}
+        origin = time.monotonic()
         for item in self.piece.items:
+            if self.paced:
+                wait = origin + (item.t - self.piece.start) - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
             if time.monotonic() > deadline:
                 raise ReplayError(f"{self.user}: the replay passed its time bound at {item!r}")
             connection = self.connections.get(item.conn) or self.connect(item.conn)
@@ -614,7 +623,8 @@ class Replayer:
             if connection.idle_tag is None:
                 return
             held = min(self.idle_bound, max(0.0, item.t - (previous.t if previous else item.t)))
-            remaining = held - (time.monotonic() - connection.idle_since)
+            # Paced, the DONE is already at its recorded time.
+            remaining = 0 if self.paced else held - (time.monotonic() - connection.idle_since)
             if remaining > 0:
                 time.sleep(remaining)
             connection.send(b"DONE\r\n")

@@ -116,6 +116,7 @@ pub use sessions::LATE_AFTER;
 pub use sessions::caldav::CalDavEndpoint;
 pub use sessions::caldav::init::{CalendarInitError, CalendarInitReport, init_calendars};
 pub use sessions::groupware::GroupwareCheckError;
+pub use sessions::imap::client::draw::{StartDraw, draw_like_recording, thunderbird_start_draw};
 pub use sessions::imap::trace::{ClientTrace, TraceError, TracedAction, trace_client};
 pub use target::{
     Account, Credentials, Endpoint, EndpointError, ServerOptions, Target, TlsMode,

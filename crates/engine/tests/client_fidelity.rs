@@ -22,8 +22,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use peakhour_engine::init::{InitSettings, Progress, Via};
-use peakhour_engine::{Credentials, Endpoint, Target, TracedAction, trace_client};
-use peakhour_imap::clients::{ClientModel, View, profile_key};
+use peakhour_engine::{
+    Credentials, Endpoint, StartDraw, Target, TracedAction, draw_like_recording,
+    thunderbird_start_draw, trace_client,
+};
 use peakhour_imap::fidelity::{
     ActionMeasure, ActionWindow, Line, LineKind, differences, measure, parse_transcript,
     weighted_jaccard,
@@ -494,60 +496,14 @@ fn day_without_move_target(
 /// another (docs/clients.md, "Fidelity").
 fn thunderbird_seed(user: u32) -> u64 {
     (28..28 + 20_000)
-        .find(|&seed| {
-            let draw = thunderbird_draw(seed, user);
-            (32..=38).contains(&draw.sent_at) && draw.target_at + 2 >= draw.folders
-        })
+        .find(|&seed| draw_like_recording(&thunderbird_draw(seed, user)))
         .expect("a seed that draws Sent and the move target where the recording's draw put them")
 }
 
-/// Where the start's sweep of a Thunderbird user meets Sent and the day's
-/// move target (from 0), of how many folders.
-struct Draw {
-    sent_at: usize,
-    target: String,
-    target_at: usize,
-    folders: usize,
-}
-
-/// The draw of `user` at run seed `seed`, from the model's own order and the
-/// move target as the engine picks it (the day's move is its third action,
-/// `day`).
-fn thunderbird_draw(seed: u64, user: u32) -> Draw {
-    let plan = plan_seeded(Personality::Thunderbird, 10.0, seed);
-    let params = plan.params();
-    let mut folders: Vec<String> = params.move_targets.clone();
-    for special in [
-        &params.inbox,
-        &params.trash,
-        &params.sent_folder,
-        &params.calendar_folder,
-    ] {
-        folders.push(special.clone());
-    }
-    folders.push("Drafts".to_owned());
-    folders.sort();
-    folders.dedup();
-    let target =
-        params.move_targets[plan.pick(user, 2 ^ (1 << 63), params.move_targets.len())].clone();
-    let view = View {
-        inbox: &params.inbox,
-        sent: &params.sent_folder,
-        trash: &params.trash,
-        drafts: "Drafts",
-        folders: &folders,
-        uids: &[],
-        open: &[],
-        pending_seen: &[],
-    };
-    let order = ClientModel::Thunderbird.sweep_order(&view, profile_key(seed, user));
-    let at = |name: &str| order.iter().position(|f| f == name).unwrap();
-    Draw {
-        sent_at: at(&params.sent_folder),
-        target_at: at(&target),
-        target,
-        folders: order.len(),
-    }
+/// The draw of `user` at run seed `seed` (the day's move is its third
+/// action: sequence number 2).
+fn thunderbird_draw(seed: u64, user: u32) -> StartDraw {
+    thunderbird_start_draw(&plan_seeded(Personality::Thunderbird, 10.0, seed), user, 2)
 }
 
 /// Runs the futures concurrently on this runtime, results in order.

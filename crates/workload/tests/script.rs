@@ -70,10 +70,7 @@ fn a_scripted_session_runs_its_steps_in_order_at_their_offsets() {
     );
     // Every user follows the same script: the same step falls at the same time.
     let other: Vec<_> = plan.schedule(3).map(|a| (a.at, a.kind)).collect();
-    assert_eq!(
-        other,
-        steps.iter().map(|s| (s.0, s.1)).collect::<Vec<_>>()
-    );
+    assert_eq!(other, steps.iter().map(|s| (s.0, s.1)).collect::<Vec<_>>());
     // The counts the results report are the script's tally.
     let counts = plan.fixed_counts();
     assert!(counts.contains(&(ActionKind::Read, 2)), "{counts:?}");
@@ -84,11 +81,7 @@ fn a_scripted_session_runs_its_steps_in_order_at_their_offsets() {
 fn a_profile_without_a_script_keeps_the_closed_loop() {
     let start = SCRIPTED.find("script = [").expect("script");
     let end = SCRIPTED.find("\n\n[users]").expect("users");
-    let src = format!(
-        "{}pause = \"1s\"{}",
-        &SCRIPTED[..start],
-        &SCRIPTED[end..]
-    );
+    let src = format!("{}pause = \"1s\"{}", &SCRIPTED[..start], &SCRIPTED[end..]);
     let profile = Profile::parse("pause.toml", &src).expect("parses");
     let plan = Plan::resolve(&profile, &Overrides::default()).expect("resolves");
     let schedule = plan.schedule(0);

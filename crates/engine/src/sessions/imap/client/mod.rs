@@ -13,6 +13,8 @@ use tokio::time::Instant;
 
 use crate::sessions::header;
 
+pub(crate) mod draw;
+
 /// The model a personality follows; `None` for peakhour's own client.
 pub(crate) fn model_of(personality: Personality) -> Option<ClientModel> {
     match personality {

@@ -1,0 +1,230 @@
+"""A personality's cost per action at the same position in the session as its
+recorded client's (issue 28 item 3; docs/clients.md, "The same position in the
+session").
+
+The replay measures a recorded window where the recording has it: neomutt's
+first read after its start, Thunderbird's open_inbox with the start's folder
+sweep running through it. A run with many actions of one kind measures the
+3rd to the 12th in a long-warm process, with the sweep outside. So here the
+personality does what the recorded user did, in the same order and at the
+same times, and is measured window by window as the replay is:
+
+* a profile in fixed mode with a `fixed.script`: the recording's open_inbox,
+  read, move, delete and send (as check_inbox, read, move, delete, send), each
+  at its recorded offset from the client's login; every --users user follows
+  it, logged on together (`--start-at` an instant, a --ramp-up of 0.2 s);
+* Dovecot's CPU is read at every window's edges, on the wall clock the run
+  started on: a window runs from its step's time to the next step's (the last
+  one as long as the recorded one), each edge 50 ms early, so that a step's
+  answer and the background after it (Thunderbird's delayed IDLE, its sweep)
+  land in the window the recording puts them in;
+* the lab's background is read in a quiet stretch after the last window (all
+  users logged on, nothing due) and taken off each window by its length;
+* --rounds runs of --users users make a repeat; --repeats repeats give the
+  spread, as the replay's.
+
+The script's first step keeps its recorded distance from the login when the
+recording has one (Thunderbird's open_inbox, 0.15 s after it: its sweep is
+timed from the logon and must fall where the recording has it); a client whose
+recorded start is itself the open_inbox (neomutt, Roundcube, mbsync) logs on
+and then does open_inbox --lead seconds later, as its personality opens the
+Inbox again (neomutt started again, the login form, a sync).
+"""
+
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import replay
+
+# The recordings' action names and peakhour's (profile actions).
+PEAKHOUR_ACTION = {"open_inbox": "check_inbox", "read": "read", "move": "move", "delete": "delete",
+                   "send": "send"}
+RAMP_UP_S = 0.2
+EDGE_S = 0.05
+QUIET_S = 5.0
+
+
+def login_time(recording):
+    """When the recorded client first logged in (its first LOGIN or AUTHENTICATE)."""
+    for item in recording.items:
+        if item.name in ("LOGIN", "AUTHENTICATE"):
+            return item.t
+    raise replay.ReplayError(f"{recording.fixture}: no LOGIN or AUTHENTICATE in the transcript")
+
+
+def script_of(recording, actions, lead):
+    """[(recorded action, offset from the steady phase's start, window length)] for
+    the recording's windows of `actions`, in their recorded order."""
+    windows = [(name, start, stop) for name, start, stop in recording.windows()
+               if name in PEAKHOUR_ACTION and name in actions]
+    if not windows:
+        raise replay.ReplayError(f"{recording.fixture}: none of {', '.join(actions)} in manifest.json")
+    since_login = windows[0][1] - login_time(recording)
+    first = since_login if since_login > 0 else lead
+    # The users log on over RAMP_UP_S before the steady phase: half of it on average.
+    shift = first - windows[0][1] - RAMP_UP_S / 2
+    return [(name, max(0.0, start + shift), stop - start) for name, start, stop in windows]
+
+
+def scripted_profile(base_text, steps):
+    """mmb-medium in fixed mode with the steps as its `fixed.script`: each action's
+    count its tally, one recipient per message and no lists (the recordings sent to one)."""
+    tally = {}
+    for name, _, _ in steps:
+        tally[PEAKHOUR_ACTION[name]] = tally.get(PEAKHOUR_ACTION[name], 0) + 1
+    text = re.sub(r'^mode = "poisson"', 'mode = "fixed"', base_text, flags=re.M)
+    out, section = [], None
+    for line in text.splitlines():
+        header = re.match(r"^\[(.*)\]\s*$", line)
+        if header:
+            section = header.group(1)
+            if section == "users":
+                script = ", ".join(f'{{ action = "{PEAKHOUR_ACTION[name]}", at = "{int(at * 1000)}ms" }}'
+                                   for name, at, _ in steps)
+                out += ["[fixed]", f"script = [{script}]", ""]
+        if section and section.startswith("actions.") and re.match(r"^per_day\s*=", line):
+            line = f"count = {tally.get(section[len('actions.'):], 0)}"
+        if section == "recipients" and re.match(r"^average\s*=", line):
+            line = "average = 1"
+        if section == "recipients" and re.match(r"^list_fraction\s*=", line):
+            line = "list_fraction = 0"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+class Edges:
+    """Reads Dovecot's CPU at given wall-clock instants, in a thread of its own."""
+
+    def __init__(self, meter, instants):
+        self.meter, self.instants, self.readings = meter, instants, []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        for instant in self.instants:
+            while True:
+                left = instant - time.time()
+                if left <= 0:
+                    break
+                time.sleep(min(left, 0.02) if left < 0.1 else left - 0.05)
+            self.readings.append((time.time() - instant, self.meter()))
+
+    def start(self):
+        self.thread.start()
+
+    def join(self, timeout):
+        self.thread.join(timeout)
+        return self.readings
+
+
+def launches_of(personality, steps, args, work, base):
+    """[(profile, extra options, out dir)] of one round: one run of --users users; for
+    Thunderbird one shard per user (`--shard k/N` runs user k-1 of the same N, so the
+    recipients are the same population), each at a run seed at which that user draws
+    its folder sweep like the recording (the example `thunderbird_draws`), so that
+    every user's Sent and move-target connections fall in the windows the recording
+    has them in."""
+    profile = os.path.join(work, f"scripted-{personality}.toml")
+    with open(profile, "w", encoding="utf-8") as out:
+        out.write(scripted_profile(base, steps))
+    if personality != "thunderbird":
+        return [(profile, [], os.path.join(work, f"scripted-{personality}"))]
+    draws = os.path.join(os.path.dirname(os.path.abspath(args.peakhour)), "examples", "thunderbird_draws")
+    if not os.path.exists(draws):
+        raise SystemExit(f"error: {draws} is missing: cargo build --example thunderbird_draws")
+    lines = subprocess.run([draws, profile, str(args.users), "2"], capture_output=True, text=True,
+                           check=True).stdout
+    seeds = {int(user): int(seed) for user, seed, *_ in (line.split(" ") for line in lines.splitlines())}
+    return [(profile, ["--shard", f"{user + 1}/{args.users}", "--seed", str(seeds[user])],
+             os.path.join(work, f"scripted-{personality}-shard{user + 1}")) for user in range(args.users)]
+
+
+def one_run(peakhour, personality, steps, launches, lab, meter, args, number, reset_inboxes):
+    """Per window: Dovecot's µs per user, the background taken off; and the runs' summaries."""
+    last_name, last_at, last_length = steps[-1]
+    quiet_from = last_at + last_length + 1.0
+    duration = quiet_from + QUIET_S + 2.0
+    if args.inbox:
+        reset_inboxes(lab, [f"user{n}" for n in range(args.first_user, args.first_user + args.users)],
+                      args.inbox, args.timeout)
+    startup = args.startup * (1 if len(launches) == 1 else 3)
+    start_at = time.time() + startup
+    steady = start_at + RAMP_UP_S
+    edges = [steady + at - EDGE_S for _, at, _ in steps] + [steady + last_at + last_length - EDGE_S]
+    edges += [steady + quiet_from, steady + quiet_from + QUIET_S]
+    stamp = datetime.datetime.fromtimestamp(start_at, datetime.timezone.utc).isoformat(timespec="milliseconds")
+    reader = Edges(meter, edges)
+    reader.start()
+    running = []
+    for profile, extra, out_dir in launches:
+        out_dir = f"{out_dir}-{number}"
+        shutil.rmtree(out_dir, ignore_errors=True)
+        command = [peakhour, "run", "--lab-dir", args.lab_dir, "--profile", profile, "--users", str(args.users),
+                   "--ramp-up", f"{int(RAMP_UP_S * 1000)}ms", "--drain", "1s", "--duration", f"{duration:.1f}s",
+                   "--start-at", stamp.replace("+00:00", "Z"), "--out", out_dir] + extra
+        if personality != "peakhour" or args.client_flag:
+            command += ["--client", personality]
+        running.append((command, out_dir, subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                                           stderr=subprocess.PIPE, text=True)))
+    summaries = []
+    for command, out_dir, process in running:
+        _, stderr = process.communicate(timeout=startup + duration + 300)
+        if process.returncode > 1:
+            raise SystemExit(f"error: {' '.join(command)} exited {process.returncode}: {stderr.strip()[-400:]}")
+        if "late" in stderr.lower():
+            print(f"warning: {stderr.strip()[-300:]}", file=sys.stderr)
+        summaries.append(json.load(open(os.path.join(out_dir, "summary.json"), encoding="utf-8")))
+    readings = reader.join(args.timeout)
+    if len(readings) != len(edges):
+        raise SystemExit(f"error: {len(readings)} of {len(edges)} CPU readings were taken")
+    late = max(lateness for lateness, _ in readings)
+    if late > 0.02:
+        print(f"warning: a CPU reading came {late * 1000:.0f} ms after its edge", file=sys.stderr)
+    values = [value for _, value in readings]
+    background_per_s = (values[-1] - values[-2]) / QUIET_S
+    windows = []
+    for i, (name, _, _) in enumerate(steps):
+        spent = values[i + 1] - values[i] - background_per_s * (edges[i + 1] - edges[i])
+        windows.append((name, spent / args.users / 1000))
+    return windows, summaries
+
+
+def scripted_cost(peakhour, personality, client, lab, meter, args, work, reset_inboxes):
+    """The personality's µs per user for each window, per repeat, against the
+    recording `client`'s windows."""
+    recording = replay.Recording(os.path.join(args.fixtures, client))
+    steps = script_of(recording, args.actions.split(","), args.lead)
+    base = subprocess.run([peakhour, "profiles", "show", "mmb-medium"], capture_output=True, text=True,
+                          check=True).stdout
+    launches = launches_of(personality, steps, args, work, base)
+    per_repeat = {name: [] for name, _, _ in steps}
+    problems, number = [], 0
+    for _ in range(args.repeats):
+        sums = {name: 0.0 for name, _, _ in steps}
+        for _ in range(args.rounds):
+            number += 1
+            windows, summaries = one_run(peakhour, personality, steps, launches, lab, meter, args, number,
+                                         reset_inboxes)
+            for name, us in windows:
+                sums[name] += us
+            for name, _, _ in steps:
+                done = sum(s.get("actions", {}).get(PEAKHOUR_ACTION[name], {}).get("count", 0) for s in summaries)
+                errors = sum(s.get("actions", {}).get(PEAKHOUR_ACTION[name], {}).get("errors", 0)
+                             for s in summaries)
+                if done < args.users or errors:
+                    problems.append(f"run {number}: {name} done {done} of {args.users}, {errors} errors")
+        for name in sums:
+            per_repeat[name].append(sums[name] / args.rounds)
+    for problem in problems[:5]:
+        print(f"warning: {personality} scripted: {problem}", file=sys.stderr)
+    return [{"client": f"peakhour run --client {personality} (scripted like {client})", "personality": personality,
+             "scripted": client, "action": name, "us": per_repeat[name], "at_s": round(at, 2),
+             "window_s": round(length, 2), "reps": args.rounds * args.users, "problems": problems[:5],
+             "commands": None, "differing": None, "notes": []}
+            for name, at, length in steps]
