@@ -17,7 +17,8 @@ same times, and is measured window by window as the replay is:
   started on: a window runs from its step's time to the next step's (the last
   one as long as the recorded one), each edge 50 ms early, so that a step's
   answer and the background after it (Thunderbird's delayed IDLE, its sweep)
-  land in the window the recording puts them in;
+  land in the window the recording puts them in; a first window, `logon`,
+  holds the logons (Thunderbird's `launch`);
 * the lab's background is read in a quiet stretch after the last window (all
   users logged on, nothing due) and taken off each window by its length;
 * --rounds runs of --users users make a repeat; --repeats repeats give the
@@ -156,7 +157,9 @@ def one_run(peakhour, personality, steps, launches, lab, meter, args, number, re
     startup = args.startup * (1 if len(launches) == 1 else 3)
     start_at = time.time() + startup
     steady = start_at + RAMP_UP_S
-    edges = [steady + at - EDGE_S for _, at, _ in steps] + [steady + last_at + last_length - EDGE_S]
+    # The first window is the logon (from just before the first user logs on to the first step).
+    edges = [start_at - EDGE_S] + [steady + at - EDGE_S for _, at, _ in steps]
+    edges += [steady + last_at + last_length - EDGE_S]
     edges += [steady + quiet_from, steady + quiet_from + QUIET_S]
     stamp = datetime.datetime.fromtimestamp(start_at, datetime.timezone.utc).isoformat(timespec="milliseconds")
     reader = Edges(meter, edges)
@@ -170,11 +173,15 @@ def one_run(peakhour, personality, steps, launches, lab, meter, args, number, re
                    "--start-at", stamp.replace("+00:00", "Z"), "--out", out_dir] + extra
         if personality != "peakhour" or args.client_flag:
             command += ["--client", personality]
-        running.append((command, out_dir, subprocess.Popen(command, stdout=subprocess.DEVNULL,
-                                                           stderr=subprocess.PIPE, text=True)))
+        # stderr to a file, not a pipe: twenty runs' progress lines must not fill a pipe no one reads yet.
+        log = open(f"{out_dir}.stderr", "w+", encoding="utf-8")
+        running.append((command, out_dir, log, subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)))
     summaries = []
-    for command, out_dir, process in running:
-        _, stderr = process.communicate(timeout=startup + duration + 300)
+    for command, out_dir, log, process in running:
+        process.wait(timeout=startup + duration + 300)
+        log.seek(0)
+        stderr = log.read()
+        log.close()
         if process.returncode > 1:
             raise SystemExit(f"error: {' '.join(command)} exited {process.returncode}: {stderr.strip()[-400:]}")
         if "late" in stderr.lower():
@@ -189,7 +196,7 @@ def one_run(peakhour, personality, steps, launches, lab, meter, args, number, re
     values = [value for _, value in readings]
     background_per_s = (values[-1] - values[-2]) / QUIET_S
     windows = []
-    for i, (name, _, _) in enumerate(steps):
+    for i, name in enumerate(["logon"] + [name for name, _, _ in steps]):
         spent = values[i + 1] - values[i] - background_per_s * (edges[i + 1] - edges[i])
         windows.append((name, spent / args.users / 1000))
     return windows, summaries
@@ -203,10 +210,10 @@ def scripted_cost(peakhour, personality, client, lab, meter, args, work, reset_i
     base = subprocess.run([peakhour, "profiles", "show", "mmb-medium"], capture_output=True, text=True,
                           check=True).stdout
     launches = launches_of(personality, steps, args, work, base)
-    per_repeat = {name: [] for name, _, _ in steps}
+    per_repeat = {name: [] for name in ["logon"] + [name for name, _, _ in steps]}
     problems, number = [], 0
     for _ in range(args.repeats):
-        sums = {name: 0.0 for name, _, _ in steps}
+        sums = {name: 0.0 for name in per_repeat}
         for _ in range(args.rounds):
             number += 1
             windows, summaries = one_run(peakhour, personality, steps, launches, lab, meter, args, number,
@@ -227,4 +234,4 @@ def scripted_cost(peakhour, personality, client, lab, meter, args, work, reset_i
              "scripted": client, "action": name, "us": per_repeat[name], "at_s": round(at, 2),
              "window_s": round(length, 2), "reps": args.rounds * args.users, "problems": problems[:5],
              "commands": None, "differing": None, "notes": []}
-            for name, at, length in steps]
+            for name, at, length in [("logon", -RAMP_UP_S, RAMP_UP_S)] + steps]

@@ -158,3 +158,67 @@ fn an_unknown_action_name_in_a_step_names_the_field() {
     assert!(e.field().starts_with("fixed.script"), "{}", e.field());
     assert!(e.to_string().contains("check_mail"), "{e}");
 }
+
+/// `scripts/record/scripted.py` turns a recording's actions into mmb-medium
+/// with a `fixed.script` (docs/clients.md, "The same position in the
+/// session"): the profile it writes parses, and every user does neomutt's
+/// recorded actions in their recorded order, the first one the script's lead
+/// after the logon.
+#[test]
+fn issue_28_item_3_a_recording_scripted_by_scripted_py_is_a_profile_that_replays_its_order() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let program = "import sys\n\
+        sys.path.insert(0, 'scripts/record')\n\
+        import replay, scripted\n\
+        recording = replay.Recording('tests/fixtures/clients/neomutt')\n\
+        steps = scripted.script_of(recording, ['open_inbox', 'read', 'move', 'delete', 'send'], 1.5)\n\
+        sys.stdout.write(scripted.scripted_profile(sys.stdin.read(), steps))\n";
+    let mut child = Command::new("python3")
+        .args(["-c", program])
+        .current_dir(&root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let source = peakhour_workload::builtin("mmb-medium")
+        .expect("builtin")
+        .source;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(source.as_bytes())
+        .expect("writes");
+    let output = child.wait_with_output().expect("waits");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).expect("utf-8");
+    let profile = Profile::parse("scripted.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let plan = Plan::resolve(&profile, &Overrides::default()).expect("resolves");
+    let steps: Vec<_> = plan.schedule(0).map(|a| (a.kind, a.at)).collect();
+    assert_eq!(
+        steps.iter().map(|s| s.0).collect::<Vec<_>>(),
+        [
+            ActionKind::CheckInbox,
+            ActionKind::Read,
+            ActionKind::Move,
+            ActionKind::Delete,
+            ActionKind::Send
+        ],
+        "the recording's order, not the counts' order"
+    );
+    // neomutt's start is its open_inbox: the first step comes the lead (1.5 s)
+    // after the logon, less half the 0.2 s ramp-up.
+    assert_eq!(steps[0].1, Duration::from_millis(1_400));
+    // The recording's read began 3.58 s after its open_inbox.
+    assert_eq!(steps[1].1 - steps[0].1, Duration::from_millis(3_578));
+    assert!(steps.windows(2).all(|w| w[0].1 < w[1].1), "{steps:?}");
+    assert_eq!(plan.fixed_counts().iter().map(|c| c.1).sum::<u64>(), 5);
+}
