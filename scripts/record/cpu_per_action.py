@@ -62,7 +62,6 @@ edges. Compare it with the --warm replays.
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -316,22 +315,8 @@ def replay_cost(client, action, lab, master, args):
 # ---------------------------------------------------------------- peakhour runs
 
 def action_profile(base_text, action, count):
-    """mmb-medium in fixed mode: `count` of one action per user, 0 of the others,
-    one recipient per message and no lists."""
-    text = re.sub(r'^mode = "poisson"', 'mode = "fixed"', base_text, flags=re.M)
-    out, section = [], None
-    for line in text.splitlines():
-        header = re.match(r"^\[(.*)\]\s*$", line)
-        if header:
-            section = header.group(1)
-        if section and section.startswith("actions.") and re.match(r"^per_day\s*=", line):
-            line = f"count = {count if section == 'actions.' + action else 0}"
-        if section == "recipients" and re.match(r"^average\s*=", line):
-            line = "average = 1"
-        if section == "recipients" and re.match(r"^list_fraction\s*=", line):
-            line = "list_fraction = 0"
-        out.append(line)
-    return "\n".join(out) + "\n"
+    """mmb-medium in fixed mode: `count` of one action per user, 0 of the others."""
+    return scripted.fixed_profile(base_text, {action: count})
 
 
 def run_count(summary_path, action):

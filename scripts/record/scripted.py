@@ -74,30 +74,36 @@ def script_of(recording, actions, lead):
     return [(name, max(0.0, start + shift), stop - start) for name, start, stop in windows]
 
 
-def scripted_profile(base_text, steps):
-    """mmb-medium in fixed mode with the steps as its `fixed.script`: each action's
-    count its tally, one recipient per message and no lists (the recordings sent to one)."""
-    tally = {}
-    for name, _, _ in steps:
-        tally[PEAKHOUR_ACTION[name]] = tally.get(PEAKHOUR_ACTION[name], 0) + 1
+def fixed_profile(base_text, counts, steps=None):
+    """mmb-medium in fixed mode: each action's count from `counts` (0 for the others),
+    one recipient per message and no lists (the recordings sent to one); with `steps`,
+    those as its `fixed.script` (the counts must then be the steps' tally)."""
     text = re.sub(r'^mode = "poisson"', 'mode = "fixed"', base_text, flags=re.M)
     out, section = [], None
     for line in text.splitlines():
         header = re.match(r"^\[(.*)\]\s*$", line)
         if header:
             section = header.group(1)
-            if section == "users":
+            if section == "users" and steps:
                 script = ", ".join(f'{{ action = "{PEAKHOUR_ACTION[name]}", at = "{int(at * 1000)}ms" }}'
                                    for name, at, _ in steps)
                 out += ["[fixed]", f"script = [{script}]", ""]
         if section and section.startswith("actions.") and re.match(r"^per_day\s*=", line):
-            line = f"count = {tally.get(section[len('actions.'):], 0)}"
+            line = f"count = {counts.get(section[len('actions.'):], 0)}"
         if section == "recipients" and re.match(r"^average\s*=", line):
             line = "average = 1"
         if section == "recipients" and re.match(r"^list_fraction\s*=", line):
             line = "list_fraction = 0"
         out.append(line)
     return "\n".join(out) + "\n"
+
+
+def scripted_profile(base_text, steps):
+    """mmb-medium with the steps as its `fixed.script`, each action's count its tally."""
+    tally = {}
+    for name, _, _ in steps:
+        tally[PEAKHOUR_ACTION[name]] = tally.get(PEAKHOUR_ACTION[name], 0) + 1
+    return fixed_profile(base_text, tally, steps)
 
 
 class Edges:
