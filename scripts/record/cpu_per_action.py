@@ -67,7 +67,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import replay  # noqa: E402
 
-CLIENTS = ["neomutt", "mbsync", "roundcube", "thunderbird", "thunderbird-warm"]
+CLIENTS = ["neomutt", "mbsync", "mbsync-synced", "roundcube", "thunderbird", "thunderbird-warm"]
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures", "clients")
 TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
 # The recordings' action names and peakhour's (profile actions).
@@ -451,9 +451,10 @@ def comparison(results):
         if "personality" not in result:
             continue
         name, mine = result["personality"], result["us"]
-        # Thunderbird's personality follows the warm start (the usual day);
-        # its first start (the full download) is shown too.
-        own = [c for c in (name + "-warm", name) if (c, result["action"]) in replays]
+        # Thunderbird's personality follows the warm start and mbsync's a
+        # store in sync (the usual day); their first starts (the full
+        # downloads) are shown too.
+        own = [c for c in (name + "-warm", name + "-synced", name) if (c, result["action"]) in replays]
         for client in clients if name == "peakhour" else own:
             reference = replays.get((client, result["action"]))
             if reference is None:
