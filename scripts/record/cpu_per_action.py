@@ -74,9 +74,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import replay  # noqa: E402
 import scripted  # noqa: E402
 
-CLIENTS = ["neomutt", "mbsync", "roundcube", "thunderbird", "thunderbird-warm"]
-# The recording a personality is scripted like (--scripted): Thunderbird's usual warm start.
-SCRIPTED_LIKE = {"thunderbird": "thunderbird-warm"}
+CLIENTS = ["neomutt", "mbsync", "mbsync-synced", "roundcube", "thunderbird", "thunderbird-warm"]
+# The recording a personality is scripted like (--scripted): the usual day's, Thunderbird's
+# warm start and mbsync's store in sync.
+SCRIPTED_LIKE = {"thunderbird": "thunderbird-warm", "mbsync": "mbsync-synced"}
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures", "clients")
 TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
 # The recordings' action names and peakhour's (profile actions).
@@ -483,9 +484,10 @@ def comparison(results):
             if result["action"] == "open_inbox":
                 lines += launch_and_open(results, result, warm)
             continue
-        # Thunderbird's personality follows the warm start (the usual day);
-        # its first start (the full download) is shown too.
-        own = [c for c in (name + "-warm", name) if (c, result["action"]) in replays]
+        # Thunderbird's personality follows the warm start and mbsync's a
+        # store in sync (the usual day); their first starts (the full
+        # downloads) are shown too.
+        own = [c for c in (name + "-warm", name + "-synced", name) if (c, result["action"]) in replays]
         for client in clients if name == "peakhour" else own:
             reference = replays.get((client, result["action"]))
             if reference is None:

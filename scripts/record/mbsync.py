@@ -8,6 +8,11 @@ goes by SMTP (what msmtp would do) plus a copy into the local Sent folder,
 which the next run uploads; search is local (notmuch, mu) and costs the server
 nothing, so it runs no sync. While idle, mbsync runs every --interval seconds,
 as a systemd timer or cron job would run it (5 minutes by default).
+
+With --synced the local Maildir is brought in sync by one `mbsync -a` before
+the first action and --settle seconds before it begins (left out of the
+transcript, which starts at the first action): open_inbox is then the sync of a
+store already in sync, a user's usual day, not the first run's full download.
 """
 
 import argparse
@@ -89,6 +94,11 @@ def main():
     parser.add_argument("--idle", type=int, default=600)
     parser.add_argument("--interval", type=int, default=300)
     parser.add_argument("--to", required=True)
+    parser.add_argument("--synced", action="store_true",
+                        help="sync once before the first action (not recorded): the store is in sync at open_inbox")
+    parser.add_argument("--settle", type=float, default=10.0,
+                        help="seconds between that sync and the first action (transcript.py keeps what "
+                             "began 2 s before the first action)")
     args = parser.parse_args()
     lab = json.load(open(args.lab_config, encoding="utf-8"))["config"]
     password = os.environ["PEAKHOUR_RECORD_PASSWORD"]
@@ -96,7 +106,12 @@ def main():
     sync_log = os.path.join(args.work, "mbsync.log")
     log = ActionLog(os.path.join(args.work, "actions.json"))
     inbox = os.path.join(maildir, "INBOX")
-    with log.action("open_inbox", "first mbsync -a: every folder downloaded into an empty Maildir"):
+    if args.synced:
+        sync(rc, sync_log)
+        time.sleep(args.settle)
+    how = ("mbsync -a with the local Maildir already in sync (one unrecorded mbsync -a before it)" if args.synced
+           else "first mbsync -a: every folder downloaded into an empty Maildir")
+    with log.action("open_inbox", how):
         sync(rc, sync_log)
     with log.action("read", "the oldest local INBOX message gets the S flag, then mbsync -a"):
         with_flags(first_message(inbox), "S")
@@ -126,10 +141,13 @@ def main():
     with log.action("search", "local search (notmuch, mu): no IMAP traffic, so no sync") as entry:
         entry["outcome"] = "no server traffic by design"
     with log.action("idle", f"mbsync -a every {args.interval} s for {args.idle} s (a timer's job)") as entry:
-        deadline = time.monotonic() + args.idle
+        # A timer fires at fixed times from the start (OnUnitActiveSec-like),
+        # not --interval after the previous run ended.
+        begun = time.monotonic()
+        deadline = begun + args.idle
         runs = 0
-        while time.monotonic() + args.interval <= deadline:
-            time.sleep(args.interval)
+        while begun + (runs + 1) * args.interval <= deadline:
+            time.sleep(max(0.0, begun + (runs + 1) * args.interval - time.monotonic()))
             sync(rc, sync_log)
             runs += 1
         time.sleep(max(0.0, deadline - time.monotonic()))

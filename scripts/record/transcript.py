@@ -200,9 +200,11 @@ def package_version(package):
     return result.stdout.strip() or None
 
 
-PACKAGES = {"neomutt": ["neomutt"], "mbsync": ["isync"], "roundcube": ["roundcube-core", "php8.2-cli", "chromium"],
+PACKAGES = {"neomutt": ["neomutt"], "mbsync": ["isync"], "mbsync-synced": ["isync"],
+            "roundcube": ["roundcube-core", "php8.2-cli", "chromium"],
             "thunderbird": ["thunderbird"], "thunderbird-warm": ["thunderbird"]}
-CONFIGS = {"neomutt": ["neomuttrc"], "mbsync": ["mbsyncrc"], "roundcube": ["config/config.inc.php"],
+CONFIGS = {"neomutt": ["neomuttrc"], "mbsync": ["mbsyncrc"], "mbsync-synced": ["mbsyncrc"],
+           "roundcube": ["config/config.inc.php"],
            "thunderbird": ["profile/user.js"], "thunderbird-warm": ["profile/user.js"]}
 
 

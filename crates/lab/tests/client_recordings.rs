@@ -164,7 +164,13 @@ fn issue_28_item_1_client_recordings_parse_and_hold_no_password() {
         check_transcript(&dir, &name);
         clients.insert(name);
     }
-    for client in ["mbsync", "neomutt", "roundcube", "thunderbird"] {
+    for client in [
+        "mbsync",
+        "mbsync-synced",
+        "neomutt",
+        "roundcube",
+        "thunderbird",
+    ] {
         assert!(
             clients.contains(client),
             "no recording of {client} in {}",
