@@ -423,21 +423,42 @@ def table(results):
     return "\n".join(lines)
 
 
+# Student's t, two-sided 95%, by degrees of freedom.
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23}
+
+
+def ratio_interval(mine, reference):
+    """The ratio of the means and its 95% confidence interval (the delta method: the
+    relative standard errors of the two means added in quadrature, with Student's t
+    at the smaller sample's degrees of freedom, which errs wide)."""
+    ratio = statistics.mean(mine) / statistics.mean(reference)
+    if len(mine) < 2 or len(reference) < 2:
+        return ratio, None
+    relative = [statistics.stdev(x) / statistics.mean(x) / len(x) ** 0.5 for x in (mine, reference)]
+    t = T95.get(min(len(mine), len(reference)) - 1, 2.0)
+    half = t * (relative[0] ** 2 + relative[1] ** 2) ** 0.5
+    return ratio, (ratio * (1 - half), ratio * (1 + half))
+
+
 def verdict(mine, reference):
-    """The ratio of the means, the range the repeats allow (lowest over highest,
-    highest over lowest), and whether that whole range is within 20%: `yes`, `no`, or
-    `undecided` when the range straddles a bound (more repetitions decide it)."""
+    """The ratio of the means with its 95% confidence interval and the range the
+    repeats allow (lowest over highest, highest over lowest), and whether the interval
+    lies within 20%: `yes`, `no` when it lies wholly outside, `undecided` when it
+    straddles a bound (more repeats decide it). The range, any repeat against any
+    other, is shown for a reader who wants the stricter reading."""
     if min(reference) <= 0 or min(mine) <= 0:
         return f"- | undecided: a repeat measured {min(min(mine), min(reference)):.0f} µs (too few actions) "
-    ratio = statistics.mean(mine) / statistics.mean(reference)
+    ratio, interval = ratio_interval(mine, reference)
     low, high = min(mine) / max(reference), max(mine) / min(reference)
-    if 0.8 <= low and high <= 1.2:
+    if interval is None:
+        return f"{ratio:.2f} (one repeat) | undecided: more repeats"
+    if 0.8 <= interval[0] and interval[1] <= 1.2:
         answer = "yes"
-    elif high < 0.8 or low > 1.2:
+    elif interval[1] < 0.8 or interval[0] > 1.2:
         answer = "no"
     else:
-        answer = "undecided: more repetitions"
-    return f"{ratio:.2f} ({low:.2f}–{high:.2f}) | {answer}"
+        answer = "undecided: more repeats"
+    return f"{ratio:.2f} ({interval[0]:.2f}–{interval[1]:.2f}; {low:.2f}–{high:.2f}) | {answer}"
 
 
 def launch_and_open(results, open_inbox, warm):
@@ -464,7 +485,8 @@ def comparison(results):
     warm = {(r["client"], r["action"]): r for r in sorted(
         (r for r in results if "personality" not in r and r.get("warm")), key=lambda r: bool(r.get("paced")))}
     clients = sorted({client for client, _ in replays})
-    lines = ["| personality | action | recorded client | peakhour µs | recorded client µs | ratio (range) | "
+    lines = ["| personality | action | recorded client | peakhour µs | recorded client µs | "
+             "ratio (95% CI; range) | "
              "within 20% |", "|---|---|---|---|---|---|---|"]
     for result in results:
         if "personality" not in result:

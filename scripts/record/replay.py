@@ -728,6 +728,7 @@ def prepare_mailbox(recording, piece, lab, user, timeout):
         if status != "OK":
             replayer.plain(connection, f"CREATE {quote(folder)}")
             replayer.plain(connection, f"EXAMINE {quote(folder)}")
+        cut_to_recorded(connection, replayer, folder, recording.recorded_count(folder))
         if folder == "INBOX" and connection.exists < wanted:
             for n in range(connection.exists, wanted):
                 data = fill_inbox.message(user, n)
@@ -748,6 +749,35 @@ def prepare_mailbox(recording, piece, lab, user, timeout):
     replayer.plain(connection, "LOGOUT")
     connection.close()
     return UidMap({k: v for k, v in counts.items() if v is not None}, lab_uids)
+
+
+def cut_to_recorded(connection, replayer, folder, count):
+    """Expunges the newest messages of `folder` above the recorded `count`: the
+    moves, copies to Sent and deletes of earlier rounds must not make the next
+    round's SELECT or `UID FETCH 1:*` of the folder dearer than the recording's.
+    Leaves the folder EXAMINEd."""
+    if count is None or connection.exists <= count:
+        return
+    replayer.plain(connection, f"SELECT {quote(folder)}")
+    replayer.plain(connection, f"STORE {count + 1}:* +FLAGS.SILENT (\\Deleted)")
+    replayer.plain(connection, "EXPUNGE")
+    replayer.plain(connection, f"EXAMINE {quote(folder)}")
+
+
+def reset_folders(lab, user, counts, timeout):
+    """Outside the measurement: every folder of `counts` cut back to its count (see
+    cut_to_recorded); for a personality's runs, the recording's folder sizes."""
+    host, port = lab["imap"]
+    connection = Connection(host, port, f"{user}@{host}:{port} (reset)", timeout)
+    replayer = Replayer(None, None, lab, user, 0, timeout, None)
+    replayer.plain(connection, f"LOGIN {quote(user)} {quote(lab['password'])}")
+    for folder, count in counts.items():
+        tag = connection.next_tag()
+        connection.send(f"{tag} EXAMINE {quote(folder)}\r\n".encode())
+        if connection.until_tagged(tag)[0] == "OK":
+            cut_to_recorded(connection, replayer, folder, count)
+    replayer.plain(connection, "LOGOUT")
+    connection.close()
 
 
 def submit(lab, user, size, timeout):

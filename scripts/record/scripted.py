@@ -152,14 +152,27 @@ def launches_of(personality, steps, args, work, base):
              os.path.join(work, f"scripted-{personality}-shard{user + 1}")) for user in range(args.users)]
 
 
-def one_run(peakhour, personality, steps, launches, lab, meter, args, number, reset_inboxes):
+def reset_mailboxes(lab, args, counts, reset_inboxes):
+    """Outside the measurement: each user's Inbox at --inbox messages and every other
+    folder the recording saw cut back to its recorded size, so that earlier runs'
+    moves, deletes and copies to Sent do not make this run's folder connections dearer."""
+    users = [f"user{n}" for n in range(args.first_user, args.first_user + args.users)]
+    if args.inbox:
+        reset_inboxes(lab, users, args.inbox, args.timeout)
+    threads = [threading.Thread(target=replay.reset_folders, args=(lab, user, counts, args.timeout), daemon=True)
+               for user in users]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(args.timeout)
+
+
+def one_run(peakhour, personality, steps, launches, lab, meter, args, number, reset):
     """Per window: Dovecot's µs per user, the background taken off; and the runs' summaries."""
     last_name, last_at, last_length = steps[-1]
     quiet_from = last_at + last_length + 1.0
     duration = quiet_from + QUIET_S + 2.0
-    if args.inbox:
-        reset_inboxes(lab, [f"user{n}" for n in range(args.first_user, args.first_user + args.users)],
-                      args.inbox, args.timeout)
+    reset()
     startup = args.startup * (1 if len(launches) == 1 else 3)
     start_at = time.time() + startup
     steady = start_at + RAMP_UP_S
@@ -216,14 +229,19 @@ def scripted_cost(peakhour, personality, client, lab, meter, args, work, reset_i
     base = subprocess.run([peakhour, "profiles", "show", "mmb-medium"], capture_output=True, text=True,
                           check=True).stdout
     launches = launches_of(personality, steps, args, work, base)
+    counts = {folder: recording.recorded_count(folder) for folder in recording.folders
+              if folder != "INBOX" and recording.recorded_count(folder) is not None}
+
+    def reset():
+        reset_mailboxes(lab, args, counts, reset_inboxes)
+
     per_repeat = {name: [] for name in ["logon"] + [name for name, _, _ in steps]}
     problems, number = [], 0
     for _ in range(args.repeats):
         sums = {name: 0.0 for name in per_repeat}
         for _ in range(args.rounds):
             number += 1
-            windows, summaries = one_run(peakhour, personality, steps, launches, lab, meter, args, number,
-                                         reset_inboxes)
+            windows, summaries = one_run(peakhour, personality, steps, launches, lab, meter, args, number, reset)
             for name, us in windows:
                 sums[name] += us
             for name, _, _ in steps:
