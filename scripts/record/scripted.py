@@ -21,6 +21,10 @@ same times, and is measured window by window as the replay is:
   holds the logons (Thunderbird's `launch`);
 * the lab's background is read in a quiet stretch after the last window (all
   users logged on, nothing due) and taken off each window by its length;
+* before each run every Inbox is set to --inbox messages and every other folder
+  the recording saw cut back to its recorded size (`replay.reset_folders`);
+* mbsync does not suit this: 20 syncs of 45 folders at once outlast its 1.1 s
+  windows, so their CPU lands in the next windows (docs/clients.md);
 * --rounds runs of --users users make a repeat; --repeats repeats give the
   spread, as the replay's.
 
