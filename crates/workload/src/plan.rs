@@ -867,6 +867,16 @@ impl Plan {
         out
     }
 
+    /// Where `user`'s action `seq` moves its message: one of the move targets, by a
+    /// pick independent of the message's (which takes `seq` itself); `None` when the
+    /// profile has none. The same choice over IMAP and JMAP, and for the draw of a
+    /// Thunderbird user's start.
+    pub fn move_target(&self, user: u32, seq: u64) -> Option<&str> {
+        let targets = &self.params.move_targets;
+        (!targets.is_empty())
+            .then(|| targets[self.pick(user, seq ^ (1 << 63), targets.len())].as_str())
+    }
+
     /// A uniform pick in `0..n` for decision `seq` of `user` (e.g. which folder a move
     /// targets). Deterministic, random access. `n` must be > 0.
     pub fn pick(&self, user: u32, seq: u64, n: usize) -> usize {

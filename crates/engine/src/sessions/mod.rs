@@ -310,10 +310,9 @@ impl<C: Connector> Actor<'_, C> {
         Some(candidates[self.shared.plan.pick(self.index, seq, candidates.len())])
     }
 
-    /// Where a move or delete takes its message: Trash for a delete, else one
-    /// of the move targets by a second, independent pick (`seq` is shared
-    /// with the message pick); `None` when the profile has no move targets.
-    /// The same choice over IMAP and JMAP.
+    /// Where a move or delete takes its message: Trash for a delete, else
+    /// the plan's move target for this action ([`Plan::move_target`]);
+    /// `None` when the profile has no move targets.
     pub(crate) fn move_folder(
         &self,
         params: &ActionParams,
@@ -323,14 +322,10 @@ impl<C: Connector> Actor<'_, C> {
         if delete {
             return Some(params.trash.clone());
         }
-        if params.move_targets.is_empty() {
-            return None;
-        }
-        let choice = self
-            .shared
+        self.shared
             .plan
-            .pick(self.index, seq ^ (1 << 63), params.move_targets.len());
-        Some(params.move_targets[choice].clone())
+            .move_target(self.index, seq)
+            .map(str::to_owned)
     }
 }
 

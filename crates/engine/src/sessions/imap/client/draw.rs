@@ -42,10 +42,10 @@ pub fn thunderbird_start_draw(plan: &Plan, user: u32, move_seq: u64) -> StartDra
     folders.push("Drafts".to_owned());
     folders.sort();
     folders.dedup();
-    // As `Actor::move_folder` picks it.
-    let target = params.move_targets
-        [plan.pick(user, move_seq ^ (1 << 63), params.move_targets.len())]
-    .clone();
+    let target = plan
+        .move_target(user, move_seq)
+        .unwrap_or_default()
+        .to_owned();
     let view = View {
         inbox: &params.inbox,
         sent: &params.sent_folder,
