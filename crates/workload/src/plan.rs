@@ -867,14 +867,15 @@ impl Plan {
         out
     }
 
-    /// Where `user`'s action `seq` moves its message: one of the move targets, by a
-    /// pick independent of the message's (which takes `seq` itself); `None` when the
+    /// Which of the move targets `user`'s action `seq` moves its message to, as an
+    /// index into the profile's `move_targets` (a session indexes its own list, whose
+    /// names the server's namespace may have prefixed, in the same order): a pick
+    /// independent of the message's (which takes `seq` itself); `None` when the
     /// profile has none. The same choice over IMAP and JMAP, and for the draw of a
     /// Thunderbird user's start.
-    pub fn move_target(&self, user: u32, seq: u64) -> Option<&str> {
-        let targets = &self.params.move_targets;
-        (!targets.is_empty())
-            .then(|| targets[self.pick(user, seq ^ (1 << 63), targets.len())].as_str())
+    pub fn move_target(&self, user: u32, seq: u64) -> Option<usize> {
+        let n = self.params.move_targets.len();
+        (n > 0).then(|| self.pick(user, seq ^ (1 << 63), n))
     }
 
     /// A uniform pick in `0..n` for decision `seq` of `user` (e.g. which folder a move

@@ -311,7 +311,8 @@ impl<C: Connector> Actor<'_, C> {
     }
 
     /// Where a move or delete takes its message: Trash for a delete, else
-    /// the plan's move target for this action ([`Plan::move_target`]);
+    /// the plan's move target for this action ([`Plan::move_target`]) by its
+    /// name in `params`, which the server's namespace may have prefixed;
     /// `None` when the profile has no move targets.
     pub(crate) fn move_folder(
         &self,
@@ -322,10 +323,8 @@ impl<C: Connector> Actor<'_, C> {
         if delete {
             return Some(params.trash.clone());
         }
-        self.shared
-            .plan
-            .move_target(self.index, seq)
-            .map(str::to_owned)
+        let at = self.shared.plan.move_target(self.index, seq)?;
+        params.move_targets.get(at).cloned()
     }
 }
 

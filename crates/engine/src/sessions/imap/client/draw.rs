@@ -44,8 +44,8 @@ pub fn thunderbird_start_draw(plan: &Plan, user: u32, move_seq: u64) -> StartDra
     folders.dedup();
     let target = plan
         .move_target(user, move_seq)
-        .unwrap_or_default()
-        .to_owned();
+        .map(|at| params.move_targets[at].clone())
+        .unwrap_or_default();
     let view = View {
         inbox: &params.inbox,
         sent: &params.sent_folder,
