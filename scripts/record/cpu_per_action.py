@@ -53,6 +53,13 @@ same position in the session as its recorded client (scripts/record/scripted.py)
 the recording's actions as a `fixed.script`, Dovecot's CPU read at each window's
 edges. Compare it with the --warm replays.
 
+With --interleave the repeats are taken in turns (every client and personality
+once, then again), and the comparison pairs them: the geometric mean of the
+pairs' ratios with its 95% interval, so that the machine's load, which changes
+between repeats on a shared machine and raises the CPU time of every request,
+falls on both sides of a pair. --by-process FILE also records each window's CPU
+process by process (processes.py prints the breakdown).
+
     python3 scripts/record/cpu_per_action.py --lab-dir DIR [--clients neomutt,mbsync] [--json OUT]
     python3 scripts/record/cpu_per_action.py --lab-dir DIR --peakhour target/debug/peakhour --personality peakhour
     python3 scripts/record/cpu_per_action.py --lab-dir DIR --clients= --peakhour target/debug/peakhour \
@@ -61,6 +68,7 @@ edges. Compare it with the --warm replays.
 
 import argparse
 import json
+import math
 import os
 import shutil
 import statistics
@@ -71,6 +79,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import processes  # noqa: E402
 import replay  # noqa: E402
 import scripted  # noqa: E402
 
@@ -194,10 +203,13 @@ class CpuacctGroup:
 
 
 class DovecotMeter:
-    """Dovecot's CPU so far, in ns: the cpuacct group where it can, /proc otherwise."""
+    """Dovecot's CPU so far, in ns: the cpuacct group where it can, /proc otherwise.
+    With `by_process` (a file), each reading also takes a snapshot of Dovecot's
+    processes (processes.py) for the breakdown of the windows between readings."""
 
-    def __init__(self, lab):
+    def __init__(self, lab, by_process=None):
         self.master = dovecot_master(lab)
+        self.by_process, self.snapshots = by_process, []
         self.group, self.source = None, "/proc (schedstat + the master's cutime, 10 ms ticks)"
         if not lab["status"].get("limits", {}).get("cgroup"):
             try:
@@ -207,7 +219,16 @@ class DovecotMeter:
                 print(f"note: reading /proc, not a cgroup: {error}", file=sys.stderr)
 
     def __call__(self):
-        return self.group.usage_ns() if self.group else dovecot_cpu_ns(self.master)
+        value = self.group.usage_ns() if self.group else dovecot_cpu_ns(self.master)
+        if self.by_process:
+            self.snapshots.append(processes.snapshot(self.master))
+        return value
+
+    def write_windows(self, label, names):
+        """With --by-process: the windows between the readings since the last call, to the file."""
+        if self.by_process and len(self.snapshots) == len(names) + 1:
+            processes.write(self.by_process, label, names, self.snapshots)
+        self.snapshots = []
 
     def close(self):
         if self.group:
@@ -220,8 +241,9 @@ class Round:
     """One measured round: --users workers and the main thread meet at a barrier
     between setup, measurement and settling."""
 
-    def __init__(self, recording, piece, lab, users, args, smtp_size):
+    def __init__(self, recording, piece, lab, users, args, smtp_size, label=""):
         self.recording, self.piece, self.lab, self.users, self.args = recording, piece, lab, users, args
+        self.label = label
         self.smtp_size = smtp_size
         self.barrier = threading.Barrier(len(users) + 1, timeout=args.timeout)
         self.errors, self.commands, self.differing, self.notes = [], 0, 0, []
@@ -278,6 +300,7 @@ class Round:
             pass
         for thread in threads:
             thread.join(self.args.timeout)
+        master.write_windows(self.label, ["action", "between", "baseline"])
         if self.errors or len(spent) != 2:
             raise SystemExit(f"error: {self.recording.fixture} round failed: {'; '.join(self.errors[:3])}")
         return spent[0], spent[1]
@@ -299,7 +322,7 @@ def replay_cost(client, action, lab, master, args):
     for _ in range(args.repeats):
         spent_action = spent_base = 0
         for _ in range(rounds):
-            measured = Round(recording, piece, lab, users, args, smtp_size)
+            measured = Round(recording, piece, lab, users, args, smtp_size, label=f"{client} {action}")
             action_ns, base_ns = measured.measure(master)
             spent_action += action_ns
             spent_base += base_ns
@@ -440,15 +463,29 @@ def ratio_interval(mine, reference):
     return ratio, (ratio * (1 - half), ratio * (1 + half))
 
 
-def verdict(mine, reference):
+def paired_interval(mine, reference):
+    """For repeats taken in turns (--interleave), pair by pair: the geometric mean of
+    the pairs' ratios and its 95% confidence interval (Student's t on the logarithms).
+    A change in the machine's load between pairs falls on both sides of a pair, so it
+    cancels, where the unpaired interval counts it as spread."""
+    logs = [math.log(a / b) for a, b in zip(mine, reference)]
+    mean = statistics.mean(logs)
+    half = T95.get(len(logs) - 1, 2.0) * statistics.stdev(logs) / len(logs) ** 0.5
+    return math.exp(mean), (math.exp(mean - half), math.exp(mean + half))
+
+
+def verdict(mine, reference, paired=False):
     """The ratio of the means with its 95% confidence interval and the range the
     repeats allow (lowest over highest, highest over lowest), and whether the interval
     lies within 20%: `yes`, `no` when it lies wholly outside, `undecided` when it
     straddles a bound (more repeats decide it). The range, any repeat against any
-    other, is shown for a reader who wants the stricter reading."""
+    other, is shown for a reader who wants the stricter reading. `paired` (both sides'
+    repeats taken in turns, as many a side): the paired ratio and interval instead,
+    marked so."""
     if min(reference) <= 0 or min(mine) <= 0:
         return f"- | undecided: a repeat measured {min(min(mine), min(reference)):.0f} µs (too few actions) "
-    ratio, interval = ratio_interval(mine, reference)
+    paired = paired and len(mine) == len(reference) >= 2
+    ratio, interval = paired_interval(mine, reference) if paired else ratio_interval(mine, reference)
     low, high = min(mine) / max(reference), max(mine) / min(reference)
     if interval is None:
         return f"{ratio:.2f} (one repeat) | undecided: more repeats"
@@ -458,7 +495,8 @@ def verdict(mine, reference):
         answer = "no"
     else:
         answer = "undecided: more repeats"
-    return f"{ratio:.2f} ({interval[0]:.2f}–{interval[1]:.2f}; {low:.2f}–{high:.2f}) | {answer}"
+    kind = "paired " if paired else ""
+    return f"{ratio:.2f} ({kind}{interval[0]:.2f}–{interval[1]:.2f}; {low:.2f}–{high:.2f}) | {answer}"
 
 
 def launch_and_open(results, open_inbox, warm):
@@ -472,8 +510,10 @@ def launch_and_open(results, open_inbox, warm):
         return []
     mine = [a + b for a, b in zip(logon["us"], open_inbox["us"])]
     reference = [a + b for a, b in zip(warm[(client, "launch")]["us"], warm[(client, "open_inbox")]["us"])]
+    paired = all(r.get("interleaved") for r in (logon, open_inbox, warm[(client, "launch")],
+                                                 warm[(client, "open_inbox")]))
     return [f"| {open_inbox['personality']} (scripted) | launch + open_inbox | {client} (warm) | "
-            f"{statistics.mean(mine):.0f} | {statistics.mean(reference):.0f} | {verdict(mine, reference)} |"]
+            f"{statistics.mean(mine):.0f} | {statistics.mean(reference):.0f} | {verdict(mine, reference, paired)} |"]
 
 
 def comparison(results):
@@ -481,6 +521,7 @@ def comparison(results):
     replay's): `thunderbird` against thunderbird's recording, and so on;
     `peakhour` (today's user, which imitates no client) against every one."""
     replays = {(r["client"], r["action"]): r["us"] for r in results if "personality" not in r}
+    interleaved = {(r["client"], r["action"]) for r in results if "personality" not in r and r.get("interleaved")}
     # A scripted personality keeps the client's pace: the paced warm replay first.
     warm = {(r["client"], r["action"]): r for r in sorted(
         (r for r in results if "personality" not in r and r.get("warm")), key=lambda r: bool(r.get("paced")))}
@@ -501,8 +542,9 @@ def comparison(results):
             if reference is not None:
                 label = result["scripted"] + (" (warm" + (", paced)" if warm[key].get("paced") else ")")
                                               if key in warm else "")
+                paired = bool(result.get("interleaved")) and key in interleaved
                 lines.append(f"| {name} (scripted) | {result['action']} | {label} | {statistics.mean(mine):.0f} | "
-                             f"{statistics.mean(reference):.0f} | {verdict(mine, reference)} |")
+                             f"{statistics.mean(reference):.0f} | {verdict(mine, reference, paired)} |")
             if result["action"] == "open_inbox":
                 lines += launch_and_open(results, result, warm)
             continue
@@ -514,8 +556,9 @@ def comparison(results):
             reference = replays.get((client, result["action"]))
             if reference is None:
                 continue
+            paired = bool(result.get("interleaved")) and (client, result["action"]) in interleaved
             lines.append(f"| {name} | {result['action']} | {client} | {statistics.mean(mine):.0f} | "
-                         f"{statistics.mean(reference):.0f} | {verdict(mine, reference)} |")
+                         f"{statistics.mean(reference):.0f} | {verdict(mine, reference, paired)} |")
     return "\n".join(lines)
 
 
@@ -564,7 +607,13 @@ def main():
                              "recorded start is its open_inbox")
     parser.add_argument("--startup", type=float, default=4.0,
                         help="with --scripted: seconds between launching peakhour and its --start-at")
+    parser.add_argument("--interleave", action="store_true",
+                        help="take the repeats in turns: each repeat measures every client and personality once "
+                             "before the next begins, so that a change in the machine's load falls on both sides")
     parser.add_argument("--json", help="also write the results as JSON here")
+    parser.add_argument("--by-process", metavar="FILE",
+                        help="also append each measured window's CPU process by process to FILE (JSON lines; "
+                             "scripts/record/processes.py FILE prints the breakdown)")
     args = parser.parse_args()
     for name, value, low, high in (("--users", args.users, 1, 500), ("--rounds", args.rounds, 1, 100),
                                    ("--idle-rounds", args.idle_rounds, 1, 100), ("--repeats", args.repeats, 1, 20)):
@@ -575,6 +624,7 @@ def main():
         for path in args.table_from:
             with open(path, encoding="utf-8") as saved:
                 results += json.load(saved)
+        results = merged(results)
         print(table(results))
         if any("personality" in r for r in results):
             print()
@@ -583,10 +633,19 @@ def main():
     if not args.lab_dir:
         parser.error("--lab-dir is required")
     lab = replay.lab_of(args.lab_dir)
-    master = DovecotMeter(lab)
+    master = DovecotMeter(lab, args.by_process)
     print(f"# Dovecot's CPU from {master.source}", file=sys.stderr)
     try:
-        results = measure_all(args, lab, master)
+        if args.interleave:
+            results, repeats = [], args.repeats
+            args.repeats = 1
+            for repeat in range(repeats):
+                print(f"# repeat {repeat + 1} of {repeats}", file=sys.stderr, flush=True)
+                results = merged(results + measure_all(args, lab, master, earlier=results))
+                save_partial(args, results)
+            args.repeats = repeats
+        else:
+            results = measure_all(args, lab, master)
     finally:
         master.close()
     print(table(results))
@@ -598,6 +657,31 @@ def main():
             json.dump(results, out, indent=1)
 
 
+# What a result's repeats are: not part of what was measured.
+PER_REPEAT = ("us", "commands", "differing", "notes", "problems")
+
+
+def merged(results):
+    """Results of the same measurement (client or personality, action, options) made one,
+    their repeats joined in order: what several files, or an --interleave run, hold."""
+    out, by_key = [], {}
+    for result in results:
+        key = json.dumps({k: v for k, v in result.items() if k not in PER_REPEAT}, sort_keys=True)
+        if key not in by_key:
+            by_key[key] = dict(result, us=list(result["us"]), notes=list(result.get("notes") or []),
+                               problems=list(result.get("problems") or []))
+            out.append(by_key[key])
+            continue
+        into = by_key[key]
+        into["us"] += result["us"]
+        for field in ("commands", "differing"):
+            if into.get(field) is not None and result.get(field) is not None:
+                into[field] += result[field]
+        into["notes"] = (into["notes"] + list(result.get("notes") or []))[:3]
+        into["problems"] = (into["problems"] + list(result.get("problems") or []))[:5]
+    return out
+
+
 def save_partial(args, results):
     """The results so far to --json, so that a run cut short keeps what it measured
     (and --table-from can join it to a later run's)."""
@@ -606,7 +690,15 @@ def save_partial(args, results):
             json.dump(results, out, indent=1)
 
 
-def measure_all(args, lab, master):
+def measure_all(args, lab, master, earlier=()):
+    """Every client's and personality's results; `earlier` (the repeats before this
+    one, with --interleave) is saved with them to --json as they come. With --interleave
+    each result is marked so, which lets the comparison pair the repeats (and keeps
+    them apart from repeats taken one side after the other)."""
+
+    def mark(results):
+        return [dict(result, interleaved=True) for result in results] if args.interleave else results
+
     results = []
     for client in [c for c in args.clients.split(",") if c]:
         for action in args.actions.split(","):
@@ -618,7 +710,7 @@ def measure_all(args, lab, master):
                 continue
             if result:
                 results.append(result)
-                save_partial(args, results)
+                save_partial(args, merged(list(earlier) + mark(results)))
                 mean, spread = row(result)
                 print(f"# {client} {action}: {mean:.0f} µs ({spread}), {time.monotonic() - started:.0f} s",
                       file=sys.stderr, flush=True)
@@ -635,18 +727,18 @@ def measure_all(args, lab, master):
                         mean, spread = row(result)
                         print(f"# peakhour {personality} scripted like {client} {result['action']}: "
                               f"{mean:.0f} µs ({spread})", file=sys.stderr, flush=True)
-                    save_partial(args, results)
+                    save_partial(args, merged(list(earlier) + mark(results)))
                     continue
                 for action in [a for a in args.actions.split(",") if a in PEAKHOUR_ACTION]:
                     result = peakhour_cost(args.peakhour, personality, action, lab, master, args, work)
                     results.append(result)
-                    save_partial(args, results)
+                    save_partial(args, merged(list(earlier) + mark(results)))
                     mean, spread = row(result)
                     print(f"# peakhour {personality} {action}: {mean:.0f} µs ({spread})", file=sys.stderr,
                           flush=True)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    return results
+    return mark(results)
 
 
 if __name__ == "__main__":

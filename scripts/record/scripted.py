@@ -217,6 +217,7 @@ def one_run(peakhour, personality, steps, launches, lab, meter, args, number, re
     if late > 0.02:
         print(f"warning: a CPU reading came {late * 1000:.0f} ms after its edge", file=sys.stderr)
     values = [value for _, value in readings]
+    meter.write_windows(f"{personality} scripted", ["logon"] + [name for name, _, _ in steps] + ["after", "quiet"])
     background_per_s = (values[-1] - values[-2]) / QUIET_S
     windows = []
     for i, name in enumerate(["logon"] + [name for name, _, _ in steps]):

@@ -175,5 +175,35 @@ class ReplayRewriting(unittest.TestCase):
             self.assertNotIn("<credentials>", line + " ".join(more))
 
 
+class Verdicts(unittest.TestCase):
+    """cpu_per_action.py's joining of repeats and its paired verdict."""
+
+    def setUp(self):
+        import cpu_per_action
+        self.cpu = cpu_per_action
+
+    def test_repeats_of_one_measurement_are_joined_and_interleaved_ones_kept_apart(self):
+        first = {"client": "neomutt", "action": "read", "us": [100.0], "commands": 4, "differing": 0, "notes": []}
+        second = dict(first, us=[110.0], commands=4)
+        apart = dict(first, us=[90.0], interleaved=True)
+        joined = self.cpu.merged([first, apart, second])
+        self.assertEqual([r["us"] for r in joined], [[100.0, 110.0], [90.0]])
+        self.assertEqual(joined[0]["commands"], 8)
+        self.assertEqual(first["us"], [100.0], "the inputs are left as they were")
+
+    def test_pairs_cancel_a_load_that_both_sides_of_a_pair_share(self):
+        # The machine's load doubles the cost of the third and fourth pairs on both sides:
+        # unpaired the spread hides a ratio of 1.1, paired it is decided.
+        mine = [110.0, 112.0, 220.0, 218.0]
+        reference = [100.0, 101.0, 200.0, 199.0]
+        self.assertIn("undecided", self.cpu.verdict(mine, reference))
+        paired = self.cpu.verdict(mine, reference, paired=True)
+        self.assertIn("yes", paired)
+        self.assertIn("paired", paired)
+        ratio, (low, high) = self.cpu.paired_interval(mine, reference)
+        self.assertAlmostEqual(ratio, 1.1, delta=0.005)
+        self.assertTrue(1.08 < low < ratio < high < 1.12)
+
+
 if __name__ == "__main__":
     unittest.main()
