@@ -9,7 +9,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use peakhour_imap::{BodySection, FetchItem, ImapConnection, ImapError, SearchKey, StoreMode};
+use peakhour_imap::{
+    BodySection, FetchItem, ImapConnection, ImapError, Refusal, SearchKey, StoreMode,
+};
 use peakhour_net::{Secret, Security, Timed, TlsError, TlsSettings};
 use peakhour_pop3::{Pop3Connection, Pop3Error};
 use peakhour_smtp::{Flavor, SmtpConnection, SmtpError};
@@ -213,9 +215,15 @@ impl Check<'_> {
         self.step("LOGIN", login);
         let search = SearchKey::Header("Message-ID".into(), self.token.clone());
         let uid = loop {
-            imap.select("INBOX").await?;
-            if let Some(uid) = imap.search(&search, true).await?.value.last() {
-                break uid.to_string();
+            let selected = match imap.select("INBOX").await {
+                Ok(_) => true,
+                Err(error) if inbox_creation_raced(&error) => false,
+                Err(error) => return Err(error.into()),
+            };
+            if selected {
+                if let Some(uid) = imap.search(&search, true).await?.value.last() {
+                    break uid.to_string();
+                }
             }
             if submitted_at.elapsed() > DELIVERY_LIMIT {
                 return Err(CheckError::Mail(format!(
@@ -301,4 +309,53 @@ pub(crate) fn port(endpoint: &str) -> Result<u16, CheckError> {
         .rsplit_once(':')
         .and_then(|(_, p)| p.parse().ok())
         .ok_or_else(|| CheckError::Endpoint(endpoint.to_owned()))
+}
+
+/// Whether a refused SELECT of the Inbox is Dovecot's race with the first
+/// delivery: an Inbox never used is created by the first SELECT, and when the
+/// delivery of the check's message creates it at the same moment, the SELECT
+/// is refused with `NO Mailbox already exists`. The next SELECT finds it.
+fn inbox_creation_raced(error: &ImapError) -> bool {
+    matches!(
+        error,
+        ImapError::Rejected { command: "SELECT", refusal: Refusal::No, text }
+            if text.contains("already exists")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(command: &'static str, text: &str) -> ImapError {
+        ImapError::Rejected {
+            command,
+            refusal: Refusal::No,
+            text: text.to_owned(),
+        }
+    }
+
+    #[test]
+    fn only_the_inbox_creation_race_is_tried_again() {
+        // As Dovecot 2.3 answered in CI, 26 November 2026.
+        let raced = refused(
+            "SELECT",
+            "Mailbox already exists (0.011 + 0.000 + 0.010 secs).",
+        );
+        assert!(inbox_creation_raced(&raced));
+        assert!(!inbox_creation_raced(&refused(
+            "SELECT",
+            "Mailbox doesn't exist: INBOX"
+        )));
+        assert!(!inbox_creation_raced(&refused(
+            "CREATE",
+            "Mailbox already exists"
+        )));
+        let bad = ImapError::Rejected {
+            command: "SELECT",
+            refusal: Refusal::Bad,
+            text: "Mailbox already exists".to_owned(),
+        };
+        assert!(!inbox_creation_raced(&bad));
+    }
 }
