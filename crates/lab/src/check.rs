@@ -220,10 +220,8 @@ impl Check<'_> {
                 Err(error) if inbox_creation_raced(&error) => false,
                 Err(error) => return Err(error.into()),
             };
-            if selected {
-                if let Some(uid) = imap.search(&search, true).await?.value.last() {
-                    break uid.to_string();
-                }
+            if selected && let Some(uid) = imap.search(&search, true).await?.value.last() {
+                break uid.to_string();
             }
             if submitted_at.elapsed() > DELIVERY_LIMIT {
                 return Err(CheckError::Mail(format!(
