@@ -82,6 +82,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import processes  # noqa: E402
 import replay  # noqa: E402
 import scripted  # noqa: E402
+import speed  # noqa: E402
 
 CLIENTS = ["neomutt", "mbsync", "mbsync-synced", "roundcube", "thunderbird", "thunderbird-warm"]
 # The recording a personality is scripted like (--scripted): the usual day's, Thunderbird's
@@ -207,9 +208,11 @@ class DovecotMeter:
     With `by_process` (a file), each reading also takes a snapshot of Dovecot's
     processes (processes.py) for the breakdown of the windows between readings."""
 
-    def __init__(self, lab, by_process=None):
+    def __init__(self, lab, by_process=None, probe=None):
         self.master = dovecot_master(lab)
         self.by_process, self.snapshots = by_process, []
+        # The wall-clock time of every reading, and the speed probe's file (speed.py), if any.
+        self.times, self.probe = [], probe
         self.group, self.source = None, "/proc (schedstat + the master's cutime, 10 ms ticks)"
         if not lab["status"].get("limits", {}).get("cgroup"):
             try:
@@ -220,9 +223,16 @@ class DovecotMeter:
 
     def __call__(self):
         value = self.group.usage_ns() if self.group else dovecot_cpu_ns(self.master)
+        self.times.append(time.time())
         if self.by_process:
             self.snapshots.append(processes.snapshot(self.master))
         return value
+
+    def speed(self, start, stop):
+        """The speed probe's mean cost (ns) between two wall-clock times; None without a probe."""
+        if not self.probe:
+            return None
+        return speed.cost_within(speed.samples(self.probe), start, stop)
 
     def write_windows(self, label, names):
         """With --by-process: the windows between the readings since the last call, to the file."""
@@ -285,7 +295,7 @@ class Round:
         threads = [threading.Thread(target=self.worker, args=(u,), daemon=True) for u in self.users]
         for thread in threads:
             thread.start()
-        spent = []
+        spent, self.speeds = [], []
         try:
             for _ in ("action", "baseline"):
                 self.barrier.wait()
@@ -295,6 +305,7 @@ class Round:
                 self.barrier.wait()
                 time.sleep(self.args.settle)
                 spent.append(master() - before)
+                self.speeds.append(master.speed(master.times[-2], master.times[-1]))
                 self.barrier.wait()
         except threading.BrokenBarrierError:
             pass
@@ -318,21 +329,24 @@ def replay_cost(client, action, lab, master, args):
     smtp_size = size if action == "send" and args.smtp else None
     rounds = args.idle_rounds if action == "idle" else args.rounds
     users = [f"user{n}" for n in range(args.first_user, args.first_user + args.users)]
-    per_repeat, commands, differing, notes = [], 0, 0, []
+    per_repeat, probes, commands, differing, notes = [], [], 0, 0, []
     for _ in range(args.repeats):
         spent_action = spent_base = 0
+        speeds = []
         for _ in range(rounds):
             measured = Round(recording, piece, lab, users, args, smtp_size, label=f"{client} {action}")
             action_ns, base_ns = measured.measure(master)
             spent_action += action_ns
             spent_base += base_ns
+            speeds.append(measured.speeds[0])
             commands += measured.commands
             differing += measured.differing
             notes += measured.notes
         per_repeat.append((spent_action - spent_base) / (rounds * len(users)) / 1000)
+        probes.append(None if None in speeds else statistics.mean(speeds))
     window = next(stop - start for name, start, stop in recording.windows() if name == action)
-    return {"client": client, "action": action, "us": per_repeat, "reps": rounds * len(users), "warm": args.warm,
-            "paced": args.paced,
+    return {"client": client, "action": action, "us": per_repeat, "probe_ns": probes, "reps": rounds * len(users),
+            "warm": args.warm, "paced": args.paced,
             "window_s": round(window, 1), "commands": commands, "differing": differing, "notes": notes[:3]}
 
 
@@ -380,9 +394,9 @@ def peakhour_cost(peakhour, personality, action, lab, master, args, work):
     lab_dir = args.lab_dir
     base = subprocess.run([peakhour, "profiles", "show", "mmb-medium"], capture_output=True, text=True,
                           check=True).stdout
-    results = []
+    results, probes = [], []
     for _ in range(args.repeats):
-        measured = []
+        measured, speeds = [], []
         for count in (args.low, args.high):
             profile = os.path.join(work, f"{action}-{count}.toml")
             with open(profile, "w", encoding="utf-8") as out:
@@ -401,6 +415,7 @@ def peakhour_cost(peakhour, personality, action, lab, master, args, work):
             finished = subprocess.run(command, capture_output=True, text=True, timeout=args.run_seconds + 300)
             time.sleep(args.settle)
             spent = master() - before
+            speeds.append(master.speed(master.times[-2], master.times[-1]))
             if finished.returncode > 1:
                 raise SystemExit(f"error: {' '.join(command)} exited {finished.returncode}: "
                                  f"{finished.stderr.strip()[-400:]}")
@@ -414,9 +429,10 @@ def peakhour_cost(peakhour, personality, action, lab, master, args, work):
             raise SystemExit(f"error: {personality} {action}: the runs did {low_n} and {high_n} actions; "
                              "raise --run-seconds or --high")
         results.append((high_ns - low_ns) / (high_n - low_n) / 1000)
+        probes.append(None if None in speeds else statistics.mean(speeds))
     with_flag = personality != "peakhour" or args.client_flag
     label = f"peakhour run --client {personality}" if with_flag else "peakhour run (today's user)"
-    return {"client": label, "personality": personality, "action": action, "us": results,
+    return {"client": label, "personality": personality, "action": action, "us": results, "probe_ns": probes,
             "reps": f"{args.high - args.low}/user", "commands": None, "differing": None, "notes": []}
 
 
@@ -499,7 +515,43 @@ def verdict(mine, reference, paired=False):
     return f"{ratio:.2f} ({kind}{interval[0]:.2f}–{interval[1]:.2f}; {low:.2f}–{high:.2f}) | {answer}"
 
 
-def launch_and_open(results, open_inbox, warm):
+def normalised(result, reference_ns):
+    """The result's repeats at the speed probe's reference cost: each repeat's µs
+    times reference_ns over the probe's mean cost in its windows; None without a
+    probe for every repeat."""
+    probes = result.get("probe_ns") or []
+    if not reference_ns or len(probes) != len(result["us"]) or None in probes:
+        return None
+    return [us * reference_ns / probe for us, probe in zip(result["us"], probes)]
+
+
+def lines_for(label, mine, reference, paired, reference_ns):
+    """A comparison row from two results ({"us": [...], "probe_ns": [...]}), and a
+    second, speed-normalised row when both sides had the probe."""
+    lines = [f"| {label} | {statistics.mean(mine['us']):.0f} | {statistics.mean(reference['us']):.0f} | "
+             f"{verdict(mine['us'], reference['us'], paired)} |"]
+    mine_n, reference_n = normalised(mine, reference_ns), normalised(reference, reference_ns)
+    if mine_n and reference_n:
+        head, _, tail = label.partition(" | ")
+        action, _, client = tail.partition(" | ")
+        lines.append(f"| {head} | {action} (speed-normalised) | {client} | {statistics.mean(mine_n):.0f} | "
+                     f"{statistics.mean(reference_n):.0f} | {verdict(mine_n, reference_n, paired)} |")
+    return lines
+
+
+def joined(first, second):
+    """Two windows' results as one, repeat by repeat; its probe is the one at which
+    the sum normalises to the sum of the two windows normalised each at its own."""
+    us = [a + b for a, b in zip(first["us"], second["us"])]
+    missing = [None] * len(us)
+    probes = []
+    for total, a, b, pa, pb in zip(us, first["us"], second["us"], first.get("probe_ns") or missing,
+                                   second.get("probe_ns") or missing):
+        probes.append(None if None in (pa, pb) else total / (a / pa + b / pb))
+    return {"us": us, "probe_ns": probes}
+
+
+def launch_and_open(results, open_inbox, warm, reference_ns):
     """Thunderbird's launch and open_inbox together, repeat by repeat: under many
     logons at once the personality's logon runs past the 0.15 s the recording has
     between its login and its open_inbox, so the two windows are compared as one."""
@@ -508,23 +560,26 @@ def launch_and_open(results, open_inbox, warm):
                   and r["personality"] == open_inbox["personality"]), None)
     if logon is None or (client, "launch") not in warm or (client, "open_inbox") not in warm:
         return []
-    mine = [a + b for a, b in zip(logon["us"], open_inbox["us"])]
-    reference = [a + b for a, b in zip(warm[(client, "launch")]["us"], warm[(client, "open_inbox")]["us"])]
+    mine = joined(logon, open_inbox)
+    reference = joined(warm[(client, "launch")], warm[(client, "open_inbox")])
     paired = all(r.get("interleaved") for r in (logon, open_inbox, warm[(client, "launch")],
                                                  warm[(client, "open_inbox")]))
-    return [f"| {open_inbox['personality']} (scripted) | launch + open_inbox | {client} (warm) | "
-            f"{statistics.mean(mine):.0f} | {statistics.mean(reference):.0f} | {verdict(mine, reference, paired)} |"]
+    return lines_for(f"{open_inbox['personality']} (scripted) | launch + open_inbox | {client} (warm)",
+                     mine, reference, paired, reference_ns)
 
 
 def comparison(results):
     """Per personality and action, its cost against the recorded client's (the
     replay's): `thunderbird` against thunderbird's recording, and so on;
-    `peakhour` (today's user, which imitates no client) against every one."""
-    replays = {(r["client"], r["action"]): r["us"] for r in results if "personality" not in r}
-    interleaved = {(r["client"], r["action"]) for r in results if "personality" not in r and r.get("interleaved")}
+    `peakhour` (today's user, which imitates no client) against every one. Where
+    both sides ran with the speed probe, a second row gives the ratio with each
+    repeat normalised to the probe's median cost over all the results."""
+    replays = {(r["client"], r["action"]): r for r in results if "personality" not in r}
     # A scripted personality keeps the client's pace: the paced warm replay first.
     warm = {(r["client"], r["action"]): r for r in sorted(
         (r for r in results if "personality" not in r and r.get("warm")), key=lambda r: bool(r.get("paced")))}
+    probes = [p for r in results for p in (r.get("probe_ns") or []) if p]
+    reference_ns = statistics.median(probes) if probes else None
     clients = sorted({client for client, _ in replays})
     lines = ["| personality | action | recorded client | peakhour µs | recorded client µs | "
              "ratio (95% CI; range) | "
@@ -532,21 +587,21 @@ def comparison(results):
     for result in results:
         if "personality" not in result:
             continue
-        name, mine = result["personality"], result["us"]
+        name = result["personality"]
         if result.get("scripted"):
             # The same position in the session: against the window replayed inside its session.
             # The logon window is the recording's launch (Thunderbird's; the others' start is
             # their open_inbox window).
             key = (result["scripted"], "launch" if result["action"] == "logon" else result["action"])
-            reference = warm[key]["us"] if key in warm else replays.get(key)
+            reference = warm.get(key) or replays.get(key)
             if reference is not None:
                 label = result["scripted"] + (" (warm" + (", paced)" if warm[key].get("paced") else ")")
                                               if key in warm else "")
-                paired = bool(result.get("interleaved")) and key in interleaved
-                lines.append(f"| {name} (scripted) | {result['action']} | {label} | {statistics.mean(mine):.0f} | "
-                             f"{statistics.mean(reference):.0f} | {verdict(mine, reference, paired)} |")
+                paired = bool(result.get("interleaved") and reference.get("interleaved"))
+                lines += lines_for(f"{name} (scripted) | {result['action']} | {label}", result, reference, paired,
+                                   reference_ns)
             if result["action"] == "open_inbox":
-                lines += launch_and_open(results, result, warm)
+                lines += launch_and_open(results, result, warm, reference_ns)
             continue
         # Thunderbird's personality follows the warm start and mbsync's a
         # store in sync (the usual day); their first starts (the full
@@ -556,9 +611,8 @@ def comparison(results):
             reference = replays.get((client, result["action"]))
             if reference is None:
                 continue
-            paired = bool(result.get("interleaved")) and (client, result["action"]) in interleaved
-            lines.append(f"| {name} | {result['action']} | {client} | {statistics.mean(mine):.0f} | "
-                         f"{statistics.mean(reference):.0f} | {verdict(mine, reference, paired)} |")
+            paired = bool(result.get("interleaved") and reference.get("interleaved"))
+            lines += lines_for(f"{name} | {result['action']} | {client}", result, reference, paired, reference_ns)
     return "\n".join(lines)
 
 
@@ -605,11 +659,18 @@ def main():
     parser.add_argument("--lead", type=float, default=1.5,
                         help="with --scripted: seconds from the logon to the first step, for a client whose "
                              "recorded start is its open_inbox")
+    parser.add_argument("--one-process", action="store_true",
+                        help="with --scripted: Thunderbird's users in one peakhour process, not one shard each "
+                             "(their folder draws then fall anywhere: a diagnosis of what the 20 processes cost "
+                             "the server, not a verdict)")
     parser.add_argument("--startup", type=float, default=4.0,
                         help="with --scripted: seconds between launching peakhour and its --start-at")
     parser.add_argument("--interleave", action="store_true",
                         help="take the repeats in turns: each repeat measures every client and personality once "
                              "before the next begins, so that a change in the machine's load falls on both sides")
+    parser.add_argument("--speed-probe", action="store_true",
+                        help="run scripts/record/speed.py beside the measurement (a fixed piece of work timed "
+                             "every 0.25 s) and give each comparison a second, speed-normalised row as well")
     parser.add_argument("--json", help="also write the results as JSON here")
     parser.add_argument("--by-process", metavar="FILE",
                         help="also append each measured window's CPU process by process to FILE (JSON lines; "
@@ -633,8 +694,16 @@ def main():
     if not args.lab_dir:
         parser.error("--lab-dir is required")
     lab = replay.lab_of(args.lab_dir)
-    master = DovecotMeter(lab, args.by_process)
-    print(f"# Dovecot's CPU from {master.source}", file=sys.stderr)
+    probe = prober = None
+    if args.speed_probe:
+        probe = (args.json or os.path.join(tempfile.gettempdir(), "peakhour-cpu")) + ".speed"
+        open(probe, "w", encoding="ascii").close()
+        prober = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                "speed.py"), "--out", probe, "--max-seconds",
+                                   "43200"])
+    master = DovecotMeter(lab, args.by_process, probe)
+    print(f"# Dovecot's CPU from {master.source}" + (f"; the speed probe in {probe}" if probe else ""),
+          file=sys.stderr)
     try:
         if args.interleave:
             results, repeats = [], args.repeats
@@ -648,6 +717,9 @@ def main():
             results = measure_all(args, lab, master)
     finally:
         master.close()
+        if prober:
+            prober.terminate()
+            prober.wait(10)
     print(table(results))
     if args.peakhour:
         print()
@@ -658,7 +730,7 @@ def main():
 
 
 # What a result's repeats are: not part of what was measured.
-PER_REPEAT = ("us", "commands", "differing", "notes", "problems")
+PER_REPEAT = ("us", "probe_ns", "commands", "differing", "notes", "problems")
 
 
 def merged(results):
@@ -669,11 +741,13 @@ def merged(results):
         key = json.dumps({k: v for k, v in result.items() if k not in PER_REPEAT}, sort_keys=True)
         if key not in by_key:
             by_key[key] = dict(result, us=list(result["us"]), notes=list(result.get("notes") or []),
-                               problems=list(result.get("problems") or []))
+                               problems=list(result.get("problems") or []),
+                               probe_ns=list(result.get("probe_ns") or [None] * len(result["us"])))
             out.append(by_key[key])
             continue
         into = by_key[key]
         into["us"] += result["us"]
+        into["probe_ns"] += list(result.get("probe_ns") or [None] * len(result["us"]))
         for field in ("commands", "differing"):
             if into.get(field) is not None and result.get(field) is not None:
                 into[field] += result[field]

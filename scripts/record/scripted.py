@@ -144,7 +144,7 @@ def launches_of(personality, steps, args, work, base):
     profile = os.path.join(work, f"scripted-{personality}.toml")
     with open(profile, "w", encoding="utf-8") as out:
         out.write(scripted_profile(base, steps))
-    if personality != "thunderbird":
+    if personality != "thunderbird" or args.one_process:
         return [(profile, [], os.path.join(work, f"scripted-{personality}"))]
     draws = os.path.join(os.path.dirname(os.path.abspath(args.peakhour)), "examples", "thunderbird_draws")
     if not os.path.exists(draws):
@@ -219,10 +219,11 @@ def one_run(peakhour, personality, steps, launches, lab, meter, args, number, re
     values = [value for _, value in readings]
     meter.write_windows(f"{personality} scripted", ["logon"] + [name for name, _, _ in steps] + ["after", "quiet"])
     background_per_s = (values[-1] - values[-2]) / QUIET_S
+    times = meter.times[-len(edges):]
     windows = []
     for i, name in enumerate(["logon"] + [name for name, _, _ in steps]):
         spent = values[i + 1] - values[i] - background_per_s * (edges[i + 1] - edges[i])
-        windows.append((name, spent / args.users / 1000))
+        windows.append((name, spent / args.users / 1000, meter.speed(times[i], times[i + 1])))
     return windows, summaries
 
 
@@ -241,14 +242,17 @@ def scripted_cost(peakhour, personality, client, lab, meter, args, work, reset_i
         reset_mailboxes(lab, args, counts, reset_inboxes)
 
     per_repeat = {name: [] for name in ["logon"] + [name for name, _, _ in steps]}
+    probes = {name: [] for name in per_repeat}
     problems, number = [], 0
     for _ in range(args.repeats):
         sums = {name: 0.0 for name in per_repeat}
+        speeds = {name: [] for name in per_repeat}
         for _ in range(args.rounds):
             number += 1
             windows, summaries = one_run(peakhour, personality, steps, launches, lab, meter, args, number, reset)
-            for name, us in windows:
+            for name, us, cost in windows:
                 sums[name] += us
+                speeds[name].append(cost)
             for name, _, _ in steps:
                 done = sum(s.get("actions", {}).get(PEAKHOUR_ACTION[name], {}).get("count", 0) for s in summaries)
                 errors = sum(s.get("actions", {}).get(PEAKHOUR_ACTION[name], {}).get("errors", 0)
@@ -257,10 +261,14 @@ def scripted_cost(peakhour, personality, client, lab, meter, args, work, reset_i
                     problems.append(f"run {number}: {name} done {done} of {args.users}, {errors} errors")
         for name in sums:
             per_repeat[name].append(sums[name] / args.rounds)
+            probes[name].append(None if None in speeds[name] else sum(speeds[name]) / len(speeds[name]))
     for problem in problems[:5]:
         print(f"warning: {personality} scripted: {problem}", file=sys.stderr)
-    return [{"client": f"peakhour run --client {personality} (scripted like {client})", "personality": personality,
-             "scripted": client, "action": name, "us": per_repeat[name], "at_s": round(at, 2),
+    label = " in one process" if args.one_process and len(launches) == 1 and personality == "thunderbird" else ""
+    return [{"client": f"peakhour run --client {personality} (scripted like {client}){label}",
+             "personality": personality,
+             "scripted": client, "action": name, "us": per_repeat[name], "probe_ns": probes[name],
+             "at_s": round(at, 2),
              "window_s": round(length, 2), "reps": args.rounds * args.users, "problems": problems[:5],
              "commands": None, "differing": None, "notes": []}
             for name, at, length in [("logon", -RAMP_UP_S, RAMP_UP_S)] + steps]

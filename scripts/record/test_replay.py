@@ -1,4 +1,5 @@
-"""Checks replay.py's rewriting on a short transcript, without a server (issue 28 item 3).
+"""Checks replay.py's rewriting on a short transcript, without a server, and
+cpu_per_action.py's verdicts and speed normalisation (issue 28 item 3).
 
 Run by crates/lab/tests/client_recordings.rs
 (`issue_28_item_3_replay_renumbers_tags_substitutes_logins_and_maps_uids`), or
@@ -203,6 +204,33 @@ class Verdicts(unittest.TestCase):
         ratio, (low, high) = self.cpu.paired_interval(mine, reference)
         self.assertAlmostEqual(ratio, 1.1, delta=0.005)
         self.assertTrue(1.08 < low < ratio < high < 1.12)
+
+    def test_the_speed_probe_takes_the_hosts_mood_off_each_repeat(self):
+        # The second repeat ran on a host twice as slow: the probe took twice as long too.
+        replayed = {"us": [100.0, 200.0], "probe_ns": [1000.0, 2000.0]}
+        self.assertEqual(self.cpu.normalised(replayed, 1000.0), [100.0, 100.0])
+        self.assertIsNone(self.cpu.normalised({"us": [1.0, 2.0], "probe_ns": [1000.0, None]}, 1000.0))
+        rows = self.cpu.lines_for("p | read | c", {"us": [110.0, 220.0], "probe_ns": [1000.0, 2000.0]},
+                                  replayed, True, 1000.0)
+        self.assertEqual(len(rows), 2)
+        self.assertIn("read (speed-normalised)", rows[1])
+        self.assertIn("1.10", rows[1])
+
+    def test_two_windows_joined_normalise_as_their_sum(self):
+        launch = {"us": [300.0, 310.0], "probe_ns": [1000.0, 1500.0]}
+        open_inbox = {"us": [100.0, 90.0], "probe_ns": [2000.0, 1000.0]}
+        both = self.cpu.joined(launch, open_inbox)
+        self.assertEqual(both["us"], [400.0, 400.0])
+        apart = [a + b for a, b in zip(self.cpu.normalised(launch, 1000.0), self.cpu.normalised(open_inbox, 1000.0))]
+        for together, summed in zip(self.cpu.normalised(both, 1000.0), apart):
+            self.assertAlmostEqual(together, summed)
+
+    def test_a_windows_speed_is_its_samples_mean_or_the_nearest_one(self):
+        import speed
+        points = [(10.0, 600), (10.5, 800), (11.0, 1000), (20.0, 5000)]
+        self.assertEqual(speed.cost_within(points, 10.2, 11.2), 900)
+        self.assertEqual(speed.cost_within(points, 19.0, 19.1), 5000)
+        self.assertIsNone(speed.cost_within([], 1.0, 2.0))
 
 
 if __name__ == "__main__":
