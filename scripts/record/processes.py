@@ -6,7 +6,8 @@ commands do not (issue 28 item 3; docs/clients.md).
 At every reading of Dovecot's CPU the meter also takes a snapshot of every
 live process below Dovecot's master: its name (/proc/PID/comm: imap,
 imap-login, auth, stats, log, anvil, ...), the user an `imap` process serves
-(its USER environment variable), its run time and its number of time slices
+(its USER environment variable, where the userdb sets one; the lab's does
+not), its run time and its number of time slices
 (/proc/PID/schedstat: ns on the CPU, and how many times it was scheduled,
 which counts its wake-ups). A window's rows are the differences between its
 two edges' snapshots; a process born in the window counts from zero, one that
@@ -113,7 +114,7 @@ def summary(records):
             n = len(runs)
             lines.append(f"  {process:<12} {ms / n:9.2f} {ran / n:6.1f} {slices / n:8.1f} {born / n:5.1f} "
                          f"{ms * 1000 / max(slices, 1):9.1f}")
-        if users:
+        if any(users):  # Dovecot's imap processes carry USER only where the lab's userdb sets it
             lines.append(f"  imap processes that ran, per user and run: "
                          f"{sum(users.values()) / len(users) / len(runs):.2f} ({len(users)} users)")
         lines.append(f"  lost (ended in the window): {sum(r['lost'] for r in runs) / len(runs):.1f}")
