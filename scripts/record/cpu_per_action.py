@@ -58,7 +58,9 @@ once, then again), and the comparison pairs them: the geometric mean of the
 pairs' ratios with its 95% interval, so that the machine's load, which changes
 between repeats on a shared machine and raises the CPU time of every request,
 falls on both sides of a pair. --by-process FILE also records each window's CPU
-process by process (processes.py prints the breakdown).
+process by process (processes.py prints the breakdown), and --speed-probe times a
+fixed piece of work beside the measurement (speed.py) for a second,
+speed-normalised row per comparison.
 
     python3 scripts/record/cpu_per_action.py --lab-dir DIR [--clients neomutt,mbsync] [--json OUT]
     python3 scripts/record/cpu_per_action.py --lab-dir DIR --peakhour target/debug/peakhour --personality peakhour

@@ -1,15 +1,16 @@
 """The machine's speed while Dovecot's CPU is measured (cpu_per_action.py --speed-probe).
 
-On a shared virtual machine the CPU time of the same work changes with the
-load of the host: the same 20 `STATUS` of a replayed Thunderbird window cost
-Dovecot 5.5 ms a user in one repeat and 2.6 ms in the next (docs/clients.md).
-A repeat of the replay and one of the personality minutes apart then differ
-by the host's mood, not by what they sent. This probe runs a fixed piece of
-work of the kind Dovecot does (system calls through a pipe, stat calls,
-hashing) every --every seconds in a process of its own, and writes the CPU
-time it took, with the wall-clock time, one line per sample. A window's speed
-is its samples' mean cost; dividing a window's CPU by it (times a reference)
-takes the host's mood off.
+On a shared virtual machine the CPU time of the same work can change with the
+load of the host, and a repeat of the replay and one of the personality taken
+minutes apart would then differ by the host, not by what they sent. This probe
+runs a fixed piece of work of the kind Dovecot does (system calls through a
+pipe, stat calls, hashing) every --every seconds in a process of its own, and
+writes the CPU time it took, with the wall-clock time, one line per sample. A
+window's speed is its samples' mean cost; dividing a window's CPU by it (times
+a reference) takes the host's part off. When the probe stays flat and a
+window's cost still jumps (on 26 November the first repeat of Thunderbird's
+replayed read window on a fresh lab cost 5.5 ms a user, the next ones 1.6-2.9
+ms, with the probe within 10%), the jump is the server's state, not the host.
 
     python3 scripts/record/speed.py --out FILE [--every 0.25] [--max-seconds 7200]
 """
