@@ -322,7 +322,7 @@ class Round:
 def replay_cost(client, action, lab, master, args):
     """Per repeat: µs of Dovecot CPU per action; with the commands replayed and answered otherwise."""
     recording = replay.Recording(os.path.join(args.fixtures, client))
-    piece = recording.slice(action)
+    piece = recording.slice(action, all_open=args.all_open)
     if not piece.items:
         return None
     appends = [i for i in piece.items if i.name == "APPEND"]
@@ -348,7 +348,7 @@ def replay_cost(client, action, lab, master, args):
         probes.append(None if None in speeds else statistics.mean(speeds))
     window = next(stop - start for name, start, stop in recording.windows() if name == action)
     return {"client": client, "action": action, "us": per_repeat, "probe_ns": probes, "reps": rounds * len(users),
-            "warm": args.warm, "paced": args.paced,
+            "warm": args.warm, "paced": args.paced, **({"all_open": True} if args.all_open else {}),
             "window_s": round(window, 1), "commands": commands, "differing": differing, "notes": notes[:3]}
 
 
@@ -643,6 +643,9 @@ def main():
     parser.add_argument("--paced", action="store_true",
                         help="replay each command at its recorded offset into the window (the client's own "
                              "pace, IDLE held as long as recorded) instead of back to back")
+    parser.add_argument("--all-open", action="store_true",
+                        help="with --warm: set up every connection the recording held open at the window's start "
+                             "(its Inbox in IDLE beside Thunderbird's sweep), not only those the window uses")
     parser.add_argument("--peakhour", help="a peakhour binary: also measure its runs")
     parser.add_argument("--personality", action="append", default=[],
                         help="peakhour run --client NAME (repeatable); 'peakhour' is today's user")

@@ -236,13 +236,14 @@ class Recording:
             out.append((action["action"], action["start"], stop))
         return out
 
-    def slice(self, action=None):
-        """The items of one action's window (all items if action is None)."""
+    def slice(self, action=None, all_open=False):
+        """The items of one action's window (all items if action is None); with
+        all_open, every connection open at its start is set up, not only its own."""
         if action is None:
             return Slice(self, list(self.items), float("-inf"))
         for name, start, stop in self.windows():
             if name == action:
-                piece = Slice(self, [i for i in self.items if start <= i.t < stop], start)
+                piece = Slice(self, [i for i in self.items if start <= i.t < stop], start, all_open)
                 piece.stop = stop
                 return piece
         raise ReplayError(f"{self.fixture}: no action {action!r} in manifest.json "
@@ -267,7 +268,7 @@ class ConnectionState:
 class Slice:
     """The items of one window, and each connection's state at its start."""
 
-    def __init__(self, recording, items, start):
+    def __init__(self, recording, items, start, all_open=False):
         self.recording, self.items, self.start = recording, items, start
         used = []
         for item in items:
@@ -275,7 +276,10 @@ class Slice:
                 used.append(item.conn)
         self.connections = used
         self.before = {}  # conn -> ConnectionState, for connections opened before the window
-        for conn in used:
+        # With all_open, also the connections open at the start that the window does not
+        # use (Thunderbird's Inbox in IDLE beside its sweep): set up, quiet through it.
+        others = [c for c in recording.opened if c not in used and recording.closed.get(c, float("inf")) >= start]
+        for conn in used + (others if all_open else []):
             if recording.opened.get(conn, float("inf")) < start:
                 self.before[conn] = self._state_at(conn, start)
 

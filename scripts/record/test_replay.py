@@ -169,6 +169,17 @@ class ReplayRewriting(unittest.TestCase):
         self.assertEqual([i.tag for i in idle.history()], ["7", "8", "9"])
         self.assertEqual(idle.closed_within(), ["c3"])
 
+    def test_all_open_sets_up_the_connections_the_window_does_not_use(self):
+        # c2 sits in IDLE on Sent through the move window, which uses c1 only.
+        piece = self.recording.slice("move")
+        wide = self.recording.slice("move", all_open=True)
+        self.assertEqual(piece.connections, wide.connections, "the window's own commands are the same")
+        self.assertEqual(sorted(piece.before), ["c1"])
+        self.assertEqual(sorted(wide.before), ["c1", "c2"])
+        self.assertTrue(wide.before["c2"].idling)
+        self.assertEqual([i.tag for i in wide.history() if i.conn == "c2"], ["7", "8", "9"])
+        self.assertNotIn("c3", wide.before, "opened after the window's start: not set up")
+
     def test_no_recorded_password_reaches_a_rewritten_command(self):
         for item in self.recording.items:
             line, more = replay.rewrite(item, "p1", "user7", "s3cret", replay.UidMap({}, {}), "INBOX", 5)
