@@ -527,16 +527,14 @@ def normalised(result, reference_ns):
     return [us * reference_ns / probe for us, probe in zip(result["us"], probes)]
 
 
-def lines_for(label, mine, reference, paired, reference_ns):
+def lines_for(who, action, client, mine, reference, paired, reference_ns):
     """A comparison row from two results ({"us": [...], "probe_ns": [...]}), and a
     second, speed-normalised row when both sides had the probe."""
-    lines = [f"| {label} | {statistics.mean(mine['us']):.0f} | {statistics.mean(reference['us']):.0f} | "
-             f"{verdict(mine['us'], reference['us'], paired)} |"]
+    lines = [f"| {who} | {action} | {client} | {statistics.mean(mine['us']):.0f} | "
+             f"{statistics.mean(reference['us']):.0f} | {verdict(mine['us'], reference['us'], paired)} |"]
     mine_n, reference_n = normalised(mine, reference_ns), normalised(reference, reference_ns)
     if mine_n and reference_n:
-        head, _, tail = label.partition(" | ")
-        action, _, client = tail.partition(" | ")
-        lines.append(f"| {head} | {action} (speed-normalised) | {client} | {statistics.mean(mine_n):.0f} | "
+        lines.append(f"| {who} | {action} (speed-normalised) | {client} | {statistics.mean(mine_n):.0f} | "
                      f"{statistics.mean(reference_n):.0f} | {verdict(mine_n, reference_n, paired)} |")
     return lines
 
@@ -566,7 +564,7 @@ def launch_and_open(results, open_inbox, warm, reference_ns):
     reference = joined(warm[(client, "launch")], warm[(client, "open_inbox")])
     paired = all(r.get("interleaved") for r in (logon, open_inbox, warm[(client, "launch")],
                                                  warm[(client, "open_inbox")]))
-    return lines_for(f"{open_inbox['personality']} (scripted) | launch + open_inbox | {client} (warm)",
+    return lines_for(f"{open_inbox['personality']} (scripted)", "launch + open_inbox", f"{client} (warm)",
                      mine, reference, paired, reference_ns)
 
 
@@ -600,7 +598,7 @@ def comparison(results):
                 label = result["scripted"] + (" (warm" + (", paced)" if warm[key].get("paced") else ")")
                                               if key in warm else "")
                 paired = bool(result.get("interleaved") and reference.get("interleaved"))
-                lines += lines_for(f"{name} (scripted) | {result['action']} | {label}", result, reference, paired,
+                lines += lines_for(f"{name} (scripted)", result["action"], label, result, reference, paired,
                                    reference_ns)
             if result["action"] == "open_inbox":
                 lines += launch_and_open(results, result, warm, reference_ns)
@@ -614,7 +612,7 @@ def comparison(results):
             if reference is None:
                 continue
             paired = bool(result.get("interleaved") and reference.get("interleaved"))
-            lines += lines_for(f"{name} | {result['action']} | {client}", result, reference, paired, reference_ns)
+            lines += lines_for(name, result["action"], client, result, reference, paired, reference_ns)
     return "\n".join(lines)
 
 

@@ -5,9 +5,8 @@ commands do not (issue 28 item 3; docs/clients.md).
 
 At every reading of Dovecot's CPU the meter also takes a snapshot of every
 live process below Dovecot's master: its name (/proc/PID/comm: imap,
-imap-login, auth, stats, log, anvil, ...), the user an `imap` process serves
-(its USER environment variable, where the userdb sets one; the lab's does
-not), its run time and its number of time slices
+imap-login, auth, stats, log, anvil, ...), its run time and its number of
+time slices
 (/proc/PID/schedstat: ns on the CPU, and how many times it was scheduled,
 which counts its wake-ups). A window's rows are the differences between its
 two edges' snapshots; a process born in the window counts from zero, one that
@@ -28,19 +27,8 @@ def _schedstat(pid):
     return int(run_ns), int(slices)
 
 
-def _user(pid):
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as environ:
-            for item in environ.read().split(b"\0"):
-                if item.startswith(b"USER="):
-                    return item[5:].decode("utf-8", "replace")
-    except OSError:
-        pass
-    return ""
-
-
 def snapshot(master):
-    """{pid: [name, user, run ns, slices]} of the master and every process below it."""
+    """{pid: [name, run ns, slices]} of the master and every process below it."""
     children = defaultdict(list)
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -60,21 +48,21 @@ def snapshot(master):
             run_ns, slices = _schedstat(pid)
         except (OSError, ValueError):
             continue  # ended meanwhile
-        out[pid] = [name, _user(pid) if name == "imap" else "", run_ns, slices]
+        out[pid] = [name, run_ns, slices]
     return out
 
 
 def window(name, before, after):
     """One window's record: the processes that ran in it, with their CPU and slices."""
     rows = []
-    for pid, (process, user, run_ns, slices) in after.items():
+    for pid, (process, run_ns, slices) in after.items():
         start = before.get(pid)
         if start and start[0] != process:
             start = None  # the pid was reused
-        spent = run_ns - (start[2] if start else 0)
-        woke = slices - (start[3] if start else 0)
+        spent = run_ns - (start[1] if start else 0)
+        woke = slices - (start[2] if start else 0)
         if spent or woke:
-            rows.append({"pid": pid, "name": process, "user": user, "us": spent / 1000, "slices": woke,
+            rows.append({"pid": pid, "name": process, "us": spent / 1000, "slices": woke,
                          "born": start is None})
     lost = [pid for pid, (process, *_) in before.items() if pid not in after]
     return {"window": name, "processes": rows, "lost": len(lost)}
@@ -91,7 +79,7 @@ def write(path, label, names, snapshots):
 
 def summary(records):
     """Per (run label, window): the mean over runs of each process name's CPU (ms),
-    processes that ran, slices, and for `imap` the processes per user."""
+    processes that ran, and slices."""
     groups = defaultdict(list)
     for record in records:
         groups[(record["run"], record["window"])].append(record)
@@ -99,7 +87,6 @@ def summary(records):
     for (label, name), runs in groups.items():
         lines.append(f"{label} · {name} · {len(runs)} runs")
         per_name = defaultdict(lambda: [0.0, 0, 0, 0])
-        users = defaultdict(int)
         for run in runs:
             for row in run["processes"]:
                 entry = per_name[row["name"]]
@@ -107,16 +94,11 @@ def summary(records):
                 entry[1] += 1
                 entry[2] += row["slices"]
                 entry[3] += row["born"]
-                if row["name"] == "imap":
-                    users[row["user"]] += 1
         lines.append(f"  {'process':<12} {'ms':>9} {'ran':>6} {'slices':>8} {'born':>5} {'µs/slice':>9}")
         for process, (ms, ran, slices, born) in sorted(per_name.items(), key=lambda item: -item[1][0]):
             n = len(runs)
             lines.append(f"  {process:<12} {ms / n:9.2f} {ran / n:6.1f} {slices / n:8.1f} {born / n:5.1f} "
                          f"{ms * 1000 / max(slices, 1):9.1f}")
-        if any(users):  # Dovecot's imap processes carry USER only where the lab's userdb sets it
-            lines.append(f"  imap processes that ran, per user and run: "
-                         f"{sum(users.values()) / len(users) / len(runs):.2f} ({len(users)} users)")
         lines.append(f"  lost (ended in the window): {sum(r['lost'] for r in runs) / len(runs):.1f}")
     return "\n".join(lines)
 

@@ -264,7 +264,7 @@ def scripted_cost(peakhour, personality, client, lab, meter, args, work, reset_i
             probes[name].append(None if None in speeds[name] else sum(speeds[name]) / len(speeds[name]))
     for problem in problems[:5]:
         print(f"warning: {personality} scripted: {problem}", file=sys.stderr)
-    label = " in one process" if args.one_process and len(launches) == 1 and personality == "thunderbird" else ""
+    label = " in one process" if args.one_process and personality == "thunderbird" else ""
     return [{"client": f"peakhour run --client {personality} (scripted like {client}){label}",
              "personality": personality,
              "scripted": client, "action": name, "us": per_repeat[name], "probe_ns": probes[name],

@@ -221,7 +221,7 @@ class Verdicts(unittest.TestCase):
         replayed = {"us": [100.0, 200.0], "probe_ns": [1000.0, 2000.0]}
         self.assertEqual(self.cpu.normalised(replayed, 1000.0), [100.0, 100.0])
         self.assertIsNone(self.cpu.normalised({"us": [1.0, 2.0], "probe_ns": [1000.0, None]}, 1000.0))
-        rows = self.cpu.lines_for("p | read | c", {"us": [110.0, 220.0], "probe_ns": [1000.0, 2000.0]},
+        rows = self.cpu.lines_for("p", "read", "c", {"us": [110.0, 220.0], "probe_ns": [1000.0, 2000.0]},
                                   replayed, True, 1000.0)
         self.assertEqual(len(rows), 2)
         self.assertIn("read (speed-normalised)", rows[1])
