@@ -239,7 +239,7 @@ class DovecotMeter:
     def write_windows(self, label, names):
         """With --by-process: the windows between the readings since the last call, to the file."""
         if self.by_process and len(self.snapshots) == len(names) + 1:
-            processes.write(self.by_process, label, names, self.snapshots)
+            processes.write(self.by_process, label, names, self.snapshots, self.times[-len(self.snapshots):])
         self.snapshots = []
 
     def close(self):
@@ -261,7 +261,7 @@ class Round:
         self.errors, self.commands, self.differing, self.notes = [], 0, 0, []
         self.lock = threading.Lock()
 
-    def worker(self, user):
+    def worker(self, user, offset):
         try:
             for phase in ("action", "baseline"):
                 uids = replay.prepare_mailbox(self.recording, self.piece, self.lab, user, self.args.timeout)
@@ -271,6 +271,9 @@ class Round:
                 replayer.setup()
                 self.barrier.wait()  # set up
                 self.barrier.wait()  # the main thread has read the CPU
+                # This user's place in the spread (--stagger), in both phases: the baseline
+                # then lasts as long as the action phase and its background cancels out.
+                time.sleep(offset)
                 if phase == "action":
                     replayer.run(time.monotonic() + self.args.timeout, keep=self.args.warm)
                     if self.smtp_size is not None:
@@ -294,7 +297,9 @@ class Round:
 
     def measure(self, master):
         """(action ns, baseline ns) of this round."""
-        threads = [threading.Thread(target=self.worker, args=(u,), daemon=True) for u in self.users]
+        offsets = start_offsets(len(self.users), self.args.stagger)
+        threads = [threading.Thread(target=self.worker, args=(u, offset), daemon=True)
+                   for u, offset in zip(self.users, offsets)]
         for thread in threads:
             thread.start()
         spent, self.speeds = [], []
@@ -317,6 +322,16 @@ class Round:
         if self.errors or len(spent) != 2:
             raise SystemExit(f"error: {self.recording.fixture} round failed: {'; '.join(self.errors[:3])}")
         return spent[0], spent[1]
+
+
+def start_offsets(users, stagger):
+    """Each user's delay into a measured phase: evenly over `stagger` seconds, as a
+    peakhour run's --ramp-up spreads its logons (and with them every later command of
+    a user whose day is timed from its logon). Users released at one instant would
+    meet an awake, warm CPU at every command: a paced sweep (one STATUS per user every
+    0.4 s) then costs Dovecot about two thirds of what the same commands cost spread
+    out (docs/clients.md, "Spread out, as the personality's users are")."""
+    return [stagger * k / users for k in range(users)]
 
 
 def replay_cost(client, action, lab, master, args):
@@ -349,6 +364,7 @@ def replay_cost(client, action, lab, master, args):
     window = next(stop - start for name, start, stop in recording.windows() if name == action)
     return {"client": client, "action": action, "us": per_repeat, "probe_ns": probes, "reps": rounds * len(users),
             "warm": args.warm, "paced": args.paced, **({"all_open": True} if args.all_open else {}),
+            **({"stagger_s": args.stagger} if args.stagger else {}),
             "window_s": round(window, 1), "commands": commands, "differing": differing, "notes": notes[:3]}
 
 
@@ -458,7 +474,8 @@ def table(results):
             # The idle window is long and varies per client: say what an hour of it costs.
             action = f"idle ({result['window_s']:.0f} s; {mean * 3600 / result['window_s'] / 1000:.0f} ms/hour)"
         client = result["client"] + (" (warm)" if result.get("warm") else "") + (
-            " (paced)" if result.get("paced") else "")
+            " (paced)" if result.get("paced") else "") + (
+            f" (spread {result['stagger_s']:g} s)" if result.get("stagger_s") else "")
         lines.append(f"| {client} | {action} | {mean:.0f} | {spread} | {result['reps']} | "
                      f"{differing} |")
     return "\n".join(lines)
@@ -641,6 +658,11 @@ def main():
     parser.add_argument("--paced", action="store_true",
                         help="replay each command at its recorded offset into the window (the client's own "
                              "pace, IDLE held as long as recorded) instead of back to back")
+    parser.add_argument("--stagger", type=float, default=scripted.RAMP_UP_S,
+                        help="spread the replaying users' starts evenly over this many seconds, as a peakhour "
+                             "run's --ramp-up spreads its users (the scripted runs' 0.2 s, the default); 0 releases "
+                             "them at one instant, which makes a paced window's commands cheaper "
+                             "(docs/clients.md)")
     parser.add_argument("--all-open", action="store_true",
                         help="with --warm: set up every connection the recording held open at the window's start "
                              "(its Inbox in IDLE beside Thunderbird's sweep), not only those the window uses")

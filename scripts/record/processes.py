@@ -68,12 +68,15 @@ def window(name, before, after):
     return {"window": name, "processes": rows, "lost": len(lost)}
 
 
-def write(path, label, names, snapshots):
-    """Appends one run's windows (names[i] between snapshots i and i+1) to `path`, one JSON line each."""
+def write(path, label, names, snapshots, times):
+    """Appends one run's windows (names[i] between snapshots i and i+1, taken at the
+    wall-clock `times[i]` and `times[i + 1]`) to `path`, one JSON line each. The
+    times let a system-wide profile (`perf record -k realtime`) be cut to a window."""
     with open(path, "a", encoding="utf-8") as out:
         for i, name in enumerate(names):
             record = window(name, snapshots[i], snapshots[i + 1])
             record["run"] = label
+            record["from"], record["to"] = times[i], times[i + 1]
             out.write(json.dumps(record) + "\n")
 
 

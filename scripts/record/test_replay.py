@@ -243,6 +243,26 @@ class Verdicts(unittest.TestCase):
         self.assertEqual(speed.cost_within(points, 19.0, 19.1), 5000)
         self.assertIsNone(speed.cost_within([], 1.0, 2.0))
 
+    def test_replaying_users_are_spread_as_a_runs_ramp_up_spreads_its_users(self):
+        # peakhour's Plan::logon_offset: user k of N at k/N of the ramp-up.
+        self.assertEqual(self.cpu.start_offsets(4, 0.2), [0.0, 0.05, 0.1, 0.15000000000000002])
+        self.assertEqual(self.cpu.start_offsets(3, 0.0), [0.0, 0.0, 0.0])
+
+    def test_each_windows_processes_carry_the_times_of_its_edges(self):
+        import processes
+        before = {7: ["imap", 1_000, 2], 8: ["auth", 5_000, 1]}
+        after = {7: ["imap", 4_000, 5], 9: ["imap", 2_000, 1]}
+        with tempfile.TemporaryDirectory() as work:
+            path = os.path.join(work, "windows.jsonl")
+            processes.write(path, "run", ["read"], [before, after], [100.0, 108.5])
+            with open(path, encoding="utf-8") as saved:
+                record = json.loads(saved.read())
+        self.assertEqual((record["from"], record["to"]), (100.0, 108.5))
+        rows = {row["pid"]: row for row in record["processes"]}
+        self.assertEqual((rows[7]["us"], rows[7]["slices"], rows[7]["born"]), (3.0, 3, False))
+        self.assertEqual((rows[9]["us"], rows[9]["born"]), (2.0, True))
+        self.assertEqual(record["lost"], 1)
+
 
 if __name__ == "__main__":
     unittest.main()
