@@ -325,12 +325,13 @@ class Round:
 
 
 def start_offsets(users, stagger):
-    """Each user's delay into a measured phase: evenly over `stagger` seconds, as a
-    peakhour run's --ramp-up spreads its logons (and with them every later command of
-    a user whose day is timed from its logon). Users released at one instant would
-    meet an awake, warm CPU at every command: a paced sweep (one STATUS per user every
-    0.4 s) then costs Dovecot about two thirds of what the same commands cost spread
-    out (docs/clients.md, "Spread out, as the personality's users are")."""
+    """Each user's delay into a measured phase: evenly over `stagger` seconds, user k
+    at k/N of it, as a peakhour run's --ramp-up spreads its logons (Plan::logon_offset)
+    and with them every command a client's own timers time from its logon. Commands
+    that come together meet an awake, warm CPU: a paced sweep (one STATUS a user every
+    0.4 s) costs Dovecot about two thirds of what the same commands cost spread out
+    (docs/clients.md, "Together or spread out"), so both sides of a comparison must
+    arrive alike."""
     return [stagger * k / users for k in range(users)]
 
 
@@ -658,11 +659,15 @@ def main():
     parser.add_argument("--paced", action="store_true",
                         help="replay each command at its recorded offset into the window (the client's own "
                              "pace, IDLE held as long as recorded) instead of back to back")
-    parser.add_argument("--stagger", type=float, default=scripted.RAMP_UP_S,
-                        help="spread the replaying users' starts evenly over this many seconds, as a peakhour "
-                             "run's --ramp-up spreads its users (the scripted runs' 0.2 s, the default); 0 releases "
-                             "them at one instant, which makes a paced window's commands cheaper "
-                             "(docs/clients.md)")
+    parser.add_argument("--stagger", type=float, default=0.0,
+                        help="spread the replaying users' starts evenly over this many seconds (default: 0, one "
+                             "instant). Match how the personality's commands arrive: a client's own timers (its "
+                             "sweep) are spread by the run's --ramp-up, a fixed.script's steps come at one instant "
+                             "whatever the ramp-up, the actions of a --low/--high run are spread over the run; "
+                             "spread commands cost Dovecot more than commands that come together (docs/clients.md)")
+    parser.add_argument("--ramp-up", type=float, default=scripted.RAMP_UP_S,
+                        help="with --scripted: the runs' --ramp-up in seconds (0: every user logs on at one "
+                             "instant, and its own timers fire together too, as a replay with --stagger 0)")
     parser.add_argument("--all-open", action="store_true",
                         help="with --warm: set up every connection the recording held open at the window's start "
                              "(its Inbox in IDLE beside Thunderbird's sweep), not only those the window uses")

@@ -12,7 +12,12 @@ same times, and is measured window by window as the replay is:
 * a profile in fixed mode with a `fixed.script`: the recording's open_inbox,
   read, move, delete and send (as check_inbox, read, move, delete, send), each
   at its recorded offset from the client's login; every --users user follows
-  it, logged on together (`--start-at` an instant, a --ramp-up of 0.2 s);
+  it, logged on together (`--start-at` an instant, --ramp-up 0.2 s unless
+  cpu_per_action.py's --ramp-up says otherwise). Every user takes a step at the
+  same instant (`at` counts from the steady phase's start), while a client's own
+  timers (Thunderbird's sweep) count from each user's logon, spread by the
+  ramp-up: the replay it is compared with must arrive alike (--stagger;
+  docs/clients.md, "Together or spread out");
 * Dovecot's CPU is read at every window's edges, on the wall clock the run
   started on: a window runs from its step's time to the next step's (the last
   one as long as the recorded one), each edge 50 ms early, so that a step's
@@ -64,17 +69,18 @@ def login_time(recording):
     raise replay.ReplayError(f"{recording.fixture}: no LOGIN or AUTHENTICATE in the transcript")
 
 
-def script_of(recording, actions, lead):
+def script_of(recording, actions, lead, ramp_up=RAMP_UP_S):
     """[(recorded action, offset from the steady phase's start, window length)] for
-    the recording's windows of `actions`, in their recorded order."""
+    the recording's windows of `actions`, in their recorded order, for users who log
+    on over `ramp_up` seconds before the steady phase."""
     windows = [(name, start, stop) for name, start, stop in recording.windows()
                if name in PEAKHOUR_ACTION and name in actions]
     if not windows:
         raise replay.ReplayError(f"{recording.fixture}: none of {', '.join(actions)} in manifest.json")
     since_login = windows[0][1] - login_time(recording)
     first = since_login if since_login > 0 else lead
-    # The users log on over RAMP_UP_S before the steady phase: half of it on average.
-    shift = first - windows[0][1] - RAMP_UP_S / 2
+    # The users log on over the ramp-up before the steady phase: half of it on average.
+    shift = first - windows[0][1] - ramp_up / 2
     return [(name, max(0.0, start + shift), stop - start) for name, start, stop in windows]
 
 
@@ -179,7 +185,7 @@ def one_run(peakhour, personality, steps, launches, lab, meter, args, number, re
     reset()
     startup = args.startup * (1 if len(launches) == 1 else 3)
     start_at = time.time() + startup
-    steady = start_at + RAMP_UP_S
+    steady = start_at + args.ramp_up
     # The first window is the logon (from just before the first user logs on to the first step).
     edges = [start_at - EDGE_S] + [steady + at - EDGE_S for _, at, _ in steps]
     edges += [steady + last_at + last_length - EDGE_S]
@@ -192,7 +198,7 @@ def one_run(peakhour, personality, steps, launches, lab, meter, args, number, re
         out_dir = f"{out_dir}-{number}"
         shutil.rmtree(out_dir, ignore_errors=True)
         command = [peakhour, "run", "--lab-dir", args.lab_dir, "--profile", profile, "--users", str(args.users),
-                   "--ramp-up", f"{int(RAMP_UP_S * 1000)}ms", "--drain", "1s", "--duration", f"{duration:.1f}s",
+                   "--ramp-up", f"{int(args.ramp_up * 1000)}ms", "--drain", "1s", "--duration", f"{duration:.1f}s",
                    "--start-at", stamp.replace("+00:00", "Z"), "--out", out_dir] + extra
         if personality != "peakhour" or args.client_flag:
             command += ["--client", personality]
@@ -231,7 +237,7 @@ def scripted_cost(peakhour, personality, client, lab, meter, args, work, reset_i
     """The personality's µs per user for each window, per repeat, against the
     recording `client`'s windows."""
     recording = replay.Recording(os.path.join(args.fixtures, client))
-    steps = script_of(recording, args.actions.split(","), args.lead)
+    steps = script_of(recording, args.actions.split(","), args.lead, args.ramp_up)
     base = subprocess.run([peakhour, "profiles", "show", "mmb-medium"], capture_output=True, text=True,
                           check=True).stdout
     launches = launches_of(personality, steps, args, work, base)
@@ -265,10 +271,13 @@ def scripted_cost(peakhour, personality, client, lab, meter, args, work, reset_i
     for problem in problems[:5]:
         print(f"warning: {personality} scripted: {problem}", file=sys.stderr)
     label = " in one process" if args.one_process and personality == "thunderbird" else ""
+    if args.ramp_up != RAMP_UP_S:
+        label += f" (ramp-up {args.ramp_up:g} s)"
     return [{"client": f"peakhour run --client {personality} (scripted like {client}){label}",
              "personality": personality,
              "scripted": client, "action": name, "us": per_repeat[name], "probe_ns": probes[name],
              "at_s": round(at, 2),
              "window_s": round(length, 2), "reps": args.rounds * args.users, "problems": problems[:5],
+             **({"ramp_up_s": args.ramp_up} if args.ramp_up != RAMP_UP_S else {}),
              "commands": None, "differing": None, "notes": []}
-            for name, at, length in [("logon", -RAMP_UP_S, RAMP_UP_S)] + steps]
+            for name, at, length in [("logon", -args.ramp_up, args.ramp_up)] + steps]

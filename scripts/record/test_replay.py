@@ -180,6 +180,18 @@ class ReplayRewriting(unittest.TestCase):
         self.assertEqual([i.tag for i in wide.history() if i.conn == "c2"], ["7", "8", "9"])
         self.assertNotIn("c3", wide.before, "opened after the window's start: not set up")
 
+    def test_a_script_keeps_the_recorded_spacing_from_the_users_average_logon(self):
+        import scripted
+        # The recorded start is the open_inbox itself, so the first step comes --lead (1.5 s)
+        # after the logon; users log on over the ramp-up, on average half of it before the
+        # steady phase's start, from which a fixed.script's `at` counts.
+        for ramp_up, first in ((0.2, 1.4), (0.0, 1.5)):
+            steps = scripted.script_of(self.recording, ["open_inbox", "move"], 1.5, ramp_up)
+            self.assertEqual([name for name, _, _ in steps], ["open_inbox", "move"])
+            self.assertAlmostEqual(steps[0][1], first)
+            self.assertAlmostEqual(steps[1][1], first + 9.0)
+            self.assertAlmostEqual(steps[1][2], 51.0)  # up to the next recorded action (idle)
+
     def test_no_recorded_password_reaches_a_rewritten_command(self):
         for item in self.recording.items:
             line, more = replay.rewrite(item, "p1", "user7", "s3cret", replay.UidMap({}, {}), "INBOX", 5)
