@@ -1,6 +1,6 @@
 """What one paced command costs Dovecot when the users' commands come together
 and when they are spread out: a diagnostic for cpu_per_action.py's --stagger
-(issue 28 item 3; docs/clients.md, "Spread out, as the personality's users are").
+(issue 28 item 3; docs/clients.md, "Together or spread out").
 
 Each of --users lab users logs in on one connection, does what Thunderbird's
 folder connection did before its sweep (NAMESPACE, ID, the subscribed LIST,
