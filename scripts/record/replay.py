@@ -381,6 +381,15 @@ def plain_credentials(user, password):
     return base64.b64encode(f"\0{user}\0{password}".encode()).decode()
 
 
+def plain(connection, command):
+    """Sends one command of our own (not the recording's) and waits for its OK."""
+    tag = connection.next_tag()
+    connection.send(f"{tag} {command}\r\n".encode())
+    status, _ = connection.until_tagged(tag)
+    if status != "OK":
+        raise ReplayError(f"{connection.name}: {command.split(' ')[0]} answered {status}")
+
+
 def quote(text):
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -564,11 +573,11 @@ class Replayer:
             connection = self.connect(conn)
             if not state.logged_in:
                 continue
-            self.plain(connection, f"LOGIN {quote(self.user)} {quote(self.lab['password'])}")
+            plain(connection, f"LOGIN {quote(self.user)} {quote(self.lab['password'])}")
             for enable in state.enable:
-                self.plain(connection, f"ENABLE {enable}")
+                plain(connection, f"ENABLE {enable}")
             if state.selected:
-                self.plain(connection, f"{state.select_verb} {quote(state.selected)}")
+                plain(connection, f"{state.select_verb} {quote(state.selected)}")
                 connection.selected = state.selected
             if state.idling:
                 tag = connection.next_tag()
@@ -585,13 +594,6 @@ class Replayer:
         if self.differing:
             raise ReplayError(f"{self.user}: the history before the window: {'; '.join(self.differences[:2])}")
         self.commands = self.differing = 0
-
-    def plain(self, connection, command):
-        tag = connection.next_tag()
-        connection.send(f"{tag} {command}\r\n".encode())
-        status, _ = connection.until_tagged(tag)
-        if status != "OK":
-            raise ReplayError(f"{connection.name}: {command.split(' ')[0]} answered {status}")
 
     def run(self, deadline, keep=False):
         """Replays the window's items in order, then logs out every connection still
@@ -721,8 +723,7 @@ def prepare_mailbox(recording, piece, lab, user, timeout):
 
     host, port = lab["imap"]
     connection = Connection(host, port, f"{user}@{host}:{port} (setup)", timeout)
-    replayer = Replayer(recording, piece, lab, user, 0, timeout, None)
-    replayer.plain(connection, f"LOGIN {quote(user)} {quote(lab['password'])}")
+    plain(connection, f"LOGIN {quote(user)} {quote(lab['password'])}")
     wanted = recording.recorded_count("INBOX") or 0
     lab_uids, counts = {}, {}
     for folder in piece.folders() + (["INBOX"] if "INBOX" not in piece.folders() else []):
@@ -730,9 +731,9 @@ def prepare_mailbox(recording, piece, lab, user, timeout):
         connection.send(f"{tag} EXAMINE {quote(folder)}\r\n".encode())
         status, _ = connection.until_tagged(tag)
         if status != "OK":
-            replayer.plain(connection, f"CREATE {quote(folder)}")
-            replayer.plain(connection, f"EXAMINE {quote(folder)}")
-        cut_to_recorded(connection, replayer, folder, recording.recorded_count(folder))
+            plain(connection, f"CREATE {quote(folder)}")
+            plain(connection, f"EXAMINE {quote(folder)}")
+        cut_to_recorded(connection, folder, recording.recorded_count(folder))
         if folder == "INBOX" and connection.exists < wanted:
             for n in range(connection.exists, wanted):
                 data = fill_inbox.message(user, n)
@@ -750,22 +751,22 @@ def prepare_mailbox(recording, piece, lab, user, timeout):
                 break
         lab_uids[folder] = found
         counts[folder] = recording.recorded_count(folder)
-    replayer.plain(connection, "LOGOUT")
+    plain(connection, "LOGOUT")
     connection.close()
     return UidMap({k: v for k, v in counts.items() if v is not None}, lab_uids)
 
 
-def cut_to_recorded(connection, replayer, folder, count):
+def cut_to_recorded(connection, folder, count):
     """Expunges the newest messages of `folder` above the recorded `count`: the
     moves, copies to Sent and deletes of earlier rounds must not make the next
     round's SELECT or `UID FETCH 1:*` of the folder dearer than the recording's.
     Leaves the folder EXAMINEd."""
     if count is None or connection.exists <= count:
         return
-    replayer.plain(connection, f"SELECT {quote(folder)}")
-    replayer.plain(connection, f"STORE {count + 1}:* +FLAGS.SILENT (\\Deleted)")
-    replayer.plain(connection, "EXPUNGE")
-    replayer.plain(connection, f"EXAMINE {quote(folder)}")
+    plain(connection, f"SELECT {quote(folder)}")
+    plain(connection, f"STORE {count + 1}:* +FLAGS.SILENT (\\Deleted)")
+    plain(connection, "EXPUNGE")
+    plain(connection, f"EXAMINE {quote(folder)}")
 
 
 def reset_folders(lab, user, counts, timeout):
@@ -773,14 +774,13 @@ def reset_folders(lab, user, counts, timeout):
     cut_to_recorded); for a personality's runs, the recording's folder sizes."""
     host, port = lab["imap"]
     connection = Connection(host, port, f"{user}@{host}:{port} (reset)", timeout)
-    replayer = Replayer(None, None, lab, user, 0, timeout, None)
-    replayer.plain(connection, f"LOGIN {quote(user)} {quote(lab['password'])}")
+    plain(connection, f"LOGIN {quote(user)} {quote(lab['password'])}")
     for folder, count in counts.items():
         tag = connection.next_tag()
         connection.send(f"{tag} EXAMINE {quote(folder)}\r\n".encode())
         if connection.until_tagged(tag)[0] == "OK":
-            cut_to_recorded(connection, replayer, folder, count)
-    replayer.plain(connection, "LOGOUT")
+            cut_to_recorded(connection, folder, count)
+    plain(connection, "LOGOUT")
     connection.close()
 
 

@@ -15,7 +15,6 @@ spread and repeat, taken in turns.
 
 import argparse
 import os
-import socket
 import sys
 import threading
 import time
@@ -30,44 +29,24 @@ FOLDERS = [f"Folder{n}" for n in range(2, 22)]
 SETTLE_S = 0.5
 
 
-class Connection:
-    def __init__(self, address, timeout):
-        self.socket = socket.create_connection(address, timeout=timeout)
-        self.lines = self.socket.makefile("rb")
-        self.lines.readline()  # the greeting
-        self.tags = 0
-
-    def command(self, text):
-        self.tags += 1
-        tag = f"w{self.tags}".encode()
-        self.socket.sendall(tag + b" " + text.encode() + b"\r\n")
-        while True:
-            line = self.lines.readline()
-            if not line:
-                raise OSError(f"the server closed the connection after {text!r}")
-            if line.startswith(tag + b" "):
-                if not line[len(tag) + 1:].startswith(b"OK"):
-                    raise OSError(f"{text!r}: {line.decode(errors='replace').strip()}")
-                return
-
-
 def sweep(lab, user, delay, pace, barrier, errors, timeout):
     try:
-        connection = Connection(lab["imap"], timeout)
-        connection.command(f"LOGIN {replay.quote(user)} {replay.quote(lab['password'])}")
+        connection = replay.Connection(*lab["imap"], f"{user} (sweep)", timeout)
+        replay.plain(connection, f"LOGIN {replay.quote(user)} {replay.quote(lab['password'])}")
         for command in HISTORY:
-            connection.command(command)
+            replay.plain(connection, command)
         barrier.wait()  # logged in
         barrier.wait()  # the CPU is read
         time.sleep(delay)
         start = time.monotonic()
         for n, folder in enumerate(FOLDERS):
-            connection.command(f'STATUS "{folder}" (UIDNEXT MESSAGES UNSEEN RECENT)')
+            replay.plain(connection, f'STATUS "{folder}" (UIDNEXT MESSAGES UNSEEN RECENT)')
             time.sleep(max(0.0, start + (n + 1) * pace - time.monotonic()))
         barrier.wait()  # swept
         barrier.wait()  # the CPU is read again
-        connection.command("LOGOUT")
-    except (OSError, threading.BrokenBarrierError) as error:
+        replay.plain(connection, "LOGOUT")
+        connection.close()
+    except (replay.ReplayError, OSError, threading.BrokenBarrierError) as error:
         errors.append(f"{user}: {error}")
         barrier.abort()
 
