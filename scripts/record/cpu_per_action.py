@@ -46,7 +46,11 @@ The cost is Dovecot's CPU over the two runs' difference divided by the
 difference of the action's counts in summary.json, so logins, logouts and
 idle time, equal in both runs, cancel out. Before each run every user's
 Inbox is set to --inbox messages (the recordings' 104), and a warning says
-when a run did not finish its actions within --run-seconds.
+when a run did not finish its actions within --run-seconds. Every user starts
+its actions at the steady phase's start, back to back, so the users' sessions
+run side by side; --pause P puts P seconds between a user's actions, and the
+users' actions then come in a burst every P seconds (docs/clients.md, "Side by
+side": a session among 20 others costs Dovecot more than one alone).
 
 With --scripted, each personality is instead measured window by window at the
 same position in the session as its recorded client (scripts/record/scripted.py):
@@ -60,7 +64,12 @@ between repeats on a shared machine and raises the CPU time of every request,
 falls on both sides of a pair. --by-process FILE also records each window's CPU
 process by process (processes.py prints the breakdown), and --speed-probe times a
 fixed piece of work beside the measurement (speed.py) for a second,
-speed-normalised row per comparison.
+speed-normalised row per comparison. --exits FILE records every process that
+ends meanwhile (exits.py: the short-lived `imap` processes of a login per
+action, with their CPU, their wait for a CPU and their context switches), and
+--pin runs Dovecot on the first CPU and every client (replaying users, peakhour
+runs) on the others, so that both sides' commands reach an `imap` process that
+sleeps between them, as over a network (docs/clients.md, "Side by side").
 
     python3 scripts/record/cpu_per_action.py --lab-dir DIR [--clients neomutt,mbsync] [--json OUT]
     python3 scripts/record/cpu_per_action.py --lab-dir DIR --peakhour target/debug/peakhour --personality peakhour
@@ -81,6 +90,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import exits  # noqa: E402
 import processes  # noqa: E402
 import replay  # noqa: E402
 import scripted  # noqa: E402
@@ -94,6 +104,8 @@ FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", 
 TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
 # The recordings' action names and peakhour's (profile actions).
 PEAKHOUR_ACTION = scripted.PEAKHOUR_ACTION
+# The --low/--high runs' --ramp-up unless --ramp-up says otherwise.
+RUNS_RAMP_UP_S = 1.0
 
 
 # ---------------------------------------------------------------- Dovecot's CPU
@@ -247,6 +259,56 @@ class DovecotMeter:
             self.group.close()
 
 
+class Pinning:
+    """Dovecot on the first CPU, this script and everything it starts (the replaying
+    users, the peakhour runs, the speed probe) on the others, for the measurement;
+    put back as they were by close().
+
+    On one machine a client and the server it talks to share the CPUs, and where the
+    client runs decides what each command costs the server: a client woken on the
+    CPU the `imap` process just answered on preempts it, sends the next command and
+    the process finds it waiting, while a client on another CPU leaves the process to
+    go to sleep and be woken for every command, as a client across a network always
+    does. A single-threaded replay and a multi-threaded peakhour run land differently
+    (docs/clients.md, "Side by side"); pinned, both are served the second way."""
+
+    def __init__(self, master):
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            raise SystemExit("error: --pin needs two CPUs at least (one for Dovecot, one for its clients)")
+        self.master, self.server, self.clients = master, {cpus[0]}, set(cpus[1:])
+        self.own = os.sched_getaffinity(0)
+        self.before = {}
+        for tid in self._dovecot_tasks():
+            try:
+                self.before[tid] = os.sched_getaffinity(tid)
+                os.sched_setaffinity(tid, self.server)
+            except OSError:
+                continue  # ended meanwhile
+        os.sched_setaffinity(0, self.clients)
+
+    def _dovecot_tasks(self):
+        # The master first: what it forks from now on inherits its CPU.
+        for pid in [self.master] + [p for p in processes.snapshot(self.master) if p != self.master]:
+            try:
+                yield from (int(tid) for tid in os.listdir(f"/proc/{pid}/task"))
+            except OSError:
+                continue
+
+    def describe(self):
+        return f"Dovecot pinned to CPU {min(self.server)}, its clients to CPU(s) " \
+               f"{','.join(str(c) for c in sorted(self.clients))}"
+
+    def close(self):
+        everywhere = set().union(*self.before.values()) if self.before else self.own
+        for tid in self._dovecot_tasks():
+            try:
+                os.sched_setaffinity(tid, self.before.get(tid, everywhere))
+            except OSError:
+                continue
+        os.sched_setaffinity(0, self.own)
+
+
 # ---------------------------------------------------------------- replays
 
 class Round:
@@ -371,9 +433,10 @@ def replay_cost(client, action, lab, master, args):
 
 # ---------------------------------------------------------------- peakhour runs
 
-def action_profile(base_text, action, count):
-    """mmb-medium in fixed mode: `count` of one action per user, 0 of the others."""
-    return scripted.fixed_profile(base_text, {action: count})
+def action_profile(base_text, action, count, pause=0.0):
+    """mmb-medium in fixed mode: `count` of one action per user, 0 of the others,
+    `pause` seconds between a user's actions (fixed.pause; 0: back to back)."""
+    return scripted.fixed_profile(base_text, {action: count}, pause=pause)
 
 
 def run_count(summary_path, action):
@@ -419,11 +482,12 @@ def peakhour_cost(peakhour, personality, action, lab, master, args, work):
         for count in (args.low, args.high):
             profile = os.path.join(work, f"{action}-{count}.toml")
             with open(profile, "w", encoding="utf-8") as out:
-                out.write(action_profile(base, PEAKHOUR_ACTION[action], count))
+                out.write(action_profile(base, PEAKHOUR_ACTION[action], count, args.pause))
             out_dir = os.path.join(work, f"run-{personality}-{action}-{count}")
             shutil.rmtree(out_dir, ignore_errors=True)
+            ramp_up = RUNS_RAMP_UP_S if args.ramp_up is None else args.ramp_up
             command = [peakhour, "run", "--lab-dir", lab_dir, "--profile", profile, "--users", str(args.users),
-                       "--ramp-up", "1s", "--drain", "1s", "--duration", f"{args.run_seconds}s",
+                       "--ramp-up", f"{int(ramp_up * 1000)}ms", "--drain", "1s", "--duration", f"{args.run_seconds}s",
                        "--out", out_dir]
             if personality != "peakhour" or args.client_flag:
                 command += ["--client", personality]
@@ -451,8 +515,11 @@ def peakhour_cost(peakhour, personality, action, lab, master, args, work):
         probes.append(None if None in speeds else statistics.mean(speeds))
     with_flag = personality != "peakhour" or args.client_flag
     label = f"peakhour run --client {personality}" if with_flag else "peakhour run (today's user)"
+    if args.pause:
+        label += f" (paused {args.pause:g} s, ramp-up {ramp_up:g} s)"
     return {"client": label, "personality": personality, "action": action, "us": results, "probe_ns": probes,
-            "reps": f"{args.high - args.low}/user", "commands": None, "differing": None, "notes": []}
+            "reps": f"{args.high - args.low}/user", "commands": None, "differing": None, "notes": [],
+            **({"pause_s": args.pause, "ramp_up_s": ramp_up} if args.pause else {})}
 
 
 # ---------------------------------------------------------------- the table
@@ -476,7 +543,8 @@ def table(results):
             action = f"idle ({result['window_s']:.0f} s; {mean * 3600 / result['window_s'] / 1000:.0f} ms/hour)"
         client = result["client"] + (" (warm)" if result.get("warm") else "") + (
             " (paced)" if result.get("paced") else "") + (
-            f" (spread {result['stagger_s']:g} s)" if result.get("stagger_s") else "")
+            f" (spread {result['stagger_s']:g} s)" if result.get("stagger_s") else "") + (
+            " (pinned)" if result.get("pinned") else "")
         lines.append(f"| {client} | {action} | {mean:.0f} | {spread} | {result['reps']} | "
                      f"{differing} |")
     return "\n".join(lines)
@@ -663,11 +731,27 @@ def main():
                         help="spread the replaying users' starts evenly over this many seconds (default: 0, one "
                              "instant). Match how the personality's commands arrive: a client's own timers (its "
                              "sweep) are spread by the run's --ramp-up, a fixed.script's steps come at one instant "
-                             "whatever the ramp-up, the actions of a --low/--high run are spread over the run; "
-                             "spread commands cost Dovecot more than commands that come together (docs/clients.md)")
-    parser.add_argument("--ramp-up", type=float, default=scripted.RAMP_UP_S,
-                        help="with --scripted: the runs' --ramp-up in seconds (0: every user logs on at one "
-                             "instant, and its own timers fire together too, as a replay with --stagger 0)")
+                             "whatever the ramp-up, and so do the actions of a --low/--high run (every user starts "
+                             "them at the steady phase's start: back to back, or with --pause P one each P seconds, "
+                             "the users' one after another as the CPUs serve them, about 0.2 s for 20 mbsync syncs); "
+                             "how commands arrive changes what they cost Dovecot (docs/clients.md)")
+    parser.add_argument("--ramp-up", type=float,
+                        help="the runs' --ramp-up in seconds (0: every user logs on at one instant, and its own "
+                             f"timers fire together too, as a replay with --stagger 0); default {scripted.RAMP_UP_S:g} "
+                             f"with --scripted, {RUNS_RAMP_UP_S:g} for the --low/--high runs")
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="for the --low/--high runs: seconds between one action of a user and its next "
+                             "(fixed.pause; default 0, back to back). With 0 every user does all its actions at "
+                             "once at the start, 20 mbsync syncs side by side on the lab's two CPUs, each dearer "
+                             "than alone; with P, every P seconds each user does one, about 0.2 s for the 20, as "
+                             "a replay with --stagger 0.2 (docs/clients.md, \"Side by side\")")
+    parser.add_argument("--pin", action="store_true",
+                        help="Dovecot on the first CPU, the replaying users and the peakhour runs on the others, "
+                             "so that both sides' commands reach a process that sleeps between them, as over a "
+                             "network (docs/clients.md, \"Side by side\")")
+    parser.add_argument("--exits", metavar="FILE",
+                        help="record every process that ends during the measurement, with its CPU, its wait "
+                             "for a CPU and its context switches (exits.py; root)")
     parser.add_argument("--all-open", action="store_true",
                         help="with --warm: set up every connection the recording held open at the window's start "
                              "(its Inbox in IDLE beside Thunderbird's sweep), not only those the window uses")
@@ -710,6 +794,12 @@ def main():
                                    ("--idle-rounds", args.idle_rounds, 1, 100), ("--repeats", args.repeats, 1, 20)):
         if not low <= value <= high:
             parser.error(f"{name} takes {low} to {high}")
+    if args.pause < 0 or (args.ramp_up is not None and args.ramp_up < 0):
+        parser.error("--pause and --ramp-up take seconds >= 0")
+    if args.scripted and args.ramp_up is None:
+        args.ramp_up = scripted.RAMP_UP_S
+    if args.scripted and args.pause:
+        parser.error("--pause is for the --low/--high runs; a --scripted run's steps keep their recorded times")
     if args.table_from:
         results = []
         for path in args.table_from:
@@ -724,32 +814,44 @@ def main():
     if not args.lab_dir:
         parser.error("--lab-dir is required")
     lab = replay.lab_of(args.lab_dir)
-    probe = prober = None
-    if args.speed_probe:
-        probe = (args.json or os.path.join(tempfile.gettempdir(), "peakhour-cpu")) + ".speed"
-        open(probe, "w", encoding="ascii").close()
-        prober = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                                "speed.py"), "--out", probe, "--max-seconds",
-                                   "43200"])
-    master = DovecotMeter(lab, args.by_process, probe)
-    print(f"# Dovecot's CPU from {master.source}" + (f"; the speed probe in {probe}" if probe else ""),
-          file=sys.stderr)
+    # Pinned before anything starts, so that the speed probe and every run inherit it.
+    pinning = Pinning(dovecot_master(lab)) if args.pin else None
+    recorder = prober = None
     try:
-        if args.interleave:
-            results, repeats = [], args.repeats
-            args.repeats = 1
-            for repeat in range(repeats):
-                print(f"# repeat {repeat + 1} of {repeats}", file=sys.stderr, flush=True)
-                results = merged(results + measure_all(args, lab, master, earlier=results))
-                save_partial(args, results)
-            args.repeats = repeats
-        else:
-            results = measure_all(args, lab, master)
+        if pinning:
+            print(f"# {pinning.describe()}", file=sys.stderr)
+        recorder = exits.Recorder(args.exits) if args.exits else None
+        probe = None
+        if args.speed_probe:
+            probe = (args.json or os.path.join(tempfile.gettempdir(), "peakhour-cpu")) + ".speed"
+            open(probe, "w", encoding="ascii").close()
+            prober = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                    "speed.py"), "--out", probe, "--max-seconds",
+                                       "43200"])
+        master = DovecotMeter(lab, args.by_process, probe)
+        print(f"# Dovecot's CPU from {master.source}" + (f"; the speed probe in {probe}" if probe else ""),
+              file=sys.stderr)
+        try:
+            if args.interleave:
+                results, repeats = [], args.repeats
+                args.repeats = 1
+                for repeat in range(repeats):
+                    print(f"# repeat {repeat + 1} of {repeats}", file=sys.stderr, flush=True)
+                    results = merged(results + measure_all(args, lab, master, earlier=results))
+                    save_partial(args, results)
+                args.repeats = repeats
+            else:
+                results = measure_all(args, lab, master)
+        finally:
+            master.close()
     finally:
-        master.close()
         if prober:
             prober.terminate()
             prober.wait(10)
+        if recorder:
+            recorder.close()
+        if pinning:
+            pinning.close()
     print(table(results))
     if args.peakhour:
         print()
@@ -801,7 +903,8 @@ def measure_all(args, lab, master, earlier=()):
     them apart from repeats taken one side after the other)."""
 
     def mark(results):
-        return [dict(result, interleaved=True) for result in results] if args.interleave else results
+        marks = {**({"interleaved": True} if args.interleave else {}), **({"pinned": True} if args.pin else {})}
+        return [dict(result, **marks) for result in results]
 
     results = []
     for client in [c for c in args.clients.split(",") if c]:

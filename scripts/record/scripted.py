@@ -84,10 +84,11 @@ def script_of(recording, actions, lead, ramp_up=RAMP_UP_S):
     return [(name, max(0.0, start + shift), stop - start) for name, start, stop in windows]
 
 
-def fixed_profile(base_text, counts, steps=None):
+def fixed_profile(base_text, counts, steps=None, pause=0.0):
     """mmb-medium in fixed mode: each action's count from `counts` (0 for the others),
     one recipient per message and no lists (the recordings sent to one); with `steps`,
-    those as its `fixed.script` (the counts must then be the steps' tally)."""
+    those as its `fixed.script` (the counts must then be the steps' tally), else with
+    `pause`, that many seconds between a user's actions (`fixed.pause`)."""
     text = re.sub(r'^mode = "poisson"', 'mode = "fixed"', base_text, flags=re.M)
     out, section = [], None
     for line in text.splitlines():
@@ -98,6 +99,8 @@ def fixed_profile(base_text, counts, steps=None):
                 script = ", ".join(f'{{ action = "{PEAKHOUR_ACTION[name]}", at = "{int(at * 1000)}ms" }}'
                                    for name, at, _ in steps)
                 out += ["[fixed]", f"script = [{script}]", ""]
+            elif section == "users" and pause:
+                out += ["[fixed]", f'pause = "{int(pause * 1000)}ms"', ""]
         if section and section.startswith("actions.") and re.match(r"^per_day\s*=", line):
             line = f"count = {counts.get(section[len('actions.'):], 0)}"
         if section == "recipients" and re.match(r"^average\s*=", line):

@@ -260,6 +260,69 @@ class Verdicts(unittest.TestCase):
         self.assertEqual(self.cpu.start_offsets(4, 0.2), [0.0, 0.05, 0.1, 0.15000000000000002])
         self.assertEqual(self.cpu.start_offsets(3, 0.0), [0.0, 0.0, 0.0])
 
+    def test_a_paused_runs_profile_waits_between_a_users_actions(self):
+        base = ('name = "m"\nmode = "poisson"\n\n[users]\ncount = 5\n\n[actions.read]\nper_day = 20\n\n'
+                '[actions.send]\nper_day = 10\n\n[recipients]\naverage = 4.7\nlist_fraction = 0.1\n')
+        paused = self.cpu.action_profile(base, "read", 9, 6.0)
+        self.assertIn('mode = "fixed"', paused)
+        self.assertIn('[fixed]\npause = "6000ms"\n\n[users]', paused)
+        self.assertIn("[actions.read]\ncount = 9", paused)
+        self.assertIn("[actions.send]\ncount = 0", paused)
+        self.assertNotIn("[fixed]", self.cpu.action_profile(base, "read", 9), "back to back: no [fixed] table")
+
+    def test_an_exit_record_is_read_at_the_taskstats_offsets(self):
+        import exits
+        import struct
+        stats = bytearray(288)
+        struct.pack_into("Q", stats, 16, 150)  # slices
+        struct.pack_into("Q", stats, 24, 4_500_000)  # run-queue wait, ns
+        struct.pack_into("Q", stats, 72, 12_345_000)  # CPU, ns
+        struct.pack_into("32s", stats, 80, b"imap")
+        struct.pack_into("II", stats, 128, 4242, 5829)
+        struct.pack_into("Q", stats, 144, 19_700)  # lifetime, µs
+        struct.pack_into("QQ", stats, 272, 15, 132)
+        row = exits.Listener.decode(bytes(stats))
+        self.assertEqual((row["comm"], row["pid"], row["ppid"]), ("imap", 4242, 5829))
+        self.assertEqual((row["cpu_us"], row["wait_us"], row["slices"]), (12_345.0, 4_500.0, 150))
+        self.assertEqual((row["voluntary"], row["involuntary"], row["life_us"]), (15, 132, 19_700))
+        line = exits.summary([row, dict(row, comm="auth")], "imap", ppid=5829)
+        self.assertTrue(line.startswith("imap: 1 ended; each: CPU 12345 µs"), line)
+
+    def test_pinning_puts_the_server_on_one_cpu_its_clients_on_the_others_and_then_back(self):
+        import subprocess
+        import time
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            self.skipTest("one CPU: nothing to pin apart")
+        # A stand-in for Dovecot's master with a child of its own.
+        server = subprocess.Popen(["sh", "-c", "sleep 30 & wait"])
+        children = []
+        try:
+            for _ in range(100):
+                children = [p for p in __import__("processes").snapshot(server.pid) if p != server.pid]
+                if children:
+                    break
+                time.sleep(0.01)
+            self.assertTrue(children, "the stand-in's child did not start")
+            own = os.sched_getaffinity(0)
+            pinning = self.cpu.Pinning(server.pid)
+            try:
+                self.assertEqual(os.sched_getaffinity(server.pid), {cpus[0]})
+                self.assertEqual(os.sched_getaffinity(children[0]), {cpus[0]})
+                self.assertEqual(os.sched_getaffinity(0), set(cpus[1:]))
+            finally:
+                pinning.close()
+            self.assertEqual(os.sched_getaffinity(server.pid), set(cpus))
+            self.assertEqual(os.sched_getaffinity(children[0]), set(cpus))
+            self.assertEqual(os.sched_getaffinity(0), own)
+        finally:
+            for pid in [server.pid] + children:
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+            server.wait()
+
     def test_each_windows_processes_carry_the_times_of_its_edges(self):
         import processes
         before = {7: ["imap", 1_000, 2], 8: ["auth", 5_000, 1]}
