@@ -285,6 +285,10 @@ class Pinning:
                 os.sched_setaffinity(tid, self.server)
             except OSError:
                 continue  # ended meanwhile
+        if os.sched_getaffinity(master) != self.server:
+            self.close()
+            raise SystemExit(f"error: --pin: Dovecot's master ({master}) cannot run on CPU {cpus[0]} alone "
+                             "(a shaped lab's cpuset?)")
         os.sched_setaffinity(0, self.clients)
 
     def _dovecot_tasks(self):
