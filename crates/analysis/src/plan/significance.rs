@@ -9,7 +9,9 @@
 //! error (a z of 1: about a one-in-six chance that a true zero reads that
 //! high). It is deliberately lenient, because the errors are already
 //! under-stated (successive monitor samples are correlated); what it
-//! removes is the figure the measurement cannot vouch for at all.
+//! removes is the figure the measurement cannot vouch for at all. Both are
+//! compared as people read them, at three significant digits: a figure a
+//! hair above its error would otherwise be printed as "17.1 ± 17.1".
 
 use serde::{Deserialize, Serialize};
 
@@ -31,7 +33,11 @@ pub enum Significance {
 impl Significance {
     /// `value` with standard error `sd`, judged by the rule above.
     pub fn of(value: f64, sd: f64) -> Self {
-        if value.is_finite() && sd.is_finite() && value > 0.0 && value > sd {
+        if value.is_finite()
+            && sd.is_finite()
+            && value > 0.0
+            && three_digits(value) > three_digits(sd)
+        {
             Significance::Significant
         } else {
             Significance::NotSignificant
@@ -42,6 +48,15 @@ impl Significance {
     pub fn is_significant(self) -> bool {
         self == Significance::Significant
     }
+}
+
+/// `x` rounded to three significant digits, as the reports print figures.
+fn three_digits(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let step = 10f64.powf(x.abs().log10().floor() - 2.0);
+    (x / step).round() * step
 }
 
 /// The coefficient of determination below which a memory fit is not used
@@ -113,6 +128,21 @@ mod tests {
         assert_eq!(Significance::of(3.1, 3.0), Significance::Significant);
         // An exact counter (no error) above zero is a figure.
         assert_eq!(Significance::of(2.0, 0.0), Significance::Significant);
+    }
+
+    #[test]
+    fn issue_25_item_5_a_figure_that_would_print_as_its_own_error_is_not_significant() {
+        // Seen in a plan: "disk KiB/s 17.1 ± 17.1", the value a hair above its error.
+        assert_eq!(Significance::of(17.13, 17.08), Significance::NotSignificant);
+        assert_eq!(Significance::of(17.2, 17.1), Significance::Significant);
+        assert_eq!(
+            Significance::of(0.001_234_4, 0.001_233_6),
+            Significance::NotSignificant
+        );
+        assert_eq!(
+            Significance::of(0.001_25, 0.001_23),
+            Significance::Significant
+        );
     }
 }
 
