@@ -824,7 +824,10 @@ def main():
     try:
         if pinning:
             print(f"# {pinning.describe()}", file=sys.stderr)
-        recorder = exits.Recorder(args.exits) if args.exits else None
+        try:
+            recorder = exits.Recorder(args.exits) if args.exits else None
+        except OSError as error:
+            raise SystemExit(f"error: --exits: {error}")
         probe = None
         if args.speed_probe:
             probe = (args.json or os.path.join(tempfile.gettempdir(), "peakhour-cpu")) + ".speed"

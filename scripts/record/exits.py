@@ -44,6 +44,7 @@ TASKSTATS_CMD_ATTR_DEREGISTER_CPUMASK = 4
 TASKSTATS_TYPE_STATS = 3
 TASKSTATS_TYPE_AGGR_PID = 4
 NLM_F_REQUEST = 1
+NLM_F_ACK = 4
 NLMSG_ERROR = 2
 
 # struct taskstats (linux/taskstats.h), the fields read here and their offsets:
@@ -79,11 +80,11 @@ class Listener:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
         self.family = self._family_id()
         self.mask = f"0-{os.cpu_count() - 1}"
-        self._request(TASKSTATS_CMD_ATTR_REGISTER_CPUMASK)
+        self._request(TASKSTATS_CMD_ATTR_REGISTER_CPUMASK, acknowledged=True)
 
-    def _send(self, kind, command, payload):
+    def _send(self, kind, command, payload, flags=NLM_F_REQUEST):
         genl = struct.pack("BBH", command, 1, 0)
-        header = struct.pack("IHHII", 16 + len(genl) + len(payload), kind, NLM_F_REQUEST, 0, 0)
+        header = struct.pack("IHHII", 16 + len(genl) + len(payload), kind, flags, 0, 0)
         self.sock.send(header + genl + payload)
 
     def _family_id(self):
@@ -94,8 +95,17 @@ class Listener:
             raise OSError("the kernel has no taskstats (CONFIG_TASKSTATS)")
         return struct.unpack("H", _attrs(data[20:])[CTRL_ATTR_FAMILY_ID][:2])[0]
 
-    def _request(self, attribute):
-        self._send(self.family, TASKSTATS_CMD_GET, _attr(attribute, self.mask.encode() + b"\0"))
+    def _request(self, attribute, acknowledged=False):
+        """Registers (or deregisters) for the CPUs' exits; with `acknowledged`, waits for
+        the kernel's answer and raises what it refused (registering needs root)."""
+        flags = NLM_F_REQUEST | (NLM_F_ACK if acknowledged else 0)
+        self._send(self.family, TASKSTATS_CMD_GET, _attr(attribute, self.mask.encode() + b"\0"), flags)
+        if acknowledged:
+            data = self.sock.recv(65536)
+            if struct.unpack_from("H", data, 4)[0] == NLMSG_ERROR:
+                error = -struct.unpack_from("i", data, 16)[0]
+                if error:
+                    raise OSError(error, f"taskstats refused to report exits: {os.strerror(error)} (root only)")
 
     def exits(self):
         """Yields one dict per task that ends, as the kernel reports it."""
@@ -177,7 +187,10 @@ def main():
     report.add_argument("--between", nargs=2, type=float, metavar=("T0", "T1"), help="wall-clock seconds")
     args = parser.parse_args()
     if args.command == "record":
-        recorder = Recorder(args.file)
+        try:
+            recorder = Recorder(args.file)
+        except OSError as error:
+            raise SystemExit(f"error: {error}")
         try:
             while recorder.thread.is_alive():
                 time.sleep(1)
