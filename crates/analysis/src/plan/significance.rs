@@ -10,8 +10,9 @@
 //! high). It is deliberately lenient, because the errors are already
 //! under-stated (successive monitor samples are correlated); what it
 //! removes is the figure the measurement cannot vouch for at all. Both are
-//! compared as people read them, at three significant digits: a figure a
-//! hair above its error would otherwise be printed as "17.1 ± 17.1".
+//! compared as people read them, at three significant digits and no more
+//! than six decimals (the reports' form): a figure a hair above its error
+//! would otherwise be printed as "17.1 ± 17.1" or "0.000035 ± 0.000035".
 
 use serde::{Deserialize, Serialize};
 
@@ -33,10 +34,7 @@ pub enum Significance {
 impl Significance {
     /// `value` with standard error `sd`, judged by the rule above.
     pub fn of(value: f64, sd: f64) -> Self {
-        if value.is_finite()
-            && sd.is_finite()
-            && value > 0.0
-            && three_digits(value) > three_digits(sd)
+        if value.is_finite() && sd.is_finite() && value > 0.0 && as_printed(value) > as_printed(sd)
         {
             Significance::Significant
         } else {
@@ -50,12 +48,14 @@ impl Significance {
     }
 }
 
-/// `x` rounded to three significant digits, as the reports print figures.
-fn three_digits(x: f64) -> f64 {
+/// `x` rounded as the reports print figures (`peakhour_report`'s
+/// `grouped`): three significant digits, at most six decimals.
+fn as_printed(x: f64) -> f64 {
     if x == 0.0 || !x.is_finite() {
         return x;
     }
-    let step = 10f64.powf(x.abs().log10().floor() - 2.0);
+    let decimals = (2.0 - x.abs().log10().floor()).min(6.0);
+    let step = 10f64.powf(-decimals);
     (x / step).round() * step
 }
 
@@ -141,6 +141,15 @@ mod tests {
         );
         assert_eq!(
             Significance::of(0.001_25, 0.001_23),
+            Significance::Significant
+        );
+        // Below 0.0001 the reports print six decimals, fewer than three digits.
+        assert_eq!(
+            Significance::of(0.000_035_4, 0.000_034_6),
+            Significance::NotSignificant
+        );
+        assert_eq!(
+            Significance::of(0.000_037, 0.000_035),
             Significance::Significant
         );
     }

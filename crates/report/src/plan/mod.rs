@@ -207,4 +207,28 @@ mod tests {
         assert_eq!(bytes(1536.0), "1.5 KiB");
         assert_eq!(users(u64::MAX), "∞");
     }
+
+    /// Issue 25: a figure printed with its error is printed above it. The
+    /// significance rule and `num` must round alike; seen broken as
+    /// "17.1 ± 17.1" and "0.000035 ± 0.000035".
+    #[test]
+    fn a_figure_shown_with_its_error_reads_above_it() {
+        let parse = |s: &str| s.replace(',', "").parse::<f64>().unwrap();
+        let mut shown = 0;
+        for exponent in -7..6 {
+            for mantissa in [1.0, 1.004, 1.7, 3.46, 9.99] {
+                let sd = mantissa * 10f64.powi(exponent);
+                for gap in [0.0001, 0.001, 0.004, 0.01, 0.02, 0.1] {
+                    let printed = pm(sd * (1.0 + gap), sd);
+                    if printed == NOT_SIGNIFICANT {
+                        continue;
+                    }
+                    shown += 1;
+                    let (value, error) = printed.split_once(" ± ").unwrap();
+                    assert!(parse(value) > parse(error), "{printed}");
+                }
+            }
+        }
+        assert!(shown > 100, "only {shown} figures were shown");
+    }
 }
