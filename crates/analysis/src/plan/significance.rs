@@ -132,26 +132,19 @@ mod tests {
 
     #[test]
     fn issue_25_item_5_a_figure_that_would_print_as_its_own_error_is_not_significant() {
-        // Seen in a plan: "disk KiB/s 17.1 ± 17.1", the value a hair above its error.
-        assert_eq!(Significance::of(17.13, 17.08), Significance::NotSignificant);
-        assert_eq!(Significance::of(17.2, 17.1), Significance::Significant);
-        assert_eq!(
-            Significance::of(0.001_234_4, 0.001_233_6),
-            Significance::NotSignificant
-        );
-        assert_eq!(
-            Significance::of(0.001_25, 0.001_23),
-            Significance::Significant
-        );
-        // Below 0.0001 the reports print six decimals, fewer than three digits.
-        assert_eq!(
-            Significance::of(0.000_035_4, 0.000_034_6),
-            Significance::NotSignificant
-        );
-        assert_eq!(
-            Significance::of(0.000_037, 0.000_035),
-            Significance::Significant
-        );
+        use Significance::{NotSignificant, Significant};
+        for (value, sd, verdict) in [
+            // Seen in plans: "disk KiB/s 17.1 ± 17.1", "cores 0.000035 ± 0.000035".
+            (17.13, 17.08, NotSignificant),
+            (17.2, 17.1, Significant),
+            (0.001_234_4, 0.001_233_6, NotSignificant),
+            (0.001_25, 0.001_23, Significant),
+            // Below 0.0001 the reports print six decimals, fewer than three digits.
+            (0.000_035_4, 0.000_034_6, NotSignificant),
+            (0.000_037, 0.000_035, Significant),
+        ] {
+            assert_eq!(Significance::of(value, sd), verdict, "{value} ± {sd}");
+        }
     }
 }
 
