@@ -133,17 +133,8 @@ def _run_ns(pid):
 def dovecot_cpu_ns(master):
     """Dovecot's CPU so far, in ns: every live process below the master and the
     master itself (schedstat), plus the children it has reaped (cutime + cstime)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                children.setdefault(int(_stat(entry)[1]), []).append(int(entry))
-            except (OSError, ValueError, IndexError):
-                continue
-    total, stack = 0, list(children.get(master, []))
-    while stack:
-        pid = stack.pop()
-        stack += children.get(pid, [])
+    total = 0
+    for pid in processes.descendants(master)[1:]:
         try:
             total += _run_ns(pid)
         except (OSError, ValueError):
@@ -179,23 +170,8 @@ class CpuacctGroup:
         self.master = master
         self._move(self.dir)
 
-    def _pids(self):
-        children = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    children.setdefault(int(_stat(entry)[1]), []).append(int(entry))
-                except (OSError, ValueError, IndexError):
-                    continue
-        out, stack = [self.master], list(children.get(self.master, []))
-        while stack:
-            pid = stack.pop()
-            out.append(pid)
-            stack += children.get(pid, [])
-        return out
-
     def _move(self, directory):
-        for pid in self._pids():  # the master first: what it forks from now on is born there
+        for pid in processes.descendants(self.master):  # the master first: what it forks from now on is born there
             try:
                 with open(os.path.join(directory, "cgroup.procs"), "w", encoding="ascii") as procs:
                     procs.write(str(pid))
@@ -293,7 +269,7 @@ class Pinning:
 
     def _dovecot_tasks(self):
         # The master first: what it forks from now on inherits its CPU.
-        for pid in [self.master] + [p for p in processes.snapshot(self.master) if p != self.master]:
+        for pid in processes.descendants(self.master):
             try:
                 yield from (int(tid) for tid in os.listdir(f"/proc/{pid}/task"))
             except OSError:
@@ -481,6 +457,7 @@ def peakhour_cost(peakhour, personality, action, lab, master, args, work):
     base = subprocess.run([peakhour, "profiles", "show", "mmb-medium"], capture_output=True, text=True,
                           check=True).stdout
     results, probes = [], []
+    ramp_up = RUNS_RAMP_UP_S if args.ramp_up is None else args.ramp_up
     for _ in range(args.repeats):
         measured, speeds = [], []
         for count in (args.low, args.high):
@@ -489,7 +466,6 @@ def peakhour_cost(peakhour, personality, action, lab, master, args, work):
                 out.write(action_profile(base, PEAKHOUR_ACTION[action], count, args.pause))
             out_dir = os.path.join(work, f"run-{personality}-{action}-{count}")
             shutil.rmtree(out_dir, ignore_errors=True)
-            ramp_up = RUNS_RAMP_UP_S if args.ramp_up is None else args.ramp_up
             command = [peakhour, "run", "--lab-dir", lab_dir, "--profile", profile, "--users", str(args.users),
                        "--ramp-up", f"{int(ramp_up * 1000)}ms", "--drain", "1s", "--duration", f"{args.run_seconds}s",
                        "--out", out_dir]

@@ -27,8 +27,9 @@ def _schedstat(pid):
     return int(run_ns), int(slices)
 
 
-def snapshot(master):
-    """{pid: [name, run ns, slices]} of the master and every process below it."""
+def descendants(master):
+    """The master's pid, then every live process below it (a process that ends
+    meanwhile may still be named)."""
     children = defaultdict(list)
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -38,10 +39,18 @@ def snapshot(master):
                 children[int(text[text.rindex(")") + 2:].split(" ")[1])].append(int(entry))
             except (OSError, ValueError, IndexError):
                 continue
-    out, stack = {}, [master]
+    out, stack = [master], list(children.get(master, []))
     while stack:
         pid = stack.pop()
+        out.append(pid)
         stack += children.get(pid, [])
+    return out
+
+
+def snapshot(master):
+    """{pid: [name, run ns, slices]} of the master and every process below it."""
+    out = {}
+    for pid in descendants(master):
         try:
             with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as comm:
                 name = comm.read().strip()
