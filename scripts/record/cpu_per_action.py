@@ -52,6 +52,16 @@ run side by side; --pause P puts P seconds between a user's actions, and the
 users' actions then come in a burst every P seconds (docs/clients.md, "Side by
 side": a session among 20 others costs Dovecot more than one alone).
 
+**The client itself.** With --itself mbsync the real program does each action
+(mbsync is a batch program; the others need a user at the keyboard): each user
+has an mbsyncrc and a Maildir of its own, kept from round to round; the setup
+cuts the server's folders back as for a replay and runs one unmeasured `mbsync
+-a`; the action phase is the user's local change (the recorder's, mbsync.py)
+and one `mbsync -a`, spread by --stagger like a replay; the baseline phase lasts
+as long and does nothing. It is compared as the recording it made
+(mbsync-synced), so the comparison says how a personality's run stands against
+the real client, without a replay's Python in between.
+
 With --scripted, each personality is instead measured window by window at the
 same position in the session as its recorded client (scripts/record/scripted.py):
 the recording's actions as a `fixed.script`, Dovecot's CPU read at each window's
@@ -91,6 +101,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import exits  # noqa: E402
+import mbsync  # noqa: E402
 import processes  # noqa: E402
 import replay  # noqa: E402
 import scripted  # noqa: E402
@@ -411,6 +422,92 @@ def replay_cost(client, action, lab, master, args):
             "window_s": round(window, 1), "commands": commands, "differing": differing, "notes": notes[:3]}
 
 
+# ---------------------------------------------------------------- the client itself
+
+class MbsyncRound(Round):
+    """One measured round of the real mbsync (--itself mbsync): each user's own
+    mbsyncrc and Maildir (mbsync.LocalStore). Setup, outside the measurement: the
+    server's folders cut back to the recording's counts and the Inbox topped up (as
+    for a replay), then one `mbsync -a` so that the local copy is in step. Action
+    phase: the user's local change (mbsync.local_change), then `mbsync -a`; a send
+    then submits its message over SMTP, as a replayed send does. Baseline phase: as
+    long as this user's action phase took, nothing."""
+
+    def __init__(self, stores, action, size, *rest, **named):
+        super().__init__(*rest, **named)
+        # `size`: the recorded APPEND's, for a send's copy in the local Sent.
+        self.stores, self.action, self.size = stores, action, size
+
+    def worker(self, user, offset):
+        store, took = self.stores[user], 0.0
+        try:
+            for phase in ("action", "baseline"):
+                replay.prepare_mailbox(self.recording, self.piece, self.lab, user, self.args.timeout)
+                store.sync(self.args.timeout)
+                if self.action == "read" and not store.has_unseen():
+                    store.mark_one_unseen()
+                    store.sync(self.args.timeout)
+                self.barrier.wait()  # set up
+                self.barrier.wait()  # the main thread has read the CPU
+                time.sleep(offset)
+                if phase == "action":
+                    began = time.monotonic()
+                    mbsync.local_change(store.maildir, self.action, sent=replay.message_of_size(self.size, 0),
+                                        unseen_first=True)
+                    store.sync(self.args.timeout)
+                    if self.smtp_size is not None:
+                        replay.submit(self.lab, user, self.smtp_size, self.args.timeout)
+                    took = time.monotonic() - began
+                else:
+                    time.sleep(took)
+                self.barrier.wait()  # done
+                self.barrier.wait()  # the main thread has read the CPU again
+        except (replay.ReplayError, OSError, RuntimeError, subprocess.SubprocessError,
+                threading.BrokenBarrierError) as error:
+            with self.lock:
+                self.errors.append(f"{user}: {error}")
+            self.barrier.abort()
+
+
+# The real clients --itself can run, and the recording each is compared as.
+ITSELF = {"mbsync": "mbsync-synced"}
+
+
+def itself_cost(name, action, lab, master, args, stores):
+    """Per repeat: µs of Dovecot CPU per action with the real client doing it (only
+    mbsync, a batch program: see MbsyncRound); `stores` keeps each user's local copy
+    from round to round."""
+    recording = replay.Recording(os.path.join(args.fixtures, ITSELF[name]))
+    piece = recording.slice(action)
+    if action not in mbsync.HOW and action != "open_inbox":
+        return None
+    appends = [i for i in piece.items if i.name == "APPEND"]
+    size = int(replay.LITERAL.search(appends[0].text).group(1)) if appends and replay.LITERAL.search(
+        appends[0].text) else 1024
+    users = [f"user{n}" for n in range(args.first_user, args.first_user + args.users)]
+    for user in users:
+        if user not in stores:
+            stores[user] = mbsync.LocalStore(os.path.join(stores["work"], user), lab["imap"][1], user,
+                                             lab["password"])
+    per_repeat, probes = [], []
+    for _ in range(args.repeats):
+        spent_action = spent_base = 0
+        speeds = []
+        for _ in range(args.rounds):
+            measured = MbsyncRound(stores, action, size, recording, piece, lab, users, args,
+                                   size if action == "send" and args.smtp else None, label=f"{name} itself {action}")
+            action_ns, base_ns = measured.measure(master)
+            spent_action += action_ns
+            spent_base += base_ns
+            speeds.append(measured.speeds[0])
+        per_repeat.append((spent_action - spent_base) / (args.rounds * len(users)) / 1000)
+        probes.append(None if None in speeds else statistics.mean(speeds))
+    return {"client": f"{name}-itself", "action": action, "us": per_repeat, "probe_ns": probes,
+            "reps": args.rounds * len(users), "itself": True,
+            **({"stagger_s": args.stagger} if args.stagger else {}),
+            "commands": None, "differing": None, "notes": []}
+
+
 # ---------------------------------------------------------------- peakhour runs
 
 def action_profile(base_text, action, count, pause=0.0):
@@ -671,8 +768,9 @@ def comparison(results):
             continue
         # Thunderbird's personality follows the warm start and mbsync's a
         # store in sync (the usual day); their first starts (the full
-        # downloads) are shown too.
-        own = [c for c in (name + "-warm", name + "-synced", name) if (c, result["action"]) in replays]
+        # downloads) are shown too, and mbsync itself run (--itself) first.
+        own = [c for c in (name + "-itself", name + "-warm", name + "-synced", name)
+               if (c, result["action"]) in replays]
         for client in clients if name == "peakhour" else own:
             reference = replays.get((client, result["action"]))
             if reference is None:
@@ -735,6 +833,9 @@ def main():
     parser.add_argument("--all-open", action="store_true",
                         help="with --warm: set up every connection the recording held open at the window's start "
                              "(its Inbox in IDLE beside Thunderbird's sweep), not only those the window uses")
+    parser.add_argument("--itself", default="", metavar="CLIENTS",
+                        help="real clients to run for each action, compared as their recording (only mbsync: "
+                             "a local change and one `mbsync -a` a user, in a Maildir of its own)")
     parser.add_argument("--peakhour", help="a peakhour binary: also measure its runs")
     parser.add_argument("--personality", action="append", default=[],
                         help="peakhour run --client NAME (repeatable); 'peakhour' is today's user")
@@ -780,6 +881,11 @@ def main():
         args.ramp_up = scripted.RAMP_UP_S
     if args.scripted and args.pause:
         parser.error("--pause is for the --low/--high runs; a --scripted run's steps keep their recorded times")
+    unknown = [c for c in args.itself.split(",") if c and c not in ITSELF]
+    if unknown:
+        parser.error(f"--itself: {', '.join(unknown)}: only {', '.join(ITSELF)} can be run here")
+    if args.itself and not shutil.which("mbsync"):
+        parser.error("--itself mbsync: no mbsync here (scripts/setup.sh --recording installs isync)")
     if args.table_from:
         results = []
         for path in args.table_from:
@@ -794,6 +900,8 @@ def main():
     if not args.lab_dir:
         parser.error("--lab-dir is required")
     lab = replay.lab_of(args.lab_dir)
+    # Each user's local copy for --itself, kept from round to round and repeat to repeat.
+    args.stores = {"work": tempfile.mkdtemp(prefix="peakhour-itself-")}
     # Pinned before anything starts, so that the speed probe and every run inherit it.
     pinning = Pinning(dovecot_master(lab)) if args.pin else None
     recorder = prober = None
@@ -835,6 +943,7 @@ def main():
             recorder.close()
         if pinning:
             pinning.close()
+        shutil.rmtree(args.stores["work"], ignore_errors=True)
     print(table(results))
     if args.peakhour:
         print()
@@ -903,6 +1012,16 @@ def measure_all(args, lab, master, earlier=()):
                 save_partial(args, merged(list(earlier) + mark(results)))
                 mean, spread = row(result)
                 print(f"# {client} {action}: {mean:.0f} µs ({spread}), {time.monotonic() - started:.0f} s",
+                      file=sys.stderr, flush=True)
+    for name in [c for c in args.itself.split(",") if c]:
+        for action in args.actions.split(","):
+            started = time.monotonic()
+            result = itself_cost(name, action, lab, master, args, args.stores)
+            if result:
+                results.append(result)
+                save_partial(args, merged(list(earlier) + mark(results)))
+                mean, spread = row(result)
+                print(f"# {name} itself {action}: {mean:.0f} µs ({spread}), {time.monotonic() - started:.0f} s",
                       file=sys.stderr, flush=True)
     if args.peakhour:
         work = tempfile.mkdtemp(prefix="peakhour-cpu-")

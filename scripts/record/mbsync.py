@@ -68,22 +68,93 @@ def sync(rc, log_path):
         subprocess.run(["mbsync", "-c", rc, "-a"], stdout=log, stderr=subprocess.STDOUT, timeout=300, check=True)
 
 
-def first_message(folder):
-    for sub in ("cur", "new"):
-        names = sorted(os.listdir(os.path.join(folder, sub)))
-        if names:
-            return os.path.join(folder, sub, names[0])
-    raise RuntimeError(f"no message in {folder}")
+def flags_of(name):
+    return name.partition(":2,")[2]
 
 
-def with_flags(path, add):
-    """Maildir flags live in the file name after ':2,'; adding one renames the file."""
+def first_message(folder, without=None):
+    """The oldest message of a Maildir folder (by file name); with `without`, the
+    oldest that lacks that flag, else the oldest of all."""
+    names = [(name, sub) for sub in ("cur", "new") for name in os.listdir(os.path.join(folder, sub))]
+    if not names:
+        raise RuntimeError(f"no message in {folder}")
+    lacking = [n for n in names if without and without not in flags_of(n[0])]
+    name, sub = min(lacking or names)
+    return os.path.join(folder, sub, name)
+
+
+def with_flags(path, add="", remove=""):
+    """Maildir flags live in the file name after ':2,'; changing them renames the file."""
     directory, name = os.path.split(path)
     base, _, flags = name.partition(":2,")
-    flags = "".join(sorted(set(flags) | set(add)))
+    flags = "".join(sorted((set(flags) | set(add)) - set(remove)))
     target = os.path.join(os.path.dirname(directory), "cur", f"{base}:2,{flags}")
     os.rename(path, target)
     return target
+
+
+# What a user does to the local copy before each action's sync, as the recording's
+# manifest says it (the recorder's `how`).
+HOW = {
+    "read": "the oldest local INBOX message gets the S flag, then mbsync -a",
+    "move": "a local INBOX message moved to Folder1 (a new file there), then mbsync -a",
+    "delete": "a local INBOX message gets the T flag (trashed), then mbsync -a (Expunge Both)",
+    "send": "SMTP submission (as msmtp would), a copy into the local Sent, then mbsync -a",
+}
+
+
+def local_change(maildir, action, sent=None, unseen_first=False):
+    """The user's change to the Maildir that the next `mbsync -a` carries to the
+    server: `read` flags a message seen (with `unseen_first` the oldest unseen one,
+    so that a repeated read still changes something), `move` moves one to Folder1
+    as a new file (mbsync uploads it there and expunges it from the Inbox), `delete`
+    trashes one, `send` stores the `sent` bytes in the local Sent. open_inbox
+    changes nothing."""
+    inbox = os.path.join(maildir, "INBOX")
+    if action == "read":
+        with_flags(first_message(inbox, without="S" if unseen_first else None), "S")
+    elif action == "move":
+        source = first_message(inbox)
+        name = os.path.basename(source).split(",U=")[0].split(":2,")[0] + ".moved:2,S"
+        os.rename(source, os.path.join(maildir, "Folder1", "cur", name))
+    elif action == "delete":
+        with_flags(first_message(inbox, without="T"), "T")
+    elif action == "send":
+        path = os.path.join(maildir, "Sent", "cur", f"{time.time_ns()}.{os.getpid()}.local:2,S")
+        with open(path, "wb") as out:
+            out.write(sent)
+    elif action != "open_inbox":
+        raise ValueError(f"mbsync has no local change for {action!r}")
+
+
+class LocalStore:
+    """One user's mbsync, for measuring the real client (cpu_per_action.py --itself
+    mbsync): its own mbsyncrc and Maildir under `work`, synced on demand."""
+
+    def __init__(self, work, port, user, password):
+        os.makedirs(work, exist_ok=True)
+        self.rc, self.maildir = write_config(work, {"ports": {"imap": port}}, user, password)
+        self.log = os.path.join(work, "mbsync.log")
+        self.user = user
+
+    def sync(self, timeout=300):
+        """One `mbsync -a`; an error quotes the end of mbsync's own output."""
+        done = subprocess.run(["mbsync", "-c", self.rc, "-a"], capture_output=True, text=True, timeout=timeout)
+        with open(self.log, "a", encoding="utf-8") as log:
+            log.write(f"--- mbsync -a at {time.time():.3f}, exit {done.returncode}\n{done.stdout}{done.stderr}")
+        if done.returncode != 0:
+            raise RuntimeError(f"{self.user}: mbsync -a exited {done.returncode}: "
+                               f"{(done.stdout + done.stderr).strip()[-300:]}")
+
+    def has_unseen(self):
+        inbox = os.path.join(self.maildir, "INBOX")
+        return any("S" not in flags_of(name) for sub in ("cur", "new")
+                   for name in os.listdir(os.path.join(inbox, sub)))
+
+    def mark_one_unseen(self):
+        """Outside the measurement: the oldest Inbox message made unseen again, so that
+        the next read has something to change."""
+        with_flags(first_message(os.path.join(self.maildir, "INBOX")), remove="S")
 
 
 def main():
@@ -105,7 +176,6 @@ def main():
     rc, maildir = write_config(args.work, lab, args.user, password)
     sync_log = os.path.join(args.work, "mbsync.log")
     log = ActionLog(os.path.join(args.work, "actions.json"))
-    inbox = os.path.join(maildir, "INBOX")
     if args.synced:
         sync(rc, sync_log)
         time.sleep(args.settle)
@@ -113,18 +183,11 @@ def main():
            else "first mbsync -a: every folder downloaded into an empty Maildir")
     with log.action("open_inbox", how):
         sync(rc, sync_log)
-    with log.action("read", "the oldest local INBOX message gets the S flag, then mbsync -a"):
-        with_flags(first_message(inbox), "S")
-        sync(rc, sync_log)
-    with log.action("move", "a local INBOX message moved to Folder1 (a new file there), then mbsync -a"):
-        source = first_message(inbox)
-        name = os.path.basename(source).split(",U=")[0].split(":2,")[0] + ".moved:2,S"
-        os.rename(source, os.path.join(maildir, "Folder1", "cur", name))
-        sync(rc, sync_log)
-    with log.action("delete", "a local INBOX message gets the T flag (trashed), then mbsync -a (Expunge Both)"):
-        with_flags(first_message(inbox), "T")
-        sync(rc, sync_log)
-    with log.action("send", "SMTP submission (as msmtp would), a copy into the local Sent, then mbsync -a"):
+    for action in ("read", "move", "delete"):
+        with log.action(action, HOW[action]):
+            local_change(maildir, action)
+            sync(rc, sync_log)
+    with log.action("send", HOW["send"]):
         message = EmailMessage()
         message["From"] = f"{args.user}@bench.test"
         message["To"] = args.to
@@ -134,9 +197,7 @@ def main():
         with smtplib.SMTP_SSL("127.0.0.1", lab["ports"]["submissions"], context=context, timeout=30) as smtp:
             smtp.login(args.user, password)
             smtp.send_message(message)
-        sent = os.path.join(maildir, "Sent", "cur", f"{int(time.time())}.recorded.local:2,S")
-        with open(sent, "wb") as out:
-            out.write(bytes(message))
+        local_change(maildir, "send", sent=bytes(message))
         sync(rc, sync_log)
     with log.action("search", "local search (notmuch, mu): no IMAP traffic, so no sync") as entry:
         entry["outcome"] = "no server traffic by design"

@@ -1,5 +1,6 @@
-"""Checks replay.py's rewriting on a short transcript, without a server, and
-cpu_per_action.py's verdicts and speed normalisation (issue 28 item 3).
+"""Checks replay.py's rewriting on a short transcript, without a server,
+cpu_per_action.py's verdicts and speed normalisation, and mbsync.py's changes
+to a local Maildir (issue 28 item 3).
 
 Run by crates/lab/tests/client_recordings.rs
 (`issue_28_item_3_replay_renumbers_tags_substitutes_logins_and_maps_uids`), or
@@ -338,6 +339,79 @@ class Verdicts(unittest.TestCase):
         self.assertEqual((rows[7]["us"], rows[7]["slices"], rows[7]["born"]), (3.0, 3, False))
         self.assertEqual((rows[9]["us"], rows[9]["born"]), (2.0, True))
         self.assertEqual(record["lost"], 1)
+
+
+class MbsyncLocalChanges(unittest.TestCase):
+    """mbsync.py's local changes (what the recorder and --itself mbsync do to a Maildir
+    before a sync), on a Maildir of files, without mbsync."""
+
+    def setUp(self):
+        import mbsync
+        self.mbsync = mbsync
+        self.work = tempfile.TemporaryDirectory()
+        self.store = mbsync.LocalStore(self.work.name, 143, "alice", "secret")
+        self.maildir = self.store.maildir
+        for folder in ("INBOX", "Folder1", "Sent"):
+            for sub in ("cur", "new", "tmp"):
+                os.makedirs(os.path.join(self.maildir, folder, sub))
+        for name in ("100.a,U=1:2,S", "101.b,U=2:2,", "102.c,U=3:2,S"):
+            open(os.path.join(self.maildir, "INBOX", "cur", name), "w").close()
+
+    def tearDown(self):
+        self.work.cleanup()
+
+    def names(self, folder):
+        return sorted(os.listdir(os.path.join(self.maildir, folder, "cur")))
+
+    def test_a_repeated_read_flags_the_oldest_unseen_message(self):
+        self.mbsync.local_change(self.maildir, "read", unseen_first=True)
+        self.assertEqual(self.names("INBOX"), ["100.a,U=1:2,S", "101.b,U=2:2,S", "102.c,U=3:2,S"])
+        self.assertFalse(self.store.has_unseen())
+        # The recorder's read: the oldest, seen or not.
+        self.mbsync.local_change(self.maildir, "read")
+        self.assertEqual(self.names("INBOX")[0], "100.a,U=1:2,S")
+
+    def test_a_move_is_a_new_file_in_folder1_and_a_delete_trashes_the_next_one(self):
+        self.mbsync.local_change(self.maildir, "move")
+        self.assertEqual(self.names("Folder1"), ["100.a.moved:2,S"], "no U=: mbsync uploads it as new")
+        self.assertEqual(len(self.names("INBOX")), 2)
+        self.mbsync.local_change(self.maildir, "delete")
+        self.mbsync.local_change(self.maildir, "delete")
+        self.assertEqual(self.names("INBOX"), ["101.b,U=2:2,T", "102.c,U=3:2,ST"])
+
+    def test_the_users_mbsyncrc_points_at_the_lab_and_is_private(self):
+        with open(self.store.rc, encoding="utf-8") as rc:
+            text = rc.read()
+        self.assertIn("Port 143\nUser alice\nPass secret\n", text)
+        self.assertIn(f"Path {self.maildir}/\n", text)
+        self.assertEqual(os.stat(self.store.rc).st_mode & 0o777, 0o600)
+
+    def test_a_send_keeps_its_copy_in_the_local_sent_and_open_inbox_changes_nothing(self):
+        self.mbsync.local_change(self.maildir, "send", sent=b"Subject: x\r\n\r\nhi\r\n")
+        (copy,) = self.names("Sent")
+        with open(os.path.join(self.maildir, "Sent", "cur", copy), "rb") as saved:
+            self.assertEqual(saved.read(), b"Subject: x\r\n\r\nhi\r\n")
+        before = self.names("INBOX")
+        self.mbsync.local_change(self.maildir, "open_inbox")
+        self.assertEqual(self.names("INBOX"), before)
+        with self.assertRaises(ValueError):
+            self.mbsync.local_change(self.maildir, "search")
+
+    def test_an_inbox_all_seen_gets_one_unseen_back(self):
+        self.mbsync.local_change(self.maildir, "read", unseen_first=True)
+        self.store.mark_one_unseen()
+        self.assertTrue(self.store.has_unseen())
+        self.assertEqual(self.names("INBOX")[0], "100.a,U=1:2,")
+
+    def test_the_real_client_is_compared_first_as_its_own(self):
+        import cpu_per_action
+        run = {"client": "peakhour run --client mbsync", "personality": "mbsync", "action": "move",
+               "us": [90.0, 92.0], "commands": None, "differing": None, "notes": []}
+        itself = {"client": "mbsync-itself", "action": "move", "us": [100.0, 100.0], "itself": True}
+        replayed = {"client": "mbsync-synced", "action": "move", "us": [120.0, 118.0]}
+        rows = cpu_per_action.comparison([run, itself, replayed]).splitlines()[2:]
+        self.assertEqual([r.split(" | ")[2] for r in rows], ["mbsync-itself", "mbsync-synced"])
+        self.assertIn("0.91", rows[0])
 
 
 if __name__ == "__main__":
