@@ -388,38 +388,53 @@ def start_offsets(users, stagger):
     return [stagger * k / users for k in range(users)]
 
 
+def appended_size(piece):
+    """The size of the first APPEND's literal in a recording's window (a send's copy to
+    Sent, a move's upload), 1024 when it has none."""
+    appends = [i for i in piece.items if i.name == "APPEND"]
+    found = replay.LITERAL.search(appends[0].text) if appends else None
+    return int(found.group(1)) if found else 1024
+
+
+def measure_repeats(args, rounds, users, master, make_round):
+    """--repeats repeats of `rounds` rounds made by make_round(): per repeat, µs of
+    Dovecot's CPU per action (action minus baseline, over the rounds' users) and the
+    speed probe's mean cost; and every round measured."""
+    per_repeat, probes, done = [], [], []
+    for _ in range(args.repeats):
+        spent_action = spent_base = 0
+        speeds = []
+        for _ in range(rounds):
+            measured = make_round()
+            action_ns, base_ns = measured.measure(master)
+            spent_action += action_ns
+            spent_base += base_ns
+            speeds.append(measured.speeds[0])
+            done.append(measured)
+        per_repeat.append((spent_action - spent_base) / (rounds * len(users)) / 1000)
+        probes.append(None if None in speeds else statistics.mean(speeds))
+    return per_repeat, probes, done
+
+
 def replay_cost(client, action, lab, master, args):
     """Per repeat: µs of Dovecot CPU per action; with the commands replayed and answered otherwise."""
     recording = replay.Recording(os.path.join(args.fixtures, client))
     piece = recording.slice(action, all_open=args.all_open)
     if not piece.items:
         return None
-    appends = [i for i in piece.items if i.name == "APPEND"]
-    size = int(replay.LITERAL.search(appends[0].text).group(1)) if appends and replay.LITERAL.search(
-        appends[0].text) else 1024
+    size = appended_size(piece)
     smtp_size = size if action == "send" and args.smtp else None
     rounds = args.idle_rounds if action == "idle" else args.rounds
     users = [f"user{n}" for n in range(args.first_user, args.first_user + args.users)]
-    per_repeat, probes, commands, differing, notes = [], [], 0, 0, []
-    for _ in range(args.repeats):
-        spent_action = spent_base = 0
-        speeds = []
-        for _ in range(rounds):
-            measured = Round(recording, piece, lab, users, args, smtp_size, label=f"{client} {action}")
-            action_ns, base_ns = measured.measure(master)
-            spent_action += action_ns
-            spent_base += base_ns
-            speeds.append(measured.speeds[0])
-            commands += measured.commands
-            differing += measured.differing
-            notes += measured.notes
-        per_repeat.append((spent_action - spent_base) / (rounds * len(users)) / 1000)
-        probes.append(None if None in speeds else statistics.mean(speeds))
+    per_repeat, probes, done = measure_repeats(
+        args, rounds, users, master,
+        lambda: Round(recording, piece, lab, users, args, smtp_size, label=f"{client} {action}"))
     window = next(stop - start for name, start, stop in recording.windows() if name == action)
     return {"client": client, "action": action, "us": per_repeat, "probe_ns": probes, "reps": rounds * len(users),
             "warm": args.warm, "paced": args.paced, **({"all_open": True} if args.all_open else {}),
             **({"stagger_s": args.stagger} if args.stagger else {}),
-            "window_s": round(window, 1), "commands": commands, "differing": differing, "notes": notes[:3]}
+            "window_s": round(window, 1), "commands": sum(r.commands for r in done),
+            "differing": sum(r.differing for r in done), "notes": [n for r in done for n in r.notes][:3]}
 
 
 # ---------------------------------------------------------------- the client itself
@@ -473,35 +488,25 @@ class MbsyncRound(Round):
 ITSELF = {"mbsync": "mbsync-synced"}
 
 
-def itself_cost(name, action, lab, master, args, stores):
+def itself_cost(name, action, lab, master, args):
     """Per repeat: µs of Dovecot CPU per action with the real client doing it (only
-    mbsync, a batch program: see MbsyncRound); `stores` keeps each user's local copy
-    from round to round."""
-    recording = replay.Recording(os.path.join(args.fixtures, ITSELF[name]))
-    piece = recording.slice(action)
+    mbsync, a batch program: see MbsyncRound); each user's local copy (in
+    args.stores, under args.itself_work) is kept from round to round."""
     if action not in mbsync.HOW and action != "open_inbox":
         return None
-    appends = [i for i in piece.items if i.name == "APPEND"]
-    size = int(replay.LITERAL.search(appends[0].text).group(1)) if appends and replay.LITERAL.search(
-        appends[0].text) else 1024
+    recording = replay.Recording(os.path.join(args.fixtures, ITSELF[name]))
+    piece = recording.slice(action)
+    size = appended_size(piece)
     users = [f"user{n}" for n in range(args.first_user, args.first_user + args.users)]
     for user in users:
-        if user not in stores:
-            stores[user] = mbsync.LocalStore(os.path.join(stores["work"], user), lab["imap"][1], user,
-                                             lab["password"])
-    per_repeat, probes = [], []
-    for _ in range(args.repeats):
-        spent_action = spent_base = 0
-        speeds = []
-        for _ in range(args.rounds):
-            measured = MbsyncRound(stores, action, size, recording, piece, lab, users, args,
-                                   size if action == "send" and args.smtp else None, label=f"{name} itself {action}")
-            action_ns, base_ns = measured.measure(master)
-            spent_action += action_ns
-            spent_base += base_ns
-            speeds.append(measured.speeds[0])
-        per_repeat.append((spent_action - spent_base) / (args.rounds * len(users)) / 1000)
-        probes.append(None if None in speeds else statistics.mean(speeds))
+        if user not in args.stores:
+            args.stores[user] = mbsync.LocalStore(os.path.join(args.itself_work, user), lab["imap"][1], user,
+                                                  lab["password"])
+    smtp_size = size if action == "send" and args.smtp else None
+    per_repeat, probes, _ = measure_repeats(
+        args, args.rounds, users, master,
+        lambda: MbsyncRound(args.stores, action, size, recording, piece, lab, users, args, smtp_size,
+                            label=f"{name} itself {action}"))
     return {"client": f"{name}-itself", "action": action, "us": per_repeat, "probe_ns": probes,
             "reps": args.rounds * len(users), "itself": True,
             **({"stagger_s": args.stagger} if args.stagger else {}),
@@ -901,7 +906,7 @@ def main():
         parser.error("--lab-dir is required")
     lab = replay.lab_of(args.lab_dir)
     # Each user's local copy for --itself, kept from round to round and repeat to repeat.
-    args.stores = {"work": tempfile.mkdtemp(prefix="peakhour-itself-")}
+    args.itself_work, args.stores = tempfile.mkdtemp(prefix="peakhour-itself-"), {}
     # Pinned before anything starts, so that the speed probe and every run inherit it.
     pinning = Pinning(dovecot_master(lab)) if args.pin else None
     recorder = prober = None
@@ -943,7 +948,7 @@ def main():
             recorder.close()
         if pinning:
             pinning.close()
-        shutil.rmtree(args.stores["work"], ignore_errors=True)
+        shutil.rmtree(args.itself_work, ignore_errors=True)
     print(table(results))
     if args.peakhour:
         print()
@@ -999,30 +1004,26 @@ def measure_all(args, lab, master, earlier=()):
         return [dict(result, **marks) for result in results]
 
     results = []
+
+    def keep(result, label, started):
+        if result:
+            results.append(result)
+            save_partial(args, merged(list(earlier) + mark(results)))
+            mean, spread = row(result)
+            print(f"# {label}: {mean:.0f} µs ({spread}), {time.monotonic() - started:.0f} s", file=sys.stderr,
+                  flush=True)
+
     for client in [c for c in args.clients.split(",") if c]:
         for action in args.actions.split(","):
             started = time.monotonic()
             try:
-                result = replay_cost(client, action, lab, master, args)
+                keep(replay_cost(client, action, lab, master, args), f"{client} {action}", started)
             except replay.ReplayError as error:
                 print(f"# {client} {action}: {error}", file=sys.stderr)
-                continue
-            if result:
-                results.append(result)
-                save_partial(args, merged(list(earlier) + mark(results)))
-                mean, spread = row(result)
-                print(f"# {client} {action}: {mean:.0f} µs ({spread}), {time.monotonic() - started:.0f} s",
-                      file=sys.stderr, flush=True)
     for name in [c for c in args.itself.split(",") if c]:
         for action in args.actions.split(","):
             started = time.monotonic()
-            result = itself_cost(name, action, lab, master, args, args.stores)
-            if result:
-                results.append(result)
-                save_partial(args, merged(list(earlier) + mark(results)))
-                mean, spread = row(result)
-                print(f"# {name} itself {action}: {mean:.0f} µs ({spread}), {time.monotonic() - started:.0f} s",
-                      file=sys.stderr, flush=True)
+            keep(itself_cost(name, action, lab, master, args), f"{name} itself {action}", started)
     if args.peakhour:
         work = tempfile.mkdtemp(prefix="peakhour-cpu-")
         os.chmod(work, 0o755)

@@ -91,6 +91,11 @@ class ReplayRewriting(unittest.TestCase):
         uids = uids or replay.UidMap({}, {})
         return replay.rewrite(self.item(text), tag, "user7", "s3cret", uids, selected, exists)
 
+    def test_a_windows_append_gives_the_size_of_a_sends_copy(self):
+        import cpu_per_action
+        self.assertEqual(cpu_per_action.appended_size(self.recording.slice("move")), 120)
+        self.assertEqual(cpu_per_action.appended_size(self.recording.slice("open_inbox")), 1024)
+
     def test_tags_are_renumbered_and_the_rest_of_the_command_kept(self):
         line, _ = self.rewrite("a2 ENABLE", tag="p0042")
         self.assertEqual(line, "p0042 ENABLE UTF8=ACCEPT")
