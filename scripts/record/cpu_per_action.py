@@ -314,39 +314,55 @@ class Round:
         self.errors, self.commands, self.differing, self.notes = [], 0, 0, []
         self.lock = threading.Lock()
 
+    # What a failing user's worker reports (and aborts the round on).
+    FAILURES = (replay.ReplayError, OSError, threading.BrokenBarrierError)
+
     def worker(self, user, offset):
         try:
             for phase in ("action", "baseline"):
-                uids = replay.prepare_mailbox(self.recording, self.piece, self.lab, user, self.args.timeout)
-                replayer = replay.Replayer(self.recording, self.piece, self.lab, user, self.args.idle_bound,
-                                           self.args.timeout, uids, warm=self.args.warm,
-                                           paced=self.args.paced)
-                replayer.setup()
+                state = self.set_up(user)
                 self.barrier.wait()  # set up
                 self.barrier.wait()  # the main thread has read the CPU
                 # This user's place in the spread (--stagger), in both phases: the baseline
                 # then lasts as long as the action phase and its background cancels out.
                 time.sleep(offset)
-                if phase == "action":
-                    replayer.run(time.monotonic() + self.args.timeout, keep=self.args.warm)
-                    if self.smtp_size is not None:
-                        replay.submit(self.lab, user, self.smtp_size, self.args.timeout)
-                    with self.lock:
-                        self.commands += replayer.commands
-                        self.differing += replayer.differing
-                        self.notes += replayer.differences[:2]
-                elif not self.args.warm:
-                    replayer.logout()
-                if phase == "baseline" and self.args.paced:
-                    # As long as the paced window: the lab's background over it cancels out.
-                    time.sleep(max(0.0, self.piece.stop - self.piece.start))
+                self.perform(user, phase, state)
                 self.barrier.wait()  # done
                 self.barrier.wait()  # the main thread has read the CPU again: the next setup may start
-                replayer.logout()  # --warm: what the client kept open, outside the measurement
-        except (replay.ReplayError, OSError, threading.BrokenBarrierError) as error:
+                self.clean_up(state)
+        except self.FAILURES as error:
             with self.lock:
                 self.errors.append(f"{user}: {error}")
             self.barrier.abort()
+
+    def set_up(self, user):
+        """Before a phase, unmeasured: the mailbox as the recording had it, and the
+        connections open before the window; returns the phase's replayer."""
+        uids = replay.prepare_mailbox(self.recording, self.piece, self.lab, user, self.args.timeout)
+        replayer = replay.Replayer(self.recording, self.piece, self.lab, user, self.args.idle_bound,
+                                   self.args.timeout, uids, warm=self.args.warm, paced=self.args.paced)
+        replayer.setup()
+        return replayer
+
+    def perform(self, user, phase, replayer):
+        """The measured part of a phase."""
+        if phase == "action":
+            replayer.run(time.monotonic() + self.args.timeout, keep=self.args.warm)
+            if self.smtp_size is not None:
+                replay.submit(self.lab, user, self.smtp_size, self.args.timeout)
+            with self.lock:
+                self.commands += replayer.commands
+                self.differing += replayer.differing
+                self.notes += replayer.differences[:2]
+        elif not self.args.warm:
+            replayer.logout()
+        if phase == "baseline" and self.args.paced:
+            # As long as the paced window: the lab's background over it cancels out.
+            time.sleep(max(0.0, self.piece.stop - self.piece.start))
+
+    def clean_up(self, replayer):
+        """After the reading, unmeasured: --warm's connections the client kept open."""
+        replayer.logout()
 
     def measure(self, master):
         """(action ns, baseline ns) of this round."""
@@ -448,40 +464,38 @@ class MbsyncRound(Round):
     then submits its message over SMTP, as a replayed send does. Baseline phase: as
     long as this user's action phase took, nothing."""
 
+    FAILURES = Round.FAILURES + (RuntimeError, subprocess.SubprocessError)
+
     def __init__(self, stores, action, size, *rest, **named):
         super().__init__(*rest, **named)
         # `size`: the recorded APPEND's, for a send's copy in the local Sent.
         self.stores, self.action, self.size = stores, action, size
+        # Each user's action phase's length, which its baseline phase lasts too.
+        self.took = {}
 
-    def worker(self, user, offset):
-        store, took = self.stores[user], 0.0
-        try:
-            for phase in ("action", "baseline"):
-                replay.prepare_mailbox(self.recording, self.piece, self.lab, user, self.args.timeout)
-                store.sync(self.args.timeout)
-                if self.action == "read" and not store.has_unseen():
-                    store.mark_one_unseen()
-                    store.sync(self.args.timeout)
-                self.barrier.wait()  # set up
-                self.barrier.wait()  # the main thread has read the CPU
-                time.sleep(offset)
-                if phase == "action":
-                    began = time.monotonic()
-                    mbsync.local_change(store.maildir, self.action, sent=replay.message_of_size(self.size, 0),
-                                        unseen_first=True)
-                    store.sync(self.args.timeout)
-                    if self.smtp_size is not None:
-                        replay.submit(self.lab, user, self.smtp_size, self.args.timeout)
-                    took = time.monotonic() - began
-                else:
-                    time.sleep(took)
-                self.barrier.wait()  # done
-                self.barrier.wait()  # the main thread has read the CPU again
-        except (replay.ReplayError, OSError, RuntimeError, subprocess.SubprocessError,
-                threading.BrokenBarrierError) as error:
-            with self.lock:
-                self.errors.append(f"{user}: {error}")
-            self.barrier.abort()
+    def set_up(self, user):
+        store = self.stores[user]
+        replay.prepare_mailbox(self.recording, self.piece, self.lab, user, self.args.timeout)
+        store.sync(self.args.timeout)
+        if self.action == "read" and not store.has_unseen():
+            store.mark_one_unseen()
+            store.sync(self.args.timeout)
+        return store
+
+    def perform(self, user, phase, store):
+        if phase == "baseline":
+            time.sleep(self.took.get(user, 0.0))
+            return
+        began = time.monotonic()
+        mbsync.local_change(store.maildir, self.action, sent=replay.message_of_size(self.size, 0),
+                            unseen_first=True)
+        store.sync(self.args.timeout)
+        if self.smtp_size is not None:
+            replay.submit(self.lab, user, self.smtp_size, self.args.timeout)
+        self.took[user] = time.monotonic() - began
+
+    def clean_up(self, store):
+        pass
 
 
 # The real clients --itself can run, and the recording each is compared as.

@@ -27,7 +27,7 @@ from email.message import EmailMessage
 from actions import ActionLog
 
 
-def write_config(work, lab, user, password):
+def write_config(work, port, user, password):
     maildir = os.path.join(work, "Maildir")
     os.makedirs(maildir, exist_ok=True)
     rc = os.path.join(work, "mbsyncrc")
@@ -35,7 +35,7 @@ def write_config(work, lab, user, password):
         out.write(f"""# Written by scripts/record/mbsync.py. Everything not set is isync's default.
 IMAPAccount lab
 Host 127.0.0.1
-Port {lab['ports']['imap']}
+Port {port}
 User {user}
 Pass {password}
 # Plain IMAP so that Dovecot's pre-login rawlog can read the session too.
@@ -59,13 +59,6 @@ SyncState *
 """)
     os.chmod(rc, 0o600)
     return rc, maildir
-
-
-def sync(rc, log_path):
-    with open(log_path, "a", encoding="utf-8") as log:
-        log.write(f"--- mbsync -a at {time.time():.3f}\n")
-        log.flush()
-        subprocess.run(["mbsync", "-c", rc, "-a"], stdout=log, stderr=subprocess.STDOUT, timeout=300, check=True)
 
 
 def flags_of(name):
@@ -128,12 +121,12 @@ def local_change(maildir, action, sent=None, unseen_first=False):
 
 
 class LocalStore:
-    """One user's mbsync, for measuring the real client (cpu_per_action.py --itself
-    mbsync): its own mbsyncrc and Maildir under `work`, synced on demand."""
+    """One user's mbsync: its own mbsyncrc and Maildir under `work`, synced on demand
+    (the recorder's user here, and each user of cpu_per_action.py --itself mbsync)."""
 
     def __init__(self, work, port, user, password):
         os.makedirs(work, exist_ok=True)
-        self.rc, self.maildir = write_config(work, {"ports": {"imap": port}}, user, password)
+        self.rc, self.maildir = write_config(work, port, user, password)
         self.log = os.path.join(work, "mbsync.log")
         self.user = user
 
@@ -173,20 +166,20 @@ def main():
     args = parser.parse_args()
     lab = json.load(open(args.lab_config, encoding="utf-8"))["config"]
     password = os.environ["PEAKHOUR_RECORD_PASSWORD"]
-    rc, maildir = write_config(args.work, lab, args.user, password)
-    sync_log = os.path.join(args.work, "mbsync.log")
+    store = LocalStore(args.work, lab["ports"]["imap"], args.user, password)
+    maildir = store.maildir
     log = ActionLog(os.path.join(args.work, "actions.json"))
     if args.synced:
-        sync(rc, sync_log)
+        store.sync()
         time.sleep(args.settle)
     how = ("mbsync -a with the local Maildir already in sync (one unrecorded mbsync -a before it)" if args.synced
            else "first mbsync -a: every folder downloaded into an empty Maildir")
     with log.action("open_inbox", how):
-        sync(rc, sync_log)
+        store.sync()
     for action in ("read", "move", "delete"):
         with log.action(action, HOW[action]):
             local_change(maildir, action)
-            sync(rc, sync_log)
+            store.sync()
     with log.action("send", HOW["send"]):
         message = EmailMessage()
         message["From"] = f"{args.user}@bench.test"
@@ -198,7 +191,7 @@ def main():
             smtp.login(args.user, password)
             smtp.send_message(message)
         local_change(maildir, "send", sent=bytes(message))
-        sync(rc, sync_log)
+        store.sync()
     with log.action("search", "local search (notmuch, mu): no IMAP traffic, so no sync") as entry:
         entry["outcome"] = "no server traffic by design"
     with log.action("idle", f"mbsync -a every {args.interval} s for {args.idle} s (a timer's job)") as entry:
@@ -209,7 +202,7 @@ def main():
         runs = 0
         while begun + (runs + 1) * args.interval <= deadline:
             time.sleep(max(0.0, begun + (runs + 1) * args.interval - time.monotonic()))
-            sync(rc, sync_log)
+            store.sync()
             runs += 1
         time.sleep(max(0.0, deadline - time.monotonic()))
         entry["seconds"] = args.idle
